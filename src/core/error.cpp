@@ -1,0 +1,15 @@
+#include "core/error.h"
+
+namespace gamut {
+
+void throw_data_error(const std::string& binding, const std::string& message) {
+  throw Error(ExitCode::Data, "data error: " + binding + ": " + message);
+}
+void throw_device_error(const std::string& message) {
+  throw Error(ExitCode::Device, "device error: " + message);
+}
+void throw_usage_error(const std::string& message) {
+  throw Error(ExitCode::Usage, "usage error: " + message);
+}
+
+}  // namespace gamut

@@ -1,0 +1,123 @@
+// The CUDA runtime layer: device discovery, memory, NVRTC compilation with caches, kernel launch.
+//
+// cudart is linked statically; it opens the driver on first use, so every function here
+// works (and reports "no device") on a machine without a driver. Nothing in this header
+// exposes CUDA types, so the rest of gamut compiles without CUDA headers.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gamut::cuda {
+
+struct DeviceInfo {
+  std::string name;
+  int ordinal = 0;
+  int cc_major = 0, cc_minor = 0;   // 9, 0 on Hopper
+  int sm_count = 0;
+  size_t smem_per_block_optin = 0;  // bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin
+  size_t smem_per_sm = 0;
+  int regs_per_sm = 0;
+  size_t l2_bytes = 0;
+  size_t total_mem = 0;
+};
+
+// True when a CUDA device can be used; never throws. `why` gets the reason when false.
+bool device_available(std::string* why = nullptr);
+// The current device (ordinal 0). Throws Error(ExitCode::Device) when there is none.
+const DeviceInfo& device();
+
+// The arch string NVRTC gets for a device: "sm_90a" for cc 9.0, else "sm_XY".
+std::string arch_for(int cc_major, int cc_minor);
+
+// Device memory, freed on destruction. Allocation failure throws Error(ExitCode::Device) with
+// the bytes asked for and the bytes free.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t bytes);
+  DeviceBuffer(DeviceBuffer&&) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&&) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer();
+  void* get() const { return ptr_; }
+  size_t size() const { return bytes_; }
+  void upload(const void* host, size_t bytes, size_t offset = 0);
+  void download(void* host, size_t bytes, size_t offset = 0) const;
+  void fill_bytes(int value);              // cudaMemset
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+struct CompileOptions {
+  std::string arch = "sm_90a";             // NVRTC --gpu-architecture
+  std::vector<std::string> extra;          // further NVRTC options, part of the cache key
+};
+
+// Where a module came from, for `--json` and the compile-latency benchmark.
+enum class CacheHit { Compiled, Disk, Memory };
+
+struct CompiledModule {
+  std::string key;                         // hex hash: the cache key
+  std::string cubin;                       // the binary
+  std::string source_path;                 // the kept .cu on disk ("" if the disk cache is off)
+  CacheHit hit = CacheHit::Compiled;
+  double compile_ms = 0;                   // NVRTC time when hit == Compiled
+};
+
+// Compile CUDA C++ `source` (it may #include any embedded device header by file name) for
+// options.arch with NVRTC, through the in-process cache and the disk cache. `extra_key` adds
+// anything else that shapes the code (e.g. the canonical plan text and tile parameters).
+// A compile error throws Error(ExitCode::Query) whose text is one line naming the kept .cu;
+// the full NVRTC log follows on the next lines of what() (the CLI prints it whole).
+CompiledModule compile_cached(const std::string& source, const CompileOptions& options,
+                              const std::string& extra_key = "");
+// NVRTC only, no cache (tests and the benchmark of cold compiles).
+std::string nvrtc_compile(const std::string& source, const CompileOptions& options,
+                          std::string* log_out = nullptr);
+std::string nvrtc_version();               // "13.0"
+
+// The disk cache directory: $GAMUT_CACHE_DIR, else $XDG_CACHE_HOME/gamut, else ~/.cache/gamut.
+std::string cache_dir();
+struct CacheEntry { std::string key; size_t cubin_bytes; std::string source_path; bool valid; };
+std::vector<CacheEntry> cache_list();
+size_t cache_clear();                      // entries removed
+void clear_memory_cache();                 // tests and the benchmark
+
+// A loaded module and one kernel in it.
+class Kernel {
+ public:
+  Kernel(const CompiledModule& module, const std::string& kernel_name);
+  ~Kernel();
+  Kernel(const Kernel&) = delete;
+  Kernel& operator=(const Kernel&) = delete;
+  // Set the dynamic shared memory limit (above 48 KiB needs this).
+  void set_max_dynamic_smem(size_t bytes);
+  // args: pointers to each kernel argument, as cudaLaunchKernel takes them.
+  void launch(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+              size_t dyn_smem, void** args);
+  int max_active_blocks_per_sm(int block_threads, size_t dyn_smem) const;
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+void synchronize();                        // cudaDeviceSynchronize + error check
+
+// CUDA events for benchmarks: elapsed milliseconds of the work `fn` enqueues.
+class EventTimer {
+ public:
+  EventTimer();
+  ~EventTimer();
+  void start();
+  double stop_ms();                        // records, synchronizes, returns elapsed
+ private:
+  void* begin_ = nullptr;
+  void* end_ = nullptr;
+};
+
+}  // namespace gamut::cuda
