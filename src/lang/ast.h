@@ -1,0 +1,89 @@
+// The syntax tree, with source spans; sema turns it into a Plan.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lang/span.h"
+#include "lang/token.h"
+
+namespace gamut {
+
+struct AstExpr;
+using AstExprPtr = std::unique_ptr<AstExpr>;
+
+struct AstExpr {
+  enum Kind { Int, Float, Ident, Index, Unary, Binary, Ternary, Call } kind;
+  Span span;
+  std::string name;              // Ident, Index (array name), Call (function name)
+  Tok op = Tok::End;             // Unary / Binary operator token
+  int64_t ival = 0;              // Int
+  double fval = 0;               // Int and Float
+  std::vector<AstExprPtr> args;  // Index: subscripts; Call: arguments; Unary/Binary/Ternary: operands
+};
+
+struct AstRange {
+  AstExprPtr begin, end;
+  Span span;
+};
+
+struct AstAxis {
+  std::string name;
+  Span span;
+  std::optional<AstRange> range;
+};
+
+struct AstEmitColumn {
+  AstExprPtr expr;
+  std::string alias;             // `as NAME`
+  Span alias_span;
+};
+
+struct AstStmt {
+  enum Kind { Let, Update, If, Emit } kind;
+  Span span;
+  // Let
+  std::string name;
+  Span name_span;
+  // Update: target (Ident or Index), operator token, value
+  AstExprPtr target;
+  Tok op = Tok::Assign;
+  Span op_span;
+  AstExprPtr value;
+  // If
+  AstExprPtr cond;
+  std::vector<AstStmt> body;
+  // Emit
+  std::string list;
+  Span list_span;
+  std::vector<AstEmitColumn> columns;
+  enum Mode { Plain, Top, Bottom, Distinct } mode = Plain;
+  AstExprPtr limit;              // N
+  AstExprPtr key;                // by KEY
+  std::string per;               // axis name, "" if none
+  Span per_span;
+};
+
+struct AstAccDecl {
+  std::string name;
+  Span span;
+  std::string type;              // "" when not declared
+  Span type_span;
+  AstExprPtr init;
+};
+
+struct AstQuery {
+  std::optional<AstAxis> batch;
+  AstAxis row, col, red;
+  AstExprPtr when;
+  std::vector<AstAccDecl> accs;
+  std::vector<AstStmt> inner;
+  std::vector<AstStmt> outer;
+};
+
+// Parse a whole query. Syntax errors go to diags (parsing resumes at the next statement, so
+// several can be reported); the returned tree is only meaningful when diags has no errors.
+AstQuery parse(const Source& src, Diagnostics& diags);
+
+}  // namespace gamut

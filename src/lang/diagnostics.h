@@ -1,0 +1,52 @@
+// Compiler-style diagnostics: "FILE:LINE:COL: error: MESSAGE", the source line and a caret.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "lang/span.h"
+
+namespace gamut {
+
+struct Source {
+  std::string name;   // file name, or "<expr>" for -e
+  std::string text;
+  std::string line(int n) const;   // 1-based, without the newline
+};
+
+struct Diagnostic {
+  Span span;
+  std::string message;
+};
+
+// Collects errors; several are reported at once where the phase can carry on.
+class Diagnostics {
+ public:
+  explicit Diagnostics(const Source& src) : src_(src) {}
+  void error(Span span, std::string message);
+  bool any() const { return !list_.empty(); }
+  size_t count() const { return list_.size(); }
+  const std::vector<Diagnostic>& list() const { return list_; }
+  // One block of text: for each error its line, the source line and a caret underline.
+  std::string render() const;
+  std::string render_one(const Diagnostic& d) const;
+  // Throws QueryError (exit 1) with render() when any error was reported.
+  void throw_if_any() const;
+  const Source& source() const { return src_; }
+
+ private:
+  const Source& src_;
+  std::vector<Diagnostic> list_;
+};
+
+// An error in the query text (exit status 1): what() is the rendered diagnostics, whose first
+// line is the one-line summary.
+class QueryError : public Error {
+ public:
+  QueryError(const std::string& rendered, ExitCode code = ExitCode::Query) : Error(code, rendered) {}
+};
+
+// Did-you-mean: the candidate closest to `name` within a small edit distance, or "".
+std::string closest_name(const std::string& name, const std::vector<std::string>& candidates);
+
+}  // namespace gamut

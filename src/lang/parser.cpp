@@ -1,0 +1,432 @@
+// Recursive-descent parser with C precedence (spec section 4) and statement-level recovery.
+#include <algorithm>
+
+#include "lang/ast.h"
+
+namespace gamut {
+
+namespace {
+
+struct SyntaxError {};  // unwinds to the nearest recovery point
+
+const std::vector<std::string>& keyword_words() {
+  static const std::vector<std::string> w = {"batch", "where", "when", "in", "reduce", "let", "if",
+                                             "emit", "top", "bottom", "by", "per", "distinct", "as"};
+  return w;
+}
+
+class Parser {
+ public:
+  Parser(const Source& src, Diagnostics& d) : diags_(d) { toks_ = lex(src, d); }
+
+  AstQuery query() {
+    AstQuery q;
+    try {
+      if (at(Tok::KwBatch)) {
+        next();
+        expect(Tok::LParen, "after 'batch'");
+        q.batch = axis();
+        expect(Tok::RParen, "to close the batch axis");
+      }
+      expect_keyword(Tok::KwWhere, "a query starts with 'where' (or 'batch')");
+      expect(Tok::LParen, "after 'where'");
+      q.row = axis();
+      expect(Tok::Comma, "between the two 'where' axes");
+      q.col = axis();
+      if (at(Tok::Comma)) fail(peek().span, "'where' takes exactly two axes (rows, columns)");
+      expect(Tok::RParen, "to close the 'where' axes");
+      if (at(Tok::KwWhen)) {
+        next();
+        expect(Tok::LParen, "after 'when'");
+        q.when = expr();
+        expect(Tok::RParen, "to close the 'when' condition");
+      }
+      expect(Tok::LBrace, "to open the query body");
+    } catch (SyntaxError&) {
+      return q;  // a broken header makes the rest meaningless
+    }
+    // Accumulator declarations up to `reduce`.
+    while (!at(Tok::KwReduce) && !at(Tok::End) && !at(Tok::RBrace)) {
+      try {
+        q.accs.push_back(acc_decl());
+      } catch (SyntaxError&) {
+        recover();
+      }
+    }
+    if (q.accs.empty() && !stopped())
+      diags_.error(peek().span, "expected at least one accumulator declaration (NAME = VALUE;) before 'reduce'");
+    try {
+      expect_keyword(Tok::KwReduce, "expected 'reduce' after the accumulator declarations");
+      expect(Tok::LParen, "after 'reduce'");
+      q.red = axis();
+      expect(Tok::RParen, "to close the 'reduce' axis");
+      expect(Tok::LBrace, "to open the 'reduce' body");
+    } catch (SyntaxError&) {
+      return q;
+    }
+    q.inner = block_body();
+    expect_soft(Tok::RBrace, "to close the 'reduce' body");
+    q.outer = block_body();
+    expect_soft(Tok::RBrace, "to close the query body");
+    if (!at(Tok::End) && !stopped())
+      diags_.error(peek().span, "unexpected " + describe(peek()) + " after the end of the query");
+    return q;
+  }
+
+ private:
+  std::vector<Token> toks_;
+  size_t pos_ = 0;
+  Diagnostics& diags_;
+
+  const Token& peek(size_t o = 0) const { return toks_[std::min(pos_ + o, toks_.size() - 1)]; }
+  bool at(Tok k) const { return peek().kind == k; }
+  const Token& next() {
+    const Token& t = peek();
+    if (pos_ < toks_.size() - 1) ++pos_;
+    return t;
+  }
+  bool stopped() const { return diags_.count() >= 20; }
+
+  static std::string describe(const Token& t) {
+    if (t.kind == Tok::End) return "end of input";
+    if (t.kind == Tok::Ident) return "'" + t.text + "'";
+    if (t.kind == Tok::Int || t.kind == Tok::Float) return "number '" + t.text + "'";
+    return tok_name(t.kind);
+  }
+
+  [[noreturn]] void fail(Span span, const std::string& msg) {
+    diags_.error(span, msg);
+    throw SyntaxError{};
+  }
+
+  // A missing ';' is reported at the end of the previous token, where the user forgot it.
+  Span after_previous() const {
+    if (pos_ == 0) return peek().span;
+    Span s = toks_[pos_ - 1].span;
+    s.col += s.length;
+    s.length = 1;
+    return s;
+  }
+
+  const Token& expect(Tok k, const std::string& where) {
+    if (!at(k)) {
+      std::string msg = "expected " + std::string(tok_name(k)) + " " + where + ", found " + describe(peek());
+      fail(k == Tok::Semi || k == Tok::RParen ? after_previous() : peek().span, msg);
+    }
+    return next();
+  }
+  void expect_soft(Tok k, const std::string& where) {
+    try { expect(k, where); } catch (SyntaxError&) {}
+  }
+
+  void expect_keyword(Tok k, const std::string& msg) {
+    if (at(k)) { next(); return; }
+    std::string m = msg + ", found " + describe(peek());
+    if (at(Tok::Ident)) {
+      std::string guess = closest_name(peek().text, keyword_words());
+      if (!guess.empty()) m += "; did you mean '" + guess + "'?";
+    }
+    fail(peek().span, m);
+  }
+
+  // Skip to just after the next ';' at this nesting level, or to a '}' that closes a block.
+  void recover() {
+    int depth = 0;
+    while (!at(Tok::End)) {
+      Tok k = peek().kind;
+      if (k == Tok::LBrace) ++depth;
+      if (k == Tok::RBrace) {
+        if (depth == 0) return;
+        --depth;
+      }
+      next();
+      if (k == Tok::Semi && depth == 0) return;
+    }
+  }
+
+  AstAxis axis() {
+    AstAxis a;
+    const Token& name = expect(Tok::Ident, "naming an axis");
+    a.name = name.text;
+    a.span = name.span;
+    if (at(Tok::KwIn)) {
+      next();
+      AstRange r;
+      r.span = expect(Tok::LBracket, "to open a range [s, e]").span;
+      r.begin = expr();
+      expect(Tok::Comma, "between the range bounds");
+      r.end = expr();
+      if (!at(Tok::RBracket) && !at(Tok::RParen))
+        fail(peek().span, "expected ']' or ')' to close the range, found " + describe(peek()));
+      next();
+      a.range = std::move(r);
+    }
+    return a;
+  }
+
+  AstAccDecl acc_decl() {
+    AstAccDecl d;
+    if (at(Tok::KwLet))
+      fail(peek().span, "'let' is not allowed before 'reduce'; declare accumulators as NAME = VALUE;");
+    const Token& name = expect(Tok::Ident, "naming an accumulator (NAME = VALUE;)");
+    d.name = name.text;
+    d.span = name.span;
+    if (at(Tok::Colon)) {
+      next();
+      const Token& t = expect(Tok::Ident, "naming the accumulator type");
+      d.type = t.text;
+      d.type_span = t.span;
+    }
+    if (!at(Tok::Assign))
+      fail(peek().span, "expected '=' after accumulator '" + d.name + "', found " + describe(peek()));
+    next();
+    d.init = expr();
+    expect(Tok::Semi, "after the accumulator declaration");
+    return d;
+  }
+
+  std::vector<AstStmt> block_body() {
+    std::vector<AstStmt> out;
+    while (!at(Tok::RBrace) && !at(Tok::End)) {
+      if (stopped()) { while (!at(Tok::End)) next(); break; }
+      try {
+        out.push_back(statement());
+      } catch (SyntaxError&) {
+        recover();
+      }
+    }
+    return out;
+  }
+
+  AstStmt statement() {
+    AstStmt s;
+    s.span = peek().span;
+    if (at(Tok::KwLet)) {
+      next();
+      s.kind = AstStmt::Let;
+      const Token& n = expect(Tok::Ident, "after 'let'");
+      s.name = n.text;
+      s.name_span = n.span;
+      expect(Tok::Assign, "after the 'let' name");
+      s.value = expr();
+      expect(Tok::Semi, "after the 'let' statement");
+      return s;
+    }
+    if (at(Tok::KwIf)) {
+      next();
+      s.kind = AstStmt::If;
+      expect(Tok::LParen, "after 'if'");
+      s.cond = expr();
+      expect(Tok::RParen, "to close the 'if' condition");
+      if (at(Tok::LBrace)) {
+        next();
+        s.body = block_body();
+        expect(Tok::RBrace, "to close the 'if' block");
+      } else {
+        s.body.push_back(statement());
+      }
+      return s;
+    }
+    if (at(Tok::KwEmit)) return emit();
+    if (at(Tok::LBrace)) fail(peek().span, "a bare block is not a statement; use 'if (...) { ... }'");
+    // An update: TARGET OP VALUE;
+    if (!at(Tok::Ident)) fail(peek().span, "expected a statement, found " + describe(peek()));
+    s.kind = AstStmt::Update;
+    s.target = postfix();
+    switch (peek().kind) {
+      case Tok::Assign: case Tok::PlusAssign: case Tok::MinusAssign: case Tok::StarAssign:
+      case Tok::MaxAssign: case Tok::MinAssign: case Tok::OrAssign: case Tok::AndAssign:
+      case Tok::XorAssign:
+        s.op = peek().kind;
+        s.op_span = peek().span;
+        next();
+        break;
+      default: {
+        std::string m = "expected an assignment operator (= += -= *= max= min= |= &= ^=) after the target, found " +
+                        describe(peek());
+        if (s.target->kind == AstExpr::Ident) {
+          std::string g = closest_name(s.target->name, keyword_words());
+          if (!g.empty()) m += "; did you mean '" + g + "'?";
+        }
+        fail(peek().span, m);
+      }
+    }
+    s.value = expr();
+    expect(Tok::Semi, "after the statement");
+    return s;
+  }
+
+  AstStmt emit() {
+    AstStmt s;
+    s.kind = AstStmt::Emit;
+    s.span = next().span;
+    const Token& n = expect(Tok::Ident, "naming the list after 'emit'");
+    s.list = n.text;
+    s.list_span = n.span;
+    expect(Tok::LParen, "after the list name");
+    if (!at(Tok::RParen)) {
+      for (;;) {
+        AstEmitColumn c;
+        c.expr = expr();
+        if (at(Tok::KwAs)) {
+          next();
+          const Token& a = expect(Tok::Ident, "after 'as'");
+          c.alias = a.text;
+          c.alias_span = a.span;
+        }
+        s.columns.push_back(std::move(c));
+        if (!at(Tok::Comma)) break;
+        next();
+      }
+    }
+    expect(Tok::RParen, "to close the emitted columns");
+    if (at(Tok::KwTop) || at(Tok::KwBottom)) {
+      s.mode = at(Tok::KwTop) ? AstStmt::Top : AstStmt::Bottom;
+      next();
+      s.limit = unary();
+      expect(Tok::KwBy, "after 'top N' / 'bottom N'");
+      s.key = expr();
+      if (at(Tok::KwPer)) {
+        next();
+        const Token& a = expect(Tok::Ident, "naming an axis after 'per'");
+        s.per = a.text;
+        s.per_span = a.span;
+      }
+    } else if (at(Tok::KwDistinct)) {
+      next();
+      s.mode = AstStmt::Distinct;
+    }
+    expect(Tok::Semi, "after 'emit'");
+    return s;
+  }
+
+  // ---- expressions, lowest precedence first ----
+  AstExprPtr make(AstExpr::Kind k, Span span) {
+    auto e = std::make_unique<AstExpr>();
+    e->kind = k;
+    e->span = span;
+    return e;
+  }
+  static Span join(Span a, Span b) {
+    if (a.line != b.line) return a;
+    return {a.line, a.col, std::max(1, b.col + b.length - a.col)};
+  }
+
+  AstExprPtr expr() { return ternary(); }
+
+  AstExprPtr ternary() {
+    AstExprPtr c = binary(0);
+    if (!at(Tok::Question)) return c;
+    next();
+    AstExprPtr a = expr();
+    expect(Tok::Colon, "in '?:'");
+    AstExprPtr b = ternary();
+    auto e = make(AstExpr::Ternary, join(c->span, b->span));
+    e->args.push_back(std::move(c));
+    e->args.push_back(std::move(a));
+    e->args.push_back(std::move(b));
+    return e;
+  }
+
+  static int precedence(Tok k) {
+    switch (k) {
+      case Tok::PipePipe: return 1; case Tok::AmpAmp: return 2; case Tok::Pipe: return 3;
+      case Tok::Caret: return 4; case Tok::Amp: return 5;
+      case Tok::EqEq: case Tok::Ne: return 6;
+      case Tok::Lt: case Tok::Le: case Tok::Gt: case Tok::Ge: return 7;
+      case Tok::Shl: case Tok::Shr: return 8;
+      case Tok::Plus: case Tok::Minus: return 9;
+      case Tok::Star: case Tok::Slash: case Tok::Percent: return 10;
+      default: return -1;
+    }
+  }
+
+  // Precedence climbing over the left-associative binary levels.
+  AstExprPtr binary(int min_prec) {
+    AstExprPtr lhs = unary();
+    for (;;) {
+      int p = precedence(peek().kind);
+      if (p < 0 || p < min_prec) break;
+      Token op = next();
+      AstExprPtr rhs = binary(p + 1);
+      auto e = make(AstExpr::Binary, join(lhs->span, rhs->span));
+      e->op = op.kind;
+      e->args.push_back(std::move(lhs));
+      e->args.push_back(std::move(rhs));
+      lhs = std::move(e);
+    }
+    return lhs;
+  }
+
+  AstExprPtr unary() {
+    if (at(Tok::Minus) || at(Tok::Bang) || at(Tok::Tilde) || at(Tok::Plus)) {
+      Token op = next();
+      AstExprPtr a = unary();
+      if (op.kind == Tok::Plus) return a;
+      auto e = make(AstExpr::Unary, join(op.span, a->span));
+      e->op = op.kind;
+      e->args.push_back(std::move(a));
+      return e;
+    }
+    return postfix();
+  }
+
+  AstExprPtr postfix() {
+    const Token& t = peek();
+    if (t.kind == Tok::Int || t.kind == Tok::Float) {
+      next();
+      auto e = make(t.kind == Tok::Int ? AstExpr::Int : AstExpr::Float, t.span);
+      e->ival = t.ival;
+      e->fval = t.fval;
+      return e;
+    }
+    if (t.kind == Tok::LParen) {
+      next();
+      AstExprPtr e = expr();
+      expect(Tok::RParen, "to close '('");
+      return e;
+    }
+    if (t.kind != Tok::Ident) fail(t.span, "expected an expression, found " + describe(t));
+    Token name = next();
+    if (at(Tok::LBracket)) {
+      next();
+      auto e = make(AstExpr::Index, name.span);
+      e->name = name.text;
+      if (at(Tok::RBracket)) fail(peek().span, "array '" + name.text + "' needs at least one index");
+      for (;;) {
+        e->args.push_back(expr());
+        if (!at(Tok::Comma)) break;
+        next();
+      }
+      Span close = expect(Tok::RBracket, "to close the index list").span;
+      e->span = join(name.span, close);
+      return e;
+    }
+    if (at(Tok::LParen)) {
+      next();
+      auto e = make(AstExpr::Call, name.span);
+      e->name = name.text;
+      if (!at(Tok::RParen)) {
+        for (;;) {
+          e->args.push_back(expr());
+          if (!at(Tok::Comma)) break;
+          next();
+        }
+      }
+      expect(Tok::RParen, "to close the argument list");
+      return e;
+    }
+    auto e = make(AstExpr::Ident, name.span);
+    e->name = name.text;
+    return e;
+  }
+};
+
+}  // namespace
+
+AstQuery parse(const Source& src, Diagnostics& diags) {
+  Parser p(src, diags);
+  return p.query();
+}
+
+}  // namespace gamut

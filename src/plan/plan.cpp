@@ -1,0 +1,237 @@
+#include "plan/plan.h"
+
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+namespace gamut {
+
+int pattern_rank(Pattern p) {
+  return p == Pattern::RowVec || p == Pattern::ColVec || p == Pattern::RedVec ? 1 : 2;
+}
+bool pattern_uses_red(Pattern p) {
+  return p == Pattern::RowRed || p == Pattern::RedRow || p == Pattern::RedCol || p == Pattern::ColRed ||
+         p == Pattern::RedVec;
+}
+const char* pattern_name(Pattern p) {
+  switch (p) {
+    case Pattern::RowRed: return "[r,k]"; case Pattern::RedRow: return "[k,r]";
+    case Pattern::RedCol: return "[k,c]"; case Pattern::ColRed: return "[c,k]";
+    case Pattern::RowVec: return "[r]"; case Pattern::ColVec: return "[c]";
+    case Pattern::RedVec: return "[k]"; case Pattern::RowCol: return "[r,c]";
+    case Pattern::ColRow: return "[c,r]";
+  }
+  return "?";
+}
+const char* unop_symbol(UnOp op) { return op == UnOp::Neg ? "-" : op == UnOp::Not ? "!" : "~"; }
+const char* binop_symbol(BinOp op) {
+  static const char* s[] = {"+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^",
+                            "<", "<=", ">", ">=", "==", "!=", "&&", "||"};
+  return s[int(op)];
+}
+const char* fn_name(Fn fn) {
+  static const char* s[] = {"abs", "min", "max", "clamp", "sqrt", "exp", "log", "pow", "floor", "ceil", "tanh"};
+  return s[int(fn)];
+}
+const char* update_symbol(UpdateOp op) {
+  static const char* s[] = {"=", "+=", "-=", "*=", "max=", "min=", "|=", "&=", "^="};
+  return s[int(op)];
+}
+const char* store_symbol(StoreOp op) {
+  static const char* s[] = {"=", "+=", "max=", "min=", "|=", "&="};
+  return s[int(op)];
+}
+const char* monoid_name(Monoid m) {
+  static const char* s[] = {"sum", "product", "max", "min", "or", "and", "xor", "sequential (k in order)"};
+  return s[int(m)];
+}
+
+const Axis* Plan::find_axis(AxisRole r) const {
+  for (const Axis& a : axes)
+    if (a.role == r) return &a;
+  return nullptr;
+}
+const Axis& Plan::axis(AxisRole r) const {
+  const Axis* a = find_axis(r);
+  if (!a) throw std::logic_error("plan has no such axis");
+  return *a;
+}
+
+namespace {
+
+const char* kind_name(OperandKind k) {
+  static const char* s[] = {"row matrix", "column matrix", "row vector", "column vector",
+                            "reduction vector", "output-shaped matrix", "index vector", "mixed"};
+  return s[int(k)];
+}
+
+std::string scalar_text(const Scalar& v) {
+  std::ostringstream o;
+  if (is_float(v.type)) {
+    if (std::isinf(v.f)) o << (v.f < 0 ? "-inf" : "inf");
+    else o << v.f;
+  } else {
+    o << v.i;
+  }
+  return o.str();
+}
+
+struct Printer {
+  const Plan& p;
+  std::ostringstream out;
+
+  std::string axis_name(AxisRole r) const { const Axis* a = p.find_axis(r); return a ? a->name : "?"; }
+
+  std::string access(int id) const {
+    const Access& a = p.accesses[size_t(id)];
+    std::string pat = pattern_name(a.pattern);
+    std::string s = p.operands[size_t(a.operand)].name + "[";
+    if (p.batched) s += axis_name(AxisRole::Batch) + ",";
+    for (char c : pat.substr(1, pat.size() - 2))
+      s += c == 'r' ? axis_name(AxisRole::Row) : c == 'c' ? axis_name(AxisRole::Col) : c == 'k' ? axis_name(AxisRole::Red) : std::string(1, c);
+    return s + "]";
+  }
+
+  std::string expr(ExprId id) const {
+    if (id == kNoExpr) return "<none>";
+    const Expr& e = p.expr(id);
+    switch (e.kind) {
+      case ExprKind::Const: return scalar_text(e.value) + ":" + std::string(ctype_name(e.type));
+      case ExprKind::Param: return "$" + p.params[size_t(e.index)].name + ":" + std::string(ctype_name(e.type));
+      case ExprKind::Axis: return axis_name(AxisRole(e.index));
+      case ExprKind::Load: return access(e.index);
+      case ExprKind::Acc: return p.accs[size_t(e.index)].name;
+      case ExprKind::Local: return p.locals[size_t(e.index)].name;
+      case ExprKind::Unary: return std::string(unop_symbol(e.unop)) + expr(e.a);
+      case ExprKind::Binary: return "(" + expr(e.a) + " " + binop_symbol(e.binop) + " " + expr(e.b) + ")";
+      case ExprKind::Select: return "(" + expr(e.a) + " ? " + expr(e.b) + " : " + expr(e.c) + ")";
+      case ExprKind::Cast: return std::string(ctype_name(e.type)) + "(" + expr(e.a) + ")";
+      case ExprKind::Call: {
+        std::string s = std::string(fn_name(e.fn)) + "(";
+        for (size_t k = 0; k < e.args.size(); ++k) s += (k ? ", " : "") + expr(e.args[k]);
+        return s + ")";
+      }
+    }
+    return "?";
+  }
+
+  std::string out_index(const DenseOutput& d) const {
+    std::string s = d.name;
+    if (d.index.empty()) return s;
+    s += "[";
+    for (size_t k = 0; k < d.index.size(); ++k) {
+      if (k) s += ", ";
+      s += d.index[k].kind == OutIndex::Axis ? axis_name(d.index[k].axis) : access(d.index[k].access);
+    }
+    return s + "]";
+  }
+
+  void stmts(const std::vector<Stmt>& ss, int depth) {
+    std::string ind(size_t(depth) * 2, ' ');
+    for (const Stmt& s : ss) {
+      switch (s.kind) {
+        case StmtKind::Let:
+          out << ind << "let " << p.locals[size_t(s.target)].name << ": "
+              << ctype_name(p.locals[size_t(s.target)].type) << " = " << expr(s.value) << "\n";
+          break;
+        case StmtKind::Update:
+          out << ind << p.accs[size_t(s.target)].name << " " << update_symbol(s.update) << " " << expr(s.value) << "\n";
+          break;
+        case StmtKind::If:
+          out << ind << "if " << expr(s.cond) << ":\n";
+          stmts(s.body, depth + 1);
+          break;
+        case StmtKind::Store: {
+          const DenseOutput& d = p.dense[size_t(s.target)];
+          out << ind << out_index(d) << " " << store_symbol(d.op) << " " << expr(s.value) << "\n";
+          break;
+        }
+        case StmtKind::Emit: {
+          out << ind << "emit " << p.lists[size_t(s.target)].name << "(";
+          for (size_t k = 0; k < s.columns.size(); ++k) out << (k ? ", " : "") << expr(s.columns[k]);
+          out << ")\n";
+          break;
+        }
+      }
+    }
+  }
+
+  void run() {
+    out << "plan " << p.source_name << (p.typed ? "" : "  (input types unknown: bind inputs to type it)") << "\n";
+    out << "axes:\n";
+    for (const Axis& a : p.axes) {
+      static const char* role[] = {"row", "column", "reduction", "batch"};
+      out << "  " << a.name << ": " << role[int(a.role)] << ", range ";
+      if (a.has_range) out << "[" << a.begin.text << ", " << a.end.text << ")";
+      else out << "inferred from operand extents";
+      out << "\n";
+    }
+    out << "operands:\n";
+    for (const Operand& o : p.operands) {
+      out << "  " << o.name << ": " << kind_name(o.kind) << ", "
+          << (o.dtype ? std::string(dtype_name(*o.dtype)) : std::string("type unknown")) << ", accessed as";
+      for (int a : o.accesses) out << " " << access(a);
+      out << "\n";
+    }
+    if (!p.params.empty()) {
+      out << "parameters:";
+      for (const Param& q : p.params) out << " " << q.name << (q.integer_only ? " (integer)" : "");
+      out << "\n";
+    }
+    out << "accumulators:\n";
+    for (const Accumulator& a : p.accs)
+      out << "  " << a.name << ": " << ctype_name(a.type) << (a.declared_type ? "" : " (inferred)") << ", init "
+          << scalar_text(a.init) << ", monoid " << monoid_name(a.monoid) << ", identity " << scalar_text(a.identity) << "\n";
+    if (p.when.present()) {
+      out << "when:\n";
+      for (const JoinKey& k : p.when.keys)
+        out << "  join key: " << access(k.row_access) << " == " << access(k.col_access) << " (equi-join: only matching pairs do work)\n";
+      if (p.when.mask != kNoExpr) out << "  mask: " << expr(p.when.mask) << "\n";
+    }
+    out << "inner (per " << axis_name(AxisRole::Row) << ", " << axis_name(AxisRole::Col) << ", "
+        << axis_name(AxisRole::Red) << (p.k_sequential ? "; k strictly in order" : "; k order free") << "):\n";
+    stmts(p.inner, 1);
+    out << "outputs (per " << axis_name(AxisRole::Row) << ", " << axis_name(AxisRole::Col) << "):\n";
+    stmts(p.outer, 1);
+    out << "output operators:\n";
+    for (const DenseOutput& d : p.dense) {
+      bool lookup = false;
+      for (const OutIndex& x : d.index) lookup |= x.kind == OutIndex::Lookup;
+      std::string cls = d.is_project() ? "project (dense)" : d.index.empty() ? "aggregate to a scalar"
+                      : lookup ? "aggregate (group by, direct mapping)" : "aggregate (direct)";
+      out << "  " << out_index(d) << ": " << cls << ", " << store_symbol(d.op) << ", " << ctype_name(d.type) << "\n";
+    }
+    for (const ListOutput& l : p.lists) {
+      out << "  " << l.name << "(";
+      for (size_t k = 0; k < l.columns.size(); ++k)
+        out << (k ? ", " : "") << l.columns[k].name << ": " << ctype_name(l.columns[k].type);
+      out << "): ";
+      std::string n = l.limit_param >= 0 ? p.params[size_t(l.limit_param)].name : std::to_string(l.limit);
+      switch (l.mode) {
+        case ListMode::Plain: out << "select into a list (rows in ascending order)"; break;
+        case ListMode::Distinct: out << "distinct (hash set)"; break;
+        case ListMode::Top: case ListMode::Bottom:
+          out << (l.mode == ListMode::Top ? "top " : "bottom ") << n << " by " << expr(l.key)
+              << (l.per == PerGroup::None ? " (global heap)" : l.per == PerGroup::Row ? " per " + axis_name(AxisRole::Row) + " (per-group heap)"
+                                                                                       : " per " + axis_name(AxisRole::Col) + " (per-group heap)");
+          break;
+      }
+      out << "\n";
+    }
+    if (!p.rewrites.empty()) {
+      out << "rewrites applied:";
+      for (const auto& r : p.rewrites) out << " " << r;
+      out << "\n";
+    }
+  }
+};
+
+}  // namespace
+
+std::string print_plan(const Plan& plan) {
+  Printer pr{plan, {}};
+  pr.run();
+  return pr.out.str();
+}
+
+}  // namespace gamut
