@@ -1,0 +1,154 @@
+#include "cli/commands.h"
+
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/error.h"
+#include "cuda/gpu_engine.h"
+#include "cuda/runtime.h"
+#include "data/npy.h"
+#include "data/output_files.h"
+
+namespace gamut::cli {
+
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::string t = "(";
+  for (size_t k = 0; k < s.size(); ++k) t += (k ? ", " : "") + std::to_string(s[k]);
+  return t + (s.size() == 1 ? ",)" : ")");
+}
+
+Source load_query(const QueryArgs& q) {
+  if (!q.text.empty()) return Source{"<expr>", q.text};
+  if (q.file.empty()) throw_usage_error("give a QUERY file or -e 'TEXT'");
+  return read_query_file(q.file);
+}
+
+static double spr(const Instance& inst, double seconds) {
+  double work = double(inst.batch) * double(inst.row.size()) * double(inst.col.size()) * double(inst.red.size());
+  return seconds > 0 ? work / (1e9 * seconds) : 0;
+}
+
+int cmd_run(QueryArgs q, const RunOptions& opt, const std::string& out_dir, bool json) {
+  Source src = load_query(q);
+  Bindings b = parse_bindings(q.bindings, q.dims);
+  auto prep = prepare(std::move(src), std::move(b));
+  const Plan& plan = prep->plan;
+  RunReport rep;
+  Results res = execute(*prep, opt, &rep);
+
+  // Stage every output first, rename at the end: a failure leaves no partial output.
+  std::vector<std::string> paths(plan.dense.size() + plan.lists.size());
+  if (!out_dir.empty()) {
+    OutputCommit commit(out_dir);
+    for (size_t d = 0; d < plan.dense.size(); ++d) {
+      commit.stage(plan.dense[d].name, res.dense[d]);
+      paths[d] = commit.final_path(plan.dense[d].name);
+    }
+    for (size_t l = 0; l < plan.lists.size(); ++l) {
+      commit.stage(plan.lists[l].name, res.lists[l]);
+      paths[plan.dense.size() + l] = commit.final_path(plan.lists[l].name);
+    }
+    commit.commit();
+  }
+
+  const Instance& inst = prep->instance;
+  if (json) {
+    nlohmann::json j;
+    j["query"] = prep->source.name;
+    j["backend"] = rep.backend;
+    j["M"] = inst.row.size();
+    j["N"] = inst.col.size();
+    j["K"] = inst.red.size();
+    j["batch"] = inst.batch;
+    j["time_ms"] = rep.seconds * 1e3;
+    j["wall_ms"] = rep.wall_seconds * 1e3;
+    j["spr"] = spr(inst, rep.seconds);
+    if (rep.backend == "gpu") {
+      j["compile_ms"] = rep.compile_ms;
+      j["cache"] = rep.cache_hit;
+      j["tile"] = rep.tile;
+    } else {
+      j["threads"] = rep.threads;
+    }
+    j["outputs"] = nlohmann::json::array();
+    for (size_t d = 0; d < plan.dense.size(); ++d)
+      j["outputs"].push_back({{"name", plan.dense[d].name}, {"kind", "dense"},
+                              {"dtype", std::string(dtype_name(res.dense[d].dtype))},
+                              {"shape", res.dense[d].shape}, {"path", paths[d]}});
+    for (size_t l = 0; l < plan.lists.size(); ++l)
+      j["outputs"].push_back({{"name", plan.lists[l].name}, {"kind", "list"}, {"rows", res.lists[l].rows},
+                              {"path", paths[plan.dense.size() + l]}});
+    std::cout << j.dump() << "\n";
+    return 0;
+  }
+  std::ostringstream line;
+  line << std::fixed << std::setprecision(3);
+  line << prep->source.name << ": backend " << rep.backend;
+  if (rep.backend == "cpu") line << " (" << rep.threads << " threads)";
+  else line << " (tile " << rep.tile << ", kernel " << rep.cache_hit << ")";
+  line << ", M=" << inst.row.size() << " N=" << inst.col.size() << " K=" << inst.red.size();
+  if (plan.batched) line << " batch=" << inst.batch;
+  line << ", " << rep.seconds * 1e3 << " ms, SPR " << std::setprecision(2) << spr(inst, rep.seconds);
+  std::cout << line.str() << "\n";
+  for (size_t d = 0; d < plan.dense.size(); ++d)
+    std::cout << "  " << plan.dense[d].name << ": " << dtype_name(res.dense[d].dtype) << " " << shape_text(res.dense[d].shape)
+              << (paths[d].empty() ? "" : " -> " + paths[d]) << "\n";
+  for (size_t l = 0; l < plan.lists.size(); ++l)
+    std::cout << "  " << plan.lists[l].name << ": " << res.lists[l].rows << " rows"
+              << (paths[plan.dense.size() + l].empty() ? "" : " -> " + paths[plan.dense.size() + l]) << "\n";
+  return 0;
+}
+
+int cmd_explain(QueryArgs q, const RunOptions& opt) {
+  Source src = load_query(q);
+  if (q.bindings.empty() && q.dims.empty()) {
+    Plan plan = plan_with_rewrites(src, {});
+    std::cout << print_plan(plan);
+    return 0;
+  }
+  Bindings b = parse_bindings(q.bindings, q.dims);
+  auto prep = prepare(std::move(src), std::move(b));
+  std::cout << print_plan(prep->plan);
+  const Instance& inst = prep->instance;
+  std::cout << "bound: M=" << inst.row.size() << " N=" << inst.col.size() << " K=" << inst.red.size();
+  if (prep->plan.batched) std::cout << " batch=" << inst.batch;
+  std::cout << "\n";
+  for (size_t d = 0; d < prep->plan.dense.size(); ++d)
+    std::cout << "  " << prep->plan.dense[d].name << " shape " << shape_text(inst.dense_shapes[d]) << "\n";
+  std::string why;
+  if (cuda::gpu_available(&why)) {
+    const auto& dev = cuda::device();
+    cuda::TileConfig t = opt.tile.empty() ? cuda::choose_tile(prep->plan, dev.sm_count, dev.smem_per_block_optin)
+                                          : cuda::parse_tile(opt.tile);
+    std::cout << "gpu: " << dev.name << ", tile " << t.str() << "\n";
+  } else {
+    std::cout << "gpu: none (" << why << "); the CPU engine would run this\n";
+  }
+  return 0;
+}
+
+int cmd_check(QueryArgs q) {
+  Source src = load_query(q);
+  Plan plan = build_plan(src, {});
+  std::cout << src.name << ": ok (" << plan.operands.size() << " inputs, " << plan.params.size() << " parameters, "
+            << plan.dense.size() + plan.lists.size() << " outputs)\n";
+  return 0;
+}
+
+int cmd_cache(const std::string& action) {
+  if (action == "clear") {
+    size_t n = cuda::cache_clear();
+    std::cout << "removed " << n << " cached kernels from " << cuda::cache_dir() << "\n";
+    return 0;
+  }
+  auto entries = cuda::cache_list();
+  std::cout << entries.size() << " cached kernels in " << cuda::cache_dir() << "\n";
+  for (const auto& e : entries)
+    std::cout << "  " << e.key << "  " << e.cubin_bytes << " bytes" << (e.valid ? "" : "  (corrupt: rebuilt on next use)")
+              << "  " << e.source_path << "\n";
+  return 0;
+}
+
+}  // namespace gamut::cli

@@ -1,0 +1,28 @@
+// The `gamut` subcommands; each returns the process exit status.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "driver/pipeline.h"
+
+namespace gamut::cli {
+
+struct QueryArgs {
+  std::string file;                  // QUERY file, or "" with -e
+  std::string text;                  // -e TEXT
+  std::vector<std::string> bindings;
+  std::vector<std::string> dims;
+};
+
+// The query source: the -e text ("<expr>") or the file.
+Source load_query(const QueryArgs& q);
+
+int cmd_run(QueryArgs q, const RunOptions& opt, const std::string& out_dir, bool json);
+int cmd_explain(QueryArgs q, const RunOptions& opt);
+int cmd_check(QueryArgs q);
+int cmd_cache(const std::string& action);
+int cmd_demo(const RunOptions& opt, int size, const std::string& examples_dir, bool json);
+
+std::string shape_text(const std::vector<int64_t>& s);
+
+}  // namespace gamut::cli

@@ -1,0 +1,147 @@
+// `gamut demo`: every example query on generated data. Data specs come from each example's
+// `# demo:` comment (NAME=f32, f32:LO..HI, i32:LO..HI, u8:LO..HI, bernoulli:P, index:G,
+// batch=B, or a number for a scalar); unnamed inputs are f32 in [-1, 1), index vectors index:16.
+#include <algorithm>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "core/error.h"
+
+namespace gamut::cli {
+
+namespace {
+
+std::map<std::string, std::string> demo_specs(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto p = line.find("# demo:");
+    if (p == std::string::npos) continue;
+    std::istringstream words(line.substr(p + 7));
+    std::string w;
+    while (words >> w) {
+      auto eq = w.find('=');
+      if (eq != std::string::npos) out[w.substr(0, eq)] = w.substr(eq + 1);
+    }
+  }
+  return out;
+}
+
+// "LO..HI" -> (lo, hi)
+std::pair<double, double> range_of(const std::string& spec, double lo, double hi) {
+  auto c = spec.find(':');
+  if (c == std::string::npos) return {lo, hi};
+  std::string r = spec.substr(c + 1);
+  auto dots = r.find("..");
+  if (dots == std::string::npos) return {std::stod(r), std::stod(r)};
+  return {std::stod(r.substr(0, dots)), std::stod(r.substr(dots + 2))};
+}
+
+template <class T> void fill(NDArray& a, std::mt19937_64& rng, double lo, double hi, bool integer) {
+  T* p = a.as<T>();
+  if (integer) {
+    std::uniform_int_distribution<int64_t> d{int64_t(lo), int64_t(hi)};
+    for (int64_t e = 0; e < a.size(); ++e) p[e] = T(d(rng));
+  } else {
+    std::uniform_real_distribution<double> d(lo, hi);
+    for (int64_t e = 0; e < a.size(); ++e) p[e] = T(d(rng));
+  }
+}
+
+NDArray make_input(const Plan& plan, const Operand& o, const std::string& spec, int64_t size, int64_t batch,
+                   std::mt19937_64& rng) {
+  std::vector<int64_t> shape;
+  if (plan.batched) shape.push_back(batch);
+  int rank = pattern_rank(plan.accesses[size_t(o.accesses[0])].pattern);
+  for (int d = 0; d < rank; ++d) shape.push_back(size);
+  std::string kind = spec.substr(0, spec.find(':'));
+  if (kind.empty()) kind = o.is_index ? "index" : "f32";
+  NDArray a;
+  if (kind == "index") {
+    a = NDArray::zeros(DType::I32, shape);
+    double groups = spec.find(':') == std::string::npos ? 16 : std::stod(spec.substr(spec.find(':') + 1));
+    fill<int32_t>(a, rng, 0, groups - 1, true);
+  } else if (kind == "bernoulli") {
+    a = NDArray::zeros(DType::U8, shape);
+    double p = std::stod(spec.substr(spec.find(':') + 1));
+    std::bernoulli_distribution d(p);
+    for (int64_t e = 0; e < a.size(); ++e) a.as<uint8_t>()[e] = d(rng);
+  } else if (kind == "i32" || kind == "u8" || kind == "i16") {
+    auto [lo, hi] = range_of(spec, 0, 100);
+    DType t = kind == "i32" ? DType::I32 : kind == "u8" ? DType::U8 : DType::I16;
+    a = NDArray::zeros(t, shape);
+    if (t == DType::I32) fill<int32_t>(a, rng, lo, hi, true);
+    else if (t == DType::U8) fill<uint8_t>(a, rng, lo, hi, true);
+    else fill<int16_t>(a, rng, lo, hi, true);
+  } else if (kind == "f32" || kind == "f64") {
+    auto [lo, hi] = range_of(spec, -1, 1);
+    a = NDArray::zeros(kind == "f32" ? DType::F32 : DType::F64, shape);
+    if (kind == "f32") fill<float>(a, rng, lo, hi, false);
+    else fill<double>(a, rng, lo, hi, false);
+  } else {
+    throw_usage_error("demo spec '" + spec + "' for " + o.name + " is not understood");
+  }
+  return a;
+}
+
+}  // namespace
+
+int cmd_demo(const RunOptions& opt, int size, const std::string& examples_dir, bool json) {
+  namespace fs = std::filesystem;
+  std::string dir = examples_dir.empty() ? std::string(GAMUT_EXAMPLES_DIR) : examples_dir;
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".mmlt") files.push_back(e.path());
+  if (ec || files.empty()) throw_usage_error("no .mmlt examples in '" + dir + "'");
+  std::sort(files.begin(), files.end());
+  int failures = 0;
+  for (const fs::path& f : files) {
+    std::string name = f.filename().string();
+    try {
+      Source src = read_query_file(f.string());
+      Plan untyped = build_plan(src, {});
+      auto specs = demo_specs(src.text);
+      int64_t batch = specs.count("batch") ? std::stoll(specs["batch"]) : 4;
+      std::mt19937_64 rng(0x9a3c7u + files.size());
+      Bindings b;
+      for (const Operand& o : untyped.operands)
+        b.arrays[o.name] = make_input(untyped, o, specs.count(o.name) ? specs[o.name] : "", size, batch, rng);
+      for (const Param& p : untyped.params)
+        if (specs.count(p.name)) b.scalars[p.name] = specs[p.name];
+      auto prep = prepare(src, std::move(b));
+      RunReport rep;
+      Results res = execute(*prep, opt, &rep);
+      const Instance& inst = prep->instance;
+      double work = double(inst.batch) * double(inst.row.size()) * double(inst.col.size()) * double(inst.red.size());
+      std::ostringstream outs;
+      for (size_t d = 0; d < prep->plan.dense.size(); ++d)
+        outs << (d ? ", " : "") << prep->plan.dense[d].name << " " << dtype_name(res.dense[d].dtype) << shape_text(res.dense[d].shape);
+      for (size_t l = 0; l < prep->plan.lists.size(); ++l)
+        outs << (outs.tellp() > 0 ? ", " : "") << prep->plan.lists[l].name << " " << res.lists[l].rows << " rows";
+      if (json) {
+        nlohmann::json j = {{"query", name}, {"backend", rep.backend}, {"M", inst.row.size()}, {"N", inst.col.size()},
+                            {"K", inst.red.size()}, {"batch", inst.batch}, {"time_ms", rep.seconds * 1e3},
+                            {"spr", work / (1e9 * rep.seconds)}, {"outputs", outs.str()}};
+        std::cout << j.dump() << "\n";
+      } else {
+        std::cout << std::left << std::setw(24) << name << " " << rep.backend << "  M=N=K=" << size
+                  << (prep->plan.batched ? " batch=" + std::to_string(inst.batch) : "") << "  " << std::right << std::fixed
+                  << std::setprecision(2) << std::setw(9) << rep.seconds * 1e3 << " ms  SPR " << std::setw(7)
+                  << work / (1e9 * rep.seconds) << "  -> " << outs.str() << "\n";
+      }
+    } catch (const Error& e) {
+      ++failures;
+      std::cout << name << ": FAILED: " << std::string(e.what()).substr(0, std::string(e.what()).find('\n')) << "\n";
+    }
+  }
+  return failures ? 1 : 0;
+}
+
+}  // namespace gamut::cli

@@ -1,0 +1,111 @@
+#include "driver/pipeline.h"
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "core/error.h"
+#include "cpu/engine.h"
+#include "cuda/gpu_engine.h"
+#include "data/npy.h"
+#include "rewrite/passes.h"
+
+namespace gamut {
+
+Source read_query_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw_usage_error("cannot read query file '" + path + "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return Source{path, ss.str()};
+}
+
+static bool looks_numeric(const std::string& v) {
+  if (v == "inf" || v == "-inf") return true;
+  char* end = nullptr;
+  std::strtod(v.c_str(), &end);
+  return !v.empty() && end && *end == '\0';
+}
+
+static std::vector<int64_t> parse_dims(const std::string& name, const std::string& text) {
+  std::vector<int64_t> out;
+  std::stringstream ss(text);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    char* end = nullptr;
+    long long v = std::strtoll(part.c_str(), &end, 10);
+    if (part.empty() || *end != '\0' || v < 0) throw_usage_error("--dim " + name + "=" + text + ": extents are non-negative integers");
+    out.push_back(v);
+  }
+  if (out.empty()) throw_usage_error("--dim " + name + ": give at least one extent");
+  return out;
+}
+
+Bindings parse_bindings(const std::vector<std::string>& args, const std::vector<std::string>& dims) {
+  Bindings b;
+  for (const std::string& a : args) {
+    size_t eq = a.find('=');
+    if (eq == std::string::npos || eq == 0) throw_usage_error("binding '" + a + "' is not NAME=VALUE");
+    std::string name = a.substr(0, eq), value = a.substr(eq + 1);
+    if (b.arrays.count(name) || b.scalars.count(name)) throw_usage_error("'" + name + "' is bound twice");
+    if (looks_numeric(value)) b.scalars[name] = value;
+    else b.arrays[name] = read_npy(value, name);
+  }
+  for (const std::string& d : dims) {
+    size_t eq = d.find('=');
+    if (eq == std::string::npos || eq == 0) throw_usage_error("--dim '" + d + "' is not NAME=D1[,D2]");
+    std::string name = d.substr(0, eq);
+    b.dims[name] = parse_dims(name, d.substr(eq + 1));
+  }
+  return b;
+}
+
+Plan plan_with_rewrites(const Source& source, const TypeEnv& env) {
+  Plan plan = build_plan(source, env);
+  apply_rewrites(plan);
+  return plan;
+}
+
+std::unique_ptr<Prepared> prepare(Source source, Bindings bindings) {
+  auto p = std::make_unique<Prepared>();
+  p->source = std::move(source);
+  p->bindings = std::move(bindings);
+  p->plan = build_plan(p->source, type_env(p->bindings));
+  p->instance = bind(p->plan, p->bindings);
+  // Rewrites run on the bound plan: some (push-down) depend on the bound shapes.
+  if (apply_rewrites(p->plan)) p->instance = bind(p->plan, p->bindings);
+  return p;
+}
+
+Results execute(const Prepared& p, const RunOptions& options, RunReport* report) {
+  RunReport local;
+  RunReport& r = report ? *report : local;
+  Backend be = options.backend;
+  std::string why;
+  if (be == Backend::Auto) be = cuda::gpu_available(&why) ? Backend::Gpu : Backend::Cpu;
+  auto t0 = std::chrono::steady_clock::now();
+  Results res;
+  if (be == Backend::Gpu) {
+    if (!cuda::gpu_available(&why)) throw_device_error("--backend gpu: no usable CUDA device: " + why);
+    cuda::GpuRunOptions go;
+    if (!options.tile.empty()) go.tile = cuda::parse_tile(options.tile);
+    cuda::GpuRunStats st;
+    res = cuda::run_gpu(p.instance, go, &st);
+    r.backend = "gpu";
+    r.seconds = st.kernel_ms / 1e3;
+    r.compile_ms = st.compile_ms;
+    r.cache_hit = st.cache_hit;
+    r.tile = st.tile;
+  } else {
+    int threads = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+    res = run_cpu(p.instance, threads);
+    r.backend = "cpu";
+    r.threads = threads;
+  }
+  r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (r.backend == "cpu") r.seconds = r.wall_seconds;
+  return res;
+}
+
+}  // namespace gamut

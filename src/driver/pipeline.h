@@ -1,0 +1,50 @@
+// The whole path from query text and bindings to results, shared by the CLI, tests and benches.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bind/bind.h"
+#include "lang/diagnostics.h"
+#include "plan/plan.h"
+
+namespace gamut {
+
+enum class Backend { Auto, Cpu, Gpu };
+
+struct RunOptions {
+  Backend backend = Backend::Auto;
+  int threads = 0;                 // CPU engine threads (0: all)
+  std::string tile;                // GPU tile override, "" = chosen per query
+};
+
+struct RunReport {
+  std::string backend;             // "cpu" or "gpu"
+  double seconds = 0;              // engine time (GPU: kernel time by CUDA events)
+  double wall_seconds = 0;         // including compilation, transfers
+  double compile_ms = 0;
+  std::string cache_hit;           // GPU: compiled | disk | memory
+  std::string tile;
+  int threads = 0;
+};
+
+// A query compiled against bindings: owns the source, plan and data the Instance points into.
+struct Prepared {
+  Source source;
+  Bindings bindings;
+  Plan plan;
+  Instance instance;
+};
+
+// Read a query file (usage error, exit 2, when unreadable).
+Source read_query_file(const std::string& path);
+// Parse `NAME=VALUE` texts: numbers bind scalars, anything else is a .npy path.
+Bindings parse_bindings(const std::vector<std::string>& args, const std::vector<std::string>& dims);
+// Typed plan from source + bindings, with the rewrite passes applied; then bind.
+std::unique_ptr<Prepared> prepare(Source source, Bindings bindings);
+// Plan with the rewrite passes applied (also used by `explain` without data).
+Plan plan_with_rewrites(const Source& source, const TypeEnv& env);
+// Run on the chosen backend.
+Results execute(const Prepared& p, const RunOptions& options, RunReport* report);
+
+}  // namespace gamut
