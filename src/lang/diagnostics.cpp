@@ -64,11 +64,12 @@ static size_t edit_distance(const std::string& a, const std::string& b) {
 
 std::string closest_name(const std::string& name, const std::vector<std::string>& candidates) {
   std::string best;
-  size_t best_d = std::max<size_t>(1, name.size() / 3) + 1;  // allow about a third wrong
+  // About a third of the letters may be wrong; one-letter names get no guesses.
+  size_t limit = name.size() / 3 + (name.size() >= 2 ? 1 : 0), best_d = limit + 1;
   for (const auto& c : candidates) {
     if (c == name) continue;
     size_t d = edit_distance(name, c);
-    if (d < best_d) { best_d = d; best = c; }
+    if (d <= limit && d < best_d) { best_d = d; best = c; }
   }
   return best;
 }

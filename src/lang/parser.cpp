@@ -47,6 +47,14 @@ class Parser {
     }
     // Accumulator declarations up to `reduce`.
     while (!at(Tok::KwReduce) && !at(Tok::End) && !at(Tok::RBrace)) {
+      // `reduse (k)`: a misspelled keyword, not a declaration; report it and read on as `reduce`.
+      if (at(Tok::Ident) && peek(1).kind == Tok::LParen) {
+        std::string m = "expected 'reduce' after the accumulator declarations, found " + describe(peek());
+        if (std::string g = closest_name(peek().text, keyword_words()); !g.empty()) m += "; did you mean '" + g + "'?";
+        diags_.error(peek().span, m);
+        toks_[pos_].kind = Tok::KwReduce;
+        break;
+      }
       try {
         q.accs.push_back(acc_decl());
       } catch (SyntaxError&) {
