@@ -38,7 +38,11 @@ struct Scalar {
   int64_t i = 0;
   double f = 0.0;
   static Scalar of_int(CType t, int64_t v) { Scalar s; s.type = t; s.i = v; s.f = double(v); return s; }
-  static Scalar of_float(CType t, double v) { Scalar s; s.type = t; s.f = v; s.i = int64_t(v); return s; }
+  static Scalar of_float(CType t, double v) {
+    Scalar s; s.type = t; s.f = v;
+    s.i = (v > -9.2e18 && v < 9.2e18) ? int64_t(v) : 0;  // only meaningful for integral values; no UB on inf/NaN
+    return s;
+  }
 };
 
 // The lowest / highest value of a compute type: what `-inf` / `inf` mean for it.

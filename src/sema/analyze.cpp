@@ -21,7 +21,7 @@ std::optional<Scalar> const_value(const AstExpr& e) {
     case AstExpr::Unary: {
       auto v = const_value(*e.args[0]);
       if (!v || e.op != Tok::Minus) return std::nullopt;
-      if (v->type == CType::F64) { v->f = -v->f; v->i = int64_t(v->f); }
+      if (v->type == CType::F64) { *v = Scalar::of_float(CType::F64, -v->f); }
       else { v->i = int64_t(0ull - uint64_t(v->i)); v->f = double(v->i); }
       return v;
     }
