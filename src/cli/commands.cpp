@@ -151,4 +151,14 @@ int cmd_cache(const std::string& action) {
   return 0;
 }
 
+int cmd_device() {
+  std::string why;
+  if (!cuda::gpu_available(&why)) throw_device_error("no usable CUDA device: " + why);
+  const auto& d = cuda::device();
+  std::cout << d.name << ": compute capability " << d.cc_major << "." << d.cc_minor << ", " << d.sm_count
+            << " multiprocessors, " << d.smem_per_block_optin / 1024 << " KiB shared memory per block, "
+            << d.total_mem / (1u << 20) << " MiB, NVRTC arch " << cuda::arch_for(d.cc_major, d.cc_minor) << "\n";
+  return 0;
+}
+
 }  // namespace gamut::cli

@@ -65,6 +65,8 @@ int main(int argc, char** argv) {
   std::string cache_action;
   cache->add_option("action", cache_action, "list | clear")->required()->check(CLI::IsMember({"list", "clear"}));
 
+  CLI::App* device = app.add_subcommand("device", "describe the GPU gamut would use (exit 4 when there is none)");
+
   CLI::App* demo = app.add_subcommand("demo", "run every example query on generated data, one summary line each");
   add_backend(demo);
   demo->add_option("--size", size, "M = N = K of the generated data (default 256)");
@@ -108,6 +110,7 @@ int main(int argc, char** argv) {
       return cli::cmd_check(std::move(q));
     }
     if (*cache) return cli::cmd_cache(cache_action);
+    if (*device) return cli::cmd_device();
     if (*demo) return cli::cmd_demo(opt, size, examples_dir, json);
     return int(ExitCode::Usage);
   } catch (const Error& e) {
