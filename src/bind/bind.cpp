@@ -105,7 +105,7 @@ Instance bind(const Plan& plan, const Bindings& b) {
     if (it == b.scalars.end()) continue;
     Scalar v = parse_scalar(q.name, it->second);
     if (q.integer_only && v.type != CType::I64)
-      throw_data_error(q.name, "must be an integer (it is used as one" + at(plan, q.span) + "), got '" + it->second + "'");
+      throw_data_error(q.name, "must be an integer (it is used as one at " + at(plan, q.span).substr(2, at(plan, q.span).size() - 3) + "), got '" + it->second + "'");
     inst.params[p] = v;
     bound[p] = true;
   }
