@@ -72,8 +72,11 @@ struct CompiledModule {
 // Compile CUDA C++ `source` (it may #include any embedded device header by file name) for
 // options.arch with NVRTC, through the in-process cache and the disk cache. `extra_key` adds
 // anything else that shapes the code (e.g. the canonical plan text and tile parameters).
-// A compile error throws Error(ExitCode::Query) whose text is one line naming the kept .cu;
-// the full NVRTC log follows on the next lines of what() (the CLI prints it whole).
+// A compile error throws Error(ExitCode::Query) whose text is one line naming the kept .cu
+// ("query error: ... kept at PATH"); the full NVRTC log follows on the next lines of what()
+// (the CLI prints it whole). The key also covers the NVRTC version, the full option list, the
+// embedded headers' text and a schema number. Bad options (e.g. an unknown arch) and NVRTC's
+// own failures are device errors.
 CompiledModule compile_cached(const std::string& source, const CompileOptions& options,
                               const std::string& extra_key = "");
 // NVRTC only, no cache (tests and the benchmark of cold compiles).
@@ -83,12 +86,15 @@ std::string nvrtc_version();               // "13.0"
 
 // The disk cache directory: $GAMUT_CACHE_DIR, else $XDG_CACHE_HOME/gamut, else ~/.cache/gamut.
 std::string cache_dir();
+// valid: KEY.cubin matches the size and checksum in KEY.meta (a failed compile leaves only
+// KEY.cu: listed, not valid). Only files named like cache entries are listed or removed.
 struct CacheEntry { std::string key; size_t cubin_bytes; std::string source_path; bool valid; };
 std::vector<CacheEntry> cache_list();
-size_t cache_clear();                      // entries removed
+size_t cache_clear();                      // entries removed; also empties the in-process cache
 void clear_memory_cache();                 // tests and the benchmark
 
-// A loaded module and one kernel in it.
+// A loaded module and one kernel in it. kernel_name is the cubin symbol, so kernels are
+// declared extern "C". Launches go to the default stream.
 class Kernel {
  public:
   Kernel(const CompiledModule& module, const std::string& kernel_name);
