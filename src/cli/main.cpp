@@ -118,5 +118,9 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     std::cerr << "resource error: out of host memory\n";
     return int(ExitCode::Device);
+  } catch (const std::exception& e) {
+    // A bug, not the user's input: still one line and no partial output.
+    std::cerr << "internal error: " << e.what() << "\n";
+    return int(ExitCode::Device);
   }
 }
