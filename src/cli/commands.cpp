@@ -33,7 +33,7 @@ static double spr(const Instance& inst, double seconds) {
 int cmd_run(QueryArgs q, const RunOptions& opt, const std::string& out_dir, bool json) {
   Source src = load_query(q);
   Bindings b = parse_bindings(q.bindings, q.dims);
-  auto prep = prepare(std::move(src), std::move(b));
+  auto prep = prepare(std::move(src), std::move(b), q.rewrites);
   const Plan& plan = prep->plan;
   RunReport rep;
   Results res = execute(*prep, opt, &rep);
@@ -109,7 +109,7 @@ int cmd_explain(QueryArgs q, const RunOptions& opt) {
     return 0;
   }
   Bindings b = parse_bindings(q.bindings, q.dims);
-  auto prep = prepare(std::move(src), std::move(b));
+  auto prep = prepare(std::move(src), std::move(b), q.rewrites);
   std::cout << print_plan(prep->plan);
   const Instance& inst = prep->instance;
   std::cout << "bound: M=" << inst.row.size() << " N=" << inst.col.size() << " K=" << inst.red.size();
@@ -117,6 +117,11 @@ int cmd_explain(QueryArgs q, const RunOptions& opt) {
   std::cout << "\n";
   for (size_t d = 0; d < prep->plan.dense.size(); ++d)
     std::cout << "  " << prep->plan.dense[d].name << " shape " << shape_text(inst.dense_shapes[d]) << "\n";
+  if (prep->program) {
+    std::cout << "rewrite aggregate-pushdown: " << prep->program->original_work << " multiply-adds become "
+              << prep->program->rewritten_work << "; runs as " << prep->program->stages.size() << " stage queries:\n";
+    for (const auto& st : prep->program->stages) std::cout << "# " << st.name << "\n" << st.text;
+  }
   std::string why;
   if (cuda::gpu_available(&why)) {
     const auto& dev = cuda::device();

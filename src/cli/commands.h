@@ -12,6 +12,7 @@ struct QueryArgs {
   std::string text;                  // -e TEXT
   std::vector<std::string> bindings;
   std::vector<std::string> dims;
+  bool rewrites = true;            // --no-rewrite turns bound rewrites (push-down) off
 };
 
 // The query source: the -e text ("<expr>") or the file.

@@ -52,6 +52,9 @@ int main(int argc, char** argv) {
   run->add_option("-o", out_dir, "write every output as DIR/NAME.npy");
   run->add_option("--dim", dims, "extents of an aggregate output, NAME=D1[,D2]");
   run->add_flag("--json", json, "print the summary as JSON");
+  bool no_rewrite = false;
+  run->add_flag("--no-rewrite", no_rewrite, "run the query as written (no aggregate push-down)");
+  explain->add_flag("--no-rewrite", no_rewrite, "show the plan as written (no aggregate push-down)");
 
   CLI::App* explain = app.add_subcommand("explain", "print the plan (typed when inputs are bound)");
   add_query(explain, true);
@@ -96,6 +99,7 @@ int main(int argc, char** argv) {
     cli::QueryArgs q;
     q.text = expr_text;
     q.dims = dims;
+    q.rewrites = !no_rewrite;
     bool has_e = !expr_text.empty() || run->count("-e") + explain->count("-e") + check->count("-e") > 0;
     if (has_e) {
       q.bindings = positionals;

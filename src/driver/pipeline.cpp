@@ -1,6 +1,7 @@
 #include "driver/pipeline.h"
 
 #include <chrono>
+#include <map>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -67,20 +68,56 @@ Plan plan_with_rewrites(const Source& source, const TypeEnv& env) {
   return plan;
 }
 
-std::unique_ptr<Prepared> prepare(Source source, Bindings bindings) {
+std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, bool bound_rewrites) {
   auto p = std::make_unique<Prepared>();
   p->source = std::move(source);
   p->bindings = std::move(bindings);
   p->plan = build_plan(p->source, type_env(p->bindings));
   p->instance = bind(p->plan, p->bindings);
-  // Rewrites run on the bound plan: some (push-down) depend on the bound shapes.
   if (apply_rewrites(p->plan)) p->instance = bind(p->plan, p->bindings);
+  // Bound rewrites: push-down depends on the group counts, known only now.
+  if (auto prog = bound_rewrites ? aggregate_pushdown(p->plan, p->instance) : std::nullopt) {
+    p->program = std::move(prog);
+    p->plan.rewrites.push_back("aggregate-pushdown");
+  }
   return p;
+}
+
+// Run the stage queries of a push-down program; each stage's outputs feed the later ones.
+static Results execute_program(const Prepared& p, const RunOptions& options, RunReport& r) {
+  std::map<std::string, NDArray> produced;
+  Results last;
+  double seconds = 0, compile_ms = 0;
+  for (const StageQuery& st : p.program->stages) {
+    Bindings b;
+    for (const std::string& n : st.inputs) b.arrays[n] = p.bindings.arrays.at(n);
+    for (const std::string& n : st.from_stages) b.arrays[n] = produced.at(n);
+    for (const auto& [n, d] : st.dims) b.dims[n] = d;
+    auto stage = prepare(Source{p.source.name + " [" + st.name + "]", st.text}, std::move(b));
+    RunReport sr;
+    last = execute(*stage, options, &sr);
+    seconds += sr.seconds;
+    compile_ms += sr.compile_ms;
+    r.backend = sr.backend;
+    r.threads = sr.threads;
+    r.tile = sr.tile;
+    r.cache_hit = sr.cache_hit;
+    for (size_t d = 0; d < stage->plan.dense.size(); ++d) produced[stage->plan.dense[d].name] = last.dense[d];
+  }
+  r.seconds = seconds;
+  r.compile_ms = compile_ms;
+  return last;
 }
 
 Results execute(const Prepared& p, const RunOptions& options, RunReport* report) {
   RunReport local;
   RunReport& r = report ? *report : local;
+  if (p.program) {
+    auto t0 = std::chrono::steady_clock::now();
+    Results res = execute_program(p, options, r);
+    r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return res;
+  }
   Backend be = options.backend;
   std::string why;
   if (be == Backend::Auto) be = cuda::gpu_available(&why) ? Backend::Gpu : Backend::Cpu;

@@ -7,6 +7,7 @@
 #include "bind/bind.h"
 #include "lang/diagnostics.h"
 #include "plan/plan.h"
+#include "rewrite/aggregate_pushdown.h"
 
 namespace gamut {
 
@@ -34,6 +35,8 @@ struct Prepared {
   Bindings bindings;
   Plan plan;
   Instance instance;
+  // Set when a bound rewrite replaced the query by a sequence of stage queries (push-down).
+  std::optional<PushdownProgram> program;
 };
 
 // Read a query file (usage error, exit 2, when unreadable).
@@ -41,7 +44,7 @@ Source read_query_file(const std::string& path);
 // Parse `NAME=VALUE` texts: numbers bind scalars, anything else is a .npy path.
 Bindings parse_bindings(const std::vector<std::string>& args, const std::vector<std::string>& dims);
 // Typed plan from source + bindings, with the rewrite passes applied; then bind.
-std::unique_ptr<Prepared> prepare(Source source, Bindings bindings);
+std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, bool bound_rewrites = true);
 // Plan with the rewrite passes applied (also used by `explain` without data).
 Plan plan_with_rewrites(const Source& source, const TypeEnv& env);
 // Run on the chosen backend.

@@ -1,0 +1,35 @@
+// Aggregate push-down: a sum of products grouped by g[i] and h[j] becomes (G^T A)(B H).
+//
+//   C[g[i], h[j]] += sum_k A[i,k] B[k,j]   ==   C = (G^T A) (B H)
+//   T[g[i]] += sum_k A[i,k] B[k,j]  when g[i] == h[j]   ==   T[a] = sum_k (G^T A)[a,k] (B H)[k,a]
+//
+// The rewrite produces three gamut queries, run in order: two segment sums (each itself an MMLT
+// with a one-hot mask) and one small product. It applies only where it is exact in the query's
+// arithmetic (a ring: integer wrap-around or float sums, which engines may reassociate anyway)
+// and cheaper than the original product.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bind/instance.h"
+
+namespace gamut {
+
+struct StageQuery {
+  std::string name;                       // "pushdown: segment sum of P by Pzip"
+  std::string text;                       // a complete query
+  std::vector<std::string> inputs;        // names bound from the original bindings
+  std::vector<std::string> from_stages;   // names bound from earlier stages' outputs
+  std::vector<std::pair<std::string, std::vector<int64_t>>> dims;  // --dim of its outputs
+};
+
+struct PushdownProgram {
+  std::vector<StageQuery> stages;         // the last stage writes the original output
+  double original_work = 0, rewritten_work = 0;  // multiply-adds
+};
+
+// The rewritten program for a bound plan, or nothing when the rewrite does not apply.
+std::optional<PushdownProgram> aggregate_pushdown(const Plan& plan, const Instance& inst);
+
+}  // namespace gamut
