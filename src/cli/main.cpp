@@ -54,12 +54,12 @@ int main(int argc, char** argv) {
   run->add_flag("--json", json, "print the summary as JSON");
   bool no_rewrite = false;
   run->add_flag("--no-rewrite", no_rewrite, "run the query as written (no aggregate push-down)");
-  explain->add_flag("--no-rewrite", no_rewrite, "show the plan as written (no aggregate push-down)");
 
   CLI::App* explain = app.add_subcommand("explain", "print the plan (typed when inputs are bound)");
   add_query(explain, true);
   add_backend(explain);
   explain->add_option("--dim", dims, "extents of an aggregate output, NAME=D1[,D2]");
+  explain->add_flag("--no-rewrite", no_rewrite, "show the plan as written (no aggregate push-down)");
 
   CLI::App* check = app.add_subcommand("check", "check a query without data");
   add_query(check, false);
