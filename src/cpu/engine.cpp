@@ -1,0 +1,308 @@
+// The CPU engine driver: which (b, i, j) pairs run (the `when` join and mask), in what order
+// (row tiles, j blocks of kLanes, k blocks), on which thread, and how results are combined.
+//
+// Each thread owns whole rows (tile t goes to thread t mod T), so projections write straight
+// into the result; aggregates that several rows can hit go to a per-thread partial that is
+// merged in thread order at the end, which makes every result a function of the thread count
+// only (integer results not even of that).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <thread>
+#include <unordered_map>
+
+#include "cpu/engine.h"
+#include "cpu/list_order.h"
+#include "cpu/program.h"
+
+namespace gamut {
+namespace cpu {
+namespace {
+
+constexpr int64_t kTileRows = 2;     // rows sharing one pass over a block of the column operand
+constexpr int64_t kRedBlock = 32;    // k values per pass, so that block stays in cache
+constexpr int64_t kPruneMin = 1 << 14;
+
+using Key = std::vector<int64_t>;
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t v : k) h = (h ^ uint64_t(v)) * 1099511628211ull;
+    return size_t(h);
+  }
+};
+
+// One side of an equi-join key, compared in the common type of both sides.
+struct KeySide {
+  const NDArray* x = nullptr;
+  Strides st;
+  bool as_float = false;
+  bool as_f32 = false;
+  // false: NaN, which equals nothing
+  bool value(int64_t e, int64_t& out) const {
+    if (!as_float) { out = x->get_i64(e); return true; }
+    double v = x->get_f64(e);
+    if (as_f32) v = is_float(x->dtype) ? double(float(v)) : double(float(x->get_i64(e)));
+    if (std::isnan(v)) return false;
+    if (v == 0.0) v = 0.0;  // -0.0 == 0.0
+    std::memcpy(&out, &v, 8);
+    return true;
+  }
+};
+
+// `when` keys: per batch, the ascending j list of every column-side key value.
+struct JoinIndex {
+  std::vector<KeySide> rows, cols;
+  std::vector<std::unordered_map<Key, std::vector<int32_t>, KeyHash>> by_batch;
+
+  JoinIndex(const Instance& inst) {
+    const Plan& P = *inst.plan;
+    for (const JoinKey& k : P.when.keys) {
+      KeySide r, c;
+      r.x = inst.inputs[size_t(P.accesses[size_t(k.row_access)].operand)];
+      c.x = inst.inputs[size_t(P.accesses[size_t(k.col_access)].operand)];
+      r.st = access_strides(inst, k.row_access);
+      c.st = access_strides(inst, k.col_access);
+      CType t = std::max(compute_type_of(r.x->dtype), compute_type_of(c.x->dtype));
+      r.as_float = c.as_float = is_float(t);
+      r.as_f32 = c.as_f32 = t == CType::F32;
+      rows.push_back(r);
+      cols.push_back(c);
+    }
+    by_batch.resize(size_t(inst.batch));
+    Key key(cols.size());
+    for (int64_t b = 0; b < inst.batch; ++b)
+      for (int64_t j = inst.col.begin; j < inst.col.end; ++j) {
+        bool ok = true;
+        for (size_t n = 0; n < cols.size() && ok; ++n)
+          ok = cols[n].value(b * cols[n].st.b + j * cols[n].st.j, key[n]);
+        if (ok) by_batch[size_t(b)][key].push_back(int32_t(j));
+      }
+  }
+
+  const std::vector<int32_t>* match(int64_t b, int64_t i) const {
+    Key key(rows.size());
+    for (size_t n = 0; n < rows.size(); ++n)
+      if (!rows[n].value(b * rows[n].st.b + i * rows[n].st.i, key[n])) return nullptr;
+    auto it = by_batch[size_t(b)].find(key);
+    return it == by_batch[size_t(b)].end() ? nullptr : &it->second;
+  }
+};
+
+// The columns one row runs for: a range, or an explicit ascending list.
+struct RowLanes {
+  bool range = true;
+  int32_t begin = 0, end = 0;
+  std::vector<int32_t> js;
+  int64_t count() const { return range ? end - begin : int64_t(js.size()); }
+};
+
+struct Worker {
+  const Instance& inst;
+  const Plan& P;
+  const Module& m;
+  const JoinIndex* join;
+  Ctx c;
+  std::vector<NDArray> partial;            // per dense output; empty when written in place
+  std::vector<ListCandidates> lists;
+  std::vector<int64_t> prune_at;
+  std::vector<RowLanes> rows;
+  std::vector<std::vector<double>> accs;   // per tile row: kLanes lanes per accumulator
+  std::vector<int32_t> jbuf, cand;
+
+  Worker(const Instance& in, const Module& mod, const JoinIndex* j)
+      : inst(in), P(*in.plan), m(mod), join(j), c(mod), rows(size_t(kTileRows)),
+        accs(size_t(kTileRows), std::vector<double>(mod.acc_slot.size() * size_t(kLanes))),
+        jbuf(size_t(kLanes)) {
+    for (size_t l = 0; l < P.lists.size(); ++l) lists.push_back(empty_candidates(P.lists[l], m.key_type[l]));
+    prune_at.assign(P.lists.size(), kPruneMin);
+    c.lists = &lists;
+  }
+
+  // Point the context at row r of the tile, j block `blk`.
+  void enter(int32_t i, const RowLanes& rl, int64_t blk, std::vector<double>& acc) {
+    c.set_row(i);
+    int64_t first = blk * kLanes;
+    int n = int(std::min<int64_t>(kLanes, rl.count() - first));
+    if (rl.range) {
+      for (int l = 0; l < n; ++l) jbuf[size_t(l)] = int32_t(rl.begin + first + l);
+      c.set_lanes(jbuf.data(), n, true);
+    } else {
+      c.set_lanes(rl.js.data() + first, n, false);
+    }
+    for (size_t a = 0; a < m.acc_slot.size(); ++a) c.ptr[size_t(m.acc_slot[a])] = acc.data() + a * kLanes;
+  }
+
+  // Apply the `when` mask to candidate columns (in `rl`), keeping those where it holds.
+  void apply_mask(int32_t i, RowLanes& rl) {
+    cand = rl.range ? std::vector<int32_t>() : rl.js;
+    if (rl.range)
+      for (int32_t j = rl.begin; j < rl.end; ++j) cand.push_back(j);
+    std::vector<int32_t> kept;
+    c.set_row(i);
+    for (size_t first = 0; first < cand.size(); first += kLanes) {
+      int n = int(std::min<size_t>(kLanes, cand.size() - first));
+      c.set_lanes(cand.data() + first, n, false);
+      run_steps(c, m.mask);
+      const uint8_t* v = static_cast<const uint8_t*>(c.ptr[size_t(m.mask_value)]);
+      if (m.slots[size_t(m.mask_value)].uniform) {
+        if (!v[0]) rl = RowLanes{true, 0, 0, {}};
+        return;  // the same answer for every column of this row
+      }
+      for (int l = 0; l < n; ++l)
+        if (v[l]) kept.push_back(cand[first + size_t(l)]);
+    }
+    rl.range = false;
+    rl.js = std::move(kept);
+  }
+
+  void lanes_for_row(int32_t b, int32_t i, RowLanes& rl) {
+    rl = RowLanes{true, int32_t(inst.col.begin), int32_t(inst.col.end), {}};
+    if (!P.when.keys.empty()) {
+      const std::vector<int32_t>* js = join->match(b, i);
+      rl.range = false;
+      rl.js = js ? *js : std::vector<int32_t>();
+    }
+    if (m.mask_value >= 0 && rl.count() > 0) apply_mask(i, rl);
+  }
+
+  void run_tile(int32_t b, int64_t i0, int64_t i1) {
+    c.set_batch(b);
+    int64_t R = i1 - i0, blocks = 0;
+    for (int64_t r = 0; r < R; ++r) {
+      lanes_for_row(b, int32_t(i0 + r), rows[size_t(r)]);
+      blocks = std::max(blocks, (rows[size_t(r)].count() + kLanes - 1) / kLanes);
+    }
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      std::vector<int64_t> live;
+      for (int64_t r = 0; r < R; ++r)
+        if (rows[size_t(r)].count() > blk * kLanes) live.push_back(r);
+      for (int64_t r : live) {
+        enter(int32_t(i0 + r), rows[size_t(r)], blk, accs[size_t(r)]);
+        for (size_t a = 0; a < m.acc_slot.size(); ++a) init_acc(a);
+      }
+      if (!m.inner.empty()) {
+        for (int64_t k0 = inst.red.begin; k0 < inst.red.end; k0 += kRedBlock) {
+          int64_t k1 = std::min(inst.red.end, k0 + kRedBlock);
+          for (int64_t r : live) {
+            enter(int32_t(i0 + r), rows[size_t(r)], blk, accs[size_t(r)]);
+            for (int64_t k = k0; k < k1; ++k) {
+              c.set_red(int32_t(k));
+              run_steps(c, m.inner);
+            }
+          }
+        }
+      }
+      for (int64_t r : live) {
+        enter(int32_t(i0 + r), rows[size_t(r)], blk, accs[size_t(r)]);
+        run_steps(c, m.outer);
+      }
+    }
+    prune_lists();
+  }
+
+  void init_acc(size_t a) {
+    const Accumulator& acc = P.accs[a];
+    void* p = c.ptr[size_t(m.acc_slot[a])];
+    Scalar v = convert_scalar(acc.init, acc.type);
+    for (int l = 0; l < kLanes; ++l) {
+      switch (acc.type) {
+        case CType::Bool: static_cast<uint8_t*>(p)[l] = uint8_t(v.i != 0); break;
+        case CType::I32: static_cast<int32_t*>(p)[l] = int32_t(v.i); break;
+        case CType::I64: static_cast<int64_t*>(p)[l] = v.i; break;
+        case CType::F32: static_cast<float*>(p)[l] = float(v.f); break;
+        default: static_cast<double*>(p)[l] = v.f; break;
+      }
+    }
+  }
+
+  // Top/bottom lists keep only what can still be in the result, so memory stays bounded.
+  void prune_lists() {
+    for (size_t l = 0; l < lists.size(); ++l) {
+      if (lists[l].table.rows <= prune_at[l]) continue;
+      prune_candidates(P.lists[l], inst.list_limits[l], lists[l]);
+      prune_at[l] = std::max(kPruneMin, 2 * lists[l].table.rows);
+    }
+  }
+};
+
+}  // namespace
+}  // namespace cpu
+
+Results run_cpu(const Instance& inst, int threads) {
+  using namespace cpu;
+  if (!inst.plan) internal_error("no plan");
+  const Plan& P = *inst.plan;
+  Module m = compile_module(inst);
+
+  Results res;
+  for (size_t d = 0; d < P.dense.size(); ++d) {
+    res.dense.push_back(NDArray::zeros(storage_type_of(P.dense[d].type), inst.dense_shapes[d]));
+    fill_identity(res.dense.back(), P.dense[d].op, P.dense[d].type);
+  }
+
+  const int64_t rows = inst.row.size();
+  const int64_t tiles_per_batch = (rows + kTileRows - 1) / kTileRows;
+  const int64_t tiles = inst.batch * tiles_per_batch;
+  int64_t T = threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
+  // A `=` store that several pairs could hit has no defined merge: run it in order, alone.
+  for (size_t d = 0; d < P.dense.size(); ++d)
+    if (!m.dense_unique[d] && P.dense[d].op == StoreOp::Assign) T = 1;
+  T = std::max<int64_t>(1, std::min(T, tiles));
+
+  std::unique_ptr<JoinIndex> join;
+  if (!P.when.keys.empty() && tiles > 0) join = std::make_unique<JoinIndex>(inst);
+
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (int64_t t = 0; t < T; ++t) {
+    auto w = std::make_unique<Worker>(inst, m, join.get());
+    w->partial.resize(P.dense.size());
+    for (size_t d = 0; d < P.dense.size(); ++d) {
+      NDArray* target = &res.dense[d];
+      if (T > 1 && !m.dense_unique[d]) {
+        w->partial[d] = NDArray::zeros(res.dense[d].dtype, res.dense[d].shape);
+        fill_identity(w->partial[d], P.dense[d].op, P.dense[d].type);
+        target = &w->partial[d];
+      }
+      w->c.out.push_back(target->data.data());
+    }
+    workers.push_back(std::move(w));
+  }
+
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(T));
+  auto body = [&](int64_t t) {
+    try {
+      for (int64_t tile = t; tile < tiles; tile += T) {
+        int64_t b = tile / tiles_per_batch;
+        int64_t i0 = inst.row.begin + (tile % tiles_per_batch) * kTileRows;
+        workers[size_t(t)]->run_tile(int32_t(b), i0, std::min(inst.row.end, i0 + kTileRows));
+      }
+    } catch (...) {
+      errors[size_t(t)] = std::current_exception();
+    }
+  };
+  if (T == 1) {
+    body(0);
+  } else {
+    std::vector<std::thread> pool;
+    for (int64_t t = 0; t < T; ++t) pool.emplace_back(body, t);
+    for (auto& th : pool) th.join();
+  }
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+
+  for (size_t d = 0; d < P.dense.size(); ++d)
+    for (auto& w : workers)
+      if (!w->partial[d].data.empty()) merge_partial(res.dense[d], w->partial[d].data.data(), P.dense[d].op, P.dense[d].type);
+
+  for (size_t l = 0; l < P.lists.size(); ++l) {
+    ListCandidates all = empty_candidates(P.lists[l], m.key_type[l]);
+    for (auto& w : workers) append_candidates(all, w->lists[l]);
+    res.lists.push_back(finalize_list(P.lists[l], inst.list_limits[l], std::move(all)));
+  }
+  return res;
+}
+
+}  // namespace gamut
