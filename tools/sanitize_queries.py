@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""compute-sanitizer memcheck and racecheck on one query of each family (project, aggregate,
+join, select list, top-k, semiring, batched), on small odd sizes. usage: GAMUT OUTDIR"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+gamut, outdir = sys.argv[1], sys.argv[2]
+ex = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples")
+rng = np.random.default_rng(7)
+cases = {
+    "sgemm": {"A": rng.standard_normal((67, 45)).astype(np.float32), "B": rng.standard_normal((45, 131)).astype(np.float32)},
+    "q2_zip_aggregate": {"P": rng.random((67, 45)).astype(np.float32), "R": rng.random((45, 131)).astype(np.float32),
+                         "Pzip": rng.integers(0, 5, 67).astype(np.int32), "Rzip": rng.integers(0, 4, 131).astype(np.int32)},
+    "q4_join_area": {"P": rng.random((67, 45)).astype(np.float32), "R": rng.random((45, 131)).astype(np.float32),
+                     "Pzip": rng.integers(0, 5, 67).astype(np.int32), "Rzip": rng.integers(0, 4, 131).astype(np.int32)},
+    "q5_select": {"P": rng.random((67, 45)).astype(np.float32), "R": rng.random((45, 131)).astype(np.float32), "thres": 11.0},
+    "q7_top128": {"P": rng.random((67, 45)).astype(np.float32), "R": rng.random((45, 131)).astype(np.float32)},
+    "maxplus": {"A": rng.integers(-99, 99, (67, 45)).astype(np.int32), "B": rng.integers(-99, 99, (45, 131)).astype(np.int32)},
+    "minplus_batched": {"D": rng.random((3, 67, 45)).astype(np.float32), "E": rng.random((3, 45, 131)).astype(np.float32)},
+}
+bad = 0
+with tempfile.TemporaryDirectory() as d:
+    for q, data in cases.items():
+        args = []
+        for k, v in data.items():
+            if isinstance(v, np.ndarray):
+                np.save(os.path.join(d, k + ".npy"), v)
+                args.append(f"{k}={os.path.join(d, k + '.npy')}")
+            else:
+                args.append(f"{k}={v}")
+        for tool in ("memcheck", "racecheck"):
+            cmd = ["compute-sanitizer", "--tool", tool, "--error-exitcode", "9", gamut, "run",
+                   os.path.join(ex, q + ".mmlt"), "--backend", "gpu", "--no-rewrite"] + args
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            with open(os.path.join(outdir, f"sanitize_{q}_{tool}.log"), "w") as f:
+                f.write(p.stdout + p.stderr)
+            summary = [l for l in (p.stdout + p.stderr).splitlines() if "ERROR SUMMARY" in l or "RACECHECK SUMMARY" in l]
+            ok = p.returncode == 0
+            bad += not ok
+            print(f"{q:18s} {tool:9s} {'clean' if ok else 'FAILED rc=%d' % p.returncode} {summary[-1] if summary else ''}")
+print(f"sanitizer: {len(cases) * 2 - bad} passed, {bad} failed")
