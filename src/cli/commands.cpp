@@ -10,6 +10,8 @@
 #include "cuda/runtime.h"
 #include "data/npy.h"
 #include "data/output_files.h"
+#include "peak/peak.h"
+#include <fstream>
 
 namespace gamut::cli {
 
@@ -153,6 +155,17 @@ int cmd_cache(const std::string& action) {
   for (const auto& e : entries)
     std::cout << "  " << e.key << "  " << e.cubin_bytes << " bytes" << (e.valid ? "" : "  (corrupt: rebuilt on next use)")
               << "  " << e.source_path << "\n";
+  return 0;
+}
+
+int cmd_peak(const std::string& json_path, int repeats) {
+  peak::Report r = peak::measure(repeats);
+  std::cout << peak::table(r);
+  if (!json_path.empty()) {
+    std::ofstream f(json_path);
+    f << peak::to_json(r) << "\n";
+    if (!f) throw_device_error("cannot write " + json_path);
+  }
   return 0;
 }
 

@@ -23,6 +23,7 @@ int cmd_explain(QueryArgs q, const RunOptions& opt);
 int cmd_check(QueryArgs q);
 int cmd_cache(const std::string& action);
 int cmd_device();
+int cmd_peak(const std::string& json_path, int repeats);
 int cmd_demo(const RunOptions& opt, int size, const std::string& examples_dir, bool json);
 
 std::string shape_text(const std::vector<int64_t>& s);

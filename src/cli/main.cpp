@@ -68,6 +68,12 @@ int main(int argc, char** argv) {
   std::string cache_action;
   cache->add_option("action", cache_action, "list | clear")->required()->check(CLI::IsMember({"list", "clear"}));
 
+  CLI::App* peak = app.add_subcommand("peak", "measure the device's throughput ceilings (semiring steps, copy bandwidth)");
+  std::string peak_json;
+  int peak_repeats = 5;
+  peak->add_option("--json", peak_json, "also write the report as JSON to this file");
+  peak->add_option("--repeats", peak_repeats, "timed repetitions per microbenchmark (median)");
+
   CLI::App* device = app.add_subcommand("device", "describe the GPU gamut would use (exit 4 when there is none)");
 
   CLI::App* demo = app.add_subcommand("demo", "run every example query on generated data, one summary line each");
@@ -115,6 +121,7 @@ int main(int argc, char** argv) {
     }
     if (*cache) return cli::cmd_cache(cache_action);
     if (*device) return cli::cmd_device();
+    if (*peak) return cli::cmd_peak(peak_json, peak_repeats);
     if (*demo) return cli::cmd_demo(opt, size, examples_dir, json);
     return int(ExitCode::Usage);
   } catch (const Error& e) {
