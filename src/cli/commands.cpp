@@ -124,6 +124,7 @@ int cmd_explain(QueryArgs q, const RunOptions& opt) {
               << prep->program->rewritten_work << "; runs as " << prep->program->stages.size() << " stage queries:\n";
     for (const auto& st : prep->program->stages) std::cout << "# " << st.name << "\n" << st.text;
   }
+  std::cout << roofline(*prep);
   std::string why;
   if (cuda::gpu_available(&why)) {
     const auto& dev = cuda::device();
@@ -161,6 +162,8 @@ int cmd_cache(const std::string& action) {
 int cmd_peak(const std::string& json_path, int repeats) {
   peak::Report r = peak::measure(repeats);
   std::cout << peak::table(r);
+  save_peak_report(peak::to_json(r));
+  std::cout << "saved for `gamut explain`: " << peak_report_path() << "\n";
   if (!json_path.empty()) {
     std::ofstream f(json_path);
     f << peak::to_json(r) << "\n";

@@ -28,4 +28,9 @@ int cmd_demo(const RunOptions& opt, int size, const std::string& examples_dir, b
 
 std::string shape_text(const std::vector<int64_t>& s);
 
+// roofline.cpp: `gamut peak` saves its report in the cache directory; `explain` reads it.
+std::string peak_report_path();
+void save_peak_report(const std::string& json);
+std::string roofline(const Prepared& p);
+
 }  // namespace gamut::cli
