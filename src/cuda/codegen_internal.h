@@ -1,0 +1,115 @@
+// Pieces shared by the code generator's files: classification of accesses and outputs, the
+// shared-memory plan, the expression renderer and a small indenting text builder.
+#pragma once
+#include <cstddef>
+#include <functional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cuda/codegen.h"
+
+namespace gamut::cuda::cg {
+
+// Shared hash table slots per pre-reduced aggregate output: at most this many, fewer when the
+// plan has so many such outputs that their tables would pass kTableBudget bytes.
+constexpr int kTableSlots = 512;
+constexpr size_t kTableBudget = 32 * 1024;
+constexpr int kChunk = 4;          // elements per global load chunk (gm::TileLoader::V)
+
+[[noreturn]] void unsupported(const std::string& what);
+
+// Concatenation by appending ("x" + std::string temporaries trip a GCC 12 -Wrestrict false
+// positive at -O3).
+template <class... A>
+std::string cat(const A&... parts) {
+  std::string s;
+  (s.append(parts), ...);
+  return s;
+}
+
+std::string ctype_cpp(CType t);     // bool, int, gm::i64, float, double
+std::string dtype_cpp(DType t);     // storage type in device code: gm::b8, unsigned char, ...
+// The mainloop holds bool operands as bytes 0/1 (shared memory, fragments) and hands them to
+// the inner op as int: bools kept as predicates would exhaust the 7 predicate registers.
+// Rendered code is correct for a Bool value held as bool or as int 0/1.
+std::string frag_cpp(CType t);      // unsigned char for Bool, else ctype_cpp
+std::string inner_arg_cpp(CType t); // int for Bool, else ctype_cpp
+size_t ctype_bytes(CType t);
+
+// How the mainloop holds an operand the inner op reads.
+enum class InnerKind { RowTile, ColTile, RowVec, ColVec, RedVec, None };
+InnerKind inner_kind(Pattern p);
+bool k_contiguous(Pattern p);       // X[r,k] / X[c,k]: k is the contiguous dimension
+bool uses_cp_async(DType t);        // stored as its compute type: copied by cp.async
+// Whether tile operand `access` goes global -> shared by cp.async (else through registers).
+bool async_tile(const Plan& plan, int access);
+constexpr int kStages = 3;          // shared buffers per staged operand (gm::mainloop)
+CType access_ctype(const Plan& plan, int access);
+DType access_dtype(const Plan& plan, int access);
+
+// Every expression reachable from `id`, and from a statement list (conditions, values,
+// columns; list keys are not part of statements).
+void walk_expr(const Plan& plan, ExprId id, const std::function<void(const Expr&)>& fn);
+void walk_stmts(const Plan& plan, const std::vector<Stmt>& stmts,
+                const std::function<void(const Expr&)>& fn);
+std::vector<int> inner_accesses(const Plan& plan);              // read by the reduce body
+std::set<std::pair<int, CType>> params_in(const Plan& plan, bool inner);
+
+// Aggregate outputs whose every (b, i, j) has its own element need no pre-reduction.
+bool output_uses_table(const Plan& plan, int d);
+
+struct SmemPlan {
+  std::vector<long> inner_off;   // per access: byte offset of its two buffers, -1: none
+  std::vector<size_t> inner_bytes;
+  size_t mainloop = 0;
+  std::vector<long> table_off;   // per dense output: byte offset of its table, -1: none
+  int table_slots = kTableSlots;
+  size_t epilogue = 0;           // (the epilogue reuses the mainloop's space)
+  size_t total() const { return mainloop > epilogue ? mainloop : epilogue; }
+};
+SmemPlan smem_plan(const Plan& plan, const TileConfig& tile);
+
+ArgLayout arg_layout(const Plan& plan);
+
+// Indented source text.
+class Code {
+ public:
+  Code& line(const std::string& s);
+  Code& open(const std::string& s);     // s + " {", then indent
+  Code& close(const std::string& tail = "");
+  Code& mid(const std::string& s);      // "} " + s + " {" at the enclosing depth (else)
+  std::string str() const { return out_.str(); }
+ private:
+  std::ostringstream out_;
+  int depth_ = 0;
+};
+
+// Renders plan expressions as device C++ of the exact compute type (docs/semantics.md).
+// Inner context: loads are the inner op's arguments x<access>. Outer context (when, output
+// statements): loads read global memory through g<access> with strides ld<access>,
+// bs<access>, at the names b, i, j.
+class Renderer {
+ public:
+  enum class Ctx { Inner, Outer };
+  Renderer(const Plan& plan, Ctx ctx) : P(plan), ctx_(ctx) {}
+  std::string expr(ExprId id) const;
+  std::string expr_as(ExprId id, CType to) const;
+  std::string load(int access) const;                 // widened value of the access
+  // Statements: Let and If here; everything else goes to `leaf`.
+  void stmts(const std::vector<Stmt>& body, Code& out,
+             const std::function<void(const Stmt&, Code&)>& leaf) const;
+  static std::string convert(const std::string& e, CType from, CType to);
+  static std::string literal(const Scalar& v, CType t);
+  static std::string param_name(int param, CType t);
+  static std::string cond(const std::string& e, CType t);   // as a C++ condition
+ private:
+  std::string call(const Expr& e) const;
+  std::string binary(const Expr& e) const;
+  const Plan& P;
+  Ctx ctx_;
+};
+
+}  // namespace gamut::cuda::cg

@@ -1,0 +1,264 @@
+// Code generator, part 1: how a plan maps onto the kernel (which operands the mainloop stages,
+// which outputs are pre-reduced, the shared-memory plan, the argument words).
+#include <algorithm>
+
+#include "core/error.h"
+#include "cuda/codegen.h"
+#include "cuda/codegen_internal.h"
+
+namespace gamut::cuda {
+
+namespace cg {
+
+void unsupported(const std::string& what) {
+  throw Error(ExitCode::Query, "query error: the GPU code generator does not support " + what);
+}
+
+std::string ctype_cpp(CType t) {
+  switch (t) {
+    case CType::Bool: return "bool";
+    case CType::I32: return "int";
+    case CType::I64: return "gm::i64";
+    case CType::F32: return "float";
+    case CType::F64: return "double";
+    case CType::Unknown: break;
+  }
+  unsupported("an untyped plan");
+}
+
+std::string frag_cpp(CType t) { return t == CType::Bool ? "unsigned char" : ctype_cpp(t); }
+std::string inner_arg_cpp(CType t) { return t == CType::Bool ? "int" : ctype_cpp(t); }
+
+std::string dtype_cpp(DType t) {
+  switch (t) {
+    case DType::Bool: return "gm::b8";
+    case DType::U8: return "unsigned char";
+    case DType::I8: return "signed char";
+    case DType::I16: return "short";
+    case DType::I32: return "int";
+    case DType::I64: return "gm::i64";
+    case DType::F16: return "gm::f16";
+    case DType::BF16: return "gm::bf16";
+    case DType::F32: return "float";
+    case DType::F64: return "double";
+  }
+  return "?";
+}
+
+size_t ctype_bytes(CType t) {
+  switch (t) {
+    case CType::Bool: return 1;
+    case CType::I32: case CType::F32: return 4;
+    case CType::I64: case CType::F64: return 8;
+    case CType::Unknown: break;
+  }
+  unsupported("an untyped plan");
+}
+
+InnerKind inner_kind(Pattern p) {
+  switch (p) {
+    case Pattern::RowRed: case Pattern::RedRow: return InnerKind::RowTile;
+    case Pattern::RedCol: case Pattern::ColRed: return InnerKind::ColTile;
+    case Pattern::RowVec: return InnerKind::RowVec;
+    case Pattern::ColVec: return InnerKind::ColVec;
+    case Pattern::RedVec: return InnerKind::RedVec;
+    case Pattern::RowCol: case Pattern::ColRow: return InnerKind::None;
+  }
+  return InnerKind::None;
+}
+
+bool k_contiguous(Pattern p) { return p == Pattern::RowRed || p == Pattern::ColRed; }
+
+bool uses_cp_async(DType t) {
+  return t == DType::F32 || t == DType::I32 || t == DType::I64 || t == DType::F64;
+}
+
+bool async_tile(const Plan& plan, int access) {
+  // X[p, k] operands are transposed into shared memory: through registers that is one 16-byte
+  // load and four stores per chunk, by cp.async four 4-byte copies, which measured 15% slower
+  // on the f32 product (H200).
+  return uses_cp_async(access_dtype(plan, access)) && !k_contiguous(plan.accesses[size_t(access)].pattern);
+}
+
+DType access_dtype(const Plan& plan, int access) {
+  const Operand& op = plan.operands[size_t(plan.accesses[size_t(access)].operand)];
+  if (!op.dtype) unsupported("an operand of unknown type (" + op.name + ")");
+  return *op.dtype;
+}
+CType access_ctype(const Plan& plan, int access) { return compute_type_of(access_dtype(plan, access)); }
+
+void walk_expr(const Plan& plan, ExprId id, const std::function<void(const Expr&)>& fn) {
+  if (id == kNoExpr) return;
+  const Expr& e = plan.expr(id);
+  fn(e);
+  walk_expr(plan, e.a, fn);
+  walk_expr(plan, e.b, fn);
+  walk_expr(plan, e.c, fn);
+  for (ExprId x : e.args) walk_expr(plan, x, fn);
+}
+
+void walk_stmts(const Plan& plan, const std::vector<Stmt>& stmts,
+                const std::function<void(const Expr&)>& fn) {
+  for (const Stmt& s : stmts) {
+    walk_expr(plan, s.value, fn);
+    walk_expr(plan, s.cond, fn);
+    for (ExprId c : s.columns) walk_expr(plan, c, fn);
+    walk_stmts(plan, s.body, fn);
+  }
+}
+
+std::vector<int> inner_accesses(const Plan& plan) {
+  std::set<int> seen;
+  walk_stmts(plan, plan.inner, [&](const Expr& e) {
+    if (e.kind == ExprKind::Load) seen.insert(e.index);
+  });
+  for (int a : seen)
+    if (inner_kind(plan.accesses[size_t(a)].pattern) == InnerKind::None)
+      unsupported("an output-shaped operand inside reduce (" +
+                  plan.operands[size_t(plan.accesses[size_t(a)].operand)].name + ")");
+  return {seen.begin(), seen.end()};
+}
+
+std::set<std::pair<int, CType>> params_in(const Plan& plan, bool inner) {
+  std::set<std::pair<int, CType>> out;
+  auto visit = [&](const Expr& e) {
+    if (e.kind == ExprKind::Param) out.insert({e.index, e.type});
+  };
+  if (inner) {
+    walk_stmts(plan, plan.inner, visit);
+  } else {
+    walk_stmts(plan, plan.outer, visit);
+    walk_expr(plan, plan.when.mask, visit);
+    for (const ListOutput& l : plan.lists) walk_expr(plan, l.key, visit);
+  }
+  return out;
+}
+
+bool output_uses_table(const Plan& plan, int d) {
+  const DenseOutput& o = plan.dense[size_t(d)];
+  if (o.is_project()) return false;
+  bool row = false, col = false;
+  for (const OutIndex& x : o.index) {
+    if (x.kind != OutIndex::Axis) continue;
+    row = row || x.axis == AxisRole::Row;
+    col = col || x.axis == AxisRole::Col;
+  }
+  return !(row && col);
+}
+
+static size_t round16(size_t n) { return (n + 15) / 16 * 16; }
+
+SmemPlan smem_plan(const Plan& plan, const TileConfig& t) {
+  SmemPlan s;
+  s.inner_off.assign(plan.accesses.size(), -1);
+  s.inner_bytes.assign(plan.accesses.size(), 0);
+  size_t off = 0;
+  for (int a : inner_accesses(plan)) {
+    const Pattern p = plan.accesses[size_t(a)].pattern;
+    const size_t pad = k_contiguous(p) ? 4 : 0;
+    size_t elems = 0;
+    switch (inner_kind(p)) {
+      case InnerKind::RowTile: elems = size_t(t.bk) * (size_t(t.bm) + pad); break;
+      case InnerKind::ColTile: elems = size_t(t.bk) * (size_t(t.bn) + pad); break;
+      case InnerKind::RedVec: elems = size_t(t.bk); break;
+      default: continue;   // row/column vectors live in registers
+    }
+    s.inner_off[size_t(a)] = long(off);
+    s.inner_bytes[size_t(a)] = round16(size_t(kStages) * elems * ctype_bytes(access_ctype(plan, a)));
+    off += s.inner_bytes[size_t(a)];
+  }
+  s.mainloop = off;
+  for (s.table_slots = kTableSlots;; s.table_slots /= 2) {
+    s.table_off.assign(plan.dense.size(), -1);
+    off = 0;
+    for (size_t d = 0; d < plan.dense.size(); ++d) {
+      if (!output_uses_table(plan, int(d))) continue;
+      s.table_off[d] = long(off);
+      off += round16(size_t(s.table_slots) * (8 + ctype_bytes(plan.dense[d].type)));
+    }
+    if (off <= kTableBudget || s.table_slots <= 32) break;
+  }
+  s.epilogue = off;
+  return s;
+}
+
+ArgLayout arg_layout(const Plan& plan) {
+  ArgLayout L;
+  int n = L.count;
+  for (size_t a = 0; a < plan.accesses.size(); ++a) {
+    ArgLayout::AccessSlots s;
+    s.ptr = n++; s.ld = n++; s.bstride = n++; s.vec = n++;
+    L.access.push_back(s);
+  }
+  std::set<std::pair<int, CType>> ps = params_in(plan, true);
+  for (const auto& p : params_in(plan, false)) ps.insert(p);
+  for (const auto& [param, type] : ps) L.params.push_back({param, type, n++});
+  for (size_t d = 0; d < plan.dense.size(); ++d) {
+    ArgLayout::OutputSlots o;
+    o.ptr = n++;
+    for (size_t p = 0; p < output_index(plan, int(d)).size(); ++p) o.stride.push_back(n++);
+    o.vec = n++;
+    L.dense.push_back(o);
+  }
+  for (const ListOutput& l : plan.lists) {
+    ArgLayout::ListSlots s;
+    s.counter = n++;
+    s.capacity = n++;
+    for (size_t c = 0; c < l.columns.size(); ++c) s.cols.push_back(n++);
+    s.b = n++; s.i = n++; s.j = n++;
+    if (l.key != kNoExpr) s.key = n++;
+    L.lists.push_back(s);
+  }
+  L.count = n;
+  return L;
+}
+
+Code& Code::line(const std::string& s) {
+  if (!s.empty() && s[0] == '#') out_ << s << '\n';    // preprocessor lines stay in column 0
+  else out_ << std::string(size_t(2 * depth_), ' ') << s << '\n';
+  return *this;
+}
+Code& Code::open(const std::string& s) {
+  line(s + " {");
+  ++depth_;
+  return *this;
+}
+Code& Code::mid(const std::string& s) {
+  --depth_;
+  line("} " + s + " {");
+  ++depth_;
+  return *this;
+}
+Code& Code::close(const std::string& tail) {
+  --depth_;
+  return line("}" + tail);
+}
+
+}  // namespace cg
+
+std::vector<OutIndex> output_index(const Plan& plan, int d) {
+  std::vector<OutIndex> idx = plan.dense[size_t(d)].index;
+  const bool has_batch = std::any_of(idx.begin(), idx.end(), [](const OutIndex& x) {
+    return x.kind == OutIndex::Axis && x.axis == AxisRole::Batch;
+  });
+  if (plan.batched && !has_batch) idx.insert(idx.begin(), OutIndex{OutIndex::Axis, AxisRole::Batch, -1});
+  return idx;
+}
+
+bool output_runs_along_j(const Plan& plan, int d) {
+  if (!plan.dense[size_t(d)].is_project()) return false;
+  const std::vector<OutIndex> idx = output_index(plan, d);
+  if (idx.empty() || idx.back().kind != OutIndex::Axis || idx.back().axis != AxisRole::Col) return false;
+  return std::all_of(idx.begin(), idx.end(), [](const OutIndex& x) { return x.kind == OutIndex::Axis; });
+}
+
+KernelInfo kernel_info(const Plan& plan, const TileConfig& tile) {
+  if (!plan.typed) cg::unsupported("an untyped plan");
+  KernelInfo k;
+  k.args = cg::arg_layout(plan);
+  k.threads = tile.threads();
+  k.smem_bytes = cg::smem_plan(plan, tile).total();
+  return k;
+}
+
+}  // namespace gamut::cuda

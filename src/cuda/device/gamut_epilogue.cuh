@@ -1,0 +1,107 @@
+// Output iterators: they take one accumulator-derived value per (i, j) with its output
+// position and know nothing of the mainloop (a tensor-core mainloop can reuse them).
+//
+//  - Project (C[i, j] = v): runs of consecutive j stored with one vector access.
+//  - Aggregate (C[g[i], h[j]] op= v, C[g[i]], C[i], a scalar): a per-thread run combiner
+//    merges equal consecutive keys, then a shared-memory hash table merges the block's
+//    values per key before one global atomic per key; a crowded table falls back to global
+//    atomics, so nothing is ever lost.
+#pragma once
+#include "gamut_atomics.cuh"
+#include "gamut_loaders.cuh"
+
+namespace gm {
+
+// Project: V consecutive outputs starting at p; ok[e] says which exist. One vector store when
+// all exist and `vec` (the run is aligned), else predicated scalar stores.
+template <class T, int V>
+GM_DEV void store_run(T* p, const T (&v)[V], const bool (&ok)[V], bool vec) {
+  bool all = vec;
+#pragma unroll
+  for (int e = 0; e < V; ++e) all = all && ok[e];
+  if (all) {
+    vec_st<T, V>(p, v);
+  } else {
+#pragma unroll
+    for (int e = 0; e < V; ++e)
+      if (ok[e]) p[e] = v[e];
+  }
+}
+
+// Aggregate sink without pre-reduction: a global atomic per value (outputs whose every (i, j)
+// has its own element, e.g. C[i, j] += v).
+template <class T, int OP>
+struct GlobalSink {
+  T* out;
+  GM_DEV void commit(u64 key, T v) { atomic_apply<OP>(out + key, v); }
+};
+
+// Aggregate sink with a block-level pre-reduction: an open-addressing table in shared memory,
+// keyed by the output element. Protocol: init(); __syncthreads(); commits; __syncthreads();
+// flush().
+template <class T, int OP, int SLOTS, int THREADS>
+struct TableSink {
+  static_assert((SLOTS & (SLOTS - 1)) == 0, "SLOTS must be a power of two");
+  static constexpr u64 kEmpty = ~0ull;
+  static constexpr int kProbes = 8;
+  static constexpr int kBytes = SLOTS * int(sizeof(u64) + sizeof(T));   // shared memory used
+  u64* keys;   // (SLOTS,)
+  T* vals;     // (SLOTS,)
+  T* out;      // the output array, indexed by key
+
+  GM_DEV void init(unsigned char* smem, T* out_) {
+    keys = reinterpret_cast<u64*>(smem);
+    vals = reinterpret_cast<T*>(smem + SLOTS * sizeof(u64));
+    out = out_;
+    for (int s = int(threadIdx.x); s < SLOTS; s += THREADS) {
+      keys[s] = kEmpty;
+      vals[s] = identity<OP, T>();
+    }
+  }
+  GM_DEV void commit(u64 key, T v) {
+    unsigned h = unsigned((key * 0x9E3779B97F4A7C15ull) >> 40) & (SLOTS - 1);
+#pragma unroll 1
+    for (int p = 0; p < kProbes; ++p) {
+      const u64 prev = atomicCAS(&keys[h], kEmpty, key);
+      if (prev == kEmpty || prev == key) {
+        atomic_apply<OP>(&vals[h], v);
+        return;
+      }
+      h = (h + 1) & (SLOTS - 1);
+    }
+    atomic_apply<OP>(out + key, v);
+  }
+  GM_DEV void flush() {
+    for (int s = int(threadIdx.x); s < SLOTS; s += THREADS)
+      if (keys[s] != kEmpty) atomic_apply<OP>(out + keys[s], vals[s]);
+  }
+};
+
+// Per-thread run combiner: consecutive values with the same key are merged in registers;
+// a new key commits the pending run to the sink. finish() commits the last run.
+template <class T, int OP>
+struct AggRun {
+  bool has;
+  u64 key;
+  T val;
+  GM_DEV void reset() { has = false; key = 0; val = T(0); }
+  template <class Sink>
+  GM_DEV void step(bool flag, u64 k, T v, Sink& sink) {
+    if (!flag) return;
+    if (has && k == key) {
+      val = combine<OP>(val, v);
+      return;
+    }
+    if (has) sink.commit(key, val);
+    has = true;
+    key = k;
+    val = v;
+  }
+  template <class Sink>
+  GM_DEV void finish(Sink& sink) {
+    if (has) sink.commit(key, val);
+    has = false;
+  }
+};
+
+}  // namespace gm

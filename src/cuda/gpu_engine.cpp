@@ -1,0 +1,230 @@
+// run_gpu: plan -> generated source -> NVRTC (cached) -> upload -> launch -> Results.
+#include "cuda/gpu_engine.h"
+
+#include <climits>
+#include <cstring>
+
+#include "core/error.h"
+#include "cuda/codegen.h"
+#include "cuda/launch_lists.h"
+#include "cuda/runtime.h"
+#include "cuda/tile_choice.h"
+
+namespace gamut::cuda {
+
+bool gpu_available(std::string* why) { return device_available(why); }
+
+namespace {
+
+uint64_t ptr_word(const DeviceBuffer& b) { return uint64_t(reinterpret_cast<uintptr_t>(b.get())); }
+
+// A scalar parameter as the kernel reads it: the bits of its value in compute type t.
+uint64_t param_word(const Scalar& s, CType t) {
+  const Scalar v = convert_scalar(s, t);
+  switch (t) {
+    case CType::Bool: return v.i != 0 ? 1 : 0;
+    case CType::I32: return uint64_t(uint32_t(int32_t(v.i)));
+    case CType::I64: return uint64_t(v.i);
+    case CType::F32: {
+      const float f = float(v.f);
+      uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      return bits;
+    }
+    case CType::F64: {
+      uint64_t bits;
+      std::memcpy(&bits, &v.f, 8);
+      return bits;
+    }
+    case CType::Unknown: break;
+  }
+  throw_device_error("internal error: a parameter of unknown type");
+}
+
+// One element of the identity of `op` in output type t, as stored (spec section 6).
+std::vector<std::byte> identity_element(StoreOp op, CType t) {
+  const DType d = storage_type_of(t);
+  std::vector<std::byte> e(dtype_size(d), std::byte{0});
+  Scalar v;
+  if (op == StoreOp::And) {
+    std::memset(e.data(), 0xff, e.size());
+    return e;
+  }
+  if (op == StoreOp::Max) v = lowest_of(t);
+  else if (op == StoreOp::Min) v = highest_of(t);
+  else return e;   // = += |= start at 0
+  switch (d) {
+    case DType::Bool: e[0] = std::byte(v.i != 0); break;
+    case DType::I32: { const int32_t x = int32_t(v.i); std::memcpy(e.data(), &x, 4); break; }
+    case DType::I64: std::memcpy(e.data(), &v.i, 8); break;
+    case DType::F32: { const float x = float(v.f); std::memcpy(e.data(), &x, 4); break; }
+    case DType::F64: std::memcpy(e.data(), &v.f, 8); break;
+    default: break;
+  }
+  return e;
+}
+
+void fill_identity(DeviceBuffer& buf, StoreOp op, CType t, int64_t elements) {
+  const std::vector<std::byte> e = identity_element(op, t);
+  bool same = true;
+  for (std::byte b : e) same = same && b == e[0];
+  if (same) {
+    buf.fill_bytes(int(e[0]));
+    return;
+  }
+  std::vector<std::byte> host(size_t(elements) * e.size());
+  for (int64_t n = 0; n < elements; ++n) std::memcpy(host.data() + size_t(n) * e.size(), e.data(), e.size());
+  buf.upload(host.data(), host.size());
+}
+
+int64_t product(const std::vector<int64_t>& v, size_t from = 0) {
+  int64_t p = 1;
+  for (size_t n = from; n < v.size(); ++n) p *= v[n];
+  return p;
+}
+
+// The first index, along the dimension contiguous in memory, that a tile operand's chunks start at.
+int64_t contiguous_begin(const Instance& inst, Pattern p) {
+  switch (p) {
+    case Pattern::RowRed: case Pattern::ColRed: return inst.red.begin;
+    case Pattern::RedRow: return inst.row.begin;
+    case Pattern::RedCol: return inst.col.begin;
+    default: return 0;
+  }
+}
+
+std::string schema_text(const Plan& plan, const TileConfig& tile) {
+  std::string s = "gamut-cuda-codegen-1\ntile " + tile.str() + "\n";
+  for (const Operand& o : plan.operands)
+    s += o.name + ":" + std::string(o.dtype ? dtype_name(*o.dtype) : "?") + "\n";
+  return s + print_plan(plan);
+}
+
+}  // namespace
+
+Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats* stats) {
+  if (!inst.plan) throw_device_error("internal error: run_gpu without a plan");
+  const Plan& P = *inst.plan;
+  const DeviceInfo& dev = device();   // throws a device error when there is none
+  const int64_t rows = inst.row.size(), cols = inst.col.size(), batch = inst.batch;
+  for (int64_t end : {inst.row.end, inst.col.end, inst.red.end})
+    if (end > INT_MAX) throw_device_error("an axis range end above 2^31-1 is not supported on the GPU");
+
+  const TileConfig tile = options.tile ? *options.tile
+                                       : choose_tile_sized(P, rows, cols, batch, dev.sm_count, dev.smem_per_block_optin);
+  std::string why;
+  if (!tile_valid(tile, &why)) throw_usage_error("--tile " + tile.str() + ": " + why);
+  const KernelInfo info = kernel_info(P, tile);
+  if (info.smem_bytes > dev.smem_per_block_optin)
+    throw_device_error("tile " + tile.str() + " needs " + std::to_string(info.smem_bytes) +
+                       " bytes of shared memory per block; the device has " + std::to_string(dev.smem_per_block_optin));
+
+  // Compile (or find in the caches).
+  const std::string source = generate_source(P, tile);
+  CompileOptions co;
+  co.arch = options.arch.empty() ? arch_for(dev.cc_major, dev.cc_minor) : options.arch;
+  const CompiledModule module = compile_cached(source, co, schema_text(P, tile));
+  if (stats) {
+    stats->compile_ms = module.compile_ms;
+    stats->cache_hit = module.hit == CacheHit::Compiled ? "compiled" : module.hit == CacheHit::Disk ? "disk" : "memory";
+    stats->cache_key = module.key;
+    stats->tile = tile.str();
+  }
+  Kernel kernel(module, kMainKernelName);
+  if (info.smem_bytes > 48 * 1024) kernel.set_max_dynamic_smem(info.smem_bytes);
+
+  const ArgLayout& L = info.args;
+  std::vector<uint64_t> w(size_t(L.count), 0);
+  w[ArgLayout::kRowBegin] = uint64_t(inst.row.begin);
+  w[ArgLayout::kRowEnd] = uint64_t(inst.row.end);
+  w[ArgLayout::kColBegin] = uint64_t(inst.col.begin);
+  w[ArgLayout::kColEnd] = uint64_t(inst.col.end);
+  w[ArgLayout::kRedBegin] = uint64_t(inst.red.begin);
+  w[ArgLayout::kRedEnd] = uint64_t(inst.red.end);
+  w[ArgLayout::kBatch] = uint64_t(batch);
+
+  // Inputs, and how each access addresses its operand.
+  std::vector<DeviceBuffer> inputs;
+  for (size_t o = 0; o < P.operands.size(); ++o) {
+    const NDArray* x = inst.inputs[o];
+    inputs.emplace_back(x ? x->nbytes() : 0);
+    if (x) inputs.back().upload(x->data.data(), x->nbytes());
+  }
+  const size_t lead = P.batched ? 1 : 0;
+  for (size_t a = 0; a < P.accesses.size(); ++a) {
+    const Access& acc = P.accesses[a];
+    const NDArray* x = inst.inputs[size_t(acc.operand)];
+    const auto& s = L.access[a];
+    if (!x) continue;
+    const bool two_d = pattern_rank(acc.pattern) == 2;
+    if (x->shape.size() != lead + (two_d ? 2 : 1))
+      throw_device_error("internal error: operand " + P.operands[size_t(acc.operand)].name + " has the wrong rank");
+    const int64_t ld = two_d ? x->shape[lead + 1] : 1;
+    const int64_t bstride = P.batched ? product(x->shape, 1) : 0;
+    if (ld > INT_MAX) throw_device_error("a matrix row of more than 2^31-1 elements is not supported on the GPU");
+    w[size_t(s.ptr)] = ptr_word(inputs[size_t(acc.operand)]);
+    w[size_t(s.ld)] = uint64_t(ld);
+    w[size_t(s.bstride)] = uint64_t(bstride);
+    // 4-element chunks of the tile loaders are aligned when every offset part is a multiple of 4.
+    w[size_t(s.vec)] = two_d && ld % 4 == 0 && bstride % 4 == 0 && contiguous_begin(inst, acc.pattern) % 4 == 0;
+  }
+  for (const auto& p : L.params) w[size_t(p.slot)] = param_word(inst.params[size_t(p.param)], p.type);
+
+  // Dense outputs.
+  std::vector<DeviceBuffer> outputs;
+  for (size_t d = 0; d < P.dense.size(); ++d) {
+    const std::vector<int64_t>& shape = inst.dense_shapes[d];
+    const DType dt = storage_type_of(P.dense[d].type);
+    outputs.emplace_back(size_t(product(shape)) * dtype_size(dt));
+    const auto& s = L.dense[d];
+    if (shape.size() != s.stride.size())
+      throw_device_error("internal error: output " + P.dense[d].name + " has the wrong rank");
+    w[size_t(s.ptr)] = ptr_word(outputs.back());
+    bool aligned = inst.col.begin % 4 == 0;
+    for (size_t p = 0; p < shape.size(); ++p) {
+      const int64_t stride = product(shape, p + 1);
+      w[size_t(s.stride[p])] = uint64_t(stride);
+      if (p + 1 < shape.size()) aligned = aligned && stride % 4 == 0;
+    }
+    w[size_t(s.vec)] = aligned && output_runs_along_j(P, int(d));
+  }
+  auto init_outputs = [&] {
+    for (size_t d = 0; d < P.dense.size(); ++d)
+      fill_identity(outputs[d], P.dense[d].op, P.dense[d].type, product(inst.dense_shapes[d]));
+  };
+
+  // Lists: start with room for up to 2^20 rows each; grow and rerun when that was too little.
+  const int64_t pairs = rows * cols * batch;
+  DeviceLists lists(inst, std::min<int64_t>(pairs, int64_t(1) << 20));
+
+  const int64_t tiles = ((rows + tile.bm - 1) / tile.bm) * ((cols + tile.bn - 1) / tile.bn);
+  const int64_t blocks = tiles * batch;
+  if (blocks > INT_MAX) throw_device_error("the problem needs " + std::to_string(blocks) + " thread blocks (at most 2^31-1)");
+  double ms = 0;
+  while (true) {
+    init_outputs();
+    lists.reset();
+    lists.fill_args(L, w);
+    if (blocks > 0) {
+      void* args[] = {w.data()};
+      EventTimer timer;
+      timer.start();
+      kernel.launch(unsigned(blocks), 1, 1, unsigned(info.threads), 1, 1, info.smem_bytes, args);
+      ms += timer.stop_ms();
+      synchronize();
+    }
+    if (!lists.grow_if_overflowed()) break;
+  }
+  if (stats) stats->kernel_ms = ms;
+
+  Results res;
+  for (size_t d = 0; d < P.dense.size(); ++d) {
+    NDArray a = NDArray::zeros(storage_type_of(P.dense[d].type), inst.dense_shapes[d]);
+    outputs[d].download(a.data.data(), a.nbytes());
+    res.dense.push_back(std::move(a));
+  }
+  res.lists = lists.results();
+  return res;
+}
+
+}  // namespace gamut::cuda

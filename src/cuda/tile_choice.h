@@ -1,0 +1,36 @@
+// Tile validity and choice for the generated kernels (no CUDA headers: built in every config).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "cuda/gpu_engine.h"
+#include "plan/plan.h"
+
+namespace gamut::cuda {
+
+// Warp arrangement of a tile: a warp covers warp_m x warp_n threads of the
+// (bm/tm, bn/tn) thread grid.
+struct WarpShape {
+  int warp_m = 0, warp_n = 0;
+};
+
+// Whether the generated kernel supports `t`; `why` gets the reason when not.
+bool tile_valid(const TileConfig& t, std::string* why = nullptr);
+WarpShape warp_shape(const TileConfig& t);
+
+// Estimated registers per thread of the kernel for `plan` with tile `t` (accumulators,
+// fragments, staged loads and a fixed overhead): what tile choice and launch bounds use.
+int estimate_registers(const Plan& plan, const TileConfig& t);
+// Estimates up to this leave ptxas room for 128 registers per thread without spilling (checked
+// against ptxas on the reference queries): such kernels are bounded to 128, others get 255.
+constexpr int kRegisterBudget = 124;
+// The same for the one-block-per-SM tile 128x256x16/8x16 (255 registers).
+constexpr int kBigTileBudget = 200;
+
+// choose_tile with the problem size known (rows, cols of the (i, j) space, batch count):
+// the largest tile that fits registers and shared memory, then smaller ones while the grid
+// would not give every SM a block. rows/cols < 0: unknown (assumed large).
+TileConfig choose_tile_sized(const Plan& plan, int64_t rows, int64_t cols, int64_t batch,
+                             int sm_count, size_t smem_per_block);
+
+}  // namespace gamut::cuda

@@ -1,0 +1,227 @@
+// The CUDA code generator without a GPU: generated source for hand-built plans compiles with
+// NVRTC (sm_90a and sm_80), the sgemm kernel does not spill, tiles are chosen and parsed sanely.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "codegen_plans.h"
+#include "core/error.h"
+#include "cuda/codegen.h"
+#include "cuda/gpu_engine.h"
+#include "cuda/tile_choice.h"
+#if GAMUT_HAVE_CUDA
+#include "cuda/runtime.h"
+#endif
+
+using namespace gamut;
+using namespace gamut::cuda;
+namespace tp = gamut::testplans;
+
+namespace {
+
+const int kH100Sms = 132;
+const size_t kH100Smem = 227 * 1024;
+
+std::vector<std::pair<std::string, std::function<Plan()>>> all_plans() {
+  return {
+      {"sgemm", [] { return tp::sgemm(); }},
+      {"q1", [] { return tp::q1(); }},
+      {"maxplus_i32", [] { return tp::maxplus_i32(); }},
+      {"minplus_batched", [] { return tp::minplus_batched(); }},
+      {"or_and_i32", [] { return tp::or_and_i32(); }},
+      {"or_and_bool", [] { return tp::or_and_i32(DType::Bool); }},
+      {"zip_aggregate", [] { return tp::zip_aggregate(); }},
+      {"join_area", [] { return tp::join_area(); }},
+      {"select_list", [] { return tp::select_list(); }},
+      {"topk", [] { return tp::topk(); }},
+      {"knn", [] { return tp::knn(); }},
+      {"selfjoin", [] { return tp::selfjoin(); }},
+      {"vectors_i32", [] { return tp::vectors_i32(); }},
+      {"sequential_f64", [] { return tp::sequential_f64(); }},
+      {"aggregates", [] { return tp::aggregates(); }},
+      {"masked_emit", [] { return tp::masked_emit(); }},
+      {"f16_bf16_transposed", [] { return tp::product(DType::F16, DType::BF16, Pattern::RedRow, Pattern::ColRed, true); }},
+      {"i8_u8", [] { return tp::product(DType::I8, DType::U8); }},
+      {"i64_f64", [] { return tp::product(DType::I64, DType::F64, Pattern::RowRed, Pattern::ColRed); }},
+      {"bool_i16", [] { return tp::product(DType::Bool, DType::I16, Pattern::RedRow, Pattern::RedCol); }},
+  };
+}
+
+#if GAMUT_HAVE_CUDA
+// NVRTC must accept the source; returns the log (ptxas -v output).
+std::string compile(const std::string& src, const std::string& arch) {
+  CompileOptions o;
+  o.arch = arch;
+  o.extra = {"-Xptxas=-v"};
+  std::string log;
+  EXPECT_NO_THROW(nvrtc_compile(src, o, &log)) << src;
+  return log;
+}
+#endif
+
+}  // namespace
+
+TEST(Codegen, EveryPlanCompilesWithNvrtc) {
+#if !GAMUT_HAVE_CUDA
+  GTEST_SKIP() << "built without CUDA: no NVRTC";
+#else
+  for (const auto& [name, make] : all_plans()) {
+    SCOPED_TRACE(name);
+    const Plan p = make();
+    const TileConfig t = choose_tile(p, kH100Sms, kH100Smem);
+    std::string src;
+    ASSERT_NO_THROW(src = generate_source(p, t));
+    for (const char* arch : {"sm_90a", "sm_80"}) {
+      SCOPED_TRACE(arch);
+      const std::string log = compile(src, arch);
+      EXPECT_NE(log.find("Used "), std::string::npos) << log;
+    }
+  }
+#endif
+}
+
+TEST(Codegen, OddTilesCompile) {
+#if !GAMUT_HAVE_CUDA
+  GTEST_SKIP() << "built without CUDA: no NVRTC";
+#else
+  const char* tiles[] = {"32x32x8/4x4", "64x32x4/4x2", "16x64x16/1x4", "128x128x16/8x8", "128x256x8/8x16",
+                         "32x16x32/2x2"};
+  for (const char* name : {"sgemm", "aggregates", "masked_emit", "minplus_batched", "f16_bf16_transposed"}) {
+    for (const auto& [n, make] : all_plans()) {
+      if (n != name) continue;
+      const Plan p = make();
+      for (const char* tile : tiles) {
+        SCOPED_TRACE(std::string(name) + " " + tile);
+        compile(generate_source(p, parse_tile(tile)), "sm_90a");
+      }
+    }
+  }
+#endif
+}
+
+TEST(Codegen, SgemmKernelDoesNotSpill) {
+#if !GAMUT_HAVE_CUDA
+  GTEST_SKIP() << "built without CUDA: no NVRTC";
+#else
+  const Plan p = tp::sgemm();
+  EXPECT_EQ(choose_tile(p, kH100Sms, kH100Smem).str(), "128x256x16/8x16");
+  // The chosen tile (one block per SM) and the two-blocks-per-SM one the ladder goes on with.
+  for (const char* tile : {"128x256x16/8x16", "128x128x8/8x8"}) {
+    for (const char* arch : {"sm_90a", "sm_80"}) {
+      const std::string log = compile(generate_source(p, parse_tile(tile)), arch);
+      EXPECT_NE(log.find(" 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"), std::string::npos)
+          << tile << " " << arch << "\n" << log;
+    }
+  }
+#endif
+}
+
+TEST(Codegen, SgemmSourceShape) {
+  const std::string src = generate_source(tp::sgemm(), parse_tile("128x128x8/8x8"));
+  // A[i,k] is transposed into shared memory through registers, B[k,j] copied by cp.async; the
+  // inner op is one multiply-add per (i,j,k).
+  EXPECT_NE(src.find("gm::TileLoader<float, float, Shape::BM, Shape::BK, Shape::THREADS, true>"), std::string::npos);
+  EXPECT_NE(src.find("gm::AsyncTileLoader<float, Shape::BN, Shape::BK, Shape::THREADS, false>"), std::string::npos);
+  EXPECT_NE(src.find("acc0 = acc0 + (x0 * x1);"), std::string::npos);
+  EXPECT_NE(src.find("gm::store_run<float, Shape::VN>"), std::string::npos);
+  EXPECT_NE(src.find("__launch_bounds__(256, 2)"), std::string::npos);
+  EXPECT_NE(src.find(std::string("void __launch_bounds__(256, 2) ") + kMainKernelName + "("), std::string::npos);
+  // Deterministic: the source is the cache key.
+  EXPECT_EQ(src, generate_source(tp::sgemm(), parse_tile("128x128x8/8x8")));
+}
+
+TEST(Codegen, OutputIteratorsChosenPerOutput) {
+  const std::string agg = generate_source(tp::aggregates(), parse_tile("64x64x8/4x4"));
+  EXPECT_NE(agg.find("gm::TableSink<int, gm::kAdd"), std::string::npos);      // Cnt[g[i], h[j]]
+  EXPECT_NE(agg.find("gm::TableSink<float, gm::kMax"), std::string::npos);    // Mx[g[i], j]
+  EXPECT_NE(agg.find("gm::TableSink<gm::i64, gm::kMin"), std::string::npos);  // Mn[h[j]]
+  EXPECT_NE(agg.find("gm::TableSink<int, gm::kOr"), std::string::npos);       // Or[i]
+  EXPECT_NE(agg.find("gm::TableSink<double, gm::kAdd"), std::string::npos);   // Total
+  EXPECT_NE(agg.find("gm::AggRun<"), std::string::npos);
+  const std::string q5 = generate_source(tp::select_list(), parse_tile("64x64x8/4x4"));
+  EXPECT_NE(q5.find(".reserve(ef0)"), std::string::npos);
+  const std::string tr = generate_source(tp::product(DType::F16, DType::BF16, Pattern::RedRow, Pattern::ColRed, true),
+                                         parse_tile("64x64x8/4x4"));
+  EXPECT_EQ(tr.find("store_run"), std::string::npos);   // C[j,i]: scalar stores
+  EXPECT_NE(tr.find("gm::TileLoader<gm::f16, float"), std::string::npos);
+  EXPECT_NE(tr.find("gm::TileLoader<gm::bf16, float"), std::string::npos);
+  const std::string q4 = generate_source(tp::join_area(), parse_tile("64x64x8/4x4"));
+  EXPECT_NE(q4.find("__syncthreads_or(any)"), std::string::npos);
+}
+
+TEST(Codegen, KernelInfoMatchesTheSharedMemoryPlan) {
+  const KernelInfo k = kernel_info(tp::sgemm(), parse_tile("128x128x8/8x8"));
+  EXPECT_EQ(k.threads, 256);
+  // 3 buffers of (8, 128+4) and (8, 128) floats.
+  EXPECT_EQ(k.smem_bytes, size_t(3 * 8 * 132 * 4 + 3 * 8 * 128 * 4));
+  EXPECT_GE(k.args.count, 7 + 4 * 2 + 4);
+  const KernelInfo b = kernel_info(tp::minplus_batched(), parse_tile("64x64x8/4x4"));
+  ASSERT_EQ(b.args.dense.size(), 1u);
+  EXPECT_EQ(b.args.dense[0].stride.size(), 3u);
+}
+
+TEST(Codegen, RejectsWhatItCannotRun) {
+  Plan untyped = tp::sgemm();
+  untyped.typed = false;
+  EXPECT_THROW(generate_source(untyped, TileConfig{}), Error);
+  TileConfig bad;
+  bad.bm = 100;
+  try {
+    generate_source(tp::sgemm(), bad);
+    FAIL() << "accepted an invalid tile";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::Usage);
+  }
+}
+
+TEST(TileChoice, ScalesUpFirstAndFitsRegisters) {
+  const Plan s = tp::sgemm();
+  EXPECT_EQ(choose_tile(s, kH100Sms, kH100Smem).str(), "128x256x16/8x16");
+  EXPECT_EQ(choose_tile_sized(s, 16384, 16384, 1, kH100Sms, kH100Smem).str(), "128x256x16/8x16");
+  EXPECT_EQ(choose_tile_sized(s, 4096, 4096, 1, kH100Sms, kH100Smem).str(), "128x256x16/8x16");
+  // A problem too small to give every SM a 128x128 block gets smaller tiles.
+  const TileConfig small = choose_tile_sized(s, 256, 256, 1, kH100Sms, kH100Smem);
+  EXPECT_LT(small.bm * small.bn, 128 * 128);
+  EXPECT_TRUE(tile_valid(small));
+  // A batch fills the GPU by itself.
+  EXPECT_EQ(choose_tile_sized(s, 256, 256, 64, kH100Sms, kH100Smem).str(), "128x128x8/8x8");
+  EXPECT_EQ(choose_tile_sized(s, 256, 256, 512, kH100Sms, kH100Smem).str(), "128x256x16/8x16");
+  // Inner ops with temporaries, and `when` bits, need registers the big tile does not have.
+  EXPECT_NE(choose_tile(tp::q1(), kH100Sms, kH100Smem).str(), "128x256x16/8x16");
+  EXPECT_NE(choose_tile(tp::join_area(), kH100Sms, kH100Smem).str(), "128x256x16/8x16");
+  // Tiny problems get the smallest tile.
+  EXPECT_EQ(choose_tile_sized(s, 1, 1, 1, kH100Sms, kH100Smem).str(), "32x32x8/4x4");
+  // 8-byte accumulators need twice the registers per pair: a smaller thread tile.
+  const TileConfig f64 = choose_tile(tp::product(DType::F64, DType::F64), kH100Sms, kH100Smem);
+  EXPECT_LE(f64.tm * f64.tn, 32);
+  for (const auto& [name, make] : all_plans()) {
+    const Plan p = make();
+    const TileConfig t = choose_tile(p, kH100Sms, kH100Smem);
+    EXPECT_TRUE(tile_valid(t)) << name;
+    EXPECT_LE(kernel_info(p, t).smem_bytes, kH100Smem) << name;
+    // A device with the least shared memory (48 KiB per block) still gets a tile that fits it.
+    const TileConfig lean = choose_tile(p, 20, 48 * 1024);
+    EXPECT_LE(kernel_info(p, lean).smem_bytes, size_t(48 * 1024)) << name;
+  }
+}
+
+TEST(TileChoice, ParseTile) {
+  EXPECT_EQ(parse_tile("128x128x8").str(), "128x128x8/8x8");
+  EXPECT_EQ(parse_tile("128x128x8/8x8").str(), "128x128x8/8x8");
+  EXPECT_EQ(parse_tile("64x32x16/4x2").str(), "64x32x16/4x2");
+  EXPECT_EQ(parse_tile("32x32x8").threads() % 32, 0);
+  EXPECT_TRUE(tile_valid(parse_tile("256x256x8")));
+  for (const char* bad : {"", "128", "128x128", "128x128x8/8", "128x128x8/8x8x8", "abc", "128x128x7",
+                          "100x128x8", "128x128x8/3x8", "16x16x8/8x8", "256x256x8/1x1", "128x128x8/", "-128x128x8",
+                          "128x128x8x", "12345x128x8"}) {
+    try {
+      parse_tile(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::Usage) << bad;
+    }
+  }
+}
