@@ -13,14 +13,16 @@ cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release -DGAMUT_BENCH=ON > "
 cmake --build build-dev -j16 > "$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -30; exit 1; }
 echo "build ok"
 export GAMUT_CACHE_DIR=$PWD/build-dev/kcache
-if [[ " $steps " == *" tests "* ]]; then
-  ctest --test-dir build-dev -L gpu --output-on-failure -j4 > "$OUT/gpu_tests.log" 2>&1
-  grep -E "tests passed|tests failed|Failed|\*\*\*" "$OUT/gpu_tests.log" | head -40
-fi
-if [[ " $steps " == *" sanitize "* ]]; then
-  python3 tools/sanitize_queries.py build-dev/gamut "$OUT" 2>&1 | tail -20
-fi
-if [[ " $steps " == *" bench "* ]]; then
-  shift $(( $# > 0 ? 0 : 0 ))
-  build-dev/bench/bench_gpu --json "$OUT/bench.json" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.txt"
-fi
+for step in $steps; do
+  case $step in
+    tests)
+      ctest --test-dir build-dev -L gpu --output-on-failure -j4 --timeout 400 > "$OUT/gpu_tests.log" 2>&1
+      grep -E "tests passed|tests failed|\*\*\*|Failed" "$OUT/gpu_tests.log" | head -40 ;;
+    sanitize)
+      python3 tools/sanitize_queries.py build-dev/gamut "$OUT" 2>&1 | tail -20 ;;
+    bench)
+      build-dev/bench/bench_gpu --json "$OUT/bench.json" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.txt" ;;
+    demo)
+      build-dev/gamut demo --backend gpu --size 2048 2>&1 | tee "$OUT/demo.txt" ;;
+  esac
+done

@@ -2,6 +2,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "bind/instance.h"
 
@@ -19,6 +20,8 @@ TileConfig parse_tile(const std::string& text);
 struct GpuRunOptions {
   std::optional<TileConfig> tile;    // override the chosen tile (benchmarks)
   std::string arch;                  // override the NVRTC arch ("" = the device's)
+  int warmup = 0;                    // benchmarks: untimed launches after the result run
+  int repeats = 0;                   // benchmarks: timed launches, each in GpuRunStats::runs_ms
 };
 
 struct GpuRunStats {
@@ -27,6 +30,7 @@ struct GpuRunStats {
   std::string cache_hit;             // "compiled" | "disk" | "memory"
   std::string cache_key;
   std::string tile;
+  std::vector<double> runs_ms;       // one per GpuRunOptions::repeats (CUDA events)
 };
 
 // True when this build has the CUDA backend and a device is usable.
