@@ -158,6 +158,20 @@ void DeviceBuffer::download(void* host, size_t bytes, size_t offset) const {
                 "cudaMemcpy device to host of " + std::to_string(bytes) + " bytes");
 }
 
+void DeviceBuffer::upload_rows(const void* host, size_t rows, size_t row_bytes, size_t pitch) {
+  if (rows == 0 || row_bytes == 0) return;
+  check_range("upload", (rows - 1) * pitch + row_bytes, 0, bytes_);
+  detail::check(cudaMemcpy2D(ptr_, pitch, host, row_bytes, row_bytes, rows, cudaMemcpyHostToDevice),
+                "cudaMemcpy2D host to device of " + std::to_string(rows * row_bytes) + " bytes");
+}
+
+void DeviceBuffer::download_rows(void* host, size_t rows, size_t row_bytes, size_t pitch) const {
+  if (rows == 0 || row_bytes == 0) return;
+  check_range("download", (rows - 1) * pitch + row_bytes, 0, bytes_);
+  detail::check(cudaMemcpy2D(host, row_bytes, ptr_, pitch, row_bytes, rows, cudaMemcpyDeviceToHost),
+                "cudaMemcpy2D device to host of " + std::to_string(rows * row_bytes) + " bytes");
+}
+
 void DeviceBuffer::fill_bytes(int value) {
   if (bytes_ == 0) return;
   detail::check(cudaMemset(ptr_, value, bytes_), "cudaMemset");

@@ -159,14 +159,30 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   w[ArgLayout::kRedEnd] = uint64_t(inst.red.end);
   w[ArgLayout::kBatch] = uint64_t(batch);
 
-  // Inputs, and how each access addresses its operand.
+  // Inputs, and how each access addresses its operand. Matrix rows are padded on the device to
+  // a multiple of 4 elements (a pitched copy costs nothing over a plain one), so the tile
+  // loaders can use 16-byte loads whatever the extents: 4097 columns load like 4100.
+  const size_t lead = P.batched ? 1 : 0;
   std::vector<DeviceBuffer> inputs;
+  std::vector<int64_t> pitch(P.operands.size(), 0);
   for (size_t o = 0; o < P.operands.size(); ++o) {
     const NDArray* x = inst.inputs[o];
-    inputs.emplace_back(x ? x->nbytes() : 0);
-    if (x) inputs.back().upload(x->data.data(), x->nbytes());
+    if (!x) {
+      inputs.emplace_back(0);
+      continue;
+    }
+    const bool two_d = x->shape.size() == lead + 2;
+    if (!two_d) {
+      inputs.emplace_back(x->nbytes());
+      inputs.back().upload(x->data.data(), x->nbytes());
+      continue;
+    }
+    const int64_t cols_x = x->shape.back(), rows_x = cols_x ? product(x->shape) / cols_x : 0;
+    pitch[o] = (cols_x + 3) / 4 * 4;
+    const size_t e = dtype_size(x->dtype);
+    inputs.emplace_back(size_t(rows_x * pitch[o]) * e);
+    inputs.back().upload_rows(x->data.data(), size_t(rows_x), size_t(cols_x) * e, size_t(pitch[o]) * e);
   }
-  const size_t lead = P.batched ? 1 : 0;
   for (size_t a = 0; a < P.accesses.size(); ++a) {
     const Access& acc = P.accesses[a];
     const NDArray* x = inst.inputs[size_t(acc.operand)];
@@ -175,8 +191,8 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     const bool two_d = pattern_rank(acc.pattern) == 2;
     if (x->shape.size() != lead + (two_d ? 2 : 1))
       throw_device_error("internal error: operand " + P.operands[size_t(acc.operand)].name + " has the wrong rank");
-    const int64_t ld = two_d ? x->shape[lead + 1] : 1;
-    const int64_t bstride = P.batched ? product(x->shape, 1) : 0;
+    const int64_t ld = two_d ? pitch[size_t(acc.operand)] : 1;
+    const int64_t bstride = !P.batched ? 0 : two_d ? x->shape[lead] * ld : product(x->shape, 1);
     if (ld > INT_MAX) throw_device_error("a matrix row of more than 2^31-1 elements is not supported on the GPU");
     w[size_t(s.ptr)] = ptr_word(inputs[size_t(acc.operand)]);
     w[size_t(s.ld)] = uint64_t(ld);
@@ -186,19 +202,24 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   }
   for (const auto& p : L.params) w[size_t(p.slot)] = param_word(inst.params[size_t(p.param)], p.type);
 
-  // Dense outputs.
+  // Dense outputs; matrices padded like the inputs so that row stores can be 16 bytes wide.
   std::vector<DeviceBuffer> outputs;
+  std::vector<int64_t> out_pitch(P.dense.size(), 0), out_rows(P.dense.size(), 0);
   for (size_t d = 0; d < P.dense.size(); ++d) {
     const std::vector<int64_t>& shape = inst.dense_shapes[d];
     const DType dt = storage_type_of(P.dense[d].type);
-    outputs.emplace_back(size_t(product(shape)) * dtype_size(dt));
     const auto& s = L.dense[d];
     if (shape.size() != s.stride.size())
       throw_device_error("internal error: output " + P.dense[d].name + " has the wrong rank");
+    const int64_t last = shape.empty() ? 1 : shape.back();
+    out_pitch[d] = shape.size() >= 2 ? (last + 3) / 4 * 4 : last;
+    out_rows[d] = last ? product(shape) / last : 0;
+    outputs.emplace_back(size_t(out_rows[d] * out_pitch[d]) * dtype_size(dt));
     w[size_t(s.ptr)] = ptr_word(outputs.back());
     bool aligned = inst.col.begin % 4 == 0;
     for (size_t p = 0; p < shape.size(); ++p) {
-      const int64_t stride = product(shape, p + 1);
+      int64_t stride = 1;
+      if (p + 1 < shape.size()) stride = out_pitch[d] * product(std::vector<int64_t>(shape.begin() + int64_t(p) + 1, shape.end() - 1));
       w[size_t(s.stride[p])] = uint64_t(stride);
       if (p + 1 < shape.size()) aligned = aligned && stride % 4 == 0;
     }
@@ -206,7 +227,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   }
   auto init_outputs = [&] {
     for (size_t d = 0; d < P.dense.size(); ++d)
-      fill_identity(outputs[d], P.dense[d].op, P.dense[d].type, product(inst.dense_shapes[d]));
+      fill_identity(outputs[d], P.dense[d].op, P.dense[d].type, out_rows[d] * out_pitch[d]);
   };
 
   // Lists: start with room for up to 2^20 rows each; grow and rerun when that was too little.
@@ -252,7 +273,11 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   Results res;
   for (size_t d = 0; d < P.dense.size(); ++d) {
     NDArray a = NDArray::zeros(storage_type_of(P.dense[d].type), inst.dense_shapes[d]);
-    outputs[d].download(a.data.data(), a.nbytes());
+    const size_t e = dtype_size(a.dtype);
+    if (a.nbytes() > 0) {
+      const int64_t last = a.shape.empty() ? 1 : a.shape.back();
+      outputs[d].download_rows(a.data.data(), size_t(out_rows[d]), size_t(last) * e, size_t(out_pitch[d]) * e);
+    }
     res.dense.push_back(std::move(a));
   }
   res.lists = lists.results();

@@ -48,6 +48,10 @@ class DeviceBuffer {
   void upload(const void* host, size_t bytes, size_t offset = 0);
   void download(void* host, size_t bytes, size_t offset = 0) const;
   void fill_bytes(int value);              // cudaMemset
+  // Rows of `row_bytes` each, `pitch` bytes apart on the device (cudaMemcpy2D): inputs whose
+  // rows are padded so every row starts 16-byte aligned.
+  void upload_rows(const void* host, size_t rows, size_t row_bytes, size_t pitch);
+  void download_rows(void* host, size_t rows, size_t row_bytes, size_t pitch) const;
  private:
   void* ptr_ = nullptr;
   size_t bytes_ = 0;

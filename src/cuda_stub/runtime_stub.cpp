@@ -42,6 +42,8 @@ DeviceBuffer::~DeviceBuffer() = default;
 void DeviceBuffer::upload(const void*, size_t, size_t) { no_cuda(); }
 void DeviceBuffer::download(void*, size_t, size_t) const { no_cuda(); }
 void DeviceBuffer::fill_bytes(int) { no_cuda(); }
+void DeviceBuffer::upload_rows(const void*, size_t, size_t, size_t) { no_cuda(); }
+void DeviceBuffer::download_rows(void*, size_t, size_t, size_t) const { no_cuda(); }
 
 CompiledModule compile_cached(const std::string&, const CompileOptions&, const std::string&) {
   no_cuda();
