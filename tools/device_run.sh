@@ -16,8 +16,15 @@ export GAMUT_CACHE_DIR=$PWD/build-dev/kcache
 for step in $steps; do
   case $step in
     tests)
-      ctest --test-dir build-dev -L gpu --output-on-failure -j4 --timeout 400 > "$OUT/gpu_tests.log" 2>&1
-      grep -E "tests passed|tests failed|\*\*\*|Failed" "$OUT/gpu_tests.log" | head -40 ;;
+      # The GPU suite, run directly: the device image's newer CMake cannot read the test lists
+      # that gtest_discover_tests writes there (seen 2026-11-21), so ctest is not used here.
+      build-dev/tests/gamut_gpu_tests > "$OUT/gpu_tests.log" 2>&1; echo "gamut_gpu_tests rc=$?"
+      grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran" "$OUT/gpu_tests.log" | head -30
+      build-dev/tests/gamut_tests --gtest_filter='Cli.*:Codegen.*:CudaRuntime.*:CudaCache.*' > "$OUT/unit_tests.log" 2>&1; echo "gamut_tests (cli, codegen, runtime) rc=$?"
+      grep -E "^\[  (PASSED|FAILED) |tests ran" "$OUT/unit_tests.log" | head -10
+      for q in sgemm q1_amplify q2_zip_aggregate q3_count_pairs q4_join_area q5_select q6_complementary q7_top128 knn maxplus minplus_batched reachability; do
+        python3 tests/e2e/reference_queries.py build-dev/gamut $q --backend gpu 2>&1 | tail -3
+      done | tee "$OUT/e2e_gpu.log" ;;
     sanitize)
       python3 tools/sanitize_queries.py build-dev/gamut "$OUT" 2>&1 | tail -20 ;;
     bench)
