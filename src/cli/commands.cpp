@@ -71,6 +71,7 @@ int cmd_run(QueryArgs q, const RunOptions& opt, const std::string& out_dir, bool
       j["compile_ms"] = rep.compile_ms;
       j["cache"] = rep.cache_hit;
       j["tile"] = rep.tile;
+      j["device_peak_bytes"] = rep.device_peak_bytes;
     } else {
       j["threads"] = rep.threads;
     }

@@ -52,6 +52,8 @@ int main(int argc, char** argv) {
   run->add_option("-o", out_dir, "write every output as DIR/NAME.npy");
   run->add_option("--dim", dims, "extents of an aggregate output, NAME=D1[,D2]");
   run->add_flag("--json", json, "print the summary as JSON");
+  int repeats = 0;
+  run->add_option("--repeat", repeats, "GPU: time this many launches after a warm-up and report the median");
   bool no_rewrite = false;
   run->add_flag("--no-rewrite", no_rewrite, "run the query as written (no aggregate push-down)");
 
@@ -101,6 +103,7 @@ int main(int argc, char** argv) {
   opt.backend = parse_backend(backend);
   opt.threads = threads;
   opt.tile = tile;
+  opt.repeats = repeats;
   try {
     cli::QueryArgs q;
     q.text = expr_text;

@@ -1,4 +1,5 @@
 // Device discovery and device memory through the statically linked cudart.
+#include <atomic>
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
@@ -104,7 +105,16 @@ void check_range(const char* op, size_t bytes, size_t offset, size_t size) {
                        std::to_string(offset) + " outside a buffer of " + std::to_string(size) +
                        " bytes");
 }
+// Bytes held by DeviceBuffers now, and the most held at once since the last reset.
+std::atomic<size_t> g_held{0}, g_peak{0};
+void account_alloc(size_t bytes) {
+  size_t now = g_held.fetch_add(bytes) + bytes, peak = g_peak.load();
+  while (now > peak && !g_peak.compare_exchange_weak(peak, now)) {}
+}
 }  // namespace
+
+size_t device_bytes_peak() { return g_peak.load(); }
+void reset_device_bytes_peak() { g_peak.store(g_held.load()); }
 
 DeviceBuffer::DeviceBuffer(size_t bytes) {
   detail::require_device();
@@ -120,6 +130,7 @@ DeviceBuffer::DeviceBuffer(size_t bytes) {
   }
   detail::check(err, "cudaMalloc of " + std::to_string(bytes) + " bytes");
   bytes_ = bytes;
+  account_alloc(bytes);
 }
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) {
@@ -129,7 +140,10 @@ DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.b
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   if (this != &o) {
-    if (ptr_) cudaFree(ptr_);
+    if (ptr_) {
+      cudaFree(ptr_);
+      g_held -= bytes_;
+    }
     ptr_ = o.ptr_;
     bytes_ = o.bytes_;
     o.ptr_ = nullptr;
@@ -140,7 +154,10 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 
 DeviceBuffer::~DeviceBuffer() {
   // Errors cannot be thrown from here; at process exit cudart may already be shutting down.
-  if (ptr_) cudaFree(ptr_);
+  if (ptr_) {
+    cudaFree(ptr_);
+    g_held -= bytes_;
+  }
 }
 
 void DeviceBuffer::upload(const void* host, size_t bytes, size_t offset) {

@@ -116,7 +116,11 @@ class Kernel {
   std::unique_ptr<Impl> impl_;
 };
 
-void synchronize();                        // cudaDeviceSynchronize + error check
+void synchronize();
+
+// Device memory held through DeviceBuffer: the peak since the last reset (benchmarks report it).
+size_t device_bytes_peak();
+void reset_device_bytes_peak();                        // cudaDeviceSynchronize + error check
 
 // CUDA events for benchmarks: elapsed milliseconds of the work `fn` enqueues.
 class EventTimer {

@@ -42,6 +42,8 @@ DeviceBuffer::~DeviceBuffer() = default;
 void DeviceBuffer::upload(const void*, size_t, size_t) { no_cuda(); }
 void DeviceBuffer::download(void*, size_t, size_t) const { no_cuda(); }
 void DeviceBuffer::fill_bytes(int) { no_cuda(); }
+size_t device_bytes_peak() { return 0; }
+void reset_device_bytes_peak() {}
 void DeviceBuffer::upload_rows(const void*, size_t, size_t, size_t) { no_cuda(); }
 void DeviceBuffer::download_rows(void*, size_t, size_t, size_t) const { no_cuda(); }
 

@@ -9,6 +9,8 @@
 #include "core/error.h"
 #include "cpu/engine.h"
 #include "cuda/gpu_engine.h"
+#include "cuda/runtime.h"
+#include <algorithm>
 #include "data/npy.h"
 #include "rewrite/passes.h"
 
@@ -102,6 +104,7 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
     r.threads = sr.threads;
     r.tile = sr.tile;
     r.cache_hit = sr.cache_hit;
+    r.device_peak_bytes = std::max(r.device_peak_bytes, sr.device_peak_bytes);
     for (size_t d = 0; d < stage->plan.dense.size(); ++d) produced[stage->plan.dense[d].name] = last.dense[d];
   }
   r.seconds = seconds;
@@ -127,10 +130,21 @@ Results execute(const Prepared& p, const RunOptions& options, RunReport* report)
     if (!cuda::gpu_available(&why)) throw_device_error("--backend gpu: no usable CUDA device: " + why);
     cuda::GpuRunOptions go;
     if (!options.tile.empty()) go.tile = cuda::parse_tile(options.tile);
+    if (options.repeats > 0) {
+      go.warmup = 1;
+      go.repeats = options.repeats;
+    }
     cuda::GpuRunStats st;
+    cuda::reset_device_bytes_peak();
     res = cuda::run_gpu(p.instance, go, &st);
+    r.device_peak_bytes = std::max(r.device_peak_bytes, cuda::device_bytes_peak());
     r.backend = "gpu";
     r.seconds = st.kernel_ms / 1e3;
+    if (!st.runs_ms.empty()) {
+      std::vector<double> v = st.runs_ms;
+      std::sort(v.begin(), v.end());
+      r.seconds = v[v.size() / 2] / 1e3;
+    }
     r.compile_ms = st.compile_ms;
     r.cache_hit = st.cache_hit;
     r.tile = st.tile;

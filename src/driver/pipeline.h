@@ -17,6 +17,7 @@ struct RunOptions {
   Backend backend = Backend::Auto;
   int threads = 0;                 // CPU engine threads (0: all)
   std::string tile;                // GPU tile override, "" = chosen per query
+  int repeats = 0;                 // GPU: time this many launches after one warm-up (median)
 };
 
 struct RunReport {
@@ -27,6 +28,7 @@ struct RunReport {
   std::string cache_hit;           // GPU: compiled | disk | memory
   std::string tile;
   int threads = 0;
+  size_t device_peak_bytes = 0;    // GPU: most device memory held at once during the run
 };
 
 // A query compiled against bindings: owns the source, plan and data the Instance points into.
