@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call: build for the local GPU (sm_90a on Hopper), run the GPU test suite, the
 # sanitizers on one query of each family, and the benchmarks. Logs go to $OUT (or ./device-out).
-# usage: tools/device_run.sh [tests] [sanitize] [bench] [bench-args...]   (default: all three)
+# usage: tools/device_run.sh [tests] [sanitize] [bench] [demo] [relbench] [semibench]   (default: tests sanitize bench)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-device-out}; mkdir -p "$OUT"
@@ -31,5 +31,11 @@ for step in $steps; do
       build-dev/bench/bench_gpu --json "$OUT/bench.json" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.txt" ;;
     demo)
       build-dev/gamut demo --backend gpu --size 2048 2>&1 | tee "$OUT/demo.txt" ;;
+    relbench)
+      # Q2-Q7 and kNN at M = N = 16384, K = 256 and 1024 against cuBLAS SGEMM and PyTorch (issue 4).
+      python3 bench/relational.py --gamut build-dev/gamut --json "$OUT/relbench.json" ${RELBENCH_ARGS:-} 2>&1 | tee "$OUT/relbench.txt" ;;
+    semibench)
+      # Tropical products (i32, i16, f32, batched) in GOPS against `gamut peak` and PyTorch (issue 5).
+      python3 bench/semiring.py --gamut build-dev/gamut --json "$OUT/semibench.json" ${SEMIBENCH_ARGS:-} 2>&1 | tee "$OUT/semibench.txt" ;;
   esac
 done
