@@ -1,7 +1,8 @@
 // `gamut demo`: every example query on generated data. Data specs come from each example's
 // `# demo:` comment (NAME=f32, f32:LO..HI, i32:LO..HI, u8:LO..HI, bernoulli:P, index:G,
-// batch=B, or a number for a scalar); unnamed inputs are f32 in [-1, 1), index vectors index:16.
+// batch=B, a number for a scalar, or scaled:A,B for A*K + B*sqrt(K)); unnamed inputs are f32 in [-1, 1), index vectors index:16.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -113,8 +114,16 @@ int cmd_demo(const RunOptions& opt, int size, const std::string& examples_dir, b
       Bindings b;
       for (const Operand& o : untyped.operands)
         b.arrays[o.name] = make_input(untyped, o, specs.count(o.name) ? specs[o.name] : "", size, batch, rng);
-      for (const Param& p : untyped.params)
-        if (specs.count(p.name)) b.scalars[p.name] = specs[p.name];
+      for (const Param& p : untyped.params) {
+        if (!specs.count(p.name)) continue;
+        std::string v = specs[p.name];
+        // `scaled:A,B` is A*K + B*sqrt(K): thresholds that stay equally selective at every size.
+        if (v.rfind("scaled:", 0) == 0) {
+          double a = std::stod(v.substr(7)), c = std::stod(v.substr(v.find(',') + 1));
+          v = std::to_string(a * double(size) + c * std::sqrt(double(size)));
+        }
+        b.scalars[p.name] = v;
+      }
       auto prep = prepare(src, std::move(b));
       RunReport rep;
       Results res = execute(*prep, opt, &rep);
