@@ -225,3 +225,43 @@ TEST(TileChoice, ParseTile) {
     }
   }
 }
+
+#if GAMUT_HAVE_CUDA
+#include "cuda/list_select.h"
+#endif
+
+// top/bottom lists pre-select per tile (gm::TileSelect) and reduce on the device
+// (gamut_select.cuh): the kernels for every grouping, N beyond a tile, and every key type.
+TEST(Codegen, TopBottomListKernelsCompile) {
+#if !GAMUT_HAVE_CUDA
+  GTEST_SKIP() << "built without CUDA: no NVRTC";
+#else
+  auto per_j = [] {
+    Plan p = tp::knn();
+    p.lists[0].per = PerGroup::Col;
+    p.lists[0].mode = ListMode::Top;
+    return p;
+  };
+  const std::vector<std::pair<std::string, Plan>> plans = {
+      {"knn", tp::knn()}, {"q7", tp::topk(128)}, {"top_per_j", per_j()}, {"knn_n5000", tp::knn(5000)},
+      {"q7_n100000", tp::topk(100000)}};
+  for (const auto& [name, p] : plans) {
+    SCOPED_TRACE(name);
+    const TileConfig t = choose_tile(p, kH100Sms, kH100Smem);
+    const std::string src = generate_source(p, t);
+    EXPECT_NE(src.find("gm::TileSelect<Shape, "), std::string::npos);
+    EXPECT_NE(src.find("gm::rank32("), std::string::npos);
+    for (const char* arch : {"sm_90a", "sm_80"}) {
+      SCOPED_TRACE(arch);
+      compile(src, arch);
+    }
+  }
+  for (DType k : {DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool})
+    for (PerGroup g : {PerGroup::None, PerGroup::Row, PerGroup::Col})
+      for (bool top : {true, false}) {
+        const std::string src = select_source(k, top, g);
+        SCOPED_TRACE(src);
+        for (const char* arch : {"sm_90a", "sm_80"}) compile(src, arch);
+      }
+#endif
+}

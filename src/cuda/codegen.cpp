@@ -437,6 +437,7 @@ struct Gen {
     for (size_t l = 0; l < P.lists.size(); ++l)
       c.line("const gm::ListAppend la" + to_string(l) + "{reinterpret_cast<gm::u64*>(" + slot(A.lists[l].counter) +
              "), " + slot(A.lists[l].capacity) + "};");
+    preselect_decls();
     if (tables) c.line("__syncthreads();  // tables initialised");
     c.line("#pragma unroll");
     c.open("for (int m = 0; m < Shape::TM; ++m)");
@@ -478,22 +479,14 @@ struct Gen {
       c.line("ar" + to_string(id) + ".step(af" + to_string(id) + ", ak" + to_string(id) + ", av" + to_string(id) +
              ", sk" + to_string(s->target) + ");");
     for (size_t l = 0; l < P.lists.size(); ++l) {
-      const ListOutput& lo = P.lists[l];
-      const auto& ls = A.lists[l];
+      if (!preselected(l)) {
+        list_append(l, "ef" + to_string(l));
+        continue;
+      }
+      // top/bottom: only the rank and whether the row exists, until the tile has chosen.
       const std::string n = to_string(l);
-      c.open("");
-      c.line("const gm::u64 row = la" + n + ".reserve(ef" + n + ");  // every lane, together");
-      c.open("if (ef" + n + " && row < la" + n + ".capacity)");
-      for (size_t k = 0; k < lo.columns.size(); ++k)
-        c.line("reinterpret_cast<" + ctype_cpp(lo.columns[k].type) + "*>(" + slot(ls.cols[k]) + ")[row] = ec" + n +
-               "_" + to_string(k) + ";");
-      c.line("reinterpret_cast<int*>(" + slot(ls.b) + ")[row] = b;");
-      c.line("reinterpret_cast<int*>(" + slot(ls.i) + ")[row] = i;");
-      c.line("reinterpret_cast<int*>(" + slot(ls.j) + ")[row] = j;");
-      if (lo.key != kNoExpr)
-        c.line("reinterpret_cast<" + ctype_cpp(P.expr(lo.key).type) + "*>(" + slot(ls.key) + ")[row] = ek" + n + ";");
-      c.close();
-      c.close();
+      c.line("rk" + n + "[m][n] = ef" + n + " ? gm::rank32(ek" + n + ", " + top_code(l) + ") : 0u;");
+      c.line("pr" + n + "[(m * Shape::TN + n) / 32] |= unsigned(ef" + n + ") << ((m * Shape::TN + n) % 32);");
     }
     c.close();  // v
     for (size_t d = 0; d < P.dense.size(); ++d)
@@ -509,6 +502,90 @@ struct Gen {
       for (size_t d = 0; d < P.dense.size(); ++d)
         if (S.table_off[d] >= 0) c.line("sk" + to_string(d) + ".flush();");
     }
+    for (size_t l = 0; l < P.lists.size(); ++l)
+      if (preselected(l)) preselect_and_append(l);
+  }
+
+  // ---- top / bottom lists: pre-selection per block tile (gm::TileSelect) --------------------
+  bool preselected(size_t l) const {
+    const ListOutput& lo = P.lists[l];
+    return (lo.mode == ListMode::Top || lo.mode == ListMode::Bottom) && lo.key != kNoExpr;
+  }
+  std::string top_code(size_t l) const { return P.lists[l].mode == ListMode::Top ? "true" : "false"; }
+  std::string per_code(size_t l) const {
+    const PerGroup g = P.lists[l].per;
+    return g == PerGroup::Row ? "1" : g == PerGroup::Col ? "2" : "0";
+  }
+
+  // The append of one row of list l (columns ec, key ek), by every lane together.
+  void list_append(size_t l, const std::string& flag) {
+    const ListOutput& lo = P.lists[l];
+    const auto& ls = A.lists[l];
+    const std::string n = to_string(l);
+    c.open("");
+    c.line("const gm::u64 row = la" + n + ".reserve(" + flag + ");  // every lane, together");
+    c.open("if (" + flag + " && row < la" + n + ".capacity)");
+    for (size_t k = 0; k < lo.columns.size(); ++k)
+      c.line("reinterpret_cast<" + ctype_cpp(lo.columns[k].type) + "*>(" + slot(ls.cols[k]) + ")[row] = ec" + n +
+             "_" + to_string(k) + ";");
+    c.line("reinterpret_cast<int*>(" + slot(ls.b) + ")[row] = b;");
+    c.line("reinterpret_cast<int*>(" + slot(ls.i) + ")[row] = i;");
+    c.line("reinterpret_cast<int*>(" + slot(ls.j) + ")[row] = j;");
+    if (lo.key != kNoExpr)
+      c.line("reinterpret_cast<" + ctype_cpp(P.expr(lo.key).type) + "*>(" + slot(ls.key) + ")[row] = ek" + n + ";");
+    c.close();
+    c.close();
+  }
+
+  // Per-thread rank and presence arrays, filled by the first epilogue pass.
+  void preselect_decls() {
+    for (size_t l = 0; l < P.lists.size(); ++l)
+      if (preselected(l)) {
+        const std::string n = to_string(l);
+        c.line("unsigned rk" + n + "[Shape::TM][Shape::TN];  // " + P.lists[l].name + ": ranks (gm::rank32)");
+        c.line("unsigned pr" + n + "[(Shape::TM * Shape::TN + 31) / 32];  // rows that reached the emit");
+        c.line("#pragma unroll");
+        c.line("for (int w = 0; w < (Shape::TM * Shape::TN + 31) / 32; ++w) pr" + n + "[w] = 0u;");
+      }
+  }
+
+  // The tile's per-group thresholds, then a second pass over the thread's pairs that renders the
+  // emit's columns again (no stores, no other lists) for the rows within them and appends those.
+  void preselect_and_append(size_t l) {
+    const ListOutput& lo = P.lists[l];
+    const std::string n = to_string(l), sel = "gm::TileSelect<Shape, " + per_code(l) + ">";
+    c.open("");
+    c.line("__shared__ unsigned sthr[" + sel + "::G], scnt[" + sel + "::G];");
+    c.line("const gm::i64 lim = la" + n + ".limit();");
+    c.line(sel + "::thresholds(st.tmap, rk" + n + ", pr" + n + ", lim, sthr, scnt);");
+    c.line("#pragma unroll");
+    c.open("for (int m = 0; m < Shape::TM; ++m)");
+    c.line("const int i = st.i0 + st.tmap.row(m);");
+    c.line("#pragma unroll");
+    c.open("for (int n = 0; n < Shape::TN; ++n)");
+    c.line("const int j = st.j0 + st.tmap.col(n);");
+    c.line("const int sel_g = " + per_code(l) + " == 1 ? st.tmap.row(m) : " + per_code(l) +
+           " == 2 ? st.tmap.col(n) : 0;");
+    c.line("const bool keep = lim > 0 && ((pr" + n + "[(m * Shape::TN + n) / 32] >> ((m * Shape::TN + n) % 32)) & 1u) != 0 && rk" +
+           n + "[m][n] <= sthr[sel_g];");
+    c.line("bool ef" + n + " = false;");
+    for (size_t k = 0; k < lo.columns.size(); ++k)
+      c.line(ctype_cpp(lo.columns[k].type) + " ec" + n + "_" + to_string(k) + " = " + ctype_cpp(lo.columns[k].type) +
+             "();");
+    c.line(ctype_cpp(P.expr(lo.key).type) + " ek" + n + " = " + ctype_cpp(P.expr(lo.key).type) + "();");
+    c.open("if (keep)");
+    for (size_t a = 0; a < P.accs.size(); ++a)
+      c.line("const " + acc_type(int(a)) + " acc" + to_string(a) + " = st.acc" + to_string(a) + "[m][n];");
+    locals(false, c);
+    outer_r.stmts(P.outer, c, [&](const Stmt& s, Code& out) {
+      if (s.kind == StmtKind::Emit && size_t(s.target) == l) outer_leaf(s, out);
+    });
+    c.close();
+    c.line("const bool sel_f = keep && ef" + n + ";");
+    list_append(l, "sel_f");
+    c.close();  // n
+    c.close();  // m
+    c.close();
   }
 
   std::string run() {

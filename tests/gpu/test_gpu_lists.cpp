@@ -1,0 +1,193 @@
+// top/bottom lists on the GPU (tile pre-selection + device selection, src/cuda/list_select.h)
+// against run_cpu on the same Instance: every row must be identical. Data are small integers,
+// so sums are exact and keys tie a lot; some cases put NaN into the inputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "../codegen_plans.h"
+#include "cpu/engine.h"
+#include "cuda/codegen.h"
+#include "cuda/gpu_engine.h"
+#include "cuda/runtime.h"
+
+using namespace gamut;
+namespace tp = gamut::testplans;
+
+namespace {
+
+#define SKIP_WITHOUT_GPU()                                   \
+  do {                                                       \
+    std::string why_;                                        \
+    if (!cuda::gpu_available(&why_)) GTEST_SKIP() << why_;   \
+  } while (0)
+
+struct Case {
+  Plan plan;
+  std::vector<NDArray> arrays;
+  Instance inst;
+};
+
+// Inputs of small integers in [-3, 3] (index vectors and bools in range); no dense outputs.
+std::unique_ptr<Case> make_case(Plan plan, int64_t m, int64_t n, int64_t k, int64_t limit, uint32_t seed = 7) {
+  auto c = std::make_unique<Case>();
+  c->plan = std::move(plan);
+  const Plan& P = c->plan;
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> small(-3, 3);
+  for (const Operand& o : P.operands) {
+    std::vector<int64_t> shape;
+    switch (P.accesses[size_t(o.accesses[0])].pattern) {
+      case Pattern::RowRed: shape = {m, k}; break;
+      case Pattern::RedRow: shape = {k, m}; break;
+      case Pattern::RedCol: shape = {k, n}; break;
+      case Pattern::ColRed: shape = {n, k}; break;
+      case Pattern::RowVec: shape = {m}; break;
+      case Pattern::ColVec: shape = {n}; break;
+      default: shape = {k}; break;
+    }
+    NDArray a = NDArray::zeros(*o.dtype, shape);
+    for (int64_t e = 0; e < a.size(); ++e) {
+      const int v = small(rng);
+      switch (a.dtype) {
+        case DType::F32: a.as<float>()[e] = float(v); break;
+        case DType::F64: a.as<double>()[e] = v; break;
+        case DType::I32: a.as<int32_t>()[e] = v; break;
+        case DType::I64: a.as<int64_t>()[e] = v; break;
+        default: a.as<uint8_t>()[e] = uint8_t(v > 0); break;
+      }
+    }
+    c->arrays.push_back(std::move(a));
+  }
+  Instance& I = c->inst;
+  I.plan = &c->plan;
+  I.row = {0, m};
+  I.col = {0, n};
+  I.red = {0, k};
+  for (const NDArray& a : c->arrays) I.inputs.push_back(&a);
+  for (size_t p = 0; p < P.params.size(); ++p) I.params.push_back(Scalar::of_float(CType::F64, 2.5));
+  for (size_t l = 0; l < P.lists.size(); ++l) I.list_limits.push_back(limit);
+  return c;
+}
+
+::testing::AssertionResult same_table(const Table& cpu, const Table& gpu) {
+  if (cpu.rows != gpu.rows) return ::testing::AssertionFailure() << "rows: cpu " << cpu.rows << ", gpu " << gpu.rows;
+  if (cpu.columns.size() != gpu.columns.size()) return ::testing::AssertionFailure() << "column count differs";
+  for (size_t c = 0; c < cpu.columns.size(); ++c)
+    if (cpu.columns[c].dtype != gpu.columns[c].dtype || cpu.columns[c].data != gpu.columns[c].data)
+      return ::testing::AssertionFailure() << "column " << cpu.columns[c].name << " differs";
+  return ::testing::AssertionSuccess();
+}
+
+void check(const Case& c, std::vector<std::string> tiles = {"32x32x8/4x4", "128x128x16/8x8"}) {
+  const Results cpu = run_cpu(c.inst);
+  tiles.insert(tiles.begin(), "");
+  for (const std::string& t : tiles) {
+    SCOPED_TRACE("tile " + (t.empty() ? std::string("chosen") : t));
+    cuda::GpuRunOptions o;
+    if (!t.empty()) o.tile = cuda::parse_tile(t);
+    const Results gpu = cuda::run_gpu(c.inst, o, nullptr);
+    ASSERT_EQ(cpu.lists.size(), gpu.lists.size());
+    for (size_t l = 0; l < cpu.lists.size(); ++l) EXPECT_TRUE(same_table(cpu.lists[l], gpu.lists[l])) << "list " << l;
+  }
+}
+
+Plan regroup(Plan p, ListMode mode, PerGroup per) {
+  p.lists[0].mode = mode;
+  p.lists[0].per = per;
+  return p;
+}
+
+// masked_emit (a `when` mask, an f64 column) as a top/bottom list keyed by that f64 column.
+Plan masked_top(ListMode mode, PerGroup per) {
+  Plan p = tp::masked_emit();
+  p.lists[0].mode = mode;
+  p.lists[0].per = per;
+  p.lists[0].key = p.outer[0].columns[3];
+  return p;
+}
+
+// select_list (`if (accum > thres) emit`) as a top list keyed by accum.
+Plan if_top(PerGroup per) {
+  Plan p = tp::select_list();
+  const Stmt& emit = p.outer[0].body[0];
+  p.lists[0].mode = ListMode::Top;
+  p.lists[0].per = per;
+  p.lists[0].key = emit.columns[2];
+  return p;
+}
+
+}  // namespace
+
+TEST(GpuLists, PerRowManyTies) {
+  SKIP_WITHOUT_GPU();
+  for (int64_t n : {0, 1, 3, 10, 200, 5000}) {
+    SCOPED_TRACE("N " + std::to_string(n));
+    check(*make_case(tp::knn(n), 200, 150, 16, n));
+  }
+}
+
+TEST(GpuLists, PerColumnAndGlobal) {
+  SKIP_WITHOUT_GPU();
+  for (int64_t n : {0, 1, 7, 128, 40000}) {
+    SCOPED_TRACE("N " + std::to_string(n));
+    check(*make_case(regroup(tp::knn(), ListMode::Top, PerGroup::Col), 150, 200, 16, n));
+    check(*make_case(regroup(tp::knn(), ListMode::Bottom, PerGroup::Col), 150, 200, 16, n));
+    check(*make_case(tp::topk(n), 131, 257, 17, n));
+    check(*make_case(regroup(tp::topk(), ListMode::Bottom, PerGroup::None), 131, 257, 17, n));
+  }
+}
+
+TEST(GpuLists, WhenMaskIfAndF64Keys) {
+  SKIP_WITHOUT_GPU();
+  for (PerGroup g : {PerGroup::None, PerGroup::Row, PerGroup::Col})
+    for (int64_t n : {1, 5, 100}) {
+      SCOPED_TRACE("per " + std::to_string(int(g)) + " N " + std::to_string(n));
+      check(*make_case(masked_top(ListMode::Top, g), 97, 83, 9, n));
+      check(*make_case(masked_top(ListMode::Bottom, g), 97, 83, 9, n));
+      check(*make_case(if_top(g), 97, 83, 9, n));
+    }
+}
+
+TEST(GpuLists, NaNKeys) {
+  SKIP_WITHOUT_GPU();
+  for (PerGroup g : {PerGroup::None, PerGroup::Row, PerGroup::Col})
+    for (ListMode mode : {ListMode::Top, ListMode::Bottom}) {
+      auto c = make_case(regroup(tp::knn(), mode, g), 120, 90, 8, 6);
+      // NaN in some rows of Q and columns of X: those dist are NaN.
+      float* q = c->arrays[0].as<float>();
+      float* x = c->arrays[1].as<float>();
+      for (int64_t r = 0; r < 120; r += 7) q[r * 8 + 3] = std::numeric_limits<float>::quiet_NaN();
+      for (int64_t r = 0; r < 90; r += 5) x[r * 8 + 1] = std::numeric_limits<float>::quiet_NaN();
+      check(*c);
+    }
+}
+
+TEST(GpuLists, OddSizes) {
+  SKIP_WITHOUT_GPU();
+  check(*make_case(tp::knn(10), 1000, 777, 33, 10));
+  check(*make_case(tp::topk(128), 1000, 777, 33, 128));
+  check(*make_case(regroup(tp::knn(), ListMode::Top, PerGroup::Col), 1000, 777, 33, 3));
+}
+
+// kNN at 4096 x 4096: exact rows, and device memory nowhere near the M x N candidates.
+TEST(GpuLists, LargeKnnStaysSmall) {
+  SKIP_WITHOUT_GPU();
+  const int64_t M = 4096, N = 4096;
+  auto c = make_case(tp::knn(10), M, N, 64, 10);
+  const Results cpu = run_cpu(c->inst);
+  cuda::reset_device_bytes_peak();
+  const Results gpu = cuda::run_gpu(c->inst, {}, nullptr);
+  const size_t peak = cuda::device_bytes_peak();
+  EXPECT_TRUE(same_table(cpu.lists[0], gpu.lists[0]));
+  EXPECT_EQ(gpu.lists[0].rows, M * 10);
+  EXPECT_LT(peak, size_t(M) * size_t(N) * 16 / 2) << "peak device bytes " << peak;
+  auto q7 = make_case(tp::topk(128), M, N, 64, 128);
+  const Results cpu7 = run_cpu(q7->inst);
+  cuda::reset_device_bytes_peak();
+  const Results gpu7 = cuda::run_gpu(q7->inst, {}, nullptr);
+  EXPECT_TRUE(same_table(cpu7.lists[0], gpu7.lists[0]));
+  EXPECT_LT(cuda::device_bytes_peak(), size_t(M) * size_t(N) * 16 / 2);
+}
