@@ -78,32 +78,30 @@ std::optional<PushdownProgram> aggregate_pushdown(const Plan& p, const Instance&
 
   PushdownProgram prog;
   prog.original_work = double(I.size()) * double(J.size()) * double(K.size());
-  // Segment sums are one pass over A and over B; the small product is G x H x K.
-  prog.rewritten_work = double(K.size()) * (double(I.size()) + double(J.size())) + double(G) * double(H) * double(K.size());
+  prog.rewritten_work = double(G) * double(K.size()) * double(I.size()) + double(H) * double(K.size()) * double(J.size()) +
+                        double(G) * double(H) * double(K.size());
   // Only where it pays: the rewritten work at most a quarter of the original.
   if (!(prog.rewritten_work * 4 <= prog.original_work)) return std::nullopt;
 
   bool a_k_minor = p.accesses[size_t(a)].pattern == Pattern::RowRed;  // A[i,k]
   bool b_k_major = p.accesses[size_t(b)].pattern == Pattern::RedCol;  // B[k,j]
   std::ostringstream s1, s2, s3;
-  // (G^T A)[g, k] = sum_i [g[i] == g] A[i, k]: a grouped aggregate over the (i, k) grid, one
-  // element per pair (the reduction axis has length 1 and no work), fully parallel.
-  const std::string ri = "pd_i in " + range(I.begin, I.end), rk = "pd_k in " + range(K.begin, K.end);
-  s1 << "where (" << (a_k_minor ? ri + ", " + rk : rk + ", " + ri) << ") {\n"
-     << "  pd_s = 0;\n  reduce (pd_u in [0, 1)) { }\n"
-     << "  pd_A[" << g << "[pd_i], pd_k] += " << A << (a_k_minor ? "[pd_i, pd_k]" : "[pd_k, pd_i]") << ";\n}\n";
+  // (G^T A)[g, k] = sum_i [g[i] == g] A[i, k]: the one-hot mask makes it an MMLT over i.
+  s1 << "where (pd_g in " << range(0, G) << ", pd_k in " << range(K.begin, K.end) << ") {\n"
+     << "  pd_s = 0;\n  reduce (pd_i in " << range(I.begin, I.end) << ") {\n"
+     << "    pd_s += (" << g << "[pd_i] == pd_g) * " << A << (a_k_minor ? "[pd_i, pd_k]" : "[pd_k, pd_i]") << ";\n"
+     << "  }\n  pd_A[pd_g, pd_k] = pd_s;\n}\n";
   // (B H)[k, h] = sum_j B[k, j] [h[j] == h]
-  const std::string rj = "pd_j in " + range(J.begin, J.end);
-  s2 << "where (" << (b_k_major ? rk + ", " + rj : rj + ", " + rk) << ") {\n"
-     << "  pd_s = 0;\n  reduce (pd_u in [0, 1)) { }\n"
-     << "  pd_B[pd_k, " << h << "[pd_j]] += " << B << (b_k_major ? "[pd_k, pd_j]" : "[pd_j, pd_k]") << ";\n}\n";
+  s2 << "where (pd_k in " << range(K.begin, K.end) << ", pd_h in " << range(0, H) << ") {\n"
+     << "  pd_s = 0;\n  reduce (pd_j in " << range(J.begin, J.end) << ") {\n"
+     << "    pd_s += (" << h << "[pd_j] == pd_h) * " << B << (b_k_major ? "[pd_k, pd_j]" : "[pd_j, pd_k]") << ";\n"
+     << "  }\n  pd_B[pd_k, pd_h] = pd_s;\n}\n";
   s3 << "where (pd_g in " << range(0, G) << ", pd_h in " << range(0, H) << ")" << (diagonal ? " when (pd_g == pd_h)" : "")
      << " {\n  " << acc.name << " = 0;\n  reduce (pd_k in " << range(K.begin, K.end) << ") {\n"
      << "    " << acc.name << " += pd_A[pd_g, pd_k] * pd_B[pd_k, pd_h];\n  }\n  " << out.name
      << (diagonal ? "[pd_g]" : "[pd_g, pd_h]") << " += " << acc.name << ";\n}\n";
-  const std::vector<int64_t> a_dims = {G, K.end}, b_dims = {K.end, H};
-  prog.stages.push_back({"push-down: segment sum of " + A + " by " + g, s1.str(), {A, g}, {}, {{"pd_A", a_dims}}});
-  prog.stages.push_back({"push-down: segment sum of " + B + " by " + h, s2.str(), {B, h}, {}, {{"pd_B", b_dims}}});
+  prog.stages.push_back({"push-down: segment sum of " + A + " by " + g, s1.str(), {A, g}, {}, {}});
+  prog.stages.push_back({"push-down: segment sum of " + B + " by " + h, s2.str(), {B, h}, {}, {}});
   prog.stages.push_back({"push-down: small product", s3.str(), {}, {"pd_A", "pd_B"}, {{out.name, inst.dense_shapes[0]}}});
   return prog;
 }

@@ -3,8 +3,8 @@
 //   C[g[i], h[j]] += sum_k A[i,k] B[k,j]   ==   C = (G^T A) (B H)
 //   T[g[i]] += sum_k A[i,k] B[k,j]  when g[i] == h[j]   ==   T[a] = sum_k (G^T A)[a,k] (B H)[k,a]
 //
-// The rewrite produces three gamut queries, run in order: two segment sums (grouped aggregates
-// over the (i, k) and (k, j) grids, with a reduction axis of length 1) and one small product. It applies only where it is exact in the query's
+// The rewrite produces three gamut queries, run in order: two segment sums (each itself an MMLT
+// with a one-hot mask) and one small product. It applies only where it is exact in the query's
 // arithmetic (a ring: integer wrap-around or float sums, which engines may reassociate anyway)
 // and cheaper than the original product.
 #pragma once
