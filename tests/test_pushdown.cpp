@@ -1,6 +1,9 @@
 // Aggregate push-down: the stage queries compute what the query as written computes.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "cpu/engine.h"
 #include "driver/pipeline.h"
 
@@ -78,4 +81,25 @@ TEST(Pushdown, NotAppliedWhereItDoesNotPayOrDoesNotHold) {
   EXPECT_FALSE(rw) << "a non-zero initial value is added once per pair";
   run("where (i, j) { s = 0; reduce (k) { s max= A[i, k] + B[k, j]; } T[g[i], h[j]] += s; }", b, true, &rw);
   EXPECT_FALSE(rw) << "not a sum of products";
+}
+
+TEST(Pushdown, NonFiniteValuesStayInTheirGroup) {
+  const int64_t M = 60, N = 50, K = 7;
+  Bindings b;
+  b.arrays["A"] = ints(DType::F32, {M, K}, 1, 3, 1);   // positive: inf * b stays +inf, no inf - inf
+  b.arrays["B"] = ints(DType::F32, {K, N}, 1, 3, 2);
+  b.arrays["g"] = ints(DType::I32, {M}, 0, 3, 3);
+  b.arrays["h"] = ints(DType::I32, {N}, 0, 2, 4);
+  b.arrays["A"].as<float>()[5 * K + 2] = std::numeric_limits<float>::infinity();
+  const int g5 = b.arrays["g"].as<int32_t>()[5];
+  bool rw;
+  const char* q = "where (i, j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } T[g[i], h[j]] += s; }";
+  Results with = run(q, b, true, &rw), without = run(q, b, false, &rw);
+  ASSERT_EQ(with.dense[0].shape, without.dense[0].shape);
+  const int64_t H = with.dense[0].shape[1];
+  for (int64_t e = 0; e < with.dense[0].size(); ++e) {
+    float x = with.dense[0].as<float>()[e], y = without.dense[0].as<float>()[e];
+    EXPECT_EQ(std::isinf(x), e / H == g5) << "element " << e;
+    EXPECT_EQ(x, y) << "element " << e;
+  }
 }

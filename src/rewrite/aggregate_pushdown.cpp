@@ -86,23 +86,32 @@ std::optional<PushdownProgram> aggregate_pushdown(const Plan& p, const Instance&
   bool a_k_minor = p.accesses[size_t(a)].pattern == Pattern::RowRed;  // A[i,k]
   bool b_k_major = p.accesses[size_t(b)].pattern == Pattern::RedCol;  // B[k,j]
   std::ostringstream s1, s2, s3;
-  // (G^T A)[g, k] = sum_i [g[i] == g] A[i, k]: the one-hot mask makes it an MMLT over i.
+  // (G^T A)[g, k] = sum_i [g[i] == g] A[i, k]: the one-hot mask makes it an MMLT over i. A select,
+  // not a product with the mask: 0 * inf would spread a non-finite value into every group.
   s1 << "where (pd_g in " << range(0, G) << ", pd_k in " << range(K.begin, K.end) << ") {\n"
      << "  pd_s = 0;\n  reduce (pd_i in " << range(I.begin, I.end) << ") {\n"
-     << "    pd_s += (" << g << "[pd_i] == pd_g) * " << A << (a_k_minor ? "[pd_i, pd_k]" : "[pd_k, pd_i]") << ";\n"
+     << "    pd_s += " << g << "[pd_i] == pd_g ? " << A << (a_k_minor ? "[pd_i, pd_k]" : "[pd_k, pd_i]") << " : 0;\n"
      << "  }\n  pd_A[pd_g, pd_k] = pd_s;\n}\n";
   // (B H)[k, h] = sum_j B[k, j] [h[j] == h]
   s2 << "where (pd_k in " << range(K.begin, K.end) << ", pd_h in " << range(0, H) << ") {\n"
      << "  pd_s = 0;\n  reduce (pd_j in " << range(J.begin, J.end) << ") {\n"
-     << "    pd_s += (" << h << "[pd_j] == pd_h) * " << B << (b_k_major ? "[pd_k, pd_j]" : "[pd_j, pd_k]") << ";\n"
+     << "    pd_s += " << h << "[pd_j] == pd_h ? " << B << (b_k_major ? "[pd_k, pd_j]" : "[pd_j, pd_k]") << " : 0;\n"
      << "  }\n  pd_B[pd_k, pd_h] = pd_s;\n}\n";
   s3 << "where (pd_g in " << range(0, G) << ", pd_h in " << range(0, H) << ")" << (diagonal ? " when (pd_g == pd_h)" : "")
      << " {\n  " << acc.name << " = 0;\n  reduce (pd_k in " << range(K.begin, K.end) << ") {\n"
      << "    " << acc.name << " += pd_A[pd_g, pd_k] * pd_B[pd_k, pd_h];\n  }\n  " << out.name
      << (diagonal ? "[pd_g]" : "[pd_g, pd_h]") << " += " << acc.name << ";\n}\n";
-  prog.stages.push_back({"push-down: segment sum of " + A + " by " + g, s1.str(), {A, g}, {}, {}});
-  prog.stages.push_back({"push-down: segment sum of " + B + " by " + h, s2.str(), {B, h}, {}, {}});
-  prog.stages.push_back({"push-down: small product", s3.str(), {}, {"pd_A", "pd_B"}, {{out.name, inst.dense_shapes[0]}}});
+  // The same two stages as descriptions, for a dedicated segment-sum kernel. pd_s has the type of
+  // `bool * X`: X's load type, bool counting as i32.
+  auto sum_type = [&](int access) {
+    CType t = compute_type_of(inst.inputs[size_t(p.accesses[size_t(access)].operand)]->dtype);
+    return t == CType::Bool ? CType::I32 : t;
+  };
+  SegmentSum seg_a{A, g, "pd_A", true, a_k_minor, G, I, K, sum_type(a)};
+  SegmentSum seg_b{B, h, "pd_B", false, !b_k_major, H, J, K, sum_type(b)};
+  prog.stages.push_back({"push-down: segment sum of " + A + " by " + g, s1.str(), {A, g}, {}, {}, seg_a});
+  prog.stages.push_back({"push-down: segment sum of " + B + " by " + h, s2.str(), {B, h}, {}, {}, seg_b});
+  prog.stages.push_back({"push-down: small product", s3.str(), {}, {"pd_A", "pd_B"}, {{out.name, inst.dense_shapes[0]}}, std::nullopt});
   return prog;
 }
 

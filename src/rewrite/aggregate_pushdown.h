@@ -16,12 +16,26 @@
 
 namespace gamut {
 
+// What a segment-sum stage computes, for engines with a dedicated kernel (the GPU):
+//   output[g, k] (group_rows) or output[k, g] = sum over i in group_range with index[i] == g of
+//   source[i, k] (src_k_minor) or source[k, i]; output shape (groups, k_range.end) or
+//   (k_range.end, groups), entries for k below k_range.begin 0, element type storage of `type`.
+struct SegmentSum {
+  std::string source, index, output;
+  bool group_rows = true;
+  bool src_k_minor = true;
+  int64_t groups = 0;
+  AxisRange group_range, k_range;
+  CType type = CType::F32;                // the accumulator: the stage query's pd_s type
+};
+
 struct StageQuery {
   std::string name;                       // "pushdown: segment sum of P by Pzip"
   std::string text;                       // a complete query
   std::vector<std::string> inputs;        // names bound from the original bindings
   std::vector<std::string> from_stages;   // names bound from earlier stages' outputs
   std::vector<std::pair<std::string, std::vector<int64_t>>> dims;  // --dim of its outputs
+  std::optional<SegmentSum> segment;      // set on the two segment-sum stages
 };
 
 struct PushdownProgram {
