@@ -230,11 +230,23 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
       fill_identity(outputs[d], P.dense[d].op, P.dense[d].type, out_rows[d] * out_pitch[d]);
   };
 
-  // Lists: start with room for up to 2^20 rows each; grow and rerun when that was too little.
-  const int64_t pairs = rows * cols * batch;
-  DeviceLists lists(inst, std::min<int64_t>(pairs, int64_t(1) << 20));
-
   const int64_t tiles = ((rows + tile.bm - 1) / tile.bm) * ((cols + tile.bn - 1) / tile.bn);
+  // Lists: room for 2^20 rows, or for what the tiles' top/bottom pre-selection can keep (N per
+  // group per tile, a quarter more for ties), so that a large kNN does not overflow and rerun
+  // the whole product; lists that still overflow grow and rerun (rows are never dropped).
+  const int64_t pairs = rows * cols * batch;
+  int64_t capacity = int64_t(1) << 20;
+  for (size_t l = 0; l < P.lists.size(); ++l) {
+    const ListOutput& spec = P.lists[l];
+    if (spec.mode != ListMode::Top && spec.mode != ListMode::Bottom) continue;
+    const int64_t n = inst.list_limits[l];
+    const int64_t per_tile = spec.per == PerGroup::Row ? std::min<int64_t>(tile.bm, rows) * n
+                           : spec.per == PerGroup::Col ? std::min<int64_t>(tile.bn, cols) * n : n;
+    capacity = std::max(capacity, tiles * batch * per_tile / 4 * 5);
+  }
+  // At most 2^26 rows up front (about 2 GB of columns): beyond that, grow to the exact count.
+  DeviceLists lists(inst, std::min({pairs, capacity, int64_t(1) << 26}));
+
   const int64_t blocks = tiles * batch;
   if (blocks > INT_MAX) throw_device_error("the problem needs " + std::to_string(blocks) + " thread blocks (at most 2^31-1)");
   double ms = 0;
