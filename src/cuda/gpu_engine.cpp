@@ -1,6 +1,7 @@
 // run_gpu: plan -> generated source -> NVRTC (cached) -> upload -> launch -> Results.
 #include "cuda/gpu_engine.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <map>
