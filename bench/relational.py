@@ -30,6 +30,9 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import run_gamut  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(HERE, "..", "examples")
 GROUPS = 16          # Pzip, Rzip in [0, GROUPS)
@@ -46,39 +49,6 @@ except Exception:  # not importable here: the dry run then uses the NumPy refere
 
 
 # ----------------------------------------------------------------------------- gamut
-
-
-def run_gamut(gamut, query, bindings, backend, repeat, timeout, extra=(), outdir=None):
-    """One `gamut run --json`; returns (json dict or None, error text or None, outputs dict)."""
-    args = [gamut, "run", query, "--backend", backend, "--json"]
-    if repeat:
-        args += ["--repeat", str(repeat)]
-    args += list(extra)
-    if outdir:
-        shutil.rmtree(outdir, ignore_errors=True)
-        args += ["-o", outdir]
-    args += [f"{k}={v}" for k, v in bindings.items()]
-    t0 = time.time()
-    try:
-        p = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return None, f"timeout after {timeout} s", {}
-    except OSError as e:
-        return None, f"cannot run gamut: {e}", {}
-    if p.returncode != 0:
-        msg = (p.stderr.strip() or p.stdout.strip()).splitlines()
-        return None, f"rc={p.returncode}: {msg[0] if msg else '(no message)'}", {}
-    try:
-        j = json.loads(p.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        return None, f"unreadable JSON: {p.stdout[-200:]!r}", {}
-    j["process_s"] = time.time() - t0
-    outs = {}
-    if outdir:
-        for f in os.listdir(outdir):
-            if f.endswith(".npy"):
-                outs[f[:-4]] = np.load(os.path.join(outdir, f))
-    return j, None, outs
 
 
 # ----------------------------------------------------------------------------- torch
