@@ -3,6 +3,7 @@ import json
 import os
 import shutil
 import subprocess
+import statistics
 import time
 
 import numpy as np
@@ -39,3 +40,24 @@ def run_gamut(gamut, query, bindings, backend, repeat, timeout, extra=(), outdir
             if f.endswith(".npy"):
                 outs[f[:-4]] = np.load(os.path.join(outdir, f))
     return j, None, outs
+
+
+def cuda_time(fn, reps, warmup):
+    """Median CUDA-event time (ms) of fn() over reps runs after warmup runs, and the last result."""
+    import torch  # only where a GPU and PyTorch are present
+
+    out = None
+    for _ in range(warmup):
+        out = fn()
+        out = None
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        out = None
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        out = fn()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e))
+    return statistics.median(times), out

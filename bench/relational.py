@@ -31,7 +31,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import run_gamut  # noqa: E402
+from benchlib import cuda_time, run_gamut  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(HERE, "..", "examples")
@@ -59,25 +59,6 @@ def setup_torch():
     # new fp32_precision API can make the getters raise). Both say: no TF32, IEEE fp32 SGEMM.
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-
-
-def cuda_time(fn, reps, warmup=2):
-    """Median CUDA-event time (ms) of fn() over reps runs after warmup runs, and the last result."""
-    out = None
-    for _ in range(warmup):
-        out = fn()
-        out = None
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        out = None
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        out = fn()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e))
-    return statistics.median(times), out
 
 
 def cuda_peak(fn, input_bytes):
@@ -322,8 +303,8 @@ def main():
                 tRz = torch.from_numpy(Rz).to(dev).long()
                 t3, t5 = thresholds(tP, tR, rng, True)
                 comps, in_bytes = torch_compositions(tP, tR, tPz, tRz, tQ, tX, t3, t5)
-                sg_nn, _ = cuda_time(lambda: torch.matmul(tP, tR), a.repeat)
-                sg_nt, _ = cuda_time(lambda: torch.matmul(tQ, tX.t()), a.repeat)
+                sg_nn, _ = cuda_time(lambda: torch.matmul(tP, tR), a.repeat, warmup=2)
+                sg_nt, _ = cuda_time(lambda: torch.matmul(tQ, tX.t()), a.repeat, warmup=2)
             else:
                 t3, t5 = thresholds(P, R, rng, False)
             print(f"K={K}: Q3 thres {f32_text(t3)} (median), Q5 thres {f32_text(t5)} "
@@ -333,7 +314,7 @@ def main():
             for case, comp, qfile, extra in cases:
                 if comp not in torch_res:
                     if use_torch:
-                        ms, out = cuda_time(comps[comp], a.repeat)
+                        ms, out = cuda_time(comps[comp], a.repeat, warmup=2)
                         ref = to_host(comp, out)
                         del out
                         peak = cuda_peak(comps[comp], in_bytes[comp])

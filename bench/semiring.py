@@ -33,7 +33,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import run_gamut  # noqa: E402
+from benchlib import cuda_time, run_gamut  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(HERE, "..", "examples")
@@ -131,24 +131,6 @@ def reference(A, B, op, use_torch):
     return numpy_chunked(A, B, op)
 
 
-def cuda_time(fn, reps, warmup=1):
-    out = None
-    for _ in range(warmup):
-        out = fn()
-        out = None
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        out = None
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        out = fn()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e))
-    return statistics.median(times), out
-
-
 # ----------------------------------------------------------------------------- main
 
 
@@ -243,7 +225,7 @@ def main():
                 tC = tms = None
                 if case == "maxplus_i32" and n in torch_sizes and use_torch:
                     tA, tB = torch.from_numpy(A).cuda(), torch.from_numpy(B).cuda()
-                    tms, tC = cuda_time(lambda: torch_chunked(tA, tB, "max"), a.repeat)
+                    tms, tC = cuda_time(lambda: torch_chunked(tA, tB, "max"), a.repeat, warmup=1)
                     tC = tC.cpu().numpy()
                     del tA, tB
                     torch.cuda.empty_cache()

@@ -7,21 +7,13 @@
 #include "cpu/engine.h"
 #include "driver/pipeline.h"
 
+#include "integer_data.h"
+
 using namespace gamut;
 
 namespace {
 
-NDArray ints(DType t, std::vector<int64_t> shape, int lo, int hi, unsigned seed) {
-  NDArray a = NDArray::zeros(t, shape);
-  unsigned s = seed;
-  for (int64_t e = 0; e < a.size(); ++e) {
-    s = s * 1103515245u + 12345u;
-    int v = lo + int((s >> 16) % unsigned(hi - lo + 1));
-    if (t == DType::F32) a.as<float>()[e] = float(v);
-    else a.as<int32_t>()[e] = v;
-  }
-  return a;
-}
+const auto& ints = testdata::integer_valued;
 
 Results run(const std::string& text, const Bindings& b, bool rewrites, bool* rewritten) {
   auto p = prepare(Source{"q.mmlt", text}, b, rewrites);

@@ -7,30 +7,13 @@
 #include "cuda/segment_sum.h"
 #include "driver/pipeline.h"
 
+#include "../integer_data.h"
+
 using namespace gamut;
 
 namespace {
 
-// Integer values in [lo, hi] stored as `t`: every sum is exact, so results must match bit for bit.
-NDArray make(DType t, std::vector<int64_t> shape, int lo, int hi, unsigned seed) {
-  NDArray a = NDArray::zeros(t, shape);
-  unsigned s = seed;
-  for (int64_t e = 0; e < a.size(); ++e) {
-    s = s * 1103515245u + 12345u;
-    int v = lo + int((s >> 16) % unsigned(hi - lo + 1));
-    switch (t) {
-      case DType::F32: a.as<float>()[e] = float(v); break;
-      case DType::F64: a.as<double>()[e] = double(v); break;
-      case DType::F16: a.as<uint16_t>()[e] = float_to_half(float(v)); break;
-      case DType::BF16: a.as<uint16_t>()[e] = float_to_bf16(float(v)); break;
-      case DType::I8: a.as<int8_t>()[e] = int8_t(v); break;
-      case DType::I32: a.as<int32_t>()[e] = v; break;
-      case DType::I64: a.as<int64_t>()[e] = v; break;
-      default: ADD_FAILURE() << "unsupported dtype in the test";
-    }
-  }
-  return a;
-}
+const auto& make = testdata::integer_valued;
 
 std::string range(int64_t b, int64_t e) { return "[" + std::to_string(b) + ", " + std::to_string(e) + ")"; }
 
