@@ -2,16 +2,11 @@
 
 #include <sstream>
 
+#include "plan/semiring.h"
+
 namespace gamut {
 
 namespace {
-
-// The Load a factor reads, looking through a widening cast; -1 when it is not a plain load.
-int load_access(const Plan& p, ExprId id) {
-  const Expr& e = p.expr(id);
-  if (e.kind == ExprKind::Load) return e.index;
-  return -1;
-}
 
 bool is_acc(const Plan& p, ExprId id, int acc) {
   const Expr& e = p.expr(id);
@@ -28,15 +23,14 @@ std::optional<PushdownProgram> aggregate_pushdown(const Plan& p, const Instance&
     return std::nullopt;
   const Accumulator& acc = p.accs[0];
   if (acc.monoid != Monoid::Sum || acc.init.i != 0 || acc.init.f != 0.0) return std::nullopt;
-  if (p.inner.size() != 1 || p.inner[0].kind != StmtKind::Update || p.inner[0].update != UpdateOp::Add) return std::nullopt;
+  const SemiringForm form = semiring_form(p);
+  if (form.op != "fma") return std::nullopt;
+  // Factors loaded as they are, no cast: the segment sums then add the same values the
+  // product multiplies (a widening cast to another type would change the sums' arithmetic).
   const Expr& prod = p.expr(p.inner[0].value);
-  if (prod.kind != ExprKind::Binary || prod.binop != BinOp::Mul || prod.type != acc.type) return std::nullopt;
-  int a = load_access(p, prod.a), b = load_access(p, prod.b);
-  if (a < 0 || b < 0) return std::nullopt;
-  auto row_side = [&](int x) { Pattern q = p.accesses[size_t(x)].pattern; return q == Pattern::RowRed || q == Pattern::RedRow; };
-  auto col_side = [&](int x) { Pattern q = p.accesses[size_t(x)].pattern; return q == Pattern::RedCol || q == Pattern::ColRed; };
-  if (row_side(b) && col_side(a)) std::swap(a, b);
-  if (!row_side(a) || !col_side(b)) return std::nullopt;
+  if (p.expr(prod.a).kind != ExprKind::Load || p.expr(prod.b).kind != ExprKind::Load || prod.type != acc.type)
+    return std::nullopt;
+  const int a = form.row_access, b = form.col_access;
   if (p.outer.size() != 1 || p.outer[0].kind != StmtKind::Store || !is_acc(p, p.outer[0].value, 0)) return std::nullopt;
   const DenseOutput& out = p.dense[0];
   if (out.op != StoreOp::Add || out.type != acc.type) return std::nullopt;
