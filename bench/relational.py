@@ -8,6 +8,10 @@ aggregate push-down), Q3, Q4 (with and without push-down), Q5, Q7 and kNN:
   launches after a warm-up; for a push-down program, the sum of its stages' kernel times) and
   device_peak_bytes (device memory gamut held at once, inputs included);
 - sgemm: the same product through torch.matmul (cuBLAS, TF32 off), CUDA events, warm-up, median;
+- product: OUR fp32 product of the same operands (examples/sgemm.mmlt; bench/product_nt.mmlt for kNN's
+  Q X^T), timed like ours: the issue's target is "a fused query at most 1.2x our fp32 product's time";
+  for kNN also bench/knn_dense.mmlt (the same distances into a dense M x N output), which separates the
+  inner op's cost (two instructions per step) from the fused selection's;
 - torch: the natural materialising PyTorch composition of the query, CUDA events, warm-up,
   median, and its peak memory (torch.cuda.max_memory_allocated above the memory held before the
   call, plus the bytes of the inputs it reads, so that both peaks count inputs the same way);
@@ -310,6 +314,18 @@ def main():
             print(f"K={K}: Q3 thres {f32_text(t3)} (median), Q5 thres {f32_text(t5)} "
                   f"({Q5_FRACTION:g} quantile)", flush=True)
 
+            # Our own products of the same operands (no outputs written to disk).
+            prod = {}
+            for key, qpath, b in (("nn", os.path.join(EXAMPLES, "sgemm.mmlt"), {"A": files["P"], "B": files["R"]}),
+                                  ("nt", os.path.join(HERE, "product_nt.mmlt"), {"Q": files["Q"], "X": files["X"]}),
+                                  ("knn_dense", os.path.join(HERE, "knn_dense.mmlt"), {"Q": files["Q"], "X": files["X"]})):
+                if key != "nn" and not any(c[1] == "knn" for c in cases):
+                    continue
+                j, err, _ = run_gamut(gamut, qpath, b, backend, a.repeat, a.timeout)
+                prod[key] = j["time_ms"] if j else None
+                print(f"  our product {key:9s} K={K}: {fmt(prod[key])} ms" + (f"  FAILED {err}" if err else ""), flush=True)
+            info.setdefault("products", []).append({"K": K, **prod})
+
             torch_res = {}   # composition name -> (ms, peak bytes, host reference)
             for case, comp, qfile, extra in cases:
                 if comp not in torch_res:
@@ -337,6 +353,8 @@ def main():
                                          a.repeat, a.timeout, extra, os.path.join(tmp, "out"))
                 sg = (sg_nt if comp == "knn" else sg_nn) if use_torch else None
                 r = {"query": case, "M": M, "N": N, "K": K, "sgemm_ms": sg, "torch_ms": tms,
+                     "product_ms": prod.get("nt" if comp == "knn" else "nn"),
+                     "knn_dense_ms": prod.get("knn_dense") if comp == "knn" else None,
                      "torch_peak_bytes": tpeak, "error": err}
                 if j:
                     ok, text = check(case, outs, ref, M, N)
@@ -370,16 +388,19 @@ def fmt(v, d=3):
 
 
 def make_table(results):
-    head = (f"{'query':13s} {'K':>5s} {'ours ms':>9s} {'sgemm ms':>9s} {'ours/sgemm':>10s} {'torch ms':>9s}"
-            f" {'torch/ours':>10s} {'ours MB':>8s} {'torch MB':>9s}  check")
+    head = (f"{'query':13s} {'K':>5s} {'ours ms':>9s} {'prod ms':>9s} {'ours/prod':>9s} {'sgemm ms':>9s}"
+            f" {'ours/sgemm':>10s} {'torch ms':>9s} {'torch/ours':>10s} {'ours MB':>8s} {'torch MB':>9s}  check")
     lines = [head, "-" * len(head)]
     for r in results:
-        o, s, t = r["ours_ms"], r["sgemm_ms"], r["torch_ms"]
+        o, s, t, p = r["ours_ms"], r["sgemm_ms"], r["torch_ms"], r.get("product_ms")
         mb = lambda b: None if b is None else b / 2**20
         check = r["check"] if not r["error"] else "FAILED: " + r["error"][:60]
         if r["error"] is None:
             check = ("ok " if r["check_ok"] else "BAD ") + check
-        lines.append(f"{r['query']:13s} {r['K']:5d} {fmt(o):>9s} {fmt(s):>9s}"
+        if r.get("knn_dense_ms") and o:
+            check += f"; knn dense {fmt(r['knn_dense_ms'])} ms, ours/dense {o / r['knn_dense_ms']:.2f}"
+        lines.append(f"{r['query']:13s} {r['K']:5d} {fmt(o):>9s} {fmt(p):>9s} {fmt(o / p if o and p else None, 2):>9s}"
+                     f" {fmt(s):>9s}"
                      f" {fmt(o / s if o and s else None, 2):>10s} {fmt(t):>9s}"
                      f" {fmt(t / o if o and t else None, 2):>10s} {fmt(mb(r['ours_peak_bytes']), 0):>8s}"
                      f" {fmt(mb(r['torch_peak_bytes']), 0):>9s}  {check}")

@@ -6,7 +6,8 @@
 - int32 max-plus (examples/maxplus.mmlt, data in [-1000, 1000]) at n = 2048, 4096, 8192, 16384
   (M = N = K = n); int16 max-plus (the same query, i16 inputs); fp32 min-plus (bench/minplus.mmlt,
   data in [0, 10)); 20 x 1024^3 batched int32 max-plus (bench/maxplus_batched.mmlt) against the
-  large-matrix rate;
+  large-matrix rate; or-and on 0/1 bool data, bit-packed (bench/orand.mmlt) and as written
+  (--no-rewrite), against the LOP3 ceiling (64 ops per 32-bit word step);
 - ours: `gamut run ... --backend gpu --json --repeat 5` (median CUDA-event kernel time of 5 launches
   after a warm-up); GOPS = 2 * batch * M * N * K / time (one add and one max per step, as MPMML and
   `gamut peak` count);
@@ -52,7 +53,11 @@ CASES = {
     "maxplus_i16": (os.path.join(EXAMPLES, "maxplus.mmlt"), np.int16, "max", "i16x2"),
     "minplus_f32": (os.path.join(HERE, "minplus.mmlt"), np.float32, "min", "f32"),
     "maxplus_batched_i32": (os.path.join(HERE, "maxplus_batched.mmlt"), np.int32, "max", "i32"),
+    # Boolean product on 0/1 bool data: bit-packed (the bitpack-orand rewrite), and as written.
+    "orand_bool": (os.path.join(HERE, "orand.mmlt"), np.bool_, "orand", "b32"),
+    "orand_bool_unpacked": (os.path.join(HERE, "orand.mmlt"), np.bool_, "orand", "b32"),
 }
+EXTRA_ARGS = {"orand_bool_unpacked": ["--no-rewrite"]}
 
 
 # ----------------------------------------------------------------------------- gamut
@@ -82,7 +87,8 @@ def measure_peaks(gamut, path, timeout):
         return best["gops"] if best else None
 
     ceil = {}
-    for key, op, typ in (("i32", "add-max", "i32"), ("i16x2", "add-max", "i16x2"), ("f32", "add-min", "f32")):
+    for key, op, typ in (("i32", "add-max", "i32"), ("i16x2", "add-max", "i16x2"), ("f32", "add-min", "f32"),
+                         ("b32", "or-and", "b32")):
         ceil[key] = {"both smem": pick(op, typ, "both smem"), "registers": pick(op, typ, "registers")}
     return rep, ceil, None
 
@@ -122,6 +128,11 @@ def numpy_chunked(A, B, op):
 
 def reference(A, B, op, use_torch):
     """The exact result (int inputs widened to int32; f32 stays f32: one rounded add, then min/max)."""
+    if op == "orand":   # counts of common k are exact in f32 up to 2^24
+        if use_torch:
+            c = torch.from_numpy(A.astype(np.float32)).cuda() @ torch.from_numpy(B.astype(np.float32)).cuda()
+            return (c > 0).to(torch.int32).cpu().numpy()
+        return ((A.astype(np.float32) @ B.astype(np.float32)) > 0).astype(np.int32)
     wide = np.float32 if A.dtype == np.float32 else np.int32
     A, B = A.astype(wide), B.astype(wide)
     if A.ndim == 3:
@@ -135,6 +146,10 @@ def reference(A, B, op, use_torch):
 
 
 def make_inputs(rng, dtype, shape_a, shape_b):
+    if dtype == np.bool_:
+        # Sparse enough that about half of C is 1 at K = n: P(a & b) = p^2, 1 - (1 - p^2)^K ~ 1/2.
+        p = min(0.5, (0.7 / shape_a[-1]) ** 0.5)
+        return rng.random(shape_a) < p, rng.random(shape_b) < p
     if dtype == np.float32:
         return (rng.random(shape_a, dtype=np.float32) * 10).astype(np.float32), \
                (rng.random(shape_b, dtype=np.float32) * 10).astype(np.float32)
@@ -157,6 +172,9 @@ def main():
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--timeout", type=float, default=180.0, help="seconds per gamut run")
     ap.add_argument("--tmp", default=None, help="folder for the .npy inputs (default: a temp dir)")
+    ap.add_argument("--sweep", action="append", default=[],
+                    help="CASE=TILE,TILE,...: also time CASE with each --tile at --sweep-size (tile search)")
+    ap.add_argument("--sweep-size", type=int, default=8192)
     a = ap.parse_args()
 
     sizes = [int(s) for s in (a.sizes or ("128,256" if a.dry_run else "2048,4096,8192,16384")).split(",")]
@@ -190,7 +208,7 @@ def main():
     rng = np.random.default_rng(5)
 
     def record(case, size_text, b, m, n, k, ms, extra):
-        key = CASES[case][3] if case in CASES else "i32"
+        key = extra.get("ceiling_key") or (CASES[case][3] if case in CASES else "i32")
         c = ceil.get(key, {}) if ceil else {}
         g = gops(b, m, n, k, ms)
         r = {"case": case, "size": size_text, "batch": b, "M": m, "N": n, "K": k, "ms": ms, "gops": g,
@@ -216,10 +234,12 @@ def main():
                 np.save(fb, B)
                 verify = batched or n == verify_n
                 j, err, outs = run_gamut(gamut, qfile, {"A": fa, "B": fb}, backend, a.repeat, a.timeout,
+                                         extra=EXTRA_ARGS.get(case, ()),
                                          outdir=os.path.join(tmp, "out") if verify else None)
                 extra = {"error": err}
                 if j:
                     extra.update(tile=j.get("tile"), device_peak_bytes=j.get("device_peak_bytes"),
+                                 rewrites=j.get("rewrites"),
                                  wall_ms=j.get("wall_ms"), compile_ms=j.get("compile_ms"))
                 # The torch yardstick (int32 max-plus only), timed in this process.
                 tC = tms = None
@@ -242,6 +262,17 @@ def main():
                                      check=f"exact vs {ref_name}" if same else f"MISMATCH vs {ref_name}: {bad} elements")
                 size_text = f"{b}x{n}^3" if batched else f"{n}^3"
                 record(case, size_text, b, n, n, n, j["time_ms"] if j else None, extra)
+                # Tile search: the same inputs under other tiles (untimed checks: the default run
+                # above checks the query; these only time).
+                for sw in a.sweep:
+                    sc, tiles = sw.split("=", 1)
+                    if sc != case or n != a.sweep_size or batched:
+                        continue
+                    for t in tiles.split(","):
+                        js, es, _ = run_gamut(gamut, qfile, {"A": fa, "B": fb}, backend, a.repeat, a.timeout,
+                                              extra=["--tile", t])
+                        record(case + "@" + t, size_text, b, n, n, n, js["time_ms"] if js else None,
+                               {"error": es, "tile": js.get("tile") if js else t, "ceiling_key": CASES[case][3]})
                 if tms is not None:
                     kc = max(1, min(n, CHUNK_ELEMS // (n * n)))
                     record("torch_chunked_i32", f"{n}^3", 1, n, n, n, tms, {"chunk": kc, "error": None})
@@ -278,13 +309,14 @@ def fmt(v, d=3):
 
 
 def make_table(results):
-    head = (f"{'case':20s} {'size':>12s} {'ms':>10s} {'GOPS':>8s} {'ceiling':>8s} {'% ceil':>7s}"
+    head = (f"{'case':30s} {'size':>12s} {'ms':>10s} {'GOPS':>8s} {'ceiling':>8s} {'% ceil':>7s}"
             f" {'% regs':>7s}  note")
     lines = [head, "-" * len(head)]
     for r in results:
         note = r.get("error") and "FAILED: " + r["error"][:70]
-        note = note or "; ".join(x for x in (r.get("check"), r.get("note"), r.get("chunk") and f"chunk {r['chunk']}") if x)
-        lines.append(f"{r['case']:20s} {r['size']:>12s} {fmt(r['ms']):>10s} {fmt(r['gops'], 0):>8s}"
+        note = note or "; ".join(x for x in (r.get("check"), r.get("note"), r.get("chunk") and f"chunk {r['chunk']}",
+                                     r.get("tile") and f"tile {r['tile']}") if x)
+        lines.append(f"{r['case']:30s} {r['size']:>12s} {fmt(r['ms']):>10s} {fmt(r['gops'], 0):>8s}"
                      f" {fmt(r['ceiling_both_smem'], 0):>8s} {fmt(r['pct_both_smem'], 1):>7s}"
                      f" {fmt(r['pct_registers'], 1):>7s}  {note}")
     lines.append("GOPS = 2*batch*M*N*K / time; ceiling = `gamut peak` add-max i32 (DPX) / add-max i16x2 (DPX) / "

@@ -142,7 +142,7 @@ TEST(Codegen, OutputIteratorsChosenPerOutput) {
   EXPECT_NE(agg.find("gm::TableSink<double, gm::kAdd"), std::string::npos);   // Total
   EXPECT_NE(agg.find("gm::AggRun<"), std::string::npos);
   const std::string q5 = generate_source(tp::select_list(), parse_tile("64x64x8/4x4"));
-  EXPECT_NE(q5.find(".reserve(ef0)"), std::string::npos);
+  EXPECT_NE(q5.find("gm::BlockAppend<Shape>::reserve(pr0, la0.counter, row)"), std::string::npos);
   const std::string tr = generate_source(tp::product(DType::F16, DType::BF16, Pattern::RedRow, Pattern::ColRed, true),
                                          parse_tile("64x64x8/4x4"));
   EXPECT_EQ(tr.find("store_run"), std::string::npos);   // C[j,i]: scalar stores

@@ -14,7 +14,8 @@ if command -v dpkg >/dev/null 2>&1; then
   fi
 fi
 # clang builds everything so that the libFuzzer target exists; the CUDA toolkit, when present
-# (/usr/local/cuda), adds the GPU backend (NVRTC + static cudart; no nvcc at build time).
+# (/usr/local/cuda), adds the GPU backend (NVRTC + static cudart; nvcc, with the same clang as
+# its host compiler, builds only the CUB list sort in src/cuda/*.cu).
 cxx=clang++; command -v clang++ >/dev/null 2>&1 || cxx=g++
 export PATH="$PATH:/usr/local/cuda/bin"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$cxx" \

@@ -67,6 +67,7 @@ int cmd_run(QueryArgs q, const RunOptions& opt, const std::string& out_dir, bool
     j["time_ms"] = rep.seconds * 1e3;
     j["wall_ms"] = rep.wall_seconds * 1e3;
     j["spr"] = spr(inst, rep.seconds);
+    j["rewrites"] = prep->plan.rewrites;
     if (rep.backend == "gpu") {
       j["compile_ms"] = rep.compile_ms;
       j["cache"] = rep.cache_hit;
@@ -121,8 +122,9 @@ int cmd_explain(QueryArgs q, const RunOptions& opt) {
   for (size_t d = 0; d < prep->plan.dense.size(); ++d)
     std::cout << "  " << prep->plan.dense[d].name << " shape " << shape_text(inst.dense_shapes[d]) << "\n";
   if (prep->program) {
-    std::cout << "rewrite aggregate-pushdown: " << prep->program->original_work << " multiply-adds become "
-              << prep->program->rewritten_work << "; runs as " << prep->program->stages.size() << " stage queries:\n";
+    std::cout << "rewrite " << (prep->plan.rewrites.empty() ? "?" : prep->plan.rewrites.back()) << ": "
+              << prep->program->original_work << " inner steps become " << prep->program->rewritten_work
+              << "; runs as " << prep->program->stages.size() << " stages:\n";
     for (const auto& st : prep->program->stages) std::cout << "# " << st.name << "\n" << st.text;
   }
   std::cout << roofline(*prep);

@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "cpu/engine.h"
+#include "cpu/join_key.h"
 #include "cpu/list_order.h"
 #include "cpu/program.h"
 
@@ -42,13 +43,7 @@ struct KeySide {
   bool as_f32 = false;
   // false: NaN, which equals nothing
   bool value(int64_t e, int64_t& out) const {
-    if (!as_float) { out = x->get_i64(e); return true; }
-    double v = x->get_f64(e);
-    if (as_f32) v = is_float(x->dtype) ? double(float(v)) : double(float(x->get_i64(e)));
-    if (std::isnan(v)) return false;
-    if (v == 0.0) v = 0.0;  // -0.0 == 0.0
-    std::memcpy(&out, &v, 8);
-    return true;
+    return join_key_value(*x, e, as_f32 ? CType::F32 : as_float ? CType::F64 : CType::I64, out);
   }
 };
 

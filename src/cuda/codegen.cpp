@@ -8,7 +8,9 @@
 #include "core/error.h"
 #include "cuda/codegen.h"
 #include "cuda/codegen_internal.h"
+#include "cuda/join_groups.h"
 #include "cuda/tile_choice.h"
+#include "plan/semiring.h"
 
 namespace gamut::cuda {
 
@@ -55,13 +57,47 @@ struct Gen {
   std::vector<std::pair<const Stmt*, int>> aggs;   // aggregate Store statements, in source order
   Code c;
   Renderer inner_r, outer_r;
+  // Packed 16-bit tropical steps (codegen_packed.cpp): the row and column access, else -1.
+  int pk_row = -1, pk_col = -1;
+  bool grouped_join = false;
 
-  Gen(const Plan& plan, const TileConfig& tile)
+  Gen(const Plan& plan, const TileConfig& tile, const CodegenOptions& options)
       : P(plan), T(tile), A(arg_layout(plan)), S(smem_plan(plan, tile)),
         inner_acc(inner_accesses(plan)), inner_r(plan, Renderer::Ctx::Inner),
         outer_r(plan, Renderer::Ctx::Outer) {
     number_aggregates(P.outer);
+    grouped_join = options.grouped_join;
+    if (grouped_join && !join_grouping_form(plan)) unsupported("a key-grouped join for this plan");
+    if (options.packed16) {
+      if (!packed16_form(plan, tile)) unsupported("packed 16-bit steps for this plan or tile");
+      const SemiringForm f = semiring_form(plan);
+      pk_row = f.row_access;
+      pk_col = f.col_access;
+    }
   }
+  bool packed() const { return pk_row >= 0; }
+  // The epilogue's read of accumulator n at fragment (m, n): packed lanes are widened there, so
+  // no second, i32 copy of the accumulators is ever live.
+  std::string acc_read(int n) const {
+    return packed() ? "st.packed_acc(m, n, red_end > red_begin)" : "st.acc" + to_string(n) + "[m][n]";
+  }
+  // Element type of access a's shared buffers: the column operand of packed steps stays 16-bit.
+  std::string smem_cpp(int a) const { return a == pk_col ? "short" : frag_cpp(access_ctype(P, a)); }
+
+  // Key-grouped joins (join_groups.h): blocks run tiles of key-ordered positions, mapped back to
+  // row / column indices through jrow / jcol (-1 past the tile's end).
+  bool grouped() const { return grouped_join; }
+  std::string row_at(const std::string& pos) const {
+    return grouped() ? "(" + pos + " < row_end ? __ldg(jrow + " + pos + ") : -1)" : pos;
+  }
+  std::string col_at(const std::string& pos) const {
+    return grouped() ? "(" + pos + " < col_end ? __ldg(jcol + " + pos + ") : -1)" : pos;
+  }
+  std::string in_range() const { return grouped() ? "i >= 0 && j >= 0" : "i < row_end && j < col_end"; }
+  // Whether the `when` pass bits exist: grouped joins match their keys by construction.
+  bool has_pass() const { return grouped() ? P.when.mask != kNoExpr : P.when.present(); }
+  // Project outputs in vector runs along j: not when j follows a key order.
+  bool runs_along_j(int d) const { return !grouped() && output_runs_along_j(P, d); }
 
   void number_aggregates(const std::vector<Stmt>& body) {
     for (const Stmt& s : body) {
@@ -127,7 +163,7 @@ struct Gen {
     c.open("struct Stage");
     for (int a : inner_acc) {
       const Access& acc = P.accesses[size_t(a)];
-      const std::string st = dtype_cpp(access_dtype(P, a)), ct = frag_cpp(access_ctype(P, a));
+      const std::string st = dtype_cpp(access_dtype(P, a)), ct = smem_cpp(a);
       const std::string name = P.operands[size_t(acc.operand)].name + pattern_name(acc.pattern);
       switch (inner_kind(acc.pattern)) {
         case InnerKind::RowTile: case InnerKind::ColTile: {
@@ -161,6 +197,10 @@ struct Gen {
     c.line("Inner f;");
     for (size_t n = 0; n < P.accs.size(); ++n)
       c.line(acc_type(int(n)) + " acc" + to_string(n) + "[Shape::TM][Shape::TN];  // " + P.accs[n].name);
+    if (packed()) {
+      c.line("unsigned pk[Shape::TM][Shape::TN / 2];  // " + P.accs[0].name + " as 16-bit lane pairs");
+      packed16_accessor(P, c);
+    }
     c.line("__device__ __forceinline__ explicit Stage(int tid) : tmap(tid) {}");
     std::string ld, stv;
     for (int a : inner_acc) {
@@ -173,6 +213,23 @@ struct Gen {
     c.line("__device__ __forceinline__ void store(int buf) {" + stv + " }");
     c.line("// One k of a slice: fragments from shared buffer buf, the inner op on every (m, n).");
     c.open("__device__ __forceinline__ void step(int buf, int k, int kk)");
+    if (packed()) packed16_step(P, loader(pk_row), loader(pk_col), pk_row, pk_col, c);
+    else generic_step();
+    c.close();
+    // A slice: its steps, unrolled; in the last, partial slice only the first krem exist.
+    c.line("template <bool GUARD>");
+    c.open("__device__ __forceinline__ void compute(int buf, int k0, int krem)");
+    c.line("#pragma unroll");
+    c.open("for (int kk = 0; kk < Shape::BK; ++kk)");
+    c.line("if (GUARD && kk >= krem) break;  // past the end of k: no update at all");
+    c.line("step(buf, k0 + kk, kk);");
+    c.close();
+    c.close();
+    c.close(";");
+  }
+
+  // The body of Stage::step: fragments of every operand, the inner op on every (m, n).
+  void generic_step() {
     std::string args = "i0 + tmap.row(m), j0 + tmap.col(n), k";
     for (size_t n = 0; n < P.accs.size(); ++n) args += ", acc" + to_string(n) + "[m][n]";
     for (int a : inner_acc) {
@@ -205,17 +262,6 @@ struct Gen {
     c.line("#pragma unroll");
     c.line("for (int n = 0; n < Shape::TN; ++n) f(" + args + ");");
     c.close();
-    c.close();
-    // A slice: its steps, unrolled; in the last, partial slice only the first krem exist.
-    c.line("template <bool GUARD>");
-    c.open("__device__ __forceinline__ void compute(int buf, int k0, int krem)");
-    c.line("#pragma unroll");
-    c.open("for (int kk = 0; kk < Shape::BK; ++kk)");
-    c.line("if (GUARD && kk >= krem) break;  // past the end of k: no update at all");
-    c.line("step(buf, k0 + kk, kk);");
-    c.close();
-    c.close();
-    c.close(";");
   }
 
   // ---- the kernel --------------------------------------------------------------------------
@@ -252,7 +298,7 @@ struct Gen {
 
   std::string when_condition() const {
     std::string r;
-    for (const JoinKey& k : P.when.keys) {
+    for (const JoinKey& k : grouped() ? std::vector<JoinKey>{} : P.when.keys) {
       const CType tr = access_ctype(P, k.row_access), tc = access_ctype(P, k.col_access);
       CType t = std::max(tr, tc);        // compared in the common type, as the CPU engine
       if (!is_float(t)) t = CType::I64;
@@ -266,14 +312,27 @@ struct Gen {
 
   void kernel_prologue() {
     c.line("extern __shared__ __align__(16) unsigned char smem[];");
-    c.line("const int row_begin = gm::arg_i32(a.s[0]), row_end = gm::arg_i32(a.s[1]);");
-    c.line("const int col_begin = gm::arg_i32(a.s[2]), col_end = gm::arg_i32(a.s[3]);");
-    c.line("const int red_begin = gm::arg_i32(a.s[4]), red_end = gm::arg_i32(a.s[5]);");
-    c.line("// One block per (batch instance, tile): the grid is tiles_m * tiles_n * batch blocks.");
-    c.line("const int tiles_m = (row_end - row_begin + Shape::BM - 1) / Shape::BM;");
-    c.line("const int tiles_n = (col_end - col_begin + Shape::BN - 1) / Shape::BN;");
-    c.line("int b = int(blockIdx.x) / (tiles_m * tiles_n), tile_m, tile_n;");
-    c.line("gm::tile_coords<8>(int(blockIdx.x) - b * tiles_m * tiles_n, tiles_m, tiles_n, tile_m, tile_n);");
+    if (grouped()) {
+      c.line("// A key-grouped join: one block per tile of the table; a tile spans key-ordered positions");
+      c.line("// [row_begin, row_end) x [col_begin, col_end) of one key, mapped to indices by jrow / jcol.");
+      c.line("const int* const jt = reinterpret_cast<const int*>(" + slot(A.join_tiles) + ") + 4 * gm::i64(blockIdx.x);");
+      c.line("const int row_begin = __ldg(jt), row_end = __ldg(jt + 1);");
+      c.line("const int col_begin = __ldg(jt + 2), col_end = __ldg(jt + 3);");
+      c.line("const int* const jrow = reinterpret_cast<const int*>(" + slot(A.join_rows) + ");");
+      c.line("const int* const jcol = reinterpret_cast<const int*>(" + slot(A.join_cols) + ");");
+      c.line("const int red_begin = gm::arg_i32(a.s[4]), red_end = gm::arg_i32(a.s[5]);");
+      c.line("const int tiles_m = 1, tiles_n = 1;");
+      c.line("int b = 0, tile_m = 0, tile_n = 0;");
+    } else {
+      c.line("const int row_begin = gm::arg_i32(a.s[0]), row_end = gm::arg_i32(a.s[1]);");
+      c.line("const int col_begin = gm::arg_i32(a.s[2]), col_end = gm::arg_i32(a.s[3]);");
+      c.line("const int red_begin = gm::arg_i32(a.s[4]), red_end = gm::arg_i32(a.s[5]);");
+      c.line("// One block per (batch instance, tile): the grid is tiles_m * tiles_n * batch blocks.");
+      c.line("const int tiles_m = (row_end - row_begin + Shape::BM - 1) / Shape::BM;");
+      c.line("const int tiles_n = (col_end - col_begin + Shape::BN - 1) / Shape::BN;");
+      c.line("int b = int(blockIdx.x) / (tiles_m * tiles_n), tile_m, tile_n;");
+      c.line("gm::tile_coords<8>(int(blockIdx.x) - b * tiles_m * tiles_n, tiles_m, tiles_n, tile_m, tile_n);");
+    }
     for (const auto& p : A.params)
       c.line("const " + ctype_cpp(p.type) + " " + Renderer::param_name(p.param, p.type) + " = " +
              arg_as(p.slot, p.type) + ";  // " + P.params[size_t(p.param)].name);
@@ -295,14 +354,14 @@ struct Gen {
              ");  // " + P.dense[d].name);
       for (size_t p = 0; p < s.stride.size(); ++p)
         c.line("const gm::i64 os" + n + "_" + to_string(p) + " = gm::arg_i64(" + slot(s.stride[p]) + ");");
-      if (output_runs_along_j(P, int(d))) c.line("const bool ov" + n + " = " + slot(s.vec) + " != 0;");
+      if (runs_along_j(int(d))) c.line("const bool ov" + n + " = " + slot(s.vec) + " != 0;");
     }
     c.line("Stage st(int(threadIdx.x));");
     c.line("st.i0 = row_begin + tile_m * Shape::BM;");
     c.line("st.j0 = col_begin + tile_n * Shape::BN;");
     for (int a : inner_acc)
       if (S.inner_off[size_t(a)] >= 0) {
-        const std::string ct = frag_cpp(access_ctype(P, a));
+        const std::string ct = smem_cpp(a);
         c.line("st.sm" + to_string(a) + " = reinterpret_cast<" + ct + "*>(smem + " +
                to_string(S.inner_off[size_t(a)]) + ");");
         c.line("static_assert(" + to_string(kStages) + " * Stage::" + loader(a) + "::BUF * sizeof(" + ct + ") <= " +
@@ -314,7 +373,7 @@ struct Gen {
 
   void setup() {
     c.line("st.f.b = b;");
-    if (P.when.present()) {
+    if (has_pass()) {
       c.line("// `when`: which pairs exist; a tile where none does skips all work.");
       c.line("unsigned pass[(Shape::TM * Shape::TN + 31) / 32];");
       c.line("#pragma unroll");
@@ -322,11 +381,11 @@ struct Gen {
       c.line("bool any = false;");
       c.line("#pragma unroll");
       c.open("for (int m = 0; m < Shape::TM; ++m)");
-      c.line("const int i = st.i0 + st.tmap.row(m);");
+      c.line("const int i = " + row_at("st.i0 + st.tmap.row(m)") + ";");
       c.line("#pragma unroll");
       c.open("for (int n = 0; n < Shape::TN; ++n)");
-      c.line("const int j = st.j0 + st.tmap.col(n);");
-      c.line("const bool p = i < row_end && j < col_end && " + when_condition() + ";");
+      c.line("const int j = " + col_at("st.j0 + st.tmap.col(n)") + ";");
+      c.line("const bool p = " + in_range() + " && " + when_condition() + ";");
       c.line("pass[(m * Shape::TN + n) / 32] |= unsigned(p) << ((m * Shape::TN + n) % 32);");
       c.line("any = any || p;");
       c.close();
@@ -354,9 +413,10 @@ struct Gen {
           c.line("const " + st + "* x = " + base + ";");
           c.line("#pragma unroll");
           c.open(std::string("for (int m = 0; m < Shape::") + T + "; ++m)");
-          c.line("const int " + v + " = " + (row ? "st.i0 + st.tmap.row(m)" : "st.j0 + st.tmap.col(m)") + ";");
-          c.line(std::string("st.") + (row ? "rv" : "cv") + n + "[m] = gm::ldg_or_zero(x + " + v + ", " + v + " < " +
-                 (row ? "row_end" : "col_end") + ");");
+          c.line("const int " + v + " = " + (row ? row_at("st.i0 + st.tmap.row(m)") : col_at("st.j0 + st.tmap.col(m)")) +
+                 ";");
+          c.line(std::string("st.") + (row ? "rv" : "cv") + n + "[m] = gm::ldg_or_zero(x + " + v + ", " +
+                 (grouped() ? v + " >= 0" : v + " < " + (row ? "row_end" : "col_end")) + ");");
           c.close();
           c.close();
           break;
@@ -364,7 +424,13 @@ struct Gen {
         case InnerKind::None: break;
       }
     }
-    for (size_t n = 0; n < P.accs.size(); ++n) {
+    if (packed()) {
+      c.line("#pragma unroll");
+      c.line("for (int m = 0; m < Shape::TM; ++m)");
+      c.line("#pragma unroll");
+      c.line("  for (int p = 0; p < Shape::TN / 2; ++p) st.pk[m][p] = " + packed16_identity(P) + ";");
+    }
+    for (size_t n = 0; n < P.accs.size() && !packed(); ++n) {
       const std::string init = Renderer::literal(P.accs[n].init, P.accs[n].type);
       c.line("#pragma unroll");
       c.line("for (int m = 0; m < Shape::TM; ++m)");
@@ -375,8 +441,10 @@ struct Gen {
       c.line("gm::mainloop<Shape::BK>(st, red_begin, red_end);");
       c.line("// Coordinates again, rather than held in registers through the mainloop.");
       c.line("st.tmap = gm::ThreadMap<Shape>(gm::fresh_tid());");
-      c.line("b = gm::fresh_ctaid() / (tiles_m * tiles_n);");
-      c.line("gm::tile_coords<8>(gm::fresh_ctaid() - b * tiles_m * tiles_n, tiles_m, tiles_n, tile_m, tile_n);");
+      if (!grouped()) {   // (a grouped join's block is one tile: b, tile_m, tile_n stay 0)
+        c.line("b = gm::fresh_ctaid() / (tiles_m * tiles_n);");
+        c.line("gm::tile_coords<8>(gm::fresh_ctaid() - b * tiles_m * tiles_n, tiles_m, tiles_n, tile_m, tile_n);");
+      }
       c.line("st.i0 = row_begin + tile_m * Shape::BM;");
       c.line("st.j0 = col_begin + tile_n * Shape::BN;");
     }
@@ -397,7 +465,7 @@ struct Gen {
     const int d = s.target;
     const std::string n = to_string(d), v = outer_r.expr_as(s.value, P.dense[size_t(d)].type);
     if (P.dense[size_t(d)].is_project()) {
-      if (output_runs_along_j(P, d)) {
+      if (runs_along_j(d)) {
         out.line("pv" + n + "[v] = " + v + ";");
         out.line("pm" + n + "[v] = true;");
       } else {
@@ -424,7 +492,8 @@ struct Gen {
         tables = true;
         c.line("gm::TableSink<" + t + ", " + store_op_code(o.op) + ", " + to_string(S.table_slots) +
                ", Shape::THREADS> sk" + n + ";");
-        c.line("sk" + n + ".init(smem + " + to_string(S.table_off[d]) + ", out" + n + ");");
+        c.line("sk" + n + ".init(smem + " + to_string(S.table_off[d]) + ", out" + n + ", gm::u64(" +
+               slot(A.dense[d].elems) + "));");
       } else {
         c.line("gm::GlobalSink<" + t + ", " + store_op_code(o.op) + "> sk" + n + "{out" + n + "};");
       }
@@ -437,60 +506,51 @@ struct Gen {
     for (size_t l = 0; l < P.lists.size(); ++l)
       c.line("const gm::ListAppend la" + to_string(l) + "{reinterpret_cast<gm::u64*>(" + slot(A.lists[l].counter) +
              "), " + slot(A.lists[l].capacity) + "};");
-    preselect_decls();
+    list_decls();
     if (tables) c.line("__syncthreads();  // tables initialised");
     c.line("#pragma unroll");
     c.open("for (int m = 0; m < Shape::TM; ++m)");
-    c.line("const int i = st.i0 + st.tmap.row(m);");
+    c.line("const int i = " + row_at("st.i0 + st.tmap.row(m)") + ";");
     c.line("#pragma unroll");
     c.open("for (int c = 0; c < Shape::TN / Shape::VN; ++c)");
     for (size_t d = 0; d < P.dense.size(); ++d)
-      if (output_runs_along_j(P, int(d)))
+      if (runs_along_j(int(d)))
         c.line(out_type(int(d)) + " pv" + to_string(d) + "[Shape::VN]; bool pm" + to_string(d) + "[Shape::VN];");
     c.line("#pragma unroll");
     c.open("for (int v = 0; v < Shape::VN; ++v)");
     c.line("const int n = c * Shape::VN + v;");
-    c.line("const int j = st.j0 + st.tmap.col(n);");
+    c.line("const int j = " + col_at("st.j0 + st.tmap.col(n)") + ";");
     for (size_t d = 0; d < P.dense.size(); ++d)
-      if (output_runs_along_j(P, int(d)))
+      if (runs_along_j(int(d)))
         c.line("pv" + to_string(d) + "[v] = " + out_type(int(d)) + "(0); pm" + to_string(d) + "[v] = false;");
     for (const auto& [s, id] : aggs)
       c.line("bool af" + to_string(id) + " = false; gm::u64 ak" + to_string(id) + " = 0; " + out_type(s->target) +
              " av" + to_string(id) + " = " + out_type(s->target) + "(0);");
-    for (size_t l = 0; l < P.lists.size(); ++l) {
-      const ListOutput& lo = P.lists[l];
-      const std::string n = to_string(l);
-      c.line("bool ef" + n + " = false;");
-      for (size_t k = 0; k < lo.columns.size(); ++k)
-        c.line(ctype_cpp(lo.columns[k].type) + " ec" + n + "_" + to_string(k) + " = " +
-               ctype_cpp(lo.columns[k].type) + "();");
-      if (lo.key != kNoExpr)
-        c.line(ctype_cpp(P.expr(lo.key).type) + " ek" + n + " = " + ctype_cpp(P.expr(lo.key).type) + "();");
-    }
-    std::string ok = "i < row_end && j < col_end";
-    if (P.when.present()) ok += " && ((pass[(m * Shape::TN + n) / 32] >> ((m * Shape::TN + n) % 32)) & 1u) != 0";
+    for (size_t l = 0; l < P.lists.size(); ++l) c.line("bool ef" + to_string(l) + " = false;");
+    std::string ok = in_range();
+    if (has_pass()) ok += " && ((pass[(m * Shape::TN + n) / 32] >> ((m * Shape::TN + n) % 32)) & 1u) != 0";
     c.open("if (" + ok + ")");
+    // With lists, through gm::opaque: nothing computed here is carried into their pass 2.
     for (size_t n = 0; n < P.accs.size(); ++n)
-      c.line("const " + acc_type(int(n)) + " acc" + to_string(n) + " = st.acc" + to_string(n) + "[m][n];");
+      c.line((P.lists.empty() ? "const " : "") + acc_type(int(n)) + " acc" + to_string(n) + " = " +
+             acc_read(int(n)) + ";" + (P.lists.empty() ? "" : " gm::opaque(acc" + to_string(n) + ");"));
     locals(false, c);
-    outer_r.stmts(P.outer, c, [&](const Stmt& s, Code& out) { outer_leaf(s, out); });
+    outer_r.stmts(P.outer, c, [&](const Stmt& s, Code& out) {
+      if (s.kind == StmtKind::Emit) emit_mark(s, out);
+      else outer_leaf(s, out);
+    });
     c.close();
     for (const auto& [s, id] : aggs)
       c.line("ar" + to_string(id) + ".step(af" + to_string(id) + ", ak" + to_string(id) + ", av" + to_string(id) +
              ", sk" + to_string(s->target) + ");");
-    for (size_t l = 0; l < P.lists.size(); ++l) {
-      if (!preselected(l)) {
-        list_append(l, "ef" + to_string(l));
-        continue;
-      }
-      // top/bottom: only the rank and whether the row exists, until the tile has chosen.
-      const std::string n = to_string(l);
-      c.line("rk" + n + "[m][n] = ef" + n + " ? gm::rank32(ek" + n + ", " + top_code(l) + ") : 0u;");
-      c.line("pr" + n + "[(m * Shape::TN + n) / 32] |= unsigned(ef" + n + ") << ((m * Shape::TN + n) % 32);");
-    }
+    // Lists: pass 1 only marks the pairs whose row reached the emit; top/bottom select among
+    // the marks (preselect), the rows are rendered and stored after the loop (list_rows).
+    for (size_t l = 0; l < P.lists.size(); ++l)
+      c.line("pr" + to_string(l) + "[(m * Shape::TN + n) / 32] |= unsigned(ef" + to_string(l) +
+             ") << ((m * Shape::TN + n) % 32);");
     c.close();  // v
     for (size_t d = 0; d < P.dense.size(); ++d)
-      if (output_runs_along_j(P, int(d)))
+      if (runs_along_j(int(d)))
         c.line("gm::store_run<" + out_type(int(d)) + ", Shape::VN>(out" + to_string(d) + " + " +
                out_offset(int(d), "st.j0 + st.tmap.col(c * Shape::VN)") + ", pv" + to_string(d) + ", pm" +
                to_string(d) + ", ov" + to_string(d) + ");");
@@ -502,8 +562,10 @@ struct Gen {
       for (size_t d = 0; d < P.dense.size(); ++d)
         if (S.table_off[d] >= 0) c.line("sk" + to_string(d) + ".flush();");
     }
-    for (size_t l = 0; l < P.lists.size(); ++l)
-      if (preselected(l)) preselect_and_append(l);
+    for (size_t l = 0; l < P.lists.size(); ++l) {
+      if (preselected(l)) preselect(l);
+      list_rows(l);
+    }
   }
 
   // ---- top / bottom lists: pre-selection per block tile (gm::TileSelect) --------------------
@@ -517,14 +579,112 @@ struct Gen {
     return g == PerGroup::Row ? "1" : g == PerGroup::Col ? "2" : "0";
   }
 
-  // The append of one row of list l (columns ec, key ek), by every lane together.
-  void list_append(size_t l, const std::string& flag) {
+  // Pass 1 of the lists: only that the row exists (columns and keys come later).
+  void emit_mark(const Stmt& s, Code& out) { out.line("ef" + to_string(s.target) + " = true;"); }
+
+  // Per-thread marks, one bit per pair: the row reached the emit (pass 1 sets them).
+  void list_decls() {
+    for (size_t l = 0; l < P.lists.size(); ++l) {
+      const std::string n = to_string(l);
+      c.line("unsigned pr" + n + "[(Shape::TM * Shape::TN + 31) / 32];  // " + P.lists[l].name +
+             ": rows that reached the emit");
+      c.line("#pragma unroll");
+      c.line("for (int w = 0; w < (Shape::TM * Shape::TN + 31) / 32; ++w) pr" + n + "[w] = 0u;");
+    }
+  }
+
+  // top/bottom: the tile's per-group thresholds (from and into the global ones) clear the marks
+  // of the rows that cannot be among their group's N best. The selection computes each pair's
+  // rank again where it needs it rather than holding TM x TN ranks (which spill on the largest
+  // tiles): from the accumulators when the key reads nothing else, else by rendering the
+  // statements that lead to the emit (lets, ifs) for the key alone.
+  void preselect(size_t l) {
+    const ListOutput& lo = P.lists[l];
+    const std::string n = to_string(l), sel = "gm::TileSelect<Shape, " + per_code(l) + ">";
+    const std::string kt = ctype_cpp(P.expr(lo.key).type);
+    std::set<int> accs;
+    bool direct = true;
+    walk_expr(P, lo.key, [&](const Expr& e) {
+      if (e.kind == ExprKind::Acc) accs.insert(e.index);
+      direct = direct && e.kind != ExprKind::Load && e.kind != ExprKind::Local;
+    });
+    c.open("");
+    c.line("__shared__ " + sel + "::Smem ss;");
+    c.line("unsigned* const gthr = reinterpret_cast<unsigned*>(" + slot(A.lists[l].threshold) + ");");
+    // Group g of the tile in the global thresholds: (b, i - row begin) per i, (b, j - col begin)
+    // per j, from the Instance's ranges (a.s[0..3]; a grouped join's tile ranges are positions).
+    const PerGroup per = lo.per;
+    if (per == PerGroup::None) {
+      c.line("const auto at = [&](int) -> gm::i64 { return 0; };");
+    } else {
+      const bool row = per == PerGroup::Row;
+      const std::string pos = row ? "st.i0 + g" : "st.j0 + g", end = row ? "row_end" : "col_end";
+      // The Instance's range: a grouped join's row_begin / row_end are one tile's positions.
+      const std::string rb = grouped() ? (row ? "gm::arg_i32(a.s[0])" : "gm::arg_i32(a.s[2])")
+                                       : (row ? "row_begin" : "col_begin");
+      const std::string re = grouped() ? (row ? "gm::arg_i32(a.s[1])" : "gm::arg_i32(a.s[3])")
+                                       : (row ? "row_end" : "col_end");
+      c.line("const int gfirst = " + rb + ", gextent = " + re + " - gfirst;");
+      c.open("const auto at = [&](int g) -> gm::i64");
+      c.line("if (" + pos + " >= " + end + ") return -1;");
+      c.line("return gm::i64(b) * gextent + (" + (row ? row_at(pos) : col_at(pos)) + " - gfirst);");
+      c.close(";");
+    }
+    c.open("const auto rank = [&](int m, int n) -> unsigned");
+    c.line("const int i = " + row_at("st.i0 + st.tmap.row(m)") + ", j = " + col_at("st.j0 + st.tmap.col(n)") + ";");
+    c.line("(void)i; (void)j;");
+    for (size_t a = 0; a < P.accs.size(); ++a)
+      if (!direct || accs.count(int(a)))
+        c.line(acc_type(int(a)) + " acc" + to_string(a) + " = " + acc_read(int(a)) + "; gm::opaque(acc" +
+               to_string(a) + ");");
+    if (direct) {
+      c.line("return gm::rank32(" + outer_r.expr(lo.key) + ", " + top_code(l) + ");");
+    } else {
+      c.line(kt + " ek" + n + " = " + kt + "();");
+      locals(false, c);
+      outer_r.stmts(P.outer, c, [&](const Stmt& s, Code& out) {
+        if (s.kind == StmtKind::Emit && size_t(s.target) == l) out.line("ek" + n + " = " + outer_r.expr(lo.key) + ";");
+      });
+      c.line("return gm::rank32(ek" + n + ", " + top_code(l) + ");");
+    }
+    c.close(";");
+    c.line(sel + "::select(st.tmap, rank, pr" + n + ", la" + n + ".limit(), gthr, at, ss);");
+    c.close();
+  }
+
+  // Pass 2 of list l: one global atomic per block reserves the marked rows; the emit's columns
+  // are rendered again (no stores, no other lists) for the marked pairs and stored in order.
+  // The counter counts rows past the capacity too: the host grows the buffers and reruns.
+  void list_rows(size_t l) {
     const ListOutput& lo = P.lists[l];
     const auto& ls = A.lists[l];
     const std::string n = to_string(l);
     c.open("");
-    c.line("const gm::u64 row = la" + n + ".reserve(" + flag + ");  // every lane, together");
-    c.open("if (" + flag + " && row < la" + n + ".capacity)");
+    c.line("gm::u64 row;");
+    c.line("// Every thread, together; false in all of them when the block has no row.");
+    c.open("if (gm::BlockAppend<Shape>::reserve(pr" + n + ", la" + n + ".counter, row))");
+    c.line("#pragma unroll");
+    c.open("for (int m = 0; m < Shape::TM; ++m)");
+    c.line("const int i = " + row_at("st.i0 + st.tmap.row(m)") + ";");
+    c.line("#pragma unroll");
+    c.open("for (int n = 0; n < Shape::TN; ++n)");
+    c.line("if (((pr" + n + "[(m * Shape::TN + n) / 32] >> ((m * Shape::TN + n) % 32)) & 1u) == 0u) continue;");
+    c.line("const int j = " + col_at("st.j0 + st.tmap.col(n)") + ";");
+    c.line("bool ef" + n + " = false;");
+    for (size_t k = 0; k < lo.columns.size(); ++k)
+      c.line(ctype_cpp(lo.columns[k].type) + " ec" + n + "_" + to_string(k) + " = " + ctype_cpp(lo.columns[k].type) +
+             "();");
+    if (lo.key != kNoExpr)
+      c.line(ctype_cpp(P.expr(lo.key).type) + " ek" + n + " = " + ctype_cpp(P.expr(lo.key).type) + "();");
+    for (size_t a = 0; a < P.accs.size(); ++a)
+      c.line(acc_type(int(a)) + " acc" + to_string(a) + " = " + acc_read(int(a)) + "; gm::opaque(acc" + to_string(a) +
+             ");");
+    locals(false, c);
+    outer_r.stmts(P.outer, c, [&](const Stmt& s, Code& out) {
+      if (s.kind == StmtKind::Emit && size_t(s.target) == l) outer_leaf(s, out);
+    });
+    c.line("(void)ef" + n + ";  // marked in pass 1: the row exists");
+    c.open("if (row < la" + n + ".capacity)");
     for (size_t k = 0; k < lo.columns.size(); ++k)
       c.line("reinterpret_cast<" + ctype_cpp(lo.columns[k].type) + "*>(" + slot(ls.cols[k]) + ")[row] = ec" + n +
              "_" + to_string(k) + ";");
@@ -534,57 +694,10 @@ struct Gen {
     if (lo.key != kNoExpr)
       c.line("reinterpret_cast<" + ctype_cpp(P.expr(lo.key).type) + "*>(" + slot(ls.key) + ")[row] = ek" + n + ";");
     c.close();
-    c.close();
-  }
-
-  // Per-thread rank and presence arrays, filled by the first epilogue pass.
-  void preselect_decls() {
-    for (size_t l = 0; l < P.lists.size(); ++l)
-      if (preselected(l)) {
-        const std::string n = to_string(l);
-        c.line("unsigned rk" + n + "[Shape::TM][Shape::TN];  // " + P.lists[l].name + ": ranks (gm::rank32)");
-        c.line("unsigned pr" + n + "[(Shape::TM * Shape::TN + 31) / 32];  // rows that reached the emit");
-        c.line("#pragma unroll");
-        c.line("for (int w = 0; w < (Shape::TM * Shape::TN + 31) / 32; ++w) pr" + n + "[w] = 0u;");
-      }
-  }
-
-  // The tile's per-group thresholds, then a second pass over the thread's pairs that renders the
-  // emit's columns again (no stores, no other lists) for the rows within them and appends those.
-  void preselect_and_append(size_t l) {
-    const ListOutput& lo = P.lists[l];
-    const std::string n = to_string(l), sel = "gm::TileSelect<Shape, " + per_code(l) + ">";
-    c.open("");
-    c.line("__shared__ unsigned sthr[" + sel + "::G], scnt[" + sel + "::G];");
-    c.line("const gm::i64 lim = la" + n + ".limit();");
-    c.line(sel + "::thresholds(st.tmap, rk" + n + ", pr" + n + ", lim, sthr, scnt);");
-    c.line("#pragma unroll");
-    c.open("for (int m = 0; m < Shape::TM; ++m)");
-    c.line("const int i = st.i0 + st.tmap.row(m);");
-    c.line("#pragma unroll");
-    c.open("for (int n = 0; n < Shape::TN; ++n)");
-    c.line("const int j = st.j0 + st.tmap.col(n);");
-    c.line("const int sel_g = " + per_code(l) + " == 1 ? st.tmap.row(m) : " + per_code(l) +
-           " == 2 ? st.tmap.col(n) : 0;");
-    c.line("const bool keep = lim > 0 && ((pr" + n + "[(m * Shape::TN + n) / 32] >> ((m * Shape::TN + n) % 32)) & 1u) != 0 && rk" +
-           n + "[m][n] <= sthr[sel_g];");
-    c.line("bool ef" + n + " = false;");
-    for (size_t k = 0; k < lo.columns.size(); ++k)
-      c.line(ctype_cpp(lo.columns[k].type) + " ec" + n + "_" + to_string(k) + " = " + ctype_cpp(lo.columns[k].type) +
-             "();");
-    c.line(ctype_cpp(P.expr(lo.key).type) + " ek" + n + " = " + ctype_cpp(P.expr(lo.key).type) + "();");
-    c.open("if (keep)");
-    for (size_t a = 0; a < P.accs.size(); ++a)
-      c.line("const " + acc_type(int(a)) + " acc" + to_string(a) + " = st.acc" + to_string(a) + "[m][n];");
-    locals(false, c);
-    outer_r.stmts(P.outer, c, [&](const Stmt& s, Code& out) {
-      if (s.kind == StmtKind::Emit && size_t(s.target) == l) outer_leaf(s, out);
-    });
-    c.close();
-    c.line("const bool sel_f = keep && ef" + n + ";");
-    list_append(l, "sel_f");
+    c.line("++row;");
     c.close();  // n
     c.close();  // m
+    c.close();  // reserve
     c.close();
   }
 
@@ -629,12 +742,12 @@ struct Gen {
 
 }  // namespace
 
-std::string generate_source(const Plan& plan, const TileConfig& tile) {
+std::string generate_source(const Plan& plan, const TileConfig& tile, const CodegenOptions& options) {
   std::string why;
   if (!tile_valid(tile, &why)) throw_usage_error("invalid tile " + tile.str() + ": " + why);
   if (!plan.typed) cg::unsupported("an untyped plan");
   // plan.k_sequential needs nothing: every thread runs k in increasing order (no split-k).
-  return Gen(plan, tile).run();
+  return Gen(plan, tile, options).run();
 }
 
 }  // namespace gamut::cuda

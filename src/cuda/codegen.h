@@ -31,6 +31,7 @@ struct ArgLayout {
     int ptr = -1;
     std::vector<int> stride;   // per position of output_index(plan, d), elements
     int vec = -1;              // project runs along j may use vector stores
+    int elems = -1;            // elements of the (padded) output array
   };
   struct ListSlots {
     int counter = -1;          // u64 rows that reached the emit (may exceed capacity)
@@ -38,11 +39,15 @@ struct ArgLayout {
     std::vector<int> cols;     // per column: storage_type_of(column type) buffer
     int b = -1, i = -1, j = -1;  // int32 buffers
     int key = -1;              // top/bottom: storage_type_of(key type) buffer
+    int threshold = -1;        // top/bottom: u32 rank per group, shared by the tiles (gm::TileSelect)
   };
   std::vector<AccessSlots> access;   // per Plan::accesses
   std::vector<ParamSlot> params;
   std::vector<OutputSlots> dense;    // per Plan::dense
   std::vector<ListSlots> lists;      // per Plan::lists
+  // Key-grouped joins (join_groups.h): the tile table (4 int32 per block) and the key-ordered
+  // position -> index maps of rows and columns.
+  int join_tiles = -1, join_rows = -1, join_cols = -1;
   int count = 7;
 };
 

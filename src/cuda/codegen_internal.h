@@ -61,6 +61,15 @@ std::set<std::pair<int, CType>> params_in(const Plan& plan, bool inner);
 // Aggregate outputs whose every (b, i, j) has its own element need no pre-reduction.
 bool output_uses_table(const Plan& plan, int d);
 
+class Code;
+// Packed 16-bit tropical steps (CodegenOptions::packed16, codegen_packed.cpp): the two lanes'
+// identity, one k step of the stage (accumulators pk[TM][TN/2]), and the Stage method
+// packed_acc(m, n, k_any) through which the epilogue reads the accumulator.
+std::string packed16_identity(const Plan& plan);
+void packed16_step(const Plan& plan, const std::string& row_loader, const std::string& col_loader, int row_access,
+                   int col_access, Code& c);
+void packed16_accessor(const Plan& plan, Code& c);
+
 struct SmemPlan {
   std::vector<long> inner_off;   // per access: byte offset of its two buffers, -1: none
   std::vector<size_t> inner_bytes;

@@ -198,6 +198,7 @@ ArgLayout arg_layout(const Plan& plan) {
     o.ptr = n++;
     for (size_t p = 0; p < output_index(plan, int(d)).size(); ++p) o.stride.push_back(n++);
     o.vec = n++;
+    o.elems = n++;
     L.dense.push_back(o);
   }
   for (const ListOutput& l : plan.lists) {
@@ -207,7 +208,13 @@ ArgLayout arg_layout(const Plan& plan) {
     for (size_t c = 0; c < l.columns.size(); ++c) s.cols.push_back(n++);
     s.b = n++; s.i = n++; s.j = n++;
     if (l.key != kNoExpr) s.key = n++;
+    if (l.key != kNoExpr && (l.mode == ListMode::Top || l.mode == ListMode::Bottom)) s.threshold = n++;
     L.lists.push_back(s);
+  }
+  if (!plan.when.keys.empty()) {   // key-grouped joins (join_groups.h); unused by masked launches
+    L.join_tiles = n++;
+    L.join_rows = n++;
+    L.join_cols = n++;
   }
   L.count = n;
   return L;

@@ -7,9 +7,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "core/error.h"
 #include "cuda/codegen.h"
+#include "cuda/join_groups.h"
 #include "cuda/launch_lists.h"
 #include "cuda/runtime.h"
 #include "cuda/tile_choice.h"
@@ -138,7 +140,13 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
                        " bytes of shared memory per block; the device has " + std::to_string(dev.smem_per_block_optin));
 
   // Compile (or find in the caches).
-  const std::string source = generate_source(P, tile);
+  CodegenOptions cgo;
+  cgo.packed16 = packed16_form(P, tile) && packed16_data_fits(P, inst);
+  // Joins: only the tiles of matching key groups run (join_groups.h).
+  std::optional<JoinGroups> groups;
+  if (join_grouping_form(P) && !options.masked_joins) groups = group_join(P, inst, tile.bm, tile.bn);
+  cgo.grouped_join = groups.has_value();
+  const std::string source = generate_source(P, tile, cgo);
   CompileOptions co;
   co.arch = options.arch.empty() ? arch_for(dev.cc_major, dev.cc_minor) : options.arch;
   const CompiledModule module = compile_cached(source, co, schema_text(P, tile));
@@ -146,7 +154,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     stats->compile_ms = module.compile_ms;
     stats->cache_hit = module.hit == CacheHit::Compiled ? "compiled" : module.hit == CacheHit::Disk ? "disk" : "memory";
     stats->cache_key = module.key;
-    stats->tile = tile.str();
+    stats->tile = tile.str() + (cgo.packed16 ? " packed16" : "") + (groups ? " grouped-join" : "");
   }
   Kernel& kernel = loaded_kernel(module, info.smem_bytes);
 
@@ -166,9 +174,18 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   const size_t lead = P.batched ? 1 : 0;
   std::vector<DeviceBuffer> inputs;
   std::vector<int64_t> pitch(P.operands.size(), 0);
+  // (A grouped join reads its matrices only as key-ordered copies: the originals stay home.)
+  auto gathered_only = [&](size_t o) {
+    if (!groups) return false;
+    for (int a : P.operands[o].accesses)
+      if (pattern_rank(P.accesses[size_t(a)].pattern) != 2 || P.accesses[size_t(a)].pattern == Pattern::RowCol ||
+          P.accesses[size_t(a)].pattern == Pattern::ColRow)
+        return false;
+    return true;
+  };
   for (size_t o = 0; o < P.operands.size(); ++o) {
     const NDArray* x = inst.inputs[o];
-    if (!x) {
+    if (!x || gathered_only(o)) {
       inputs.emplace_back(0);
       continue;
     }
@@ -203,6 +220,38 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   }
   for (const auto& p : L.params) w[size_t(p.slot)] = param_word(inst.params[size_t(p.param)], p.type);
 
+  // Grouped joins: the mainloop's tile operands gathered into key order (positions from 0), the
+  // position -> index maps and the tile table.
+  std::vector<DeviceBuffer> join_buffers;
+  if (groups) {
+    for (size_t a = 0; a < P.accesses.size(); ++a) {
+      const Pattern pat = P.accesses[a].pattern;
+      const bool row = pat == Pattern::RowRed || pat == Pattern::RedRow;
+      if (!row && pat != Pattern::ColRed && pat != Pattern::RedCol) continue;
+      const NDArray* x = inst.inputs[size_t(P.accesses[a].operand)];
+      if (!x) continue;
+      const bool p_first = pat == Pattern::RowRed || pat == Pattern::ColRed;
+      const NDArray g = gather_along(*x, p_first, row ? groups->row_perm : groups->col_perm);
+      const int64_t cols_g = g.shape[1], pitch_g = (cols_g + 3) / 4 * 4;
+      const size_t e = dtype_size(g.dtype);
+      join_buffers.emplace_back(std::max<size_t>(1, size_t(g.shape[0] * pitch_g) * e));
+      if (g.nbytes() > 0) join_buffers.back().upload_rows(g.data.data(), size_t(g.shape[0]), size_t(cols_g) * e, size_t(pitch_g) * e);
+      const auto& sl = L.access[a];
+      w[size_t(sl.ptr)] = ptr_word(join_buffers.back());
+      w[size_t(sl.ld)] = uint64_t(pitch_g);
+      w[size_t(sl.bstride)] = 0;
+      w[size_t(sl.vec)] = !p_first || inst.red.begin % 4 == 0;   // positions start at 0
+    }
+    auto upload_ints = [&](const std::vector<int32_t>& v) {
+      join_buffers.emplace_back(std::max<size_t>(1, v.size()) * sizeof(int32_t));
+      if (!v.empty()) join_buffers.back().upload(v.data(), v.size() * sizeof(int32_t));
+      return ptr_word(join_buffers.back());
+    };
+    w[size_t(L.join_tiles)] = upload_ints(groups->tiles);
+    w[size_t(L.join_rows)] = upload_ints(groups->row_perm);
+    w[size_t(L.join_cols)] = upload_ints(groups->col_perm);
+  }
+
   // Dense outputs; matrices padded like the inputs so that row stores can be 16 bytes wide.
   std::vector<DeviceBuffer> outputs;
   std::vector<int64_t> out_pitch(P.dense.size(), 0), out_rows(P.dense.size(), 0);
@@ -225,6 +274,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
       if (p + 1 < shape.size()) aligned = aligned && stride % 4 == 0;
     }
     w[size_t(s.vec)] = aligned && output_runs_along_j(P, int(d));
+    w[size_t(s.elems)] = uint64_t(out_rows[d] * out_pitch[d]);
   }
   auto init_outputs = [&] {
     for (size_t d = 0; d < P.dense.size(); ++d)
@@ -248,7 +298,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   // At most 2^26 rows up front (about 2 GB of columns): beyond that, grow to the exact count.
   DeviceLists lists(inst, std::min({pairs, capacity, int64_t(1) << 26}));
 
-  const int64_t blocks = tiles * batch;
+  const int64_t blocks = groups ? groups->tile_count() : tiles * batch;
   if (blocks > INT_MAX) throw_device_error("the problem needs " + std::to_string(blocks) + " thread blocks (at most 2^31-1)");
   double ms = 0;
   while (true) {
@@ -266,7 +316,8 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     if (!lists.grow_if_overflowed()) break;
   }
   if (stats) stats->kernel_ms = ms;
-  // Benchmark repetitions: each starts from the identities again; only the launch is timed.
+  // Benchmark repetitions: each starts from the identities again; timed are the launch and the
+  // device side of the lists (ordering, distinct, top/bottom selection), not the downloads.
   if (blocks > 0 && options.repeats > 0) {
     if (stats) stats->runs_ms.clear();
     for (int r = 0; r < options.warmup + options.repeats; ++r) {
@@ -277,6 +328,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
       EventTimer timer;
       timer.start();
       kernel.launch(unsigned(blocks), 1, 1, unsigned(info.threads), 1, 1, info.smem_bytes, args);
+      lists.finalize_on_device();
       const double t = timer.stop_ms();
       if (r >= options.warmup && stats) stats->runs_ms.push_back(t);
     }

@@ -22,6 +22,7 @@ struct GpuRunOptions {
   std::string arch;                  // override the NVRTC arch ("" = the device's)
   int warmup = 0;                    // benchmarks: untimed launches after the result run
   int repeats = 0;                   // benchmarks: timed launches, each in GpuRunStats::runs_ms
+  bool masked_joins = false;         // run `when` keys as a mask over every tile (no key grouping)
 };
 
 struct GpuRunStats {
@@ -41,8 +42,23 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options = {}, GpuRunS
 
 // The tile chosen for a plan on a device described by (sm_count, smem_per_block) (no device needed).
 TileConfig choose_tile(const Plan& plan, int sm_count, size_t smem_per_block);
+// Code variants that depend on more than the plan and tile (the bound data).
+struct CodegenOptions {
+  // Tropical (add-max / add-min) step on 16-bit lanes, two (i, j) pairs per 32-bit register
+  // with one DPX instruction (__viaddmax_s16x2): only where packed16_form() holds for the plan
+  // and packed16_data_fits() for the data, so the result is the exact i32 one.
+  bool packed16 = false;
+  // Key-grouped join (join_groups.h): blocks read their rows and columns from a tile table and
+  // position -> index maps; the tile operands are gathered into key order.
+  bool grouped_join = false;
+};
 // The CUDA C++ generated for a typed plan (no device needed): what NVRTC compiles.
-std::string generate_source(const Plan& plan, const TileConfig& tile);
+std::string generate_source(const Plan& plan, const TileConfig& tile, const CodegenOptions& options = {});
+
+// The plan-level conditions of CodegenOptions::packed16 (src/cuda/codegen_packed.cpp).
+bool packed16_form(const Plan& plan, const TileConfig& tile);
+// The data-level condition: every sum of a row and a column operand value fits in 16 bits.
+bool packed16_data_fits(const Plan& plan, const Instance& inst);
 // Name of the kernel entry point(s) in generated source.
 extern const char* const kMainKernelName;
 

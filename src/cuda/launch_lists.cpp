@@ -11,19 +11,19 @@ namespace gamut::cuda {
 namespace {
 CType key_type(const Plan& p, const ListOutput& l) { return l.key != kNoExpr ? p.expr(l.key).type : CType::I32; }
 bool top_bottom(const ListOutput& l) { return (l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.key != kNoExpr; }
-
-// The rows a top/bottom list keeps on the device (list_select.h): buffers of `kept` rows.
-struct Selected {
-  uint64_t kept = 0;
-  std::vector<DeviceBuffer> cols;
-  DeviceBuffer b, i, j, key;
-};
 }  // namespace
 
 DeviceLists::DeviceLists(const Instance& inst, int64_t capacity) : inst_(inst) {
   lists_.resize(inst.plan->lists.size());
   for (size_t l = 0; l < lists_.size(); ++l) {
     lists_[l].counter = DeviceBuffer(2 * sizeof(uint64_t));
+    const ListOutput& spec = inst.plan->lists[l];
+    if (top_bottom(spec)) {
+      // One per group, as the kernel indexes them: (b, i - row_begin), (b, j - col_begin) or 0.
+      const int64_t groups = spec.per == PerGroup::Row ? inst.batch * inst.row.size()
+                           : spec.per == PerGroup::Col ? inst.batch * inst.col.size() : 1;
+      lists_[l].threshold = DeviceBuffer(size_t(std::max<int64_t>(groups, 1)) * sizeof(uint32_t));
+    }
     allocate(l, capacity);
   }
 }
@@ -42,12 +42,17 @@ void DeviceLists::allocate(size_t l, int64_t capacity) {
   L.j = DeviceBuffer(size_t(capacity) * sizeof(int32_t));
   L.key = spec.key != kNoExpr ? DeviceBuffer(size_t(capacity) * dtype_size(storage_type_of(key_type(P, spec))))
                               : DeviceBuffer();
+  // Rows the kernel reserved but did not store would read as 0xff bytes (index -1, NaN), never
+  // as plausible rows, so that the tests see them. One memset per allocation, not per launch.
+  for (DeviceBuffer* buf : {&L.b, &L.i, &L.j, &L.key}) buf->fill_bytes(0xff);
+  for (DeviceBuffer& c : L.cols) c.fill_bytes(0xff);
 }
 
 void DeviceLists::reset() {
   for (size_t l = 0; l < lists_.size(); ++l) {
     const uint64_t words[2] = {0, uint64_t(std::max<int64_t>(inst_.list_limits[l], 0))};
     lists_[l].counter.upload(words, sizeof words);
+    if (lists_[l].threshold.get()) lists_[l].threshold.fill_bytes(0xff);
   }
 }
 
@@ -63,6 +68,7 @@ void DeviceLists::fill_args(const ArgLayout& layout, std::vector<uint64_t>& w) c
     w[size_t(s.i)] = ptr(L.i);
     w[size_t(s.j)] = ptr(L.j);
     if (s.key >= 0) w[size_t(s.key)] = ptr(L.key);
+    if (s.threshold >= 0) w[size_t(s.threshold)] = ptr(L.threshold);
   }
 }
 
@@ -84,68 +90,98 @@ bool DeviceLists::grow_if_overflowed() {
   return grew;
 }
 
-std::vector<Table> DeviceLists::results() const {
+void DeviceLists::finalize_on_device() {
+  const Plan& P = *inst_.plan;
+  finished_.resize(lists_.size());
+  for (size_t l = 0; l < lists_.size(); ++l) {
+    const ListOutput& spec = P.lists[l];
+    const List& L = lists_[l];
+    Finished& F = finished_[l];
+    const int64_t limit = inst_.list_limits[l];
+    F.rows = std::min<uint64_t>(count(l), uint64_t(L.capacity));
+    F.from_list = F.host_order = true;
+    // Plain and distinct: ordered (and de-duplicated) on the device; the host only downloads.
+    if ((spec.mode == ListMode::Plain || spec.mode == ListMode::Distinct) && F.rows <= kMaxDeviceOrderRows) {
+      std::vector<const DeviceBuffer*> cols;
+      std::vector<DType> types;
+      for (size_t c = 0; c < L.cols.size(); ++c) {
+        cols.push_back(&L.cols[c]);
+        types.push_back(storage_type_of(spec.columns[c].type));
+      }
+      F.rows = order_list_rows(cols, types, F.rows, spec.mode == ListMode::Distinct, order_scratch_, F.cols);
+      F.from_list = F.host_order = false;
+      continue;
+    }
+    if (!top_bottom(spec)) continue;
+    if (limit <= 0) {
+      F.rows = 0;
+      continue;
+    }
+    // top/bottom: select on the device; what comes down is small (N per group plus ties).
+    if (F.rows == 0 || (spec.per == PerGroup::None && F.rows <= uint64_t(limit))) continue;
+    SelectInput in;
+    in.n = F.rows;
+    in.key = &L.key;
+    in.b = &L.b;
+    in.i = &L.i;
+    in.j = &L.j;
+    in.key_dtype = storage_type_of(key_type(P, spec));
+    in.top = spec.mode == ListMode::Top;
+    in.per = spec.per;
+    in.limit = limit;
+    const AxisRange& g = spec.per == PerGroup::Col ? inst_.col : inst_.row;
+    in.begin = g.begin;
+    in.extent = spec.per == PerGroup::None ? 1 : g.size();
+    in.groups = spec.per == PerGroup::None ? 1 : g.size() * inst_.batch;
+    const DeviceBuffer idx = select_candidates(in, &F.rows);
+    const size_t m = size_t(F.rows);
+    auto take = [&](const DeviceBuffer& src, size_t elem, DeviceBuffer& dst) {
+      if (dst.size() < std::max<size_t>(m, 1) * elem) dst = DeviceBuffer(std::max<size_t>(m, 1) * elem);
+      gather_rows(in, src, elem, idx, m, dst);
+    };
+    F.cols.resize(L.cols.size());
+    for (size_t c = 0; c < L.cols.size(); ++c) take(L.cols[c], dtype_size(storage_type_of(spec.columns[c].type)), F.cols[c]);
+    take(L.b, 4, F.b);
+    take(L.i, 4, F.i);
+    take(L.j, 4, F.j);
+    take(L.key, dtype_size(in.key_dtype), F.key);
+    synchronize();   // before idx is freed
+    F.from_list = false;
+  }
+}
+
+std::vector<Table> DeviceLists::results() {
+  if (finished_.size() != lists_.size()) finalize_on_device();
   const Plan& P = *inst_.plan;
   std::vector<Table> out;
   for (size_t l = 0; l < lists_.size(); ++l) {
     const ListOutput& spec = P.lists[l];
     const List& L = lists_[l];
-    const int64_t limit = inst_.list_limits[l];
-    int64_t n = int64_t(std::min<uint64_t>(count(l), uint64_t(L.capacity)));
+    const Finished& F = finished_[l];
+    const size_t n = size_t(F.rows);
     ListCandidates rows = cpu::empty_candidates(spec, key_type(P, spec));
-    const DType kt = rows.key.dtype;
-    // top/bottom: select on the device; what comes down is small (N per group plus ties).
-    Selected sel;
-    const bool select = top_bottom(spec) && n > 0 && limit > 0 && (spec.per != PerGroup::None || n > limit);
-    if (top_bottom(spec) && limit <= 0) n = 0;
-    if (select) {
-      SelectInput in;
-      in.n = uint64_t(n);
-      in.key = &L.key;
-      in.b = &L.b;
-      in.i = &L.i;
-      in.j = &L.j;
-      in.key_dtype = kt;
-      in.top = spec.mode == ListMode::Top;
-      in.per = spec.per;
-      in.limit = limit;
-      const AxisRange& g = spec.per == PerGroup::Col ? inst_.col : inst_.row;
-      in.begin = g.begin;
-      in.extent = spec.per == PerGroup::None ? 1 : g.size();
-      in.groups = spec.per == PerGroup::None ? 1 : g.size() * inst_.batch;
-      const DeviceBuffer idx = select_candidates(in, &sel.kept);
-      const size_t m = size_t(sel.kept);
-      auto take = [&](const DeviceBuffer& src, size_t elem) {
-        DeviceBuffer dst(std::max<size_t>(m, 1) * elem);
-        gather_rows(in, src, elem, idx, m, dst);
-        return dst;
-      };
-      for (size_t c = 0; c < L.cols.size(); ++c) sel.cols.push_back(take(L.cols[c], dtype_size(rows.table.columns[c].dtype)));
-      sel.b = take(L.b, 4);
-      sel.i = take(L.i, 4);
-      sel.j = take(L.j, 4);
-      sel.key = take(L.key, dtype_size(kt));
-      synchronize();
-      n = int64_t(sel.kept);
-    }
-    auto src = [&](const DeviceBuffer& all, const DeviceBuffer& kept) -> const DeviceBuffer& { return select ? kept : all; };
-    rows.table.rows = n;
+    auto src = [&](const DeviceBuffer& all, const DeviceBuffer& kept) -> const DeviceBuffer& { return F.from_list ? all : kept; };
+    rows.table.rows = int64_t(n);
     for (size_t c = 0; c < rows.table.columns.size(); ++c) {
       Column& col = rows.table.columns[c];
-      col.data.resize(size_t(n) * dtype_size(col.dtype));
-      (select ? sel.cols[c] : L.cols[c]).download(col.data.data(), col.data.size());
+      col.data.resize(n * dtype_size(col.dtype));
+      (F.from_list ? L.cols[c] : F.cols[c]).download(col.data.data(), col.data.size());
     }
-    rows.b.resize(size_t(n));
-    rows.i.resize(size_t(n));
-    rows.j.resize(size_t(n));
-    src(L.b, sel.b).download(rows.b.data(), size_t(n) * sizeof(int32_t));
-    src(L.i, sel.i).download(rows.i.data(), size_t(n) * sizeof(int32_t));
-    src(L.j, sel.j).download(rows.j.data(), size_t(n) * sizeof(int32_t));
+    if (!F.host_order) {
+      out.push_back(std::move(rows.table));
+      continue;
+    }
+    rows.b.resize(n);
+    rows.i.resize(n);
+    rows.j.resize(n);
+    src(L.b, F.b).download(rows.b.data(), n * sizeof(int32_t));
+    src(L.i, F.i).download(rows.i.data(), n * sizeof(int32_t));
+    src(L.j, F.j).download(rows.j.data(), n * sizeof(int32_t));
     if (spec.key != kNoExpr) {
-      rows.key.data.resize(size_t(n) * dtype_size(rows.key.dtype));
-      src(L.key, sel.key).download(rows.key.data.data(), rows.key.data.size());
+      rows.key.data.resize(n * dtype_size(rows.key.dtype));
+      src(L.key, F.key).download(rows.key.data.data(), rows.key.data.size());
     }
-    out.push_back(finalize_list(spec, limit, std::move(rows)));
+    out.push_back(finalize_list(spec, inst_.list_limits[l], std::move(rows)));
   }
   return out;
 }

@@ -13,7 +13,7 @@
 namespace gamut::cuda {
 
 // The selection kernels' source for a key stored as `key`, top or bottom, grouped by `per`.
-// Kernels: gm_sel_count, gm_sel_start, gm_sel_update, gm_sel_keep, gm_gather{1,2,4,8}.
+// Kernels: gm_sel_hist, gm_sel_digit, gm_sel_keep, gm_gather{1,2,4,8}.
 std::string select_source(DType key, bool top, PerGroup per);
 
 struct SelectInput {

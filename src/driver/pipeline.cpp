@@ -7,14 +7,17 @@
 #include <thread>
 
 #include "core/error.h"
+#include "cpu/bit_pack.h"
 #include "cpu/engine.h"
 #include "cuda/gpu_engine.h"
 #include "cuda/runtime.h"
 #if GAMUT_HAVE_CUDA
+#include "cuda/bit_pack.h"
 #include "cuda/segment_sum.h"
 #endif
 #include <algorithm>
 #include "data/npy.h"
+#include "rewrite/bitpack_orand.h"
 #include "rewrite/passes.h"
 
 namespace gamut {
@@ -84,6 +87,10 @@ std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, bool bound_r
   if (auto prog = bound_rewrites ? aggregate_pushdown(p->plan, p->instance) : std::nullopt) {
     p->program = std::move(prog);
     p->plan.rewrites.push_back("aggregate-pushdown");
+  } else if (auto bits = bound_rewrites ? bitpack_orand(p->plan, p->instance, p->source, p->bindings) : std::nullopt) {
+    // Boolean products: exact only on 0/1 data, which is known only now.
+    p->program = std::move(bits);
+    p->plan.rewrites.push_back("bitpack-orand");
   }
   return p;
 }
@@ -94,11 +101,36 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
   Results last;
   double seconds = 0, compile_ms = 0;
   // On the GPU the segment-sum stages run a dedicated kernel: the masked-product form of the
-  // stage query has too few blocks there. (Without a device, execute() below reports it.)
+  // stage query has too few blocks there; so do the bit-pack stages, which have no query form.
+  // (Without a device, execute() below reports it.)
   Backend be = options.backend;
   if (be == Backend::Auto) be = cuda::gpu_available() ? Backend::Gpu : Backend::Cpu;
   const bool gpu_segments = be == Backend::Gpu && cuda::gpu_available();
   for (const StageQuery& st : p.program->stages) {
+    if (st.bitpack) {  // no query: the CPU loop, or its GPU kernel
+      const BitPack& bp = *st.bitpack;
+      const NDArray& src = p.bindings.arrays.at(bp.source);
+#if GAMUT_HAVE_CUDA
+      if (gpu_segments) {
+        cuda::BitPackStats bs;
+        cuda::reset_device_bytes_peak();
+        produced[bp.output] = cuda::bit_pack(src, bp, options.repeats, &bs);
+        r.device_peak_bytes = std::max(r.device_peak_bytes, cuda::device_bytes_peak());
+        std::vector<double> v = bs.runs_ms;
+        std::sort(v.begin(), v.end());
+        seconds += (v.empty() ? bs.kernel_ms : v[v.size() / 2]) / 1e3;
+        compile_ms += bs.compile_ms;
+        r.backend = "gpu";
+        r.cache_hit = bs.cache_hit;
+        continue;
+      }
+#endif
+      auto t0 = std::chrono::steady_clock::now();
+      produced[bp.output] = bit_pack_cpu(src, bp);
+      seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      r.backend = "cpu";
+      continue;
+    }
 #if GAMUT_HAVE_CUDA
     if (gpu_segments && st.segment) {
       const SegmentSum& sg = *st.segment;
@@ -122,7 +154,10 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
     }
 #endif
     Bindings b;
-    for (const std::string& n : st.inputs) b.arrays[n] = p.bindings.arrays.at(n);
+    for (const std::string& n : st.inputs) {
+      if (auto it = p.bindings.arrays.find(n); it != p.bindings.arrays.end()) b.arrays[n] = it->second;
+      else b.scalars[n] = p.bindings.scalars.at(n);
+    }
     for (const std::string& n : st.from_stages) b.arrays[n] = produced.at(n);
     for (const auto& [n, d] : st.dims) b.dims[n] = d;
     auto stage = prepare(Source{p.source.name + " [" + st.name + "]", st.text}, std::move(b));

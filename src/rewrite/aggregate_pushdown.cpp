@@ -103,9 +103,9 @@ std::optional<PushdownProgram> aggregate_pushdown(const Plan& p, const Instance&
   };
   SegmentSum seg_a{A, g, "pd_A", true, a_k_minor, G, I, K, sum_type(a)};
   SegmentSum seg_b{B, h, "pd_B", false, !b_k_major, H, J, K, sum_type(b)};
-  prog.stages.push_back({"push-down: segment sum of " + A + " by " + g, s1.str(), {A, g}, {}, {}, seg_a});
-  prog.stages.push_back({"push-down: segment sum of " + B + " by " + h, s2.str(), {B, h}, {}, {}, seg_b});
-  prog.stages.push_back({"push-down: small product", s3.str(), {}, {"pd_A", "pd_B"}, {{out.name, inst.dense_shapes[0]}}, std::nullopt});
+  prog.stages.push_back({"push-down: segment sum of " + A + " by " + g, s1.str(), {A, g}, {}, {}, seg_a, std::nullopt});
+  prog.stages.push_back({"push-down: segment sum of " + B + " by " + h, s2.str(), {B, h}, {}, {}, seg_b, std::nullopt});
+  prog.stages.push_back({"push-down: small product", s3.str(), {}, {"pd_A", "pd_B"}, {{out.name, inst.dense_shapes[0]}}, std::nullopt, std::nullopt});
   return prog;
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bind/instance.h"
+#include "rewrite/bit_pack_stage.h"
 
 namespace gamut {
 
@@ -36,6 +37,7 @@ struct StageQuery {
   std::vector<std::string> from_stages;   // names bound from earlier stages' outputs
   std::vector<std::pair<std::string, std::vector<int64_t>>> dims;  // --dim of its outputs
   std::optional<SegmentSum> segment;      // set on the two segment-sum stages
+  std::optional<BitPack> bitpack;         // set on bit-pack stages (rewrite/bitpack_orand.h): no query to run
 };
 
 struct PushdownProgram {

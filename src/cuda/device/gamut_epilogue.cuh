@@ -37,8 +37,9 @@ struct GlobalSink {
 };
 
 // Aggregate sink with a block-level pre-reduction: an open-addressing table in shared memory,
-// keyed by the output element. Protocol: init(); __syncthreads(); commits; __syncthreads();
-// flush().
+// keyed by the output element. An output of at most SLOTS elements (Q3's G x G counts) is
+// mapped directly instead: slot = element, one shared atomic per commit and no key CAS or
+// probing. Protocol: init(); __syncthreads(); commits; __syncthreads(); flush().
 template <class T, int OP, int SLOTS, int THREADS>
 struct TableSink {
   static_assert((SLOTS & (SLOTS - 1)) == 0, "SLOTS must be a power of two");
@@ -48,17 +49,25 @@ struct TableSink {
   u64* keys;   // (SLOTS,)
   T* vals;     // (SLOTS,)
   T* out;      // the output array, indexed by key
+  bool direct; // every key < SLOTS: slot = key
 
-  GM_DEV void init(unsigned char* smem, T* out_) {
+  // out_elems: elements of the output array (every key is below it).
+  GM_DEV void init(unsigned char* smem, T* out_, u64 out_elems) {
     keys = reinterpret_cast<u64*>(smem);
     vals = reinterpret_cast<T*>(smem + SLOTS * sizeof(u64));
     out = out_;
+    direct = out_elems <= u64(SLOTS);
     for (int s = int(threadIdx.x); s < SLOTS; s += THREADS) {
       keys[s] = kEmpty;
       vals[s] = identity<OP, T>();
     }
   }
   GM_DEV void commit(u64 key, T v) {
+    if (direct) {
+      keys[key] = key;   // marks the slot for flush(); every writer stores the same value
+      atomic_apply<OP>(&vals[key], v);
+      return;
+    }
     unsigned h = unsigned((key * 0x9E3779B97F4A7C15ull) >> 40) & (SLOTS - 1);
 #pragma unroll 1
     for (int p = 0; p < kProbes; ++p) {

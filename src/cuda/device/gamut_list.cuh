@@ -3,9 +3,28 @@
 // sees how many there were, grows the buffers and runs again: no row is ever dropped.
 // Ordering, limits and de-duplication happen on the host (finalize_list).
 //
-// top/bottom lists first pre-select per block tile (tile_thresholds): a row is appended only
-// when its rank is within the N best ranks of its group inside the tile, so a kNN over M x N
-// pairs appends about tiles x N rows instead of M x N.
+// The kernel's epilogue appends in two passes over the thread's pairs (BlockAppend): pass 1
+// marks the pairs whose row reached the emit (one bit each), a block-wide prefix sum gives
+// every thread its first row with ONE global atomic per block tile, pass 2 renders the
+// emit's columns again for the marked pairs and stores them at consecutive rows.
+//
+// top/bottom lists first pre-select per block tile (TileSelect): a row is appended only when
+// its rank is within the N best ranks of its group inside the tile and not above the group's
+// global threshold, so a kNN over M x N pairs appends about tiles x N rows instead of M x N,
+// and tiles that run later skip most of the work. Choices (why):
+//  - Global thresholds, one u32 rank per group in device memory (DeviceLists resets them to
+//    0xffffffff before every launch). A tile counts only the candidates at or below them; a
+//    group with at most N of those needs no radix rounds, and a crowded one lowers the global
+//    value with atomicMin after the rounds. That is where the time goes on Q7 / kNN.
+//  - The rounds start below the highest bit in which a crowded group's candidates differ
+//    (their smallest and largest rank, taken in the first count): the bits above are those
+//    of every candidate, hence of T. Integer-valued or clustered keys need few rounds.
+//  - One bit per round, counted with warp reductions / shared atomics: 2-4-bit digits would
+//    halve or quarter the rounds but need a histogram per group (16x the shared counters,
+//    and per-pair atomics where one bit needs one per warp or row); not done.
+//  - No rank is held per pair: the selection calls rank(m, n), which the generated code
+//    computes again from the accumulators, so the largest tiles (128 accumulators per
+//    thread) do not spill. gm::opaque keeps the compiler from hoisting it out of the rounds.
 #pragma once
 #include "gamut_math.cuh"
 
@@ -27,6 +46,74 @@ struct ListAppend {
     return base + u64(__popc(mask & ((1u << lane) - 1u)));
   }
   GM_DEV i64 limit() const { return i64(__ldg(counter + 1)); }
+};
+
+// An empty asm the compiler must assume changes v. The passes read accumulators and marks
+// through it, so that the compiler neither carries pass-1 results (a predicate or value per
+// pair, TM x TN of them) into pass 2 nor hoists ranks out of the selection rounds: either
+// needs more registers than the largest tiles have, and spills.
+GM_DEV void opaque(float& v) { asm volatile("" : "+f"(v)); }
+GM_DEV void opaque(double& v) { asm volatile("" : "+d"(v)); }
+GM_DEV void opaque(int& v) { asm volatile("" : "+r"(v)); }
+GM_DEV void opaque(unsigned& v) { asm volatile("" : "+r"(v)); }
+GM_DEV void opaque(i64& v) { asm volatile("" : "+l"(v)); }
+GM_DEV void opaque(bool& v) {
+  unsigned u = v ? 1u : 0u;
+  asm volatile("" : "+r"(u));
+  v = u != 0u;
+}
+template <int W>
+GM_DEV void opaque_bits(unsigned (&bits)[W]) {
+#pragma unroll
+  for (int w = 0; w < W; ++w) opaque(bits[w]);
+}
+
+// ---- append with one global atomic per block tile -------------------------------------------
+// bits: one per pair of the thread's fragment (m * TN + n), set where a row reached the emit.
+template <class Shape>
+struct BlockAppend {
+  static constexpr int W = (Shape::TM * Shape::TN + 31) / 32;
+  static constexpr int WARPS = Shape::THREADS / 32;
+
+  // Every thread of the block calls it. Adds the block's rows to *counter once; `first` gets
+  // this thread's first row (its rows are consecutive, in the order of its bits). Returns
+  // false, in every thread, when the block has no row at all (pass 2 can be skipped).
+  GM_DEV static bool reserve(unsigned (&bits)[W], u64* counter, u64& first) {
+    __shared__ unsigned warp_first[WARPS];
+    __shared__ unsigned block_rows;
+    __shared__ u64 block_first;
+    opaque_bits(bits);
+    unsigned mine = 0;
+#pragma unroll
+    for (int w = 0; w < W; ++w) mine += unsigned(__popc(bits[w]));
+    const int lane = int(threadIdx.x & 31u), warp = int(threadIdx.x >> 5);
+    unsigned incl = mine;   // inclusive sum over the warp's lanes
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const unsigned t = __shfl_up_sync(0xffffffffu, incl, d);
+      if (lane >= d) incl += t;
+    }
+    __syncthreads();   // an earlier call's readers are done with the shared words
+    if (lane == 31) warp_first[warp] = incl;
+    __syncthreads();
+    if (warp == 0) {
+      const unsigned rows = lane < WARPS ? warp_first[lane] : 0u;
+      unsigned sum = rows;
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {
+        const unsigned t = __shfl_up_sync(0xffffffffu, sum, d);
+        if (lane >= d) sum += t;
+      }
+      if (lane < WARPS) warp_first[lane] = sum - rows;
+      if (lane == 31) {
+        block_rows = sum;
+        block_first = sum != 0u ? atomicAdd(counter, u64(sum)) : 0ull;
+      }
+    }
+    __syncthreads();
+    first = block_first + warp_first[warp] + (incl - mine);
+    return block_rows != 0u;
+  }
 };
 
 // ---- ranks: the key order of finalize_list as an unsigned number, smaller = better ----------
@@ -55,73 +142,148 @@ GM_DEV unsigned rank32(double v, bool top) {
 
 // ---- tile pre-selection ------------------------------------------------------------------
 // Groups of a tile: PER 0 = the whole tile, 1 = each row (per i), 2 = each column (per j).
-// After the call thr[g] holds T_g, the smallest rank with at least `limit` of group g's
-// candidates at or below it (0xffffffff when the group has at most `limit`). A candidate
-// with rank > T_g has `limit` strictly better ones in the same group and tile, so it cannot be
-// in the group's final N. Radix select, one bit per round, counts in shared memory.
-// Every thread of the block calls it; thr and cnt are shared arrays of G words.
+// Every thread of the block calls select() with the same limit. The list's global thresholds
+// are global[at(g)] for tile group g (at(g) < 0: the group holds no pair of the range).
+//
+// Why no row of a group's final N is lost: T_g always has at least N candidates of group g
+// (in one tile) with rank <= T_g, and those are appended. A candidate with rank > T_g is
+// strictly behind all of them in the key order (ranks are monotone), so it cannot be among
+// the group's N best; a candidate with rank == T_g is kept, so ties of the N-th key still
+// reach the device selection and finalize_list, which break them by (b, i, j). The global
+// value is the minimum of such T_g over the tiles done so far, so the same holds for it, and
+// a stale (larger) read of it is only less selective.
 template <class Shape, int PER>
 struct TileSelect {
   static constexpr int G = PER == 1 ? Shape::BM : PER == 2 ? Shape::BN : 1;
   static constexpr int W = (Shape::TM * Shape::TN + 31) / 32;
 
-  template <class Map>
-  GM_DEV static void count(const Map& tmap, const unsigned (&rk)[Shape::TM][Shape::TN], const unsigned (&pres)[W],
-                           const unsigned* thr, unsigned low, unsigned* cnt) {
-    unsigned total = 0;
+  struct Smem {
+    unsigned thr[G];           // the group's threshold: rows with rank <= thr are kept
+    unsigned cnt[G];           // candidates counted in the current round
+    unsigned lo[G], hi[G];     // smallest / largest rank counted in the first round
+    unsigned char crowded[G];  // more than N candidates at or below the global threshold
+    unsigned span;             // OR of (lo ^ hi) over the crowded groups
+  };
+
+  GM_DEV static int group(int row, int col) { return PER == 1 ? row : PER == 2 ? col : 0; }
+  GM_DEV static bool bit(const unsigned (&b)[W], int e) { return ((b[e / 32] >> (e % 32)) & 1u) != 0u; }
+
+  // cnt[g] += candidates of g with rank <= thr[g] | low; SPAN: also their smallest / largest rank.
+  template <bool SPAN, class Map, class Rank>
+  GM_DEV static void count(const Map& tmap, const Rank& rank, const unsigned (&marks)[W], unsigned low, Smem& s) {
+    unsigned pres[W];   // read afresh in every round, not hoisted out of the rounds loop
+#pragma unroll
+    for (int w = 0; w < W; ++w) pres[w] = marks[w];
+    opaque_bits(pres);
+    unsigned total = 0, tlo = 0xffffffffu, thi = 0u;
 #pragma unroll
     for (int m = 0; m < Shape::TM; ++m) {
-      unsigned row = 0;
+      unsigned row = 0, rlo = 0xffffffffu, rhi = 0u;
 #pragma unroll
       for (int n = 0; n < Shape::TN; ++n) {
-        const int e = m * Shape::TN + n;
-        const bool p = ((pres[e / 32] >> (e % 32)) & 1u) != 0;
-        const int g = PER == 1 ? tmap.row(m) : PER == 2 ? tmap.col(n) : 0;
-        const bool in = p && rk[m][n] <= (thr[g] | low);
+        const int g = group(tmap.row(m), tmap.col(n));
+        const unsigned r = rank(m, n);
+        const bool in = bit(pres, m * Shape::TN + n) && r <= (s.thr[g] | low);
         if (PER == 2) {
-          if (in) atomicAdd(&cnt[g], 1u);
+          if (in) {
+            atomicAdd(&s.cnt[g], 1u);
+            if (SPAN) { atomicMin(&s.lo[g], r); atomicMax(&s.hi[g], r); }
+          }
         } else {
           row += in ? 1u : 0u;
+          if (SPAN && in) { rlo = r < rlo ? r : rlo; rhi = r > rhi ? r : rhi; }
         }
       }
-      if (PER == 1 && row != 0u) atomicAdd(&cnt[tmap.row(m)], row);
+      if (PER == 1 && row != 0u) {
+        atomicAdd(&s.cnt[tmap.row(m)], row);
+        if (SPAN) { atomicMin(&s.lo[tmap.row(m)], rlo); atomicMax(&s.hi[tmap.row(m)], rhi); }
+      }
       total += row;
+      tlo = rlo < tlo ? rlo : tlo;
+      thi = rhi > thi ? rhi : thi;
     }
     if (PER == 0) {
       total = __reduce_add_sync(0xffffffffu, total);
-      if ((threadIdx.x & 31u) == 0u && total != 0u) atomicAdd(&cnt[0], total);
+      if (SPAN) { tlo = __reduce_min_sync(0xffffffffu, tlo); thi = __reduce_max_sync(0xffffffffu, thi); }
+      if ((threadIdx.x & 31u) == 0u && total != 0u) {
+        atomicAdd(&s.cnt[0], total);
+        if (SPAN) { atomicMin(&s.lo[0], tlo); atomicMax(&s.hi[0], thi); }
+      }
     }
   }
 
-  template <class Map>
-  GM_DEV static void thresholds(const Map& tmap, const unsigned (&rk)[Shape::TM][Shape::TN],
-                                const unsigned (&pres)[W], i64 limit, unsigned* thr, unsigned* cnt) {
+  // Clears the bits of pres whose row is not kept: rank above its group's threshold, which is
+  // afterwards T_g (the smallest rank with at least `limit` candidates of g at or below it in
+  // the tile) for crowded groups, else the global threshold read at the start. rank(m, n) is
+  // the gm::rank32 of the thread's pair (m, n): held in registers, or computed again from the
+  // accumulators when the key is a function of them alone (then nothing per pair is held).
+  template <class Map, class Rank, class At>
+  GM_DEV static void select(const Map& tmap, const Rank& rank, unsigned (&pres)[W], i64 limit, unsigned* global,
+                            const At& at, Smem& s) {
     const int tid = int(threadIdx.x);
-    // Round 0: groups with no more than `limit` candidates keep them all; when every group is
-    // like that (large N, sparse emits) the 32 rounds are skipped.
-    for (int g = tid; g < G; g += Shape::THREADS) { thr[g] = 0xffffffffu; cnt[g] = 0u; }
-    __syncthreads();
-    count(tmap, rk, pres, thr, 0u, cnt);
-    __syncthreads();
-    bool crowded = false;
+    opaque_bits(pres);
+    if (limit <= 0) {   // the same in every thread: N = 0 keeps nothing
+#pragma unroll
+      for (int w = 0; w < W; ++w) pres[w] = 0u;
+      return;
+    }
     for (int g = tid; g < G; g += Shape::THREADS) {
-      crowded = crowded || i64(cnt[g]) > limit;
-      thr[g] = i64(cnt[g]) > limit ? 0u : 0xffffffffu;
+      // An L2 read (other blocks lower it with atomicMin); any value it ever had is valid.
+      const i64 x = at(g);
+      s.thr[g] = x >= 0 ? __ldcg(global + x) : 0xffffffffu;
+      s.cnt[g] = 0u;
+      s.lo[g] = 0xffffffffu;
+      s.hi[g] = 0u;
     }
-    if (!__syncthreads_or(crowded)) return;
-    // Groups with more than `limit`: T is built from the top bit down, keeping each bit 0 when
-    // that already leaves at least `limit` candidates at or below.
+    if (tid == 0) s.span = 0u;
+    __syncthreads();
+    count<true>(tmap, rank, pres, 0u, s);
+    __syncthreads();
+    // Crowded groups start from the bits their candidates share (T lies in [lo, hi]); a group
+    // with exactly `limit` candidates has T = hi without rounds.
+    unsigned span = 0u;
+    for (int g = tid; g < G; g += Shape::THREADS) {
+      const i64 c = i64(s.cnt[g]);
+      const bool crowded = c > limit;
+      s.crowded[g] = crowded ? 1 : 0;
+      if (crowded) {
+        const unsigned d = s.lo[g] ^ s.hi[g];
+        span |= d;
+        s.thr[g] = d == 0u ? s.lo[g] : s.lo[g] & ~((2u << (31 - __clz(d))) - 1u);
+      } else if (c == limit) {
+        s.thr[g] = s.hi[g];
+        const i64 x = at(g);
+        if (x >= 0) atomicMin(global + x, s.hi[g]);
+      }
+    }
+    if (span != 0u) atomicOr(&s.span, span);
+    __syncthreads();
+    span = s.span;
+    // Radix rounds from the highest differing bit down: keep the bit 0 when that already leaves
+    // at least `limit` candidates at or below. Groups not crowded do not change.
 #pragma unroll 1
-    for (int bit = 31; bit >= 0; --bit) {
-      for (int g = tid; g < G; g += Shape::THREADS) cnt[g] = 0u;
+    for (int b = span == 0u ? -1 : 31 - __clz(span); b >= 0; --b) {
+      for (int g = tid; g < G; g += Shape::THREADS) s.cnt[g] = 0u;
       __syncthreads();
-      count(tmap, rk, pres, thr, (1u << bit) - 1u, cnt);
+      count<false>(tmap, rank, pres, (1u << b) - 1u, s);
       __syncthreads();
-      // Only crowded groups (thr != ~0) change; a group's thr and cnt belong to one thread.
+      // A group's thr and cnt belong to one thread.
       for (int g = tid; g < G; g += Shape::THREADS)
-        if (thr[g] != 0xffffffffu && i64(cnt[g]) < limit) thr[g] |= 1u << bit;
+        if (s.crowded[g] && i64(s.cnt[g]) < limit) s.thr[g] |= 1u << b;
     }
     __syncthreads();
+    for (int g = tid; g < G; g += Shape::THREADS)
+      if (s.crowded[g]) {
+        const i64 x = at(g);
+        if (x >= 0) atomicMin(global + x, s.thr[g]);
+      }
+#pragma unroll
+    for (int m = 0; m < Shape::TM; ++m)
+#pragma unroll
+      for (int n = 0; n < Shape::TN; ++n) {
+        const int e = m * Shape::TN + n;
+        if (rank(m, n) > s.thr[group(tmap.row(m), tmap.col(n))]) pres[e / 32] &= ~(1u << (e % 32));
+      }
   }
 };
 

@@ -3,7 +3,9 @@
 // each (b, i) for `per i`, each (b, j) for `per j`) a radix select over gm::rank32 finds T_g,
 // the smallest rank with at least N candidates at or below it; only candidates with
 // rank <= T_g are kept (the N best plus ties of rank), the host orders them (finalize_list).
-// Rounds, one bit each from the top: count per group, then fix the bit. No sorting, no
+// Rounds, one digit of the rank each from the top (8 bits when the per-group histograms fit,
+// else fewer): a histogram of the digit over the candidates that match T_g's digits so far,
+// then a warp per group picks the digit where the running count reaches N. No sorting, no
 // shared memory: every kernel is a grid-stride loop over candidates or groups.
 #pragma once
 #include "gamut_list.cuh"
@@ -16,17 +18,19 @@ enum SelSlot {
   kSelN = 0,        // candidates
   kSelKey = 1,      // key column (storage type)
   kSelB = 2, kSelI = 3, kSelJ = 4,   // int32 columns
-  kSelThr = 5,      // unsigned[G]: T_g (0xffffffff: keeps all)
-  kSelCnt = 6,      // unsigned[G]: counts of the current round
+  kSelThr = 5,      // unsigned[G]: T_g's digits found so far (low digits 0); 0xffffffff: keep all
+  kSelBelow = 6,    // unsigned[G]: candidates whose rank is below T_g's digits so far; kSelAll: done
   kSelG = 7,        // groups
   kSelLimit = 8,    // N
   kSelBegin = 9,    // first row (per i) / column (per j) of the range
   kSelExtent = 10,  // rows (per i) / columns (per j) of the range
-  kSelLow = 11,     // count ranks <= (thr | low)
-  kSelBit = 12,     // the bit that update fixes
+  kSelHist = 11,    // unsigned[G << bits]: the round's histogram (zero between rounds)
+  kSelShift = 12,   // the round's digit starts at this bit
   kSelIdx = 13,     // unsigned[N]: kept candidate indices
   kSelKept = 14,    // u64 counter of kept candidates
+  kSelBits = 15,    // digit width: 1, 2, 4 or 8
 };
+constexpr unsigned kSelAll = 0xffffffffu;   // below[g] of a group that keeps every candidate
 
 template <int PER>
 GM_DEV u64 sel_group(const SelArgs& a, u64 c) {
@@ -41,47 +45,84 @@ GM_DEV unsigned sel_rank(const SelArgs& a, u64 c) {
   return rank32(widen(reinterpret_cast<const K*>(a.s[kSelKey])[c]), TOP);
 }
 
-// cnt[g] += candidates of g with rank <= thr[g] | low. Warp lanes of one group add once.
+// hist[g][digit] += candidates of g whose rank matches T_g above the digit. Lanes with the
+// same bin add once.
 template <class K, bool TOP, int PER>
-GM_DEV void sel_count(const SelArgs& a) {
+GM_DEV void sel_hist(const SelArgs& a) {
   const u64 n = a.s[kSelN];
   const unsigned* thr = reinterpret_cast<const unsigned*>(a.s[kSelThr]);
-  unsigned* cnt = reinterpret_cast<unsigned*>(a.s[kSelCnt]);
-  const unsigned low = unsigned(a.s[kSelLow]);
+  const unsigned* below = reinterpret_cast<const unsigned*>(a.s[kSelBelow]);
+  unsigned* hist = reinterpret_cast<unsigned*>(a.s[kSelHist]);
+  const unsigned shift = unsigned(a.s[kSelShift]), bits = unsigned(a.s[kSelBits]);
+  const unsigned high = shift + bits;   // rank bits above the digit: fixed by earlier rounds
   const u64 step = u64(gridDim.x) * blockDim.x;
   // base is the same in the whole block, so every lane runs every iteration (the _sync calls).
   for (u64 base = u64(blockIdx.x) * blockDim.x; base < n; base += step) {
     const u64 c = base + threadIdx.x;
-    u64 g = ~0ull;
+    u64 bin = ~0ull;
     bool in = false;
     if (c < n) {
-      g = sel_group<PER>(a, c);
-      in = sel_rank<K, TOP>(a, c) <= (thr[g] | low);
+      const u64 g = sel_group<PER>(a, c);
+      if (below[g] != kSelAll) {
+        const unsigned r = sel_rank<K, TOP>(a, c);
+        in = high >= 32 || (r >> high) == (thr[g] >> high);
+        bin = (g << bits) | ((r >> shift) & ((1u << bits) - 1u));
+      }
     }
-    const unsigned peers = __match_any_sync(0xffffffffu, g);
-    const unsigned hits = __ballot_sync(0xffffffffu, in) & peers;
-    if (in && int(threadIdx.x & 31u) == __ffs(int(hits)) - 1) atomicAdd(&cnt[g], unsigned(__popc(hits)));
+    const unsigned peers = __match_any_sync(0xffffffffu, in ? bin : ~0ull);
+    if (in && int(threadIdx.x & 31u) == __ffs(int(peers)) - 1) atomicAdd(&hist[bin], unsigned(__popc(peers)));
   }
 }
 
-// After the count of all candidates (low = ~0): groups with more than N start at T = 0, the
-// others keep everything (T = ~0).
-GM_DEV void sel_start(const SelArgs& a) {
+// A warp per group: the digit of T_g is the first whose running count (from below[g]) reaches
+// N; the first round also finds the groups with at most N candidates, which keep them all.
+// Each lane reads (and zeroes, for the next round) `per` bins.
+GM_DEV void sel_digit(const SelArgs& a) {
   unsigned* thr = reinterpret_cast<unsigned*>(a.s[kSelThr]);
-  const unsigned* cnt = reinterpret_cast<const unsigned*>(a.s[kSelCnt]);
-  const i64 limit = i64(a.s[kSelLimit]);
-  for (u64 g = u64(blockIdx.x) * blockDim.x + threadIdx.x; g < a.s[kSelG]; g += u64(gridDim.x) * blockDim.x)
-    thr[g] = i64(cnt[g]) > limit ? 0u : 0xffffffffu;
-}
-
-// One bit of T for the crowded groups: it stays 0 when that leaves at least N at or below.
-GM_DEV void sel_update(const SelArgs& a) {
-  unsigned* thr = reinterpret_cast<unsigned*>(a.s[kSelThr]);
-  const unsigned* cnt = reinterpret_cast<const unsigned*>(a.s[kSelCnt]);
-  const i64 limit = i64(a.s[kSelLimit]);
-  const unsigned bit = unsigned(a.s[kSelBit]);
-  for (u64 g = u64(blockIdx.x) * blockDim.x + threadIdx.x; g < a.s[kSelG]; g += u64(gridDim.x) * blockDim.x)
-    if (thr[g] != 0xffffffffu && i64(cnt[g]) < limit) thr[g] |= 1u << bit;
+  unsigned* below = reinterpret_cast<unsigned*>(a.s[kSelBelow]);
+  unsigned* hist = reinterpret_cast<unsigned*>(a.s[kSelHist]);
+  const u64 limit = a.s[kSelLimit];
+  const unsigned shift = unsigned(a.s[kSelShift]), bits = unsigned(a.s[kSelBits]);
+  const unsigned bins = 1u << bits, per = bins > 32 ? bins / 32 : 1;
+  const unsigned lane = threadIdx.x & 31u;
+  const u64 warps = (u64(gridDim.x) * blockDim.x) >> 5;
+  for (u64 g = (u64(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; g < a.s[kSelG]; g += warps) {
+    const unsigned b = below[g];
+    if (b == kSelAll) continue;   // the whole warp: g is the same in every lane
+    unsigned* h = hist + (g << bits);
+    unsigned mine[8], sum = 0;
+    for (unsigned k = 0; k < per; ++k) {
+      const unsigned bin = lane * per + k;
+      mine[k] = bin < bins ? h[bin] : 0u;
+      if (bin < bins) h[bin] = 0u;
+      sum += mine[k];
+    }
+    unsigned incl = sum;   // inclusive scan over the lanes
+    for (unsigned o = 1; o < 32; o <<= 1) {
+      const unsigned t = __shfl_up_sync(0xffffffffu, incl, o);
+      if (lane >= o) incl += t;
+    }
+    if (shift + bits == 32 && u64(__shfl_sync(0xffffffffu, incl, 31)) <= limit) {
+      if (lane == 0) {
+        below[g] = kSelAll;
+        thr[g] = 0xffffffffu;
+      }
+      continue;
+    }
+    // The first lane whose running count reaches N holds the digit (the counts always do).
+    const unsigned hit = __ballot_sync(0xffffffffu, u64(b) + incl >= limit);
+    if (hit != 0 && int(lane) == __ffs(int(hit)) - 1) {
+      u64 acc = u64(b) + (incl - sum);
+      for (unsigned k = 0; k < per; ++k) {
+        if (acc + mine[k] >= limit) {
+          thr[g] |= (lane * per + k) << shift;
+          below[g] = unsigned(acc);
+          break;
+        }
+        acc += mine[k];
+      }
+    }
+  }
 }
 
 // idx[...] = every candidate with rank <= T_g (in no particular order).

@@ -1,0 +1,194 @@
+// The list epilogue of generated kernels without a GPU: argument slots of the global
+// thresholds, the shape of the source (one block-wide reservation per list, tile selection
+// for top/bottom), and NVRTC compiles of every list mode, grouping, key type and odd tiles.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "codegen_plans.h"
+#include "cuda/codegen.h"
+#include "cuda/gpu_engine.h"
+#include "list_plans.h"
+#if GAMUT_HAVE_CUDA
+#include "cuda/runtime.h"
+#endif
+
+using namespace gamut;
+using namespace gamut::cuda;
+namespace tp = gamut::testplans;
+
+namespace {
+
+const int kH100Sms = 132;
+const size_t kH100Smem = 227 * 1024;
+
+tp::ListQuery query(ListMode mode, PerGroup per, CType key = CType::Unknown, DType in = DType::F32) {
+  tp::ListQuery q;
+  q.mode = mode;
+  q.per = per;
+  q.limit = 10;
+  q.key = key;
+  q.input = in;
+  return q;
+}
+
+std::vector<std::pair<std::string, Plan>> list_plans() {
+  std::vector<std::pair<std::string, Plan>> v;
+  tp::ListQuery q = query(ListMode::Plain, PerGroup::None);
+  v.push_back({"plain", tp::list_query(q)});
+  q.under_if = true;
+  v.push_back({"plain_if", tp::list_query(q)});
+  q.when_mask = true;
+  q.batched = true;
+  v.push_back({"plain_if_when_batched", tp::list_query(q)});
+  v.push_back({"distinct", tp::list_query(query(ListMode::Distinct, PerGroup::None))});
+  for (PerGroup g : {PerGroup::None, PerGroup::Row, PerGroup::Col})
+    for (ListMode m : {ListMode::Top, ListMode::Bottom})
+      v.push_back({std::string(m == ListMode::Top ? "top" : "bottom") + "_per" + std::to_string(int(g)),
+                   tp::list_query(query(m, g))});
+  v.push_back({"top_f64_key", tp::list_query(query(ListMode::Top, PerGroup::Row, CType::F64))});
+  v.push_back({"bottom_i64_key_i32_in",
+               tp::list_query(query(ListMode::Bottom, PerGroup::Col, CType::I64, DType::I32))});
+  v.push_back({"top_i32", tp::list_query(query(ListMode::Top, PerGroup::None, CType::Unknown, DType::I32))});
+  v.push_back({"top_bool_key", tp::list_query(query(ListMode::Top, PerGroup::Row, CType::Bool))});
+  tp::ListQuery w = query(ListMode::Bottom, PerGroup::Row);
+  w.under_if = w.when_mask = w.batched = true;
+  v.push_back({"bottom_if_when_batched", tp::list_query(w)});
+  for (PerGroup g : {PerGroup::None, PerGroup::Row, PerGroup::Col}) {
+    tp::ListQuery h = query(ListMode::Top, g, CType::F64);
+    h.key_via_let = true;
+    v.push_back({"top_let_key_per" + std::to_string(int(g)), tp::list_query(h)});
+  }
+  v.push_back({"three_lists", tp::three_lists()});
+  v.push_back({"three_lists_batched", tp::three_lists(true)});
+  v.push_back({"masked_emit", tp::masked_emit()});
+  return v;
+}
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+#if GAMUT_HAVE_CUDA
+std::string compile(const std::string& src, const std::string& arch) {
+  CompileOptions o;
+  o.arch = arch;
+  o.extra = {"-Xptxas=-v"};
+  std::string log;
+  EXPECT_NO_THROW(nvrtc_compile(src, o, &log)) << src;
+  return log;
+}
+
+bool spills(const std::string& log) {
+  return log.find(" 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads") == std::string::npos;
+}
+#endif
+
+}  // namespace
+
+// Top/bottom lists get one more word, the global thresholds; plain and distinct lists none.
+TEST(ListCodegen, ThresholdSlots) {
+  for (const auto& [name, p] : list_plans()) {
+    SCOPED_TRACE(name);
+    const KernelInfo info = kernel_info(p, parse_tile("64x64x8/4x4"));
+    const ArgLayout& A = info.args;
+    ASSERT_EQ(A.lists.size(), p.lists.size());
+    std::set<int> used;
+    auto take = [&](int s) {
+      ASSERT_GE(s, 7);
+      ASSERT_LT(s, A.count);
+      EXPECT_TRUE(used.insert(s).second) << "slot " << s << " used twice";
+    };
+    for (size_t l = 0; l < p.lists.size(); ++l) {
+      const ArgLayout::ListSlots& s = A.lists[l];
+      const bool tb = (p.lists[l].mode == ListMode::Top || p.lists[l].mode == ListMode::Bottom) &&
+                      p.lists[l].key != kNoExpr;
+      EXPECT_EQ(s.threshold >= 0, tb);
+      for (int x : {s.counter, s.capacity, s.b, s.i, s.j}) take(x);
+      for (int x : s.cols) take(x);
+      if (s.key >= 0) take(s.key);
+      if (s.threshold >= 0) take(s.threshold);
+    }
+  }
+}
+
+// Every list reserves its rows once per block; top/bottom lists select per tile with the
+// global thresholds; nothing appends per warp any more.
+TEST(ListCodegen, SourceShape) {
+  for (const auto& [name, p] : list_plans()) {
+    SCOPED_TRACE(name);
+    const std::string src = generate_source(p, parse_tile("64x64x8/4x4"));
+    for (size_t l = 0; l < p.lists.size(); ++l) {
+      const std::string n = std::to_string(l);
+      EXPECT_EQ(count(src, "gm::BlockAppend<Shape>::reserve(pr" + n + ", la" + n + ".counter, row)"), 1u) << src;
+      const bool tb = p.lists[l].mode == ListMode::Top || p.lists[l].mode == ListMode::Bottom;
+      const std::string per = p.lists[l].per == PerGroup::Row ? "1" : p.lists[l].per == PerGroup::Col ? "2" : "0";
+      EXPECT_EQ(count(src, "gm::TileSelect<Shape, " + per + ">::select(st.tmap, rank, pr" + n), tb ? 1u : 0u);
+      // No rank is held per pair (TM x TN registers): the selection computes them again.
+      EXPECT_EQ(count(src, "unsigned rk"), 0u);
+    }
+    EXPECT_EQ(count(src, ".reserve(ef"), 0u);
+    EXPECT_EQ(count(src, "::select("), count(src, "const auto at = [&](int"));
+  }
+}
+
+TEST(ListCodegen, KernelsCompileWithNvrtc) {
+#if !GAMUT_HAVE_CUDA
+  GTEST_SKIP() << "built without CUDA: no NVRTC";
+#else
+  for (const auto& [name, p] : list_plans()) {
+    SCOPED_TRACE(name);
+    const TileConfig t = choose_tile(p, kH100Sms, kH100Smem);
+    const std::string log = compile(generate_source(p, t), "sm_90a");
+    EXPECT_NE(log.find("Used "), std::string::npos) << log;
+    // The list passes hold one mark bit per pair and compute ranks again where needed, so even
+    // the largest tile (TM x TN = 128 accumulators) leaves the mainloop its registers.
+    EXPECT_FALSE(spills(log)) << t.str() << "\n" << log;
+  }
+#endif
+}
+
+// Key-grouped joins (rows and columns reached through jrow / jcol): plain and global top lists.
+// (Per-group thresholds index by the row / column the position maps to, so per i / per j would
+// work too; join_grouping_form keeps those on the masked launch for now.)
+TEST(ListCodegen, GroupedJoinKernelsCompile) {
+#if !GAMUT_HAVE_CUDA
+  GTEST_SKIP() << "built without CUDA: no NVRTC";
+#else
+  CodegenOptions o;
+  o.grouped_join = true;
+  for (ListMode mode : {ListMode::Plain, ListMode::Top}) {
+    tp::ListQuery q = query(mode, PerGroup::None);
+    q.join_keys = true;
+    q.under_if = true;
+    const std::string src = generate_source(tp::list_query(q), parse_tile("64x64x8/4x4"), o);
+    SCOPED_TRACE(src);
+    EXPECT_NE(src.find("__ldg(jrow + st.i0 + st.tmap.row(m))"), std::string::npos);
+    EXPECT_FALSE(spills(compile(src, "sm_90a")));
+  }
+#endif
+}
+
+// Tiles whose warps are laid out differently, thread tiles of 1..16, groups (BM, BN) of 16..256.
+TEST(ListCodegen, OddTilesCompile) {
+#if !GAMUT_HAVE_CUDA
+  GTEST_SKIP() << "built without CUDA: no NVRTC";
+#else
+  const char* tiles[] = {"32x32x8/4x4", "64x32x4/4x2", "16x64x16/1x4", "128x256x8/8x16", "32x16x32/2x2"};
+  for (const auto& [name, p] : list_plans()) {
+    if (name != "three_lists_batched" && name != "top_per2" && name != "bottom_per1") continue;
+    for (const char* tile : tiles) {
+      SCOPED_TRACE(name + " " + tile);
+      compile(generate_source(p, parse_tile(tile)), "sm_90a");
+    }
+  }
+  // sm_80: the warp reductions of the selection exist there too.
+  for (const auto& [name, p] : list_plans())
+    if (name == "three_lists") compile(generate_source(p, parse_tile("128x128x8/8x8")), "sm_80");
+#endif
+}
