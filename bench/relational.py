@@ -358,7 +358,8 @@ def main():
                      "torch_peak_bytes": tpeak, "error": err}
                 if j:
                     ok, text = check(case, outs, ref, M, N)
-                    r.update(ours_ms=j["time_ms"], ours_wall_ms=j.get("wall_ms"), tile=j.get("tile"),
+                    r.update(ours_ms=j["time_ms"], ours_kernel_ms=j.get("kernel_ms"), ours_wall_ms=j.get("wall_ms"),
+                             tile=j.get("tile"),
                              ours_peak_bytes=j.get("device_peak_bytes"), compile_ms=j.get("compile_ms"),
                              check_ok=ok, check=text, outputs=j.get("outputs"))
                     if comp == "q5":
@@ -397,6 +398,8 @@ def make_table(results):
         check = r["check"] if not r["error"] else "FAILED: " + r["error"][:60]
         if r["error"] is None:
             check = ("ok " if r["check_ok"] else "BAD ") + check
+        if r.get("ours_kernel_ms") and o:
+            check += f"; kernel {fmt(r['ours_kernel_ms'])} ms"
         if r.get("knn_dense_ms") and o:
             check += f"; knn dense {fmt(r['knn_dense_ms'])} ms, ours/dense {o / r['knn_dense_ms']:.2f}"
         lines.append(f"{r['query']:13s} {r['K']:5d} {fmt(o):>9s} {fmt(p):>9s} {fmt(o / p if o and p else None, 2):>9s}"

@@ -70,6 +70,7 @@ int cmd_run(QueryArgs q, const RunOptions& opt, const std::string& out_dir, bool
     j["rewrites"] = prep->plan.rewrites;
     if (rep.backend == "gpu") {
       j["compile_ms"] = rep.compile_ms;
+      if (rep.kernel_seconds > 0) j["kernel_ms"] = rep.kernel_seconds * 1e3;
       j["cache"] = rep.cache_hit;
       j["tile"] = rep.tile;
       j["device_peak_bytes"] = rep.device_peak_bytes;

@@ -31,7 +31,9 @@ struct GpuRunStats {
   std::string cache_hit;             // "compiled" | "disk" | "memory"
   std::string cache_key;
   std::string tile;
-  std::vector<double> runs_ms;       // one per GpuRunOptions::repeats (CUDA events)
+  // One per GpuRunOptions::repeats (CUDA events): the kernel and the device side of the lists
+  // (ordering, distinct, top/bottom selection), and the kernel alone.
+  std::vector<double> runs_ms, runs_kernel_ms;
 };
 
 // True when this build has the CUDA backend and a device is usable.

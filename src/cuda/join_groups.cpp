@@ -81,7 +81,10 @@ JoinGroups group_join(const Plan& plan, const Instance& inst, int bm, int bn) {
     size_t r1 = r + 1, c1 = c + 1;
     while (r1 < R.order.size() && cmp(rkey(r1), rkey(r)) == 0) ++r1;
     while (c1 < C.order.size() && cmp(ckey(c1), ckey(c)) == 0) ++c1;
-    // Positions of this group in the permuted spaces, then its tiles.
+    // Positions of this group in the permuted spaces, then its tiles. Groups start at multiples
+    // of 4 positions (-1 fills the gaps), so the loaders' 4-element chunks stay aligned.
+    while (g.row_perm.size() % 4 != 0) g.row_perm.push_back(-1);
+    while (g.col_perm.size() % 4 != 0) g.col_perm.push_back(-1);
     const int64_t p0 = int64_t(g.row_perm.size()), q0 = int64_t(g.col_perm.size());
     g.row_perm.insert(g.row_perm.end(), R.order.begin() + int64_t(r), R.order.begin() + int64_t(r1));
     g.col_perm.insert(g.col_perm.end(), C.order.begin() + int64_t(c), C.order.begin() + int64_t(c1));
@@ -105,14 +108,17 @@ NDArray gather_along(const NDArray& x, bool p_is_first_dim, const std::vector<in
   const int64_t rows = x.shape[0], cols = x.shape[1], q = int64_t(perm.size());
   const size_t e = dtype_size(x.dtype);
   NDArray out = NDArray::zeros(x.dtype, p_is_first_dim ? std::vector<int64_t>{q, cols} : std::vector<int64_t>{rows, q});
+  // (Positions holding -1 are gaps between groups: they stay 0.)
   if (p_is_first_dim) {
     for (int64_t a = 0; a < q; ++a)
-      std::memcpy(out.data.data() + size_t(a * cols) * e, x.data.data() + size_t(int64_t(perm[size_t(a)]) * cols) * e,
-                  size_t(cols) * e);
+      if (perm[size_t(a)] >= 0)
+        std::memcpy(out.data.data() + size_t(a * cols) * e,
+                    x.data.data() + size_t(int64_t(perm[size_t(a)]) * cols) * e, size_t(cols) * e);
   } else {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t a = 0; a < q; ++a)
-        std::memcpy(out.data.data() + size_t(r * q + a) * e, x.data.data() + size_t(r * cols + perm[size_t(a)]) * e, e);
+        if (perm[size_t(a)] >= 0)
+          std::memcpy(out.data.data() + size_t(r * q + a) * e, x.data.data() + size_t(r * cols + perm[size_t(a)]) * e, e);
   }
   return out;
 }

@@ -206,9 +206,11 @@ Results execute(const Prepared& p, const RunOptions& options, RunReport* report)
     r.backend = "gpu";
     r.seconds = st.kernel_ms / 1e3;
     if (!st.runs_ms.empty()) {
-      std::vector<double> v = st.runs_ms;
+      std::vector<double> v = st.runs_ms, k = st.runs_kernel_ms;
       std::sort(v.begin(), v.end());
+      std::sort(k.begin(), k.end());
       r.seconds = v[v.size() / 2] / 1e3;
+      r.kernel_seconds = k.empty() ? r.seconds : k[k.size() / 2] / 1e3;
     }
     r.compile_ms = st.compile_ms;
     r.cache_hit = st.cache_hit;

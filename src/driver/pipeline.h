@@ -22,7 +22,8 @@ struct RunOptions {
 
 struct RunReport {
   std::string backend;             // "cpu" or "gpu"
-  double seconds = 0;              // engine time (GPU: kernel time by CUDA events)
+  double seconds = 0;              // engine time (GPU: kernel + device list work, CUDA events)
+  double kernel_seconds = 0;       // GPU with repeats: the main kernel alone (median)
   double wall_seconds = 0;         // including compilation, transfers
   double compile_ms = 0;
   std::string cache_hit;           // GPU: compiled | disk | memory
