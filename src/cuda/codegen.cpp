@@ -173,7 +173,8 @@ struct Gen {
           const bool async = async_tile(P, a);
           c.line(std::string("typedef gm::") + (async ? "AsyncTileLoader<" + st : "TileLoader<" + st + ", " + ct) +
                  (row ? ", Shape::BM" : ", Shape::BN") + ", Shape::BK, Shape::THREADS, " +
-                 (k_contiguous(acc.pattern) ? "true" : "false") + "> " + loader(a) + ";  // " + name);
+                 (k_contiguous(acc.pattern) ? "true" : "false") + (a == pk_row ? ", true" : "") + "> " + loader(a) +
+                 ";  // " + name);
           c.line(loader(a) + " ld" + to_string(a) + ";");
           c.line(ct + "* sm" + to_string(a) + ";  // (" + to_string(kStages) + ", BK, " + loader(a) + "::LDS)");
           break;

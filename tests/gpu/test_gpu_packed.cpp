@@ -64,7 +64,10 @@ std::string run_both(const std::string& text, NDArray A, NDArray B) {
 
 const char* kMaxPlus = "where (i, j) { accum = -inf; reduce (k) { accum max= A[i, k] + B[k, j]; } C[i, j] = accum; }";
 const char* kMinPlusT = "where (i, j) { d = 7; reduce (k) { d min= B[j, k] + A[k, i]; } C[i, j] = d; }";
-const char* kMaxPlusI64 = "where (i, j) { a: i64 = 40000; reduce (k) { a max= A[i, k] + B[k, j]; } C[i, j] = a; }";
+// An initial value outside 16 bits: it must win over every lane.
+const char* kMaxPlusInit = "where (i, j) { a: i32 = 40000; reduce (k) { a max= A[i, k] + B[k, j]; } C[i, j] = a; }";
+// An i64 accumulator over i32 sums: the update widens (a cast), which is not the packed form.
+const char* kMaxPlusI64 = "where (i, j) { a: i64 = -5; reduce (k) { a max= A[i, k] + B[k, j]; } C[i, j] = a; }";
 
 bool packed(const std::string& tile) { return tile.find("packed16") != std::string::npos; }
 
@@ -97,9 +100,10 @@ TEST(GpuPacked16, EndsOfTheRangeAndIdentities) {
     B.as<int16_t>()[1] = 16384;
     EXPECT_TRUE(packed(run_both(text, std::move(A), std::move(B))));
   }
-  // An i64 accumulator whose initial value lies outside 16 bits wins over every lane.
-  EXPECT_TRUE(packed(run_both(kMaxPlusI64, random_matrix(DType::I16, 70, 50, -300, 300, rng),
+  EXPECT_TRUE(packed(run_both(kMaxPlusInit, random_matrix(DType::I16, 70, 50, -300, 300, rng),
                               random_matrix(DType::I16, 50, 90, -300, 300, rng))));
+  EXPECT_FALSE(packed(run_both(kMaxPlusI64, random_matrix(DType::I16, 70, 50, -300, 300, rng),
+                               random_matrix(DType::I16, 50, 90, -300, 300, rng))));
   // 8-bit inputs always fit.
   EXPECT_TRUE(packed(run_both(kMinPlusT, random_matrix(DType::I8, 77, 66, -128, 127, rng),
                               random_matrix(DType::U8, 99, 77, 0, 255, rng))));

@@ -44,7 +44,9 @@ GM_DEV void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) 
 // KCONTIG: the operand is X[p, k] (k contiguous in memory), else X[k, p] (p contiguous).
 // S: storage type, T: compute type. Shared memory per buffer: (BK, LDS) elements of T.
 // Per thread it keeps only a pointer and a validity mask per chunk: registers are scarce.
-template <class S, class T, int P, int BK, int THREADS, bool KCONTIG>
+// DUP16 (packed 16-bit steps, codegen_packed.cpp): T is a 32-bit word holding the value's low
+// 16 bits in both halves, made once here rather than once per use in the mainloop.
+template <class S, class T, int P, int BK, int THREADS, bool KCONTIG, bool DUP16 = false>
 struct TileLoader {
   static constexpr int V = 4;                          // elements per chunk
   static_assert(P % V == 0 && BK % V == 0, "tile extents must be multiples of 4");
@@ -105,6 +107,11 @@ struct TileLoader {
     }
   }
 
+  static GM_DEV T staged(S v) {
+    if constexpr (DUP16) return T(__byte_perm(unsigned(int(widen(v))), 0u, 0x1010));
+    else return widen(v);
+  }
+
   // Write the staged slice into one shared buffer (BK, LDS), widened.
   GM_DEV void store(T* s) const {
 #pragma unroll
@@ -113,11 +120,11 @@ struct TileLoader {
       const int p = p_of(q), kk = k_of(q);
       if constexpr (KCONTIG) {
 #pragma unroll
-        for (int e = 0; e < V; ++e) s[(kk + e) * LDS + p] = widen(r[q][e]);
+        for (int e = 0; e < V; ++e) s[(kk + e) * LDS + p] = staged(r[q][e]);
       } else {
         T w[V];
 #pragma unroll
-        for (int e = 0; e < V; ++e) w[e] = widen(r[q][e]);
+        for (int e = 0; e < V; ++e) w[e] = staged(r[q][e]);
         vec_st<T, V>(s + kk * LDS + p, w);
       }
     }
