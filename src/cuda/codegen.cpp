@@ -170,7 +170,10 @@ struct Gen {
           const bool row = inner_kind(acc.pattern) == InnerKind::RowTile;
           // Operands stored in their compute type go to shared memory by cp.async; the others
           // are widened through registers.
-          const bool async = async_tile(P, a);
+          // (The column operand of packed 16-bit steps stays 16-bit: copied as it is, like a
+          // compute-type operand, when p is contiguous.)
+          const bool async = async_tile(P, a) || (a == pk_col && access_dtype(P, a) == DType::I16 &&
+                                                  !k_contiguous(acc.pattern));
           c.line(std::string("typedef gm::") + (async ? "AsyncTileLoader<" + st : "TileLoader<" + st + ", " + ct) +
                  (row ? ", Shape::BM" : ", Shape::BN") + ", Shape::BK, Shape::THREADS, " +
                  (k_contiguous(acc.pattern) ? "true" : "false") + (a == pk_row ? ", true" : "") + "> " + loader(a) +

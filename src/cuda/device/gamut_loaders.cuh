@@ -138,7 +138,10 @@ template <class S, int P, int BK, int THREADS, bool KCONTIG>
 struct AsyncTileLoader {
   typedef TileLoader<S, S, P, BK, THREADS, KCONTIG> Shape;
   static constexpr int V = Shape::V, LDS = Shape::LDS, BUF = Shape::BUF, PER = Shape::PER;
-  static_assert(sizeof(S) == 4 || sizeof(S) == 8, "cp.async copies 4- or 8-byte elements here");
+  // 2-byte elements (packed 16-bit steps) only as p-contiguous chunks of 8 bytes: cp.async has
+  // no 2-byte copy, so a partial chunk at the edge is read with plain loads instead.
+  static_assert(sizeof(S) == 4 || sizeof(S) == 8 || (sizeof(S) == 2 && !KCONTIG), "cp.async element size");
+  static constexpr int CHUNK_BYTES = V * int(sizeof(S));
   const S* src[PER];     // as TileLoader
   unsigned pmask[PER];
   int ld;
@@ -170,10 +173,19 @@ struct AsyncTileLoader {
         for (int e = 0; e < V; ++e)
           cp_async<int(sizeof(S))>(s + (kk + e) * LDS + p, g + e, ((pmask[q] >> e) & 1u) != 0 && gk + e < k_end);
       } else if ((pmask[q] >> V) != 0) {
-        // 16-byte copies of a whole aligned chunk (zero-filled past the end of k).
+        // Copies of a whole aligned chunk (zero-filled past the end of k): 16 bytes at a time,
+        // or one 8-byte copy for a chunk of four 2-byte elements.
+        if constexpr (CHUNK_BYTES == 8) {
+          cp_async<8>(s + kk * LDS + p, g, gk < k_end);
+        } else {
 #pragma unroll
-        for (int h = 0; h < V * int(sizeof(S)) / 16; ++h)
-          cp_async<16>(s + kk * LDS + p + h * (16 / int(sizeof(S))), g + h * (16 / int(sizeof(S))), gk < k_end);
+          for (int h = 0; h < CHUNK_BYTES / 16; ++h)
+            cp_async<16>(s + kk * LDS + p + h * (16 / int(sizeof(S))), g + h * (16 / int(sizeof(S))), gk < k_end);
+        }
+      } else if constexpr (sizeof(S) == 2) {
+#pragma unroll
+        for (int e = 0; e < V; ++e)
+          s[kk * LDS + p + e] = ((pmask[q] >> e) & 1u) != 0 && gk < k_end ? g[e] : S(0);
       } else {
 #pragma unroll
         for (int e = 0; e < V; ++e)
