@@ -58,7 +58,7 @@ struct CodegenOptions {
 std::string generate_source(const Plan& plan, const TileConfig& tile, const CodegenOptions& options = {});
 
 // The tile packed 16-bit steps run with unless --tile says otherwise (or the grid is small).
-inline const TileConfig kPacked16Tile{128, 128, 16, 8, 8};
+inline const TileConfig kPacked16Tile{128, 128, 8, 8, 8};
 // The plan-level conditions of CodegenOptions::packed16 (src/cuda/codegen_packed.cpp).
 bool packed16_form(const Plan& plan, const TileConfig& tile);
 // The data-level condition: every sum of a row and a column operand value fits in 16 bits.
