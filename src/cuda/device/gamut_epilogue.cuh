@@ -97,9 +97,6 @@ struct AggRun {
   template <class Sink>
   GM_DEV void step(bool flag, u64 k, T v, Sink& sink) {
     if (!flag) return;
-    // Adding an integer 0 changes nothing: Q3's counts (`+= accum > thres`) commit half as
-    // often. (Not for floats: +0.0 turns a -0.0 sum into +0.0.)
-    if (OP == kAdd && T(0.5) == T(0) && v == T(0)) return;
     if (has && k == key) {
       val = combine<OP>(val, v);
       return;
