@@ -96,6 +96,14 @@ struct Gen {
   std::string in_range() const { return grouped() ? "i >= 0 && j >= 0" : "i < row_end && j < col_end"; }
   // Whether the `when` pass bits exist: grouped joins match their keys by construction.
   bool has_pass() const { return grouped() ? P.when.mask != kNoExpr : P.when.present(); }
+  // The block -> tile order: L2-friendly groups of row tiles, or, with top/bottom lists per i
+  // (per j), all row (column) tiles first so that each group's threshold tightens early.
+  std::string tile_order() const {
+    for (const ListOutput& l : P.lists)
+      if ((l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.per != PerGroup::None)
+        return l.per == PerGroup::Col ? "gm::tile_coords_spread<true>" : "gm::tile_coords_spread<false>";
+    return "gm::tile_coords<8>";
+  }
   // Project outputs in vector runs along j: not when j follows a key order.
   bool runs_along_j(int d) const { return !grouped() && output_runs_along_j(P, d); }
 
@@ -335,7 +343,7 @@ struct Gen {
       c.line("const int tiles_m = (row_end - row_begin + Shape::BM - 1) / Shape::BM;");
       c.line("const int tiles_n = (col_end - col_begin + Shape::BN - 1) / Shape::BN;");
       c.line("int b = int(blockIdx.x) / (tiles_m * tiles_n), tile_m, tile_n;");
-      c.line("gm::tile_coords<8>(int(blockIdx.x) - b * tiles_m * tiles_n, tiles_m, tiles_n, tile_m, tile_n);");
+      c.line(tile_order() + "(int(blockIdx.x) - b * tiles_m * tiles_n, tiles_m, tiles_n, tile_m, tile_n);");
     }
     for (const auto& p : A.params)
       c.line("const " + ctype_cpp(p.type) + " " + Renderer::param_name(p.param, p.type) + " = " +
@@ -447,7 +455,7 @@ struct Gen {
       c.line("st.tmap = gm::ThreadMap<Shape>(gm::fresh_tid());");
       if (!grouped()) {   // (a grouped join's block is one tile: b, tile_m, tile_n stay 0)
         c.line("b = gm::fresh_ctaid() / (tiles_m * tiles_n);");
-        c.line("gm::tile_coords<8>(gm::fresh_ctaid() - b * tiles_m * tiles_n, tiles_m, tiles_n, tile_m, tile_n);");
+        c.line(tile_order() + "(gm::fresh_ctaid() - b * tiles_m * tiles_n, tiles_m, tiles_n, tile_m, tile_n);");
       }
       c.line("st.i0 = row_begin + tile_m * Shape::BM;");
       c.line("st.j0 = col_begin + tile_n * Shape::BN;");

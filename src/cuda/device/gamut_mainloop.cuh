@@ -74,6 +74,22 @@ GM_DEV int fresh_ctaid() {
   return int(r);
 }
 
+// Block -> tile when a top/bottom list keeps one threshold per row (per i): every row tile
+// before the next column tile, so that a row's column tiles run one after the other and each
+// finds the row's global threshold already lowered by the ones before (gm::TileSelect); with
+// grouped rows, a wave ran ~33 column tiles of the same rows at once, all before any threshold.
+// PER_COL: the same for one threshold per column (per j), columns first.
+template <bool PER_COL>
+GM_DEV void tile_coords_spread(int id, int tiles_m, int tiles_n, int& tile_m, int& tile_n) {
+  if (PER_COL) {
+    tile_n = id % tiles_n;
+    tile_m = id / tiles_n;
+  } else {
+    tile_m = id % tiles_m;
+    tile_n = id / tiles_m;
+  }
+}
+
 // Block -> tile, column tiles grouped GROUP_M row tiles high so that consecutive blocks
 // share their A and B slices in L2.
 template <int GROUP_M>
