@@ -103,14 +103,8 @@ NDArray bit_pack(const NDArray& src, const BitPack& st, int repeats, BitPackStat
     kernel.launch(gx, gy, 1, kThreads, 1, 1, 0, args);
     return timer.stop_ms();
   };
-  s.kernel_ms = run_once();
-  synchronize();
+  run_timed(run_once, repeats, s.kernel_ms, s.runs_ms);
   d_out.download(out.data.data(), out.nbytes());
-  if (repeats > 0) {
-    run_once();  // warm-up
-    for (int r = 0; r < repeats; ++r) s.runs_ms.push_back(run_once());
-    synchronize();
-  }
   return out;
 }
 

@@ -134,4 +134,17 @@ class EventTimer {
   void* end_ = nullptr;
 };
 
+// A helper kernel's run for its result, then, with repeats > 0, a warm-up and `repeats` timed
+// runs for benchmarks. `once` runs the kernel once (from its initial state) and returns its
+// CUDA-event milliseconds; the device is idle when this returns.
+template <class Once>
+void run_timed(Once once, int repeats, double& first_ms, std::vector<double>& runs_ms) {
+  first_ms = once();
+  if (repeats > 0) {
+    once();
+    for (int r = 0; r < repeats; ++r) runs_ms.push_back(once());
+  }
+  synchronize();
+}
+
 }  // namespace gamut::cuda

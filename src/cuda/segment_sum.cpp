@@ -234,14 +234,8 @@ NDArray segment_sum(const NDArray& src, const NDArray& index, const SegmentSumSh
     kernel->launch(gx, gy, 1, kThreads, 1, 1, smem, args.data());
     return timer.stop_ms();
   };
-  st.kernel_ms = run_once();
-  synchronize();
+  run_timed(run_once, repeats, st.kernel_ms, st.runs_ms);
   d_out.download(out.data.data(), out.nbytes());
-  if (repeats > 0) {
-    run_once();  // warm-up
-    for (int r = 0; r < repeats; ++r) st.runs_ms.push_back(run_once());
-    synchronize();
-  }
   return out;
 }
 
