@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "cuda/codegen.h"
 #include "cuda/gpu_engine.h"
+#include "nvrtc_check.h"
 #include "cuda/tile_choice.h"
 #if GAMUT_HAVE_CUDA
 #include "cuda/runtime.h"
@@ -22,8 +23,8 @@ namespace tp = gamut::testplans;
 
 namespace {
 
-const int kH100Sms = 132;
-const size_t kH100Smem = 227 * 1024;
+using testnvrtc::kH100Sms;
+using testnvrtc::kH100Smem;
 
 std::vector<std::pair<std::string, std::function<Plan()>>> all_plans() {
   return {
@@ -51,15 +52,7 @@ std::vector<std::pair<std::string, std::function<Plan()>>> all_plans() {
 }
 
 #if GAMUT_HAVE_CUDA
-// NVRTC must accept the source; returns the log (ptxas -v output).
-std::string compile(const std::string& src, const std::string& arch) {
-  CompileOptions o;
-  o.arch = arch;
-  o.extra = {"-Xptxas=-v"};
-  std::string log;
-  EXPECT_NO_THROW(nvrtc_compile(src, o, &log)) << src;
-  return log;
-}
+using testnvrtc::compile;
 #endif
 
 }  // namespace

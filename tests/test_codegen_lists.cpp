@@ -11,6 +11,7 @@
 #include "codegen_plans.h"
 #include "cuda/codegen.h"
 #include "cuda/gpu_engine.h"
+#include "nvrtc_check.h"
 #include "list_plans.h"
 #if GAMUT_HAVE_CUDA
 #include "cuda/runtime.h"
@@ -22,8 +23,8 @@ namespace tp = gamut::testplans;
 
 namespace {
 
-const int kH100Sms = 132;
-const size_t kH100Smem = 227 * 1024;
+using testnvrtc::kH100Sms;
+using testnvrtc::kH100Smem;
 
 tp::ListQuery query(ListMode mode, PerGroup per, CType key = CType::Unknown, DType in = DType::F32) {
   tp::ListQuery q;
@@ -75,14 +76,7 @@ size_t count(const std::string& s, const std::string& what) {
 }
 
 #if GAMUT_HAVE_CUDA
-std::string compile(const std::string& src, const std::string& arch) {
-  CompileOptions o;
-  o.arch = arch;
-  o.extra = {"-Xptxas=-v"};
-  std::string log;
-  EXPECT_NO_THROW(nvrtc_compile(src, o, &log)) << src;
-  return log;
-}
+using testnvrtc::compile;
 
 bool spills(const std::string& log) {
   return log.find(" 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads") == std::string::npos;

@@ -2,6 +2,8 @@
 // stages end to end on the GPU against the query as written on the CPU. Skipped without a GPU.
 #include <gtest/gtest.h>
 
+#include "gpu_skip.h"
+
 #if GAMUT_HAVE_CUDA  // bit_pack exists only in builds with the CUDA backend
 #include <cmath>
 
@@ -11,12 +13,6 @@
 #include "driver/pipeline.h"
 
 using namespace gamut;
-
-#define SKIP_WITHOUT_GPU()                                   \
-  do {                                                       \
-    std::string why_;                                        \
-    if (!cuda::gpu_available(&why_)) GTEST_SKIP() << why_;   \
-  } while (0)
 
 namespace {
 

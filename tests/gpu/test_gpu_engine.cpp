@@ -3,6 +3,8 @@
 // the whole pipeline. Integer-valued data is compared exactly; random floats norm-wise.
 #include <gtest/gtest.h>
 
+#include "gpu_skip.h"
+
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -21,12 +23,6 @@ using namespace gamut;
 namespace tp = gamut::testplans;
 
 namespace {
-
-#define SKIP_WITHOUT_GPU()                                   \
-  do {                                                       \
-    std::string why_;                                        \
-    if (!cuda::gpu_available(&why_)) GTEST_SKIP() << why_;   \
-  } while (0)
 
 enum class Data { Exact, Float };   // small integers (exact in any order) / uniform [-1, 1]
 

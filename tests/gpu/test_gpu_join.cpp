@@ -4,6 +4,8 @@
 // skewed keys, keys without partners, one key, every row its own key, and empty joins.
 #include <gtest/gtest.h>
 
+#include "gpu_skip.h"
+
 #include <cstring>
 #include <random>
 
@@ -15,12 +17,6 @@
 using namespace gamut;
 
 namespace {
-
-#define SKIP_WITHOUT_GPU()                                   \
-  do {                                                       \
-    std::string why_;                                        \
-    if (!cuda::gpu_available(&why_)) GTEST_SKIP() << why_;   \
-  } while (0)
 
 NDArray keys(const std::vector<int32_t>& v) {
   NDArray a = NDArray::zeros(DType::I32, {int64_t(v.size())});

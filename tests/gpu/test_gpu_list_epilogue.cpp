@@ -5,6 +5,8 @@
 // in one query, odd sizes and tiles. Data are integers, so every sum is exact.
 #include <gtest/gtest.h>
 
+#include "gpu_skip.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -22,12 +24,6 @@ using namespace gamut;
 namespace tp = gamut::testplans;
 
 namespace {
-
-#define SKIP_WITHOUT_GPU()                                   \
-  do {                                                       \
-    std::string why_;                                        \
-    if (!cuda::gpu_available(&why_)) GTEST_SKIP() << why_;   \
-  } while (0)
 
 struct Case {
   Plan plan;

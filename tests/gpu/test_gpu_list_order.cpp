@@ -5,6 +5,8 @@
 // repetitions, which finalise inside the timed loop).
 #include <gtest/gtest.h>
 
+#include "gpu_skip.h"
+
 #if GAMUT_HAVE_CUDA  // order_list_rows exists only in builds with the CUDA backend
 
 #include <cstring>
@@ -21,12 +23,6 @@ using namespace gamut;
 namespace tp = gamut::testplans;
 
 namespace {
-
-#define SKIP_WITHOUT_GPU()                                   \
-  do {                                                       \
-    std::string why_;                                        \
-    if (!cuda::gpu_available(&why_)) GTEST_SKIP() << why_;   \
-  } while (0)
 
 ::testing::AssertionResult same_rows(const Table& want, const Table& got) {
   if (want.rows != got.rows) return ::testing::AssertionFailure() << "rows: want " << want.rows << ", got " << got.rows;

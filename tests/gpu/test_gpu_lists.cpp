@@ -3,6 +3,8 @@
 // so sums are exact and keys tie a lot; some cases put NaN into the inputs.
 #include <gtest/gtest.h>
 
+#include "gpu_skip.h"
+
 #include <cmath>
 #include <cstring>
 
@@ -20,12 +22,6 @@ using namespace gamut;
 namespace tp = gamut::testplans;
 
 namespace {
-
-#define SKIP_WITHOUT_GPU()                                   \
-  do {                                                       \
-    std::string why_;                                        \
-    if (!cuda::gpu_available(&why_)) GTEST_SKIP() << why_;   \
-  } while (0)
 
 struct Case {
   Plan plan;

@@ -3,6 +3,8 @@
 // fall-back to i32 steps when the data could leave 16 bits.
 #include <gtest/gtest.h>
 
+#include "gpu_skip.h"
+
 #include <cstring>
 #include <random>
 
@@ -14,12 +16,6 @@
 using namespace gamut;
 
 namespace {
-
-#define SKIP_WITHOUT_GPU()                                   \
-  do {                                                       \
-    std::string why_;                                        \
-    if (!cuda::gpu_available(&why_)) GTEST_SKIP() << why_;   \
-  } while (0)
 
 NDArray random_matrix(DType t, int64_t r, int64_t c, int lo, int hi, std::mt19937& rng) {
   NDArray a = NDArray::zeros(t, {r, c});
