@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Nsight Compute profiles of single kernels (one device call): where kNN's fused bottom-10, Q7's
-# top-128 and the packed i16 max-plus lose time. Writes one text report per kernel to $OUT.
+# Nsight Compute profiles of single kernels (one device call), with per-SASS-instruction
+# execution counts (SourceCounters) exported as CSV, to split a fused kernel's time between
+# its mainloop and its epilogue. Writes one text report and one source CSV per kernel to $OUT.
 set -u
 G=${GAMUT:-build-dev/gamut}
 OUT=${OUT:-device-out}
@@ -12,20 +13,24 @@ np.save(f"{t}/Q.npy", r.random((16384, 256), dtype=np.float32))
 np.save(f"{t}/X.npy", r.random((16384, 256), dtype=np.float32))
 np.save(f"{t}/P.npy", r.random((16384, 256), dtype=np.float32))
 np.save(f"{t}/R.npy", r.random((256, 16384), dtype=np.float32))
-np.save(f"{t}/A16.npy", r.integers(-1000, 1000, (8192, 8192)).astype(np.int16))
-np.save(f"{t}/B16.npy", r.integers(-1000, 1000, (8192, 8192)).astype(np.int16))
+np.save(f"{t}/Pzip.npy", r.integers(0, 16, 16384).astype(np.int32))
+np.save(f"{t}/Rzip.npy", r.integers(0, 16, 16384).astype(np.int32))
 PY
 prof() {  # name, then the gamut run arguments
   local name=$1; shift
   ncu --clock-control none -k regex:gamut_main --launch-count 1 \
       --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats \
-      --section SchedulerStats --section Occupancy --section LaunchStats \
-      "$G" run "$@" --backend gpu > "$OUT/ncu_$name.txt" 2>&1
+      --section SchedulerStats --section Occupancy --section LaunchStats --section SourceCounters \
+      --section InstructionStats -f -o "$T/$name" "$G" run "$@" --backend gpu > "$OUT/ncu_run_$name.txt" 2>&1
   echo "== $name (rc=$?)"
-  grep -E "Duration|Registers Per|Achieved Occupancy|Issue Slots Busy|No Eligible|Stall|Executed Ipc A|SM Busy|Compute \(SM\) Thr" "$OUT/ncu_$name.txt" | head -24
+  ncu -i "$T/$name.ncu-rep" --print-details all > "$OUT/ncu_$name.txt" 2>&1
+  ncu -i "$T/$name.ncu-rep" --page source --csv --print-source sass > "$OUT/ncu_src_$name.csv" 2>"$OUT/ncu_src_$name.err"
+  echo "source csv rc=$? lines=$(wc -l < "$OUT/ncu_src_$name.csv")"
+  grep -E "Duration|Registers Per|Achieved Occupancy|Issue Slots Busy|No Eligible|Executed Ipc A|Executed Instructions  " "$OUT/ncu_$name.txt" | head -12
 }
 prof knn examples/knn.mmlt Q=$T/Q.npy X=$T/X.npy
 prof knn_dense bench/knn_dense.mmlt Q=$T/Q.npy X=$T/X.npy
+prof q3 examples/q3_count_pairs.mmlt P=$T/P.npy R=$T/R.npy Pzip=$T/Pzip.npy Rzip=$T/Rzip.npy thres=64
+prof q5 examples/q5_select.mmlt P=$T/P.npy R=$T/R.npy thres=75
 prof q7 examples/q7_top128.mmlt P=$T/P.npy R=$T/R.npy
-prof maxplus_i16 examples/maxplus.mmlt A=$T/A16.npy B=$T/B16.npy
 rm -rf "$T"

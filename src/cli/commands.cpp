@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "cuda/gpu_engine.h"
 #include "cuda/runtime.h"
+#include "cuda/tile_choice.h"
 #include "data/npy.h"
 #include "data/output_files.h"
 #include "peak/peak.h"
@@ -106,9 +107,10 @@ int cmd_run(QueryArgs q, const RunOptions& opt, const std::string& out_dir, bool
   return 0;
 }
 
-int cmd_explain(QueryArgs q, const RunOptions& opt) {
+int cmd_explain(QueryArgs q, const RunOptions& opt, bool print_source) {
   Source src = load_query(q);
   if (q.bindings.empty() && q.dims.empty()) {
+    if (print_source) throw_usage_error("'explain --source' needs the inputs bound (their types shape the kernel)");
     Plan plan = plan_with_rewrites(src, {});
     std::cout << print_plan(plan);
     return 0;
@@ -137,6 +139,16 @@ int cmd_explain(QueryArgs q, const RunOptions& opt) {
     std::cout << "gpu: " << dev.name << ", tile " << t.str() << "\n";
   } else {
     std::cout << "gpu: none (" << why << "); the CPU engine would run this\n";
+  }
+  if (print_source) {
+    // Without a device, the tile an H100/H200 (132 SMs, 227 KiB of shared memory) would get.
+    const bool have = cuda::gpu_available(nullptr);
+    const int sms = have ? cuda::device().sm_count : 132;
+    const size_t smem = have ? cuda::device().smem_per_block_optin : 227 * 1024;
+    cuda::TileConfig t = opt.tile.empty() ? cuda::choose_tile_sized(prep->plan, inst.row.size(), inst.col.size(),
+                                                                    inst.batch, sms, smem)
+                                          : cuda::parse_tile(opt.tile);
+    std::cout << "// kernel source, tile " << t.str() << "\n" << cuda::generate_source(prep->plan, t);
   }
   return 0;
 }

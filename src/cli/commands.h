@@ -19,7 +19,8 @@ struct QueryArgs {
 Source load_query(const QueryArgs& q);
 
 int cmd_run(QueryArgs q, const RunOptions& opt, const std::string& out_dir, bool json);
-int cmd_explain(QueryArgs q, const RunOptions& opt);
+// print_source: also print the CUDA kernel the GPU backend would compile for these bindings.
+int cmd_explain(QueryArgs q, const RunOptions& opt, bool print_source = false);
 int cmd_check(QueryArgs q);
 int cmd_cache(const std::string& action);
 int cmd_device();

@@ -62,6 +62,8 @@ int main(int argc, char** argv) {
   add_backend(explain);
   explain->add_option("--dim", dims, "extents of an aggregate output, NAME=D1[,D2]");
   explain->add_flag("--no-rewrite", no_rewrite, "show the plan as written (no aggregate push-down)");
+  bool print_source = false;
+  explain->add_flag("--source", print_source, "also print the generated CUDA kernel (needs the inputs bound)");
 
   CLI::App* check = app.add_subcommand("check", "check a query without data");
   add_query(check, false);
@@ -117,7 +119,7 @@ int main(int argc, char** argv) {
       q.bindings.assign(positionals.begin() + 1, positionals.end());
     }
     if (*run) return cli::cmd_run(std::move(q), opt, out_dir, json);
-    if (*explain) return cli::cmd_explain(std::move(q), opt);
+    if (*explain) return cli::cmd_explain(std::move(q), opt, print_source);
     if (*check) {
       if (!q.bindings.empty()) throw_usage_error("'check' takes only the query (no bindings)");
       return cli::cmd_check(std::move(q));
