@@ -40,6 +40,7 @@ struct ArgLayout {
     int b = -1, i = -1, j = -1;  // int32 buffers
     int key = -1;              // top/bottom: storage_type_of(key type) buffer
     int threshold = -1;        // top/bottom: u32 rank per group, shared by the tiles (gm::TileSelect)
+    int reservoir = -1;        // top/bottom: u32[groups][N] ranks of kept rows, or 0 (TileSelect::keep)
   };
   std::vector<AccessSlots> access;   // per Plan::accesses
   std::vector<ParamSlot> params;

@@ -65,6 +65,15 @@ void Gen::epilogue() {
            "), " + slot(A.lists[l].capacity) + "};");
   list_decls();
   if (tables) c.line("__syncthreads();  // tables initialised");
+  const bool direct_loop = direct_tables_form();
+  if (direct_loop) {
+    std::string all;
+    for (size_t d = 0; d < P.dense.size(); ++d) all += (all.empty() ? "sk" : " && sk") + to_string(d) + ".direct";
+    c.open("if (" + all + ")");
+    direct_table_loop();
+    c.close();
+    c.open("else");
+  }
   c.line("#pragma unroll");
   c.open("for (int m = 0; m < Shape::TM; ++m)");
   c.line("const int i = " + row_at("st.i0 + st.tmap.row(m)") + ";");
@@ -113,6 +122,7 @@ void Gen::epilogue() {
              to_string(d) + ", ov" + to_string(d) + ");");
   c.close();  // c
   c.close();  // m
+  if (direct_loop) c.close();  // else
   for (const auto& [s, id] : aggs) c.line("ar" + to_string(id) + ".finish(sk" + to_string(s->target) + ");");
   if (tables) {
     c.line("__syncthreads();  // every commit is in its table");
@@ -120,8 +130,16 @@ void Gen::epilogue() {
       if (S.table_off[d] >= 0) c.line("sk" + to_string(d) + ".flush();");
   }
   for (size_t l = 0; l < P.lists.size(); ++l) {
-    if (preselected(l)) preselect(l);
+    if (!preselected(l)) {
+      list_rows(l);
+      continue;
+    }
+    // One scope: the rows pass 2 keeps go into the group reservoirs of the selection.
+    c.open("");
+    preselect(l);
     list_rows(l);
+    c.line("gm::TileSelect<Shape, " + per_code(l) + ">::refresh(gthr, rsv, la" + to_string(l) + ".limit(), at, ss);");
+    c.close();
   }
 }
 
@@ -145,9 +163,9 @@ void Gen::preselect(size_t l) {
     if (e.kind == ExprKind::Acc) accs.insert(e.index);
     direct = direct && e.kind != ExprKind::Load && e.kind != ExprKind::Local;
   });
-  c.open("");
   c.line("__shared__ " + sel + "::Smem ss;");
   c.line("unsigned* const gthr = reinterpret_cast<unsigned*>(" + slot(A.lists[l].threshold) + ");");
+  c.line("unsigned* const rsv = reinterpret_cast<unsigned*>(" + slot(A.lists[l].reservoir) + ");");
   // Group g of the tile in the global thresholds: (b, i - row begin) per i, (b, j - col begin)
   // per j, from the Instance's ranges (a.s[0..3]; a grouped join's tile ranges are positions).
   const PerGroup per = lo.per;
@@ -186,7 +204,6 @@ void Gen::preselect(size_t l) {
   }
   c.close(";");
   c.line(sel + "::select(st.tmap, rank, pr" + n + ", la" + n + ".limit(), gthr, at, ss);");
-  c.close();
 }
 
 void Gen::list_rows(size_t l) {
@@ -227,6 +244,11 @@ void Gen::list_rows(size_t l) {
   c.line("reinterpret_cast<int*>(" + slot(ls.j) + ")[row] = j;");
   if (lo.key != kNoExpr)
     c.line("reinterpret_cast<" + ctype_cpp(P.expr(lo.key).type) + "*>(" + slot(ls.key) + ")[row] = ek" + n + ";");
+  if (preselected(l)) {
+    const std::string sel = "gm::TileSelect<Shape, " + per_code(l) + ">";
+    c.line("const int g = " + sel + "::group(st.tmap.row(m), st.tmap.col(n));");
+    c.line(sel + "::keep(rsv, la" + n + ".limit(), at(g), g, i, j, gm::rank32(ek" + n + ", " + top_code(l) + "), ss);");
+  }
   c.close();
   c.line("++row;");
   c.close();  // n

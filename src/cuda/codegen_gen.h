@@ -125,6 +125,13 @@ struct Gen {
 
   void epilogue();
 
+  // ---- aggregates into outputs that fit the block tables (codegen_tables.cpp) ---------------
+  // Every output an aggregate whose table maps it directly when small, and whose position is a
+  // row part plus a column part: the epilogue then has a second, compact pair loop for that case.
+  bool direct_tables_form() const;
+  std::string direct_part(int d, bool row) const;   // the row (column) part of d's position
+  void direct_table_loop();
+
   // ---- top / bottom lists: pre-selection per block tile (gm::TileSelect) --------------------
   bool preselected(size_t l) const {
     const ListOutput& lo = P.lists[l];

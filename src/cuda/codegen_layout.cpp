@@ -208,7 +208,10 @@ ArgLayout arg_layout(const Plan& plan) {
     for (size_t c = 0; c < l.columns.size(); ++c) s.cols.push_back(n++);
     s.b = n++; s.i = n++; s.j = n++;
     if (l.key != kNoExpr) s.key = n++;
-    if (l.key != kNoExpr && (l.mode == ListMode::Top || l.mode == ListMode::Bottom)) s.threshold = n++;
+    if (l.key != kNoExpr && (l.mode == ListMode::Top || l.mode == ListMode::Bottom)) {
+      s.threshold = n++;
+      s.reservoir = n++;
+    }
     L.lists.push_back(s);
   }
   if (!plan.when.keys.empty()) {   // key-grouped joins (join_groups.h); unused by masked launches

@@ -304,7 +304,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     capacity = std::max(capacity, tiles * batch * per_tile / 4 * 5);
   }
   // At most 2^26 rows up front (about 2 GB of columns): beyond that, grow to the exact count.
-  DeviceLists lists(inst, std::min({pairs, capacity, int64_t(1) << 26}));
+  DeviceLists lists(inst, std::min({pairs, capacity, int64_t(1) << 26}), tile);
 
   const int64_t blocks = groups ? groups->tile_count() : tiles * batch;
   if (blocks > INT_MAX) throw_device_error("the problem needs " + std::to_string(blocks) + " thread blocks (at most 2^31-1)");

@@ -13,7 +13,7 @@ CType key_type(const Plan& p, const ListOutput& l) { return l.key != kNoExpr ? p
 bool top_bottom(const ListOutput& l) { return (l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.key != kNoExpr; }
 }  // namespace
 
-DeviceLists::DeviceLists(const Instance& inst, int64_t capacity) : inst_(inst) {
+DeviceLists::DeviceLists(const Instance& inst, int64_t capacity, const TileConfig& tile) : inst_(inst) {
   lists_.resize(inst.plan->lists.size());
   for (size_t l = 0; l < lists_.size(); ++l) {
     lists_[l].counter = DeviceBuffer(2 * sizeof(uint64_t));
@@ -23,6 +23,12 @@ DeviceLists::DeviceLists(const Instance& inst, int64_t capacity) : inst_(inst) {
       const int64_t groups = spec.per == PerGroup::Row ? inst.batch * inst.row.size()
                            : spec.per == PerGroup::Col ? inst.batch * inst.col.size() : 1;
       lists_[l].threshold = DeviceBuffer(size_t(std::max<int64_t>(groups, 1)) * sizeof(uint32_t));
+      // Reservoirs (N slots per group) where a tile's refresh, which reads N slots of each
+      // group it touched, costs at most half a read per pair of the tile, and they are small.
+      const int64_t n = inst.list_limits[l];
+      const int64_t tile_groups = spec.per == PerGroup::Row ? tile.bm : spec.per == PerGroup::Col ? tile.bn : 1;
+      if (n > 0 && tile_groups * n * 2 <= int64_t(tile.bm) * tile.bn && groups * n <= (int64_t(1) << 26))
+        lists_[l].reservoir = DeviceBuffer(size_t(groups * n) * sizeof(uint32_t));
     }
     allocate(l, capacity);
   }
@@ -53,6 +59,7 @@ void DeviceLists::reset() {
     const uint64_t words[2] = {0, uint64_t(std::max<int64_t>(inst_.list_limits[l], 0))};
     lists_[l].counter.upload(words, sizeof words);
     if (lists_[l].threshold.get()) lists_[l].threshold.fill_bytes(0xff);
+    if (lists_[l].reservoir.get()) lists_[l].reservoir.fill_bytes(0xff);
   }
 }
 
@@ -69,6 +76,7 @@ void DeviceLists::fill_args(const ArgLayout& layout, std::vector<uint64_t>& w) c
     w[size_t(s.j)] = ptr(L.j);
     if (s.key >= 0) w[size_t(s.key)] = ptr(L.key);
     if (s.threshold >= 0) w[size_t(s.threshold)] = ptr(L.threshold);
+    if (s.reservoir >= 0) w[size_t(s.reservoir)] = ptr(L.reservoir);   // 0: none
   }
 }
 

@@ -19,8 +19,9 @@ namespace gamut::cuda {
 
 class DeviceLists {
  public:
-  // `capacity`: rows per list to start with.
-  DeviceLists(const Instance& inst, int64_t capacity);
+  // `capacity`: rows per list to start with; `tile`: the launch's block tile (it sizes the
+  // top/bottom reservoirs' refresh, gm::TileSelect::refresh).
+  DeviceLists(const Instance& inst, int64_t capacity, const TileConfig& tile);
   bool empty() const { return lists_.empty(); }
   // Counters to zero (before every launch); word 1 of a counter holds N for the kernel. The
   // global thresholds of top/bottom lists to 0xffffffff (keep everything).
@@ -46,6 +47,7 @@ class DeviceLists {
     std::vector<DeviceBuffer> cols;       // per column
     DeviceBuffer b, i, j, key;
     DeviceBuffer threshold;               // top/bottom: u32 rank per group, lowered by the tiles
+    DeviceBuffer reservoir;               // top/bottom: u32[groups][N] ranks of kept rows, or none
   };
   void allocate(size_t l, int64_t capacity);
   uint64_t count(size_t l) const;

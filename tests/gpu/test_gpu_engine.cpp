@@ -253,6 +253,39 @@ TEST(GpuEngine, AggregatesAndJoins) {
   check(*square_case(tp::zip_aggregate(), 300, 200, 100, Data::Float, 1, 4), Data::Float);
 }
 
+// Aggregate outputs small enough for the direct block tables take the compact pair loop
+// (codegen_tables.cpp): every operator and type of tp::aggregates with 1 and 3 groups (all
+// outputs direct), 25 groups (some outputs too large: the general loop), with a `when` mask,
+// batched (the batch index in the row part), and on tiles with partial edges.
+TEST(GpuEngine, DirectTableAggregates) {
+  SKIP_WITHOUT_GPU();
+  for (int64_t groups : {1, 3, 25}) {
+    SCOPED_TRACE("groups " + std::to_string(groups));
+    check(*square_case(tp::aggregates(), 131, 77, 29, Data::Exact, 1, groups), Data::Exact, kOddTiles);
+    Plan masked;
+    {
+      tp::PlanBuilder b("masked_aggregates");
+      b.p = tp::aggregates();
+      const int r = b.input("r", DType::I32), c = b.input("c", DType::I64);
+      b.p.when.mask = b.bin(BinOp::Gt, b.bin(BinOp::Add, b.load_as(r, Pattern::RowVec, CType::I64), b.load(c, Pattern::ColVec)),
+                            b.lit(CType::I64, 0));
+      masked = b.done();
+    }
+    check(*square_case(std::move(masked), 200, 90, 13, Data::Exact, 1, groups), Data::Exact, {"32x32x8/4x4"});
+  }
+  // Batched: Out[b, g[b, i], h[b, j]] += accum > thres.
+  {
+    tp::PlanBuilder b("batched_counts", true);
+    int P, R;
+    const int acc = tp::preference(b, P, R);
+    const int g = b.input("g", DType::I32), h = b.input("h", DType::I32);
+    const int out = b.output("Cnt", StoreOp::Add, CType::I32,
+                             {b.ax(AxisRole::Batch), b.lookup(g, Pattern::RowVec), b.lookup(h, Pattern::ColVec)});
+    b.p.outer.push_back(tp::PlanBuilder::store(out, b.cast(b.bin(BinOp::Gt, b.acc(acc), b.param("thres", CType::F32)), CType::I32)));
+    check(*square_case(b.done(), 70, 45, 21, Data::Exact, 3, 4), Data::Exact, {"32x32x8/4x4"});
+  }
+}
+
 TEST(GpuEngine, Lists) {
   SKIP_WITHOUT_GPU();
   check(*square_case(tp::select_list(), 131, 257, 17, Data::Exact), Data::Exact, {"32x32x8/4x4"});

@@ -62,9 +62,10 @@ struct TableSink {
       vals[s] = identity<OP, T>();
     }
   }
+  // Direct tables only: slot = the output element.
+  GM_DEV void add_direct(unsigned slot, T v) { atomic_apply<OP>(&vals[slot], v); }
   GM_DEV void commit(u64 key, T v) {
     if (direct) {
-      keys[key] = key;   // marks the slot for flush(); every writer stores the same value
       atomic_apply<OP>(&vals[key], v);
       return;
     }
@@ -80,9 +81,16 @@ struct TableSink {
     }
     atomic_apply<OP>(out + key, v);
   }
+  // A direct slot still at the identity needs no commit: combining the identity changes nothing
+  // (so direct commits mark no key).
   GM_DEV void flush() {
-    for (int s = int(threadIdx.x); s < SLOTS; s += THREADS)
-      if (keys[s] != kEmpty) atomic_apply<OP>(out + keys[s], vals[s]);
+    for (int s = int(threadIdx.x); s < SLOTS; s += THREADS) {
+      if (direct) {
+        if (vals[s] != identity<OP, T>()) atomic_apply<OP>(out + s, vals[s]);
+      } else if (keys[s] != kEmpty) {
+        atomic_apply<OP>(out + keys[s], vals[s]);
+      }
+    }
   }
 };
 

@@ -162,6 +162,7 @@ struct TileSelect {
     unsigned cnt[G];           // candidates counted in the current round
     unsigned lo[G], hi[G];     // smallest / largest rank counted in the first round
     unsigned char crowded[G];  // more than N candidates at or below the global threshold
+    unsigned touched[G];       // the tile put a row of the group into its reservoir
     unsigned span;             // OR of (lo ^ hi) over the crowded groups
   };
 
@@ -234,6 +235,7 @@ struct TileSelect {
       s.cnt[g] = 0u;
       s.lo[g] = 0xffffffffu;
       s.hi[g] = 0u;
+      s.touched[g] = 0u;
     }
     if (tid == 0) s.span = 0u;
     __syncthreads();
@@ -284,6 +286,50 @@ struct TileSelect {
         const int e = m * Shape::TN + n;
         if (rank(m, n) > s.thr[group(tmap.row(m), tmap.col(n))]) pres[e / 32] &= ~(1u << (e % 32));
       }
+  }
+
+  // ---- reservoirs: global thresholds from the rows of all tiles, not of one ----
+  // A tile lowers a group's global threshold only when it alone holds more than N candidates,
+  // so on its own the threshold stays near the N-th best of one tile (a kNN row tile of 64
+  // columns: the best ~15%), and every later tile is crowded again. Each group therefore also
+  // has N reservoir slots in device memory (u32 ranks, 0xffffffff = empty): every row a tile
+  // appends goes into slot hash(i, j) % N with atomicMin. A slot only ever holds the rank of
+  // a row that was appended, and distinct slots hold distinct rows, so the largest of a
+  // group's N slots (when none is empty) has at least N appended rows at or below it: a valid
+  // global threshold, whatever the order of the tiles, and it falls towards the N-th best of
+  // all rows appended so far (about 3x its quantile with random slots), not of one tile.
+  GM_DEV static unsigned slot_of(int i, int j, i64 limit) {
+    const unsigned h = (unsigned(i) * 0x9E3779B1u) ^ (unsigned(j) * 0x85EBCA77u);
+    return (h ^ (h >> 15)) % unsigned(limit);
+  }
+  // A row the tile appends (rank r, pair (i, j) of tile group g at global group x).
+  GM_DEV static void keep(unsigned* slots, i64 limit, i64 x, int g, int i, int j, unsigned r, Smem& s) {
+    if (slots == nullptr || x < 0) return;
+    atomicMin(slots + x * limit + slot_of(i, j, limit), r);
+    atomicOr(&s.touched[g], 1u);   // (an atomic: racecheck-clean where several threads mark)
+  }
+  // After every row of the tile is kept: the touched groups' global thresholds fall to the
+  // largest of their slots. Every thread of the block calls it.
+  template <class At>
+  GM_DEV static void refresh(unsigned* global, unsigned* slots, i64 limit, const At& at, Smem& s) {
+    if (slots == nullptr || limit <= 0) return;
+    const int tid = int(threadIdx.x);
+    __syncthreads();   // the tile's atomicMin on the slots are done (and seen through L2)
+    for (int g = tid; g < G; g += Shape::THREADS) s.hi[g] = 0u;
+    __syncthreads();
+    // (The host gives reservoirs only where G * limit is at most half the tile's pairs.)
+    const int per = int(limit), total = G * per;
+    for (int e = tid; e < total; e += Shape::THREADS) {
+      const int g = e / per;
+      const i64 x = at(g);
+      if (!s.touched[g] || x < 0) continue;
+      atomicMax(&s.hi[g], __ldcg(slots + x * limit + (e - g * per)));
+    }
+    __syncthreads();
+    for (int g = tid; g < G; g += Shape::THREADS) {
+      const i64 x = at(g);
+      if (s.touched[g] && x >= 0 && s.hi[g] != 0xffffffffu) atomicMin(global + x, s.hi[g]);
+    }
   }
 };
 
