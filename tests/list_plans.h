@@ -3,6 +3,7 @@
 // several lists in one query. The reduce is accum += P[i,k] * R[k,j] in the inputs' compute type.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "codegen_plans.h"
 
@@ -89,6 +90,57 @@ inline Plan three_lists(bool batched = false) {
   b.p.outer.push_back(PlanBuilder::if_(b.bin(BinOp::Gt, a, b.param("thres", CType::F32)),
                                        {PlanBuilder::emit(big, {b.axis(AxisRole::Row), b.axis(AxisRole::Col), a})}));
   b.p.outer.push_back(PlanBuilder::emit(vals, {a, b.bin(BinOp::Gt, a, b.lit(CType::F32, 0))}));
+  return b.done();
+}
+
+// emit S(...) distinct (and T(...) distinct), their columns picked from g[i] and h[j] (row /
+// column vectors of types g and h), i, j, accum (f32, from P[i,k] * R[k,j]) and accum > 0.
+enum class DistinctCol { G, H, I, J, Acc, AccPositive };
+struct DistinctQuery {
+  std::vector<DistinctCol> cols = {DistinctCol::G, DistinctCol::H};
+  DType g = DType::I32, h = DType::I32;
+  bool under_if = false;    // if (accum > thres) emit
+  bool batched = false;     // every operand gets a leading batch axis
+  bool join_keys = false;   // when (g[i] == h[j]) (g and h of one type)
+  bool aggregate = false;   // also Cnt[g[i]] += 1 (a shared-memory table; g holds indices)
+  std::vector<DistinctCol> second;   // columns of a second distinct list T, emitted after S
+};
+
+inline Plan distinct_query(const DistinctQuery& q) {
+  PlanBuilder b("distinct_query", q.batched);
+  int P, R;
+  const int acc = product_acc(b, DType::F32, P, R);
+  const int G = b.input("g", q.g), H = b.input("h", q.h);
+  auto list = [&](const std::string& name, const std::vector<DistinctCol>& picked) {
+    std::vector<ListColumn> cols;
+    std::vector<ExprId> vals;
+    for (DistinctCol c : picked) {
+      ExprId v = kNoExpr;
+      switch (c) {
+        case DistinctCol::G: v = b.load(G, Pattern::RowVec); break;
+        case DistinctCol::H: v = b.load(H, Pattern::ColVec); break;
+        case DistinctCol::I: v = b.axis(AxisRole::Row); break;
+        case DistinctCol::J: v = b.axis(AxisRole::Col); break;
+        case DistinctCol::Acc: v = b.acc(acc); break;
+        case DistinctCol::AccPositive: v = b.bin(BinOp::Gt, b.acc(acc), b.lit(CType::F32, 0)); break;
+      }
+      cols.push_back({"c" + std::to_string(cols.size()), b.type(v)});
+      vals.push_back(v);
+    }
+    return PlanBuilder::emit(b.list(name, cols, ListMode::Distinct), vals);
+  };
+  std::vector<Stmt> emits = {list("S", q.cols)};
+  if (!q.second.empty()) emits.push_back(list("T", q.second));
+  if (q.aggregate) {
+    std::vector<OutIndex> idx = {b.lookup(G, Pattern::RowVec)};
+    const int cnt = b.output("Cnt", StoreOp::Add, CType::I32, idx);
+    b.p.outer.push_back(PlanBuilder::store(cnt, b.lit(CType::I32, 1)));
+  }
+  if (q.under_if)
+    b.p.outer.push_back(PlanBuilder::if_(b.bin(BinOp::Gt, b.acc(acc), b.param("thres", CType::F32)), emits));
+  else
+    b.p.outer.insert(b.p.outer.end(), emits.begin(), emits.end());
+  if (q.join_keys) b.p.when.keys.push_back({b.access(G, Pattern::RowVec), b.access(H, Pattern::ColVec)});
   return b.done();
 }
 

@@ -1,6 +1,7 @@
 // The list epilogue of generated kernels without a GPU: argument slots of the global
 // thresholds, the shape of the source (one block-wide reservation per list, tile selection
-// for top/bottom), and NVRTC compiles of every list mode, grouping, key type and odd tiles.
+// for top/bottom, per-tile de-duplication for distinct), the shared memory of distinct lists,
+// and NVRTC compiles of every list mode, grouping, key type and odd tiles.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -10,6 +11,7 @@
 
 #include "codegen_plans.h"
 #include "cuda/codegen.h"
+#include "cuda/codegen_internal.h"
 #include "cuda/gpu_engine.h"
 #include "nvrtc_check.h"
 #include "list_plans.h"
@@ -34,6 +36,31 @@ tp::ListQuery query(ListMode mode, PerGroup per, CType key = CType::Unknown, DTy
   q.key = key;
   q.input = in;
   return q;
+}
+
+// Distinct lists of one column, several, and 64-bit / float / bool ones (6 row words).
+std::vector<std::pair<std::string, tp::DistinctQuery>> distinct_queries() {
+  using C = tp::DistinctCol;
+  std::vector<std::pair<std::string, tp::DistinctQuery>> v;
+  tp::DistinctQuery q;
+  q.cols = {C::G};
+  v.push_back({"distinct_one_column", q});
+  q.cols = {C::AccPositive};
+  v.push_back({"distinct_bool", q});
+  q.cols = {C::G, C::H, C::I, C::J, C::Acc};
+  v.push_back({"distinct_several", q});
+  q.cols = {C::G, C::H, C::Acc, C::AccPositive};
+  q.g = DType::I64;
+  q.h = DType::F64;
+  v.push_back({"distinct_wide", q});
+  q = {};
+  q.under_if = q.batched = true;
+  v.push_back({"distinct_if_batched", q});
+  q = {};
+  q.aggregate = true;
+  q.second = {C::H, C::AccPositive};
+  v.push_back({"two_distinct_and_table", q});
+  return v;
 }
 
 std::vector<std::pair<std::string, Plan>> list_plans() {
@@ -66,6 +93,7 @@ std::vector<std::pair<std::string, Plan>> list_plans() {
   v.push_back({"three_lists", tp::three_lists()});
   v.push_back({"three_lists_batched", tp::three_lists(true)});
   v.push_back({"masked_emit", tp::masked_emit()});
+  for (const auto& [name, q] : distinct_queries()) v.push_back({name, tp::distinct_query(q)});
   return v;
 }
 
@@ -130,7 +158,11 @@ TEST(ListCodegen, SourceShape) {
     const std::string src = generate_source(p, parse_tile("64x64x8/4x4"));
     for (size_t l = 0; l < p.lists.size(); ++l) {
       const std::string n = std::to_string(l);
-      EXPECT_EQ(count(src, "gm::BlockAppend<Shape>::reserve(pr" + n + ", la" + n + ".counter, row)"), 1u) << src;
+      // Distinct lists reserve their table's rows and overflow rows (gm::TileDistinct).
+      const bool distinct = p.lists[l].mode == ListMode::Distinct;
+      EXPECT_EQ(count(src, "gm::BlockAppend<Shape>::reserve(pr" + n + ", la" + n + ".counter, row)"),
+                distinct ? 0u : 1u) << src;
+      EXPECT_EQ(count(src, "td.reserve(ov, la" + n + ".counter, row)"), distinct ? 1u : 0u) << src;
       const bool tb = p.lists[l].mode == ListMode::Top || p.lists[l].mode == ListMode::Bottom;
       const std::string per = p.lists[l].per == PerGroup::Row ? "1" : p.lists[l].per == PerGroup::Col ? "2" : "0";
       EXPECT_EQ(count(src, "gm::TileSelect<Shape, " + per + ">::select(st.tmap, rank, pr" + n), tb ? 1u : 0u);
@@ -197,5 +229,76 @@ TEST(ListCodegen, OddTilesCompile) {
   // sm_80: the warp reductions of the selection exist there too.
   for (const auto& [name, p] : list_plans())
     if (name == "three_lists") compile(generate_source(p, parse_tile("128x128x8/8x8")), "sm_80");
+#endif
+}
+
+// Distinct lists: a table of up to 1024 slots after the aggregate tables, in the dynamic shared
+// memory the launch asks for; rows too wide for the budget append as a plain list does.
+TEST(ListCodegen, DistinctSharedMemory) {
+  const TileConfig t = parse_tile("128x128x8/8x8");
+  for (const auto& [name, q] : distinct_queries()) {
+    SCOPED_TRACE(name);
+    const Plan p = tp::distinct_query(q);
+    const cg::SmemPlan s = cg::smem_plan(p, t);
+    if (p.lists.size() > 1) EXPECT_GT(s.distinct_slots[1], 0);   // the same region, in turn
+    int words = 0;
+    for (const ListColumn& c : p.lists[0].columns) words += c.type == CType::I64 || c.type == CType::F64 ? 2 : 1;
+    EXPECT_EQ(s.distinct_words[0], words);
+    auto bytes_at = [&](int slots) { return 4 * size_t(slots * (1 + words) + t.threads() * words); };
+    EXPECT_EQ(s.distinct_slots[0], bytes_at(1024) <= cg::kDistinctBudget ? 1024 : 512);
+    const size_t bytes = bytes_at(s.distinct_slots[0]);
+    EXPECT_LE(bytes, cg::kDistinctBudget);
+    EXPECT_EQ(s.distinct_off % 16, 0);
+    // After the aggregate table (when there is one), inside what the kernel is launched with.
+    for (long off : s.table_off)
+      if (off >= 0) EXPECT_GE(s.distinct_off, off + long(s.table_slots) * 12);
+    EXPECT_GE(kernel_info(p, t).smem_bytes, size_t(s.distinct_off) + bytes);
+    const std::string src = generate_source(p, t);
+    EXPECT_GE(count(src, "gm::TileDistinct<Shape, " + std::to_string(words) + ", " +
+                             std::to_string(s.distinct_slots[0]) + "> TD;"), 1u);
+    EXPECT_EQ(count(src, "TD td(smem + " + std::to_string(s.distinct_off) + ");"), p.lists.size());
+  }
+  // Small tiles get fewer slots: a quarter of their pairs.
+  EXPECT_EQ(cg::smem_plan(tp::distinct_query({}), parse_tile("32x32x8/4x4")).distinct_slots[0], 256);
+  // 40 f64 columns (80 words) do not fit: no table, the plain list's rows.
+  {
+    tp::DistinctQuery q;
+    q.h = DType::F64;
+    q.cols.assign(40, tp::DistinctCol::H);
+    const Plan p = tp::distinct_query(q);
+    EXPECT_EQ(cg::smem_plan(p, t).distinct_slots[0], 0);
+    const std::string src = generate_source(p, t);
+    EXPECT_EQ(count(src, "TileDistinct"), 0u);
+    EXPECT_EQ(count(src, "gm::BlockAppend<Shape>::reserve(pr0, la0.counter, row)"), 1u);
+  }
+}
+
+// Distinct lists on the tiles of OddTilesCompile and on sm_80; on the tile chosen for lists no
+// more than a few words spill (the rounds pick the pair's accumulators with static indices).
+TEST(ListCodegen, DistinctKernelsCompile) {
+#if !GAMUT_HAVE_CUDA
+  GTEST_SKIP() << "built without CUDA: no NVRTC";
+#else
+  const char* tiles[] = {"128x128x8/8x8", "32x32x8/4x4", "64x32x4/4x2", "16x64x16/1x4", "128x256x8/8x16",
+                         "32x16x32/2x2"};
+  for (const auto& [name, q] : distinct_queries()) {
+    const Plan p = tp::distinct_query(q);
+    for (const char* tile : tiles) {
+      SCOPED_TRACE(name + " " + tile);
+      const std::string log = compile(generate_source(p, parse_tile(tile)), "sm_90a");
+      if (std::string(tile) == "128x128x8/8x8") EXPECT_LE(spill_bytes(log), 64) << log;
+    }
+    SCOPED_TRACE(name + " sm_80");
+    compile(generate_source(p, parse_tile("128x128x8/8x8")), "sm_80");
+  }
+  // A key-grouped join (rows and columns reached through jrow / jcol).
+  CodegenOptions o;
+  o.grouped_join = true;
+  tp::DistinctQuery j;
+  j.join_keys = true;
+  j.under_if = true;
+  const std::string src = generate_source(tp::distinct_query(j), parse_tile("64x64x8/4x4"), o);
+  EXPECT_NE(src.find("__ldg(jrow + st.i0 + om.row(e / Shape::TN))"), std::string::npos) << src;
+  EXPECT_FALSE(spills(compile(src, "sm_90a")));
 #endif
 }

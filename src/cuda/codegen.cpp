@@ -385,6 +385,8 @@ std::string Gen::run() {
   for (const char* h : {"gamut_math.cuh", "gamut_atomics.cuh", "gamut_loaders.cuh", "gamut_mainloop.cuh",
                         "gamut_epilogue.cuh", "gamut_list.cuh"})
     c.line(std::string("#include \"") + h + "\"");
+  if (std::any_of(S.distinct_slots.begin(), S.distinct_slots.end(), [](int n) { return n > 0; }))
+    c.line("#include \"gamut_distinct.cuh\"");
   c.line("");
   c.line("namespace {");
   c.line("");

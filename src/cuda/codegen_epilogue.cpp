@@ -130,6 +130,10 @@ void Gen::epilogue() {
       if (S.table_off[d] >= 0) c.line("sk" + to_string(d) + ".flush();");
   }
   for (size_t l = 0; l < P.lists.size(); ++l) {
+    if (P.lists[l].mode == ListMode::Distinct) {
+      list_rows_distinct(l);
+      continue;
+    }
     if (!preselected(l)) {
       list_rows(l);
       continue;

@@ -1,6 +1,6 @@
 // Code generator, the kernel's generator state (src/cuda/codegen.cpp: the prologue, the mainloop
-// stage and the kernel; src/cuda/codegen_epilogue.cpp: the output iterators and the lists). One
-// Gen renders one plan for one tile.
+// stage and the kernel; src/cuda/codegen_epilogue.cpp: the output iterators and the lists;
+// src/cuda/codegen_distinct.cpp: distinct lists). One Gen renders one plan for one tile.
 #pragma once
 #include <set>
 #include <string>
@@ -160,6 +160,16 @@ struct Gen {
   // are rendered again (no stores, no other lists) for the marked pairs and stored in order.
   // The counter counts rows past the capacity too: the host grows the buffers and reruns.
   void list_rows(size_t l);
+
+  // ---- distinct lists (codegen_distinct.cpp) -------------------------------------------------
+  // Pass 2 of a distinct list: the tile's rows de-duplicated in shared memory (gm::TileDistinct)
+  // and each distinct row appended once, with one reservation per block; list_rows when the
+  // plan has no table for the list (smem_plan: rows too wide).
+  void list_rows_distinct(size_t l);
+  // The row of the thread's pair `e` (a run-time m * TN + n) into efN / ecN_k, with i and j.
+  void distinct_pair(size_t l);
+  // The stores of list l's row `row`: columns vals[k], then b, i, j.
+  void distinct_store(size_t l, const std::vector<std::string>& vals, const std::string& i, const std::string& j);
 
   std::string run();
 };

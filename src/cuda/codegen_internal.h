@@ -18,6 +18,12 @@ namespace gamut::cuda::cg {
 constexpr int kTableSlots = 512;
 constexpr size_t kTableBudget = 32 * 1024;
 constexpr int kChunk = 4;          // elements per global load chunk (gm::TileLoader::V)
+// Per-tile pre-deduplication of distinct lists (gm::TileDistinct): table slots, at most this
+// many, fewer for small tiles or wide rows; a list whose table does not fit kDistinctBudget
+// bytes even at kDistinctMinSlots appends its rows as a plain list does.
+constexpr int kDistinctSlots = 1024;
+constexpr int kDistinctMinSlots = 64;
+constexpr size_t kDistinctBudget = 32 * 1024;
 
 [[noreturn]] void unsupported(const std::string& what);
 
@@ -76,6 +82,10 @@ struct SmemPlan {
   size_t mainloop = 0;
   std::vector<long> table_off;   // per dense output: byte offset of its table, -1: none
   int table_slots = kTableSlots;
+  // Distinct lists, per list: TileDistinct's slots and row words (0 slots: no pre-dedup). The
+  // lists take turns in one region at distinct_off, after the tables.
+  std::vector<int> distinct_slots, distinct_words;
+  long distinct_off = -1;
   size_t epilogue = 0;           // (the epilogue reuses the mainloop's space)
   size_t total() const { return mainloop > epilogue ? mainloop : epilogue; }
 };

@@ -179,6 +179,30 @@ SmemPlan smem_plan(const Plan& plan, const TileConfig& t) {
     if (off <= kTableBudget || s.table_slots <= 32) break;
   }
   s.epilogue = off;
+  // Distinct lists: gm::TileDistinct's table, slot rows and per-thread staging, one list at a
+  // time after the tables (which are flushed before the lists). A tile of BM x BN pairs gets
+  // a quarter as many slots (at most 1024): more distinct rows than that make the table
+  // overflow, and then the rows are appended as they are anyway.
+  s.distinct_slots.assign(plan.lists.size(), 0);
+  s.distinct_words.assign(plan.lists.size(), 0);
+  size_t region = 0;
+  for (size_t l = 0; l < plan.lists.size(); ++l) {
+    const ListOutput& lo = plan.lists[l];
+    if (lo.mode != ListMode::Distinct || lo.key != kNoExpr || lo.columns.empty()) continue;
+    int words = 0;
+    for (const ListColumn& c : lo.columns) words += ctype_bytes(c.type) > 4 ? 2 : 1;
+    int slots = std::min(kDistinctSlots, std::max(kDistinctMinSlots, t.bm * t.bn / 4));
+    auto bytes = [&](int n) { return size_t(4) * size_t(n + n * words + t.threads() * words); };
+    while (slots > kDistinctMinSlots && bytes(slots) > kDistinctBudget) slots /= 2;
+    if (bytes(slots) > kDistinctBudget) continue;
+    s.distinct_slots[l] = slots;
+    s.distinct_words[l] = words;
+    region = std::max(region, bytes(slots));
+  }
+  if (region > 0) {
+    s.distinct_off = long(round16(off));
+    s.epilogue = size_t(s.distinct_off) + region;
+  }
   return s;
 }
 

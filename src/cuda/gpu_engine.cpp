@@ -323,7 +323,11 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     }
     if (!lists.grow_if_overflowed()) break;
   }
-  if (stats) stats->kernel_ms = ms;
+  if (stats) {
+    stats->kernel_ms = ms;
+    stats->list_rows_appended.clear();
+    for (size_t l = 0; l < P.lists.size(); ++l) stats->list_rows_appended.push_back(blocks > 0 ? lists.count(l) : 0);
+  }
   // Benchmark repetitions: each starts from the identities again; timed are the launch and the
   // device side of the lists (ordering, distinct, top/bottom selection), not the downloads.
   if (blocks > 0 && options.repeats > 0) {

@@ -1,5 +1,6 @@
 // The CUDA engine: plan -> generated CUDA C++ -> NVRTC (cached) -> launch -> Results.
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +35,10 @@ struct GpuRunStats {
   // One per GpuRunOptions::repeats (CUDA events): the kernel and the device side of the lists
   // (ordering, distinct, top/bottom selection), and the kernel alone.
   std::vector<double> runs_ms, runs_kernel_ms;
+  // Per list: rows the kernel appended in its last launch (the list's counter), before the
+  // device finalisation (top/bottom selection, distinct); what tile pre-selection and per-tile
+  // de-duplication save shows here.
+  std::vector<uint64_t> list_rows_appended;
 };
 
 // True when this build has the CUDA backend and a device is usable.

@@ -92,7 +92,11 @@ bool DeviceLists::grow_if_overflowed() {
     const uint64_t n = count(l);
     if (n <= uint64_t(lists_[l].capacity)) continue;
     if (n > uint64_t(INT64_MAX / 64)) throw_device_error("list " + inst_.plan->lists[l].name + " is too long");
-    allocate(l, int64_t(n));   // the same launch finds the same rows again
+    // The same launch finds the same rows again. A distinct list's count may differ a little
+    // from launch to launch (which rows overflow a tile's table depends on the order of its
+    // threads' atomics): room for some more, so that one more launch is enough.
+    const bool distinct = inst_.plan->lists[l].mode == ListMode::Distinct;
+    allocate(l, int64_t(distinct ? n + n / 8 : n));
     grew = true;
   }
   return grew;

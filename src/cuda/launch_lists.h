@@ -31,6 +31,8 @@ class DeviceLists {
   // After a launch: true when some list had more rows than room; those lists then have room
   // for all their rows (the caller resets, re-initialises the outputs and launches again).
   bool grow_if_overflowed();
+  // Rows list l's kernel counter reached in the last launch (past the capacity too).
+  uint64_t count(size_t l) const;
   // Finalise every list on the device after the last launch: plain and distinct lists are
   // ordered (list_order_gpu.h), top/bottom lists reduced to their best rows (list_select.h).
   // The rows stay on the device, so benchmark repetitions can time the whole pipeline.
@@ -50,7 +52,6 @@ class DeviceLists {
     DeviceBuffer reservoir;               // top/bottom: u32[groups][N] ranks of kept rows, or none
   };
   void allocate(size_t l, int64_t capacity);
-  uint64_t count(size_t l) const;
   const Instance& inst_;
   std::vector<List> lists_;
   // What finalize_on_device() left per list: `rows` rows in `cols` (and b, i, j, key for

@@ -79,13 +79,19 @@ struct BlockAppend {
   // this thread's first row (its rows are consecutive, in the order of its bits). Returns
   // false, in every thread, when the block has no row at all (pass 2 can be skipped).
   GM_DEV static bool reserve(unsigned (&bits)[W], u64* counter, u64& first) {
-    __shared__ unsigned warp_first[WARPS];
-    __shared__ unsigned block_rows;
-    __shared__ u64 block_first;
     opaque_bits(bits);
     unsigned mine = 0;
 #pragma unroll
     for (int w = 0; w < W; ++w) mine += unsigned(__popc(bits[w]));
+    return reserve_rows(mine, counter, first);
+  }
+
+  // The same for `mine` rows of this thread, however counted (TileDistinct: its table slots
+  // and overflow rows).
+  GM_DEV static bool reserve_rows(unsigned mine, u64* counter, u64& first) {
+    __shared__ unsigned warp_first[WARPS];
+    __shared__ unsigned block_rows;
+    __shared__ u64 block_first;
     const int lane = int(threadIdx.x & 31u), warp = int(threadIdx.x >> 5);
     unsigned incl = mine;   // inclusive sum over the warp's lanes
 #pragma unroll
