@@ -367,8 +367,14 @@ void Gen::setup() {
     c.line("// Coordinates again, rather than held in registers through the mainloop.");
     c.line("st.tmap = gm::ThreadMap<Shape>(gm::fresh_tid());");
     if (!grouped()) {   // (a grouped join's block is one tile: b, tile_m, tile_n stay 0)
-      c.line("b = gm::fresh_ctaid() / (tiles_m * tiles_n);");
-      c.line(tile_order() + "(gm::fresh_ctaid() - b * tiles_m * tiles_n, tiles_m, tiles_n, tile_m, tile_n);");
+      // The tile counts too, from opaque copies of the bounds: the compiler otherwise keeps
+      // tiles_m, tiles_m * tiles_n, ... from the prologue through the k loop, three registers
+      // that made the list kernels spill inside it at 128 registers (128x128x8/8x8).
+      c.line("int rb_e = row_begin, re_e = row_end, cb_e = col_begin, ce_e = col_end;");
+      c.line("gm::opaque(rb_e); gm::opaque(re_e); gm::opaque(cb_e); gm::opaque(ce_e);");
+      c.line("const int tm_e = (re_e - rb_e + Shape::BM - 1) / Shape::BM, tn_e = (ce_e - cb_e + Shape::BN - 1) / Shape::BN;");
+      c.line("b = gm::fresh_ctaid() / (tm_e * tn_e);");
+      c.line(tile_order() + "(gm::fresh_ctaid() - b * tm_e * tn_e, tm_e, tn_e, tile_m, tile_n);");
     }
     c.line("st.i0 = row_begin + tile_m * Shape::BM;");
     c.line("st.j0 = col_begin + tile_n * Shape::BN;");

@@ -48,26 +48,6 @@ struct ListAppend {
   GM_DEV i64 limit() const { return i64(__ldg(counter + 1)); }
 };
 
-// An empty asm the compiler must assume changes v. The passes read accumulators and marks
-// through it, so that the compiler neither carries pass-1 results (a predicate or value per
-// pair, TM x TN of them) into pass 2 nor hoists ranks out of the selection rounds: either
-// needs more registers than the largest tiles have, and spills.
-GM_DEV void opaque(float& v) { asm volatile("" : "+f"(v)); }
-GM_DEV void opaque(double& v) { asm volatile("" : "+d"(v)); }
-GM_DEV void opaque(int& v) { asm volatile("" : "+r"(v)); }
-GM_DEV void opaque(unsigned& v) { asm volatile("" : "+r"(v)); }
-GM_DEV void opaque(i64& v) { asm volatile("" : "+l"(v)); }
-GM_DEV void opaque(bool& v) {
-  unsigned u = v ? 1u : 0u;
-  asm volatile("" : "+r"(u));
-  v = u != 0u;
-}
-template <int W>
-GM_DEV void opaque_bits(unsigned (&bits)[W]) {
-#pragma unroll
-  for (int w = 0; w < W; ++w) opaque(bits[w]);
-}
-
 // ---- append with one global atomic per block tile -------------------------------------------
 // bits: one per pair of the thread's fragment (m * TN + n), set where a row reached the emit.
 template <class Shape>

@@ -119,4 +119,24 @@ GM_DEV i64 arg_i64(u64 s) { return i64(s); }
 GM_DEV float arg_f32(u64 s) { return __int_as_float(int(unsigned(s))); }
 GM_DEV double arg_f64(u64 s) { return __longlong_as_double(i64(s)); }
 
+// An empty asm the compiler must assume changes v. The passes read accumulators and marks
+// through it, so that the compiler neither carries pass-1 results (a predicate or value per
+// pair, TM x TN of them) into pass 2 nor hoists ranks out of the selection rounds: either
+// needs more registers than the largest tiles have, and spills.
+GM_DEV void opaque(float& v) { asm volatile("" : "+f"(v)); }
+GM_DEV void opaque(double& v) { asm volatile("" : "+d"(v)); }
+GM_DEV void opaque(int& v) { asm volatile("" : "+r"(v)); }
+GM_DEV void opaque(unsigned& v) { asm volatile("" : "+r"(v)); }
+GM_DEV void opaque(i64& v) { asm volatile("" : "+l"(v)); }
+GM_DEV void opaque(bool& v) {
+  unsigned u = v ? 1u : 0u;
+  asm volatile("" : "+r"(u));
+  v = u != 0u;
+}
+template <int W>
+GM_DEV void opaque_bits(unsigned (&bits)[W]) {
+#pragma unroll
+  for (int w = 0; w < W; ++w) opaque(bits[w]);
+}
+
 }  // namespace gm
