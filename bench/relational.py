@@ -113,6 +113,11 @@ def torch_compositions(P, R, Pz, Rz, Q, X, t3, t5):
         v, idx = torch.topk(S.flatten(), TOPN)
         return v, idx // N, idx % N
 
+    def q3d():
+        S = P @ R
+        ij = torch.nonzero(S > t3)
+        return torch.unique(Pz[ij[:, 0]] * G + Rz[ij[:, 1]])
+
     def knn():
         qq = (Q * Q).sum(1)
         xx = (X * X).sum(1)
@@ -120,8 +125,8 @@ def torch_compositions(P, R, Pz, Rz, Q, X, t3, t5):
         return torch.topk(d, KNN, dim=1, largest=False)
 
     ins = {"q2": nbytes(P, R, Pz, Rz), "q3": nbytes(P, R, Pz, Rz), "q4": nbytes(P, R, Pz, Rz),
-           "q5": nbytes(P, R), "q7": nbytes(P, R), "knn": nbytes(Q, X)}
-    return {"q2": q2, "q3": q3, "q4": q4, "q5": q5, "q7": q7, "knn": knn}, ins
+           "q5": nbytes(P, R), "q7": nbytes(P, R), "knn": nbytes(Q, X), "q3d": nbytes(P, R, Pz, Rz)}
+    return {"q2": q2, "q3": q3, "q4": q4, "q5": q5, "q7": q7, "knn": knn, "q3d": q3d}, ins
 
 
 def to_host(name, out):
@@ -136,12 +141,14 @@ def to_host(name, out):
         return out[0].double().cpu().numpy()
     if name == "knn":
         return out.values.double().cpu().numpy()
+    if name == "q3d":
+        return out.cpu().numpy().astype(np.int64)
 
 
 def numpy_reference(name, P, R, Pz, Rz, Q, X, t3, t5):
     """NumPy stand-in for the torch results (dry run without torch): fp32 products, like torch."""
     G = GROUPS
-    if name in ("q2", "q3", "q4", "q5", "q7"):
+    if name in ("q2", "q3", "q4", "q5", "q7", "q3d"):
         S = P @ R
     if name == "q2":
         C = np.zeros((G, G))
@@ -160,6 +167,8 @@ def numpy_reference(name, P, R, Pz, Rz, Q, X, t3, t5):
         return {"rows": int(np.count_nonzero(S > np.float32(t5)))}
     if name == "q7":
         return np.sort(S.ravel())[::-1][:TOPN].astype(np.float64)
+    if name == "q3d":
+        return np.unique((Pz.astype(np.int64)[:, None] * G + Rz[None, :])[S > np.float32(t3)])
     if name == "knn":
         d = (Q * Q).sum(1)[:, None] + (X * X).sum(1)[None, :] - 2 * (Q @ X.T)
         return np.sort(d, axis=1)[:, :KNN].astype(np.float64)
@@ -206,6 +215,10 @@ def check(name, outs, ref, M, N):
             got = np.sort(outs["Top"]["accum"].astype(np.float64))[::-1]
             e = max_rel(got, ref)
             return e <= 1e-4, f"keys maxrel {e:.1e}"
+        if name == "q3_distinct":
+            a = outs["Areas"]
+            got = np.sort(a["pz"].astype(np.int64) * GROUPS + a["rz"].astype(np.int64))
+            return bool(np.array_equal(got, ref)), f"rows {len(got)} vs {len(ref)}"
         if name == "knn":
             nb = outs["Nearest"]
             got = np.sort(nb["dist"].astype(np.float64).reshape(M, -1), axis=1)
@@ -228,6 +241,7 @@ CASES = [  # (case name, torch composition, query file, extra gamut args, output
     ("q5", "q5", "q5_select", []),
     ("q7", "q7", "q7_top128", []),
     ("knn", "knn", "knn", []),
+    ("q3_distinct", "q3d", "bench:distinct_areas", []),
 ]
 
 
@@ -347,13 +361,15 @@ def main():
                     b = {"Q": files["Q"], "X": files["X"]}
                 else:
                     b = {"P": files["P"], "R": files["R"]}
-                if comp in ("q2", "q3", "q4"):
+                if comp in ("q2", "q3", "q4", "q3d"):
                     b.update(Pzip=files["Pzip"], Rzip=files["Rzip"])
-                if comp == "q3":
+                if comp in ("q3", "q3d"):
                     b["thres"] = f32_text(t3)
                 if comp == "q5":
                     b["thres"] = f32_text(t5)
-                j, err, outs = run_gamut(gamut, os.path.join(EXAMPLES, qfile + ".mmlt"), b, backend,
+                qpath = (os.path.join(HERE, qfile[6:] + ".mmlt") if qfile.startswith("bench:")
+                         else os.path.join(EXAMPLES, qfile + ".mmlt"))
+                j, err, outs = run_gamut(gamut, qpath, b, backend,
                                          a.repeat, a.timeout, extra, os.path.join(tmp, "out"))
                 sg = (sg_nt if comp == "knn" else sg_nn) if use_torch else None
                 r = {"query": case, "M": M, "N": N, "K": K, "sgemm_ms": sg, "torch_ms": tms,
@@ -368,6 +384,10 @@ def main():
                              check_ok=ok, check=text, outputs=j.get("outputs"))
                     if comp == "q5":
                         r["q5_rows"] = int(len(outs.get("Pairs", [])))
+                    appended = [o.get("rows_appended") for o in (j.get("outputs") or []) if o.get("kind") == "list"]
+                    if appended and appended[0] is not None:
+                        r["rows_appended"] = appended[0]
+                        r["check"] += f"; kernel appended {appended[0]} rows"
                 else:
                     r.update(ours_ms=None, ours_peak_bytes=None, check_ok=False, check="gamut failed")
                 info["results"].append(r)

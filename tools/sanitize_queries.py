@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """compute-sanitizer memcheck and racecheck on one query of each family (project, aggregate,
-join, select list, top-k, semiring, batched, packed i16, bit-packed or-and, distinct), on small
+join, select list, top-k, semiring, batched, packed i16, bit-packed or-and, distinct, direct
+tables), on small
 odd sizes. usage: GAMUT OUTDIR"""
 import os
 import subprocess
@@ -16,6 +17,10 @@ cases = {
     "sgemm": {"A": rng.standard_normal((67, 45)).astype(np.float32), "B": rng.standard_normal((45, 131)).astype(np.float32)},
     "q2_zip_aggregate": {"P": rng.random((67, 45)).astype(np.float32), "R": rng.random((45, 131)).astype(np.float32),
                          "Pzip": rng.integers(0, 5, 67).astype(np.int32), "Rzip": rng.integers(0, 4, 131).astype(np.int32)},
+    # Q3's counts per pair of areas: the direct-table aggregate loop (codegen_tables.cpp).
+    "q3_count_pairs": {"P": rng.random((67, 45)).astype(np.float32), "R": rng.random((45, 131)).astype(np.float32),
+                       "Pzip": rng.integers(0, 5, 67).astype(np.int32), "Rzip": rng.integers(0, 4, 131).astype(np.int32),
+                       "thres": 11.0},
     "q4_join_area": {"P": rng.random((67, 45)).astype(np.float32), "R": rng.random((45, 131)).astype(np.float32),
                      "Pzip": rng.integers(0, 5, 67).astype(np.int32), "Rzip": rng.integers(0, 4, 131).astype(np.int32)},
     "q5_select": {"P": rng.random((67, 45)).astype(np.float32), "R": rng.random((45, 131)).astype(np.float32), "thres": 11.0},

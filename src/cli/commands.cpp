@@ -83,9 +83,12 @@ int cmd_run(QueryArgs q, const RunOptions& opt, const std::string& out_dir, bool
       j["outputs"].push_back({{"name", plan.dense[d].name}, {"kind", "dense"},
                               {"dtype", std::string(dtype_name(res.dense[d].dtype))},
                               {"shape", res.dense[d].shape}, {"path", paths[d]}});
-    for (size_t l = 0; l < plan.lists.size(); ++l)
-      j["outputs"].push_back({{"name", plan.lists[l].name}, {"kind", "list"}, {"rows", res.lists[l].rows},
-                              {"path", paths[plan.dense.size() + l]}});
+    for (size_t l = 0; l < plan.lists.size(); ++l) {
+      nlohmann::json o = {{"name", plan.lists[l].name}, {"kind", "list"}, {"rows", res.lists[l].rows},
+                          {"path", paths[plan.dense.size() + l]}};
+      if (l < rep.list_rows_appended.size()) o["rows_appended"] = rep.list_rows_appended[l];
+      j["outputs"].push_back(o);
+    }
     std::cout << j.dump() << "\n";
     return 0;
   }

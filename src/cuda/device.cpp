@@ -116,10 +116,37 @@ void account_alloc(size_t bytes) {
 size_t device_bytes_peak() { return g_peak.load(); }
 void reset_device_bytes_peak() { g_peak.store(g_held.load()); }
 
+// Device memory comes from the device's default memory pool, in stream order on the legacy
+// default stream (every launch, copy and CUB call here uses it): a cudaFree synchronises the
+// device, and the device-side list work (selection, sort) allocates and frees scratch between
+// its launches, which then waited for each other. The pool keeps freed memory for the process
+// (release threshold: all of it), so a repeated run allocates nothing from the driver; it is
+// trimmed before an allocation is reported as out of memory.
+namespace {
+cudaMemPool_t pool() {
+  static cudaMemPool_t p = [] {
+    cudaMemPool_t q = nullptr;
+    int dev = 0;
+    detail::check(cudaGetDevice(&dev), "cudaGetDevice");
+    detail::check(cudaDeviceGetDefaultMemPool(&q, dev), "cudaDeviceGetDefaultMemPool");
+    uint64_t keep = UINT64_MAX;
+    detail::check(cudaMemPoolSetAttribute(q, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
+    return q;
+  }();
+  return p;
+}
+}  // namespace
+
 DeviceBuffer::DeviceBuffer(size_t bytes) {
   detail::require_device();
   if (bytes == 0) return;  // cudaMalloc(0) gives nullptr anyway; skip the call
-  cudaError_t err = cudaMalloc(&ptr_, bytes);
+  cudaError_t err = cudaMallocFromPoolAsync(&ptr_, bytes, pool(), 0);
+  if (err == cudaErrorMemoryAllocation) {   // memory the pool keeps may be what is missing
+    cudaGetLastError();
+    cudaDeviceSynchronize();
+    cudaMemPoolTrimTo(pool(), 0);
+    err = cudaMallocFromPoolAsync(&ptr_, bytes, pool(), 0);
+  }
   if (err == cudaErrorMemoryAllocation) {
     cudaGetLastError();
     size_t free_b = 0, total_b = 0;
@@ -128,7 +155,7 @@ DeviceBuffer::DeviceBuffer(size_t bytes) {
                        gib(bytes) + "), " + std::to_string(free_b) + " bytes free (" +
                        gib(free_b) + ") of " + std::to_string(total_b));
   }
-  detail::check(err, "cudaMalloc of " + std::to_string(bytes) + " bytes");
+  detail::check(err, "cudaMallocFromPoolAsync of " + std::to_string(bytes) + " bytes");
   bytes_ = bytes;
   account_alloc(bytes);
 }
@@ -141,7 +168,7 @@ DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.b
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   if (this != &o) {
     if (ptr_) {
-      cudaFree(ptr_);
+      cudaFreeAsync(ptr_, 0);
       g_held -= bytes_;
     }
     ptr_ = o.ptr_;
@@ -155,7 +182,7 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 DeviceBuffer::~DeviceBuffer() {
   // Errors cannot be thrown from here; at process exit cudart may already be shutting down.
   if (ptr_) {
-    cudaFree(ptr_);
+    cudaFreeAsync(ptr_, 0);
     g_held -= bytes_;
   }
 }

@@ -213,6 +213,7 @@ Results execute(const Prepared& p, const RunOptions& options, RunReport* report)
       r.kernel_seconds = k.empty() ? r.seconds : k[k.size() / 2] / 1e3;
     }
     r.compile_ms = st.compile_ms;
+    r.list_rows_appended = st.list_rows_appended;
     r.cache_hit = st.cache_hit;
     r.tile = st.tile;
   } else {

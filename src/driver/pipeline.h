@@ -30,6 +30,8 @@ struct RunReport {
   std::string tile;
   int threads = 0;
   size_t device_peak_bytes = 0;    // GPU: most device memory held at once during the run
+  std::vector<uint64_t> list_rows_appended;   // GPU: per list, rows the kernel appended (before
+                                              // the device de-duplication / selection)
 };
 
 // A query compiled against bindings: owns the source, plan and data the Instance points into.
