@@ -23,12 +23,14 @@ DeviceLists::DeviceLists(const Instance& inst, int64_t capacity, const TileConfi
       const int64_t groups = spec.per == PerGroup::Row ? inst.batch * inst.row.size()
                            : spec.per == PerGroup::Col ? inst.batch * inst.col.size() : 1;
       lists_[l].threshold = DeviceBuffer(size_t(std::max<int64_t>(groups, 1)) * sizeof(uint32_t));
-      // Reservoirs (N slots per group) where a tile's refresh, which reads N slots of each
-      // group it touched, costs at most half a read per pair of the tile, and they are small.
-      const int64_t n = inst.list_limits[l];
+      // Reservoirs (gm::TileSelect::keep / refresh) where a tile's refresh, which reads the S
+      // slots of each group it touched, reads at most one slot per pair of the tile, and they
+      // are small.
+      // S slots per group: 32 for N <= 16, else N (gm::TileSelect::reservoir_slots).
+      const int64_t n = inst.list_limits[l], slots = n <= 16 ? 32 : n;
       const int64_t tile_groups = spec.per == PerGroup::Row ? tile.bm : spec.per == PerGroup::Col ? tile.bn : 1;
-      if (n > 0 && tile_groups * n * 2 <= int64_t(tile.bm) * tile.bn && groups * n <= (int64_t(1) << 26))
-        lists_[l].reservoir = DeviceBuffer(size_t(groups * n) * sizeof(uint32_t));
+      if (n > 0 && tile_groups * slots <= int64_t(tile.bm) * tile.bn && groups * slots <= (int64_t(1) << 26))
+        lists_[l].reservoir = DeviceBuffer(size_t(groups * slots) * sizeof(uint32_t));
     }
     allocate(l, capacity);
   }

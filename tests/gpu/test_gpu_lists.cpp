@@ -213,3 +213,32 @@ TEST(GpuLists, LargeKnnStaysSmall) {
   EXPECT_TRUE(same_table(cpu7.lists[0], gpu7.lists[0]));
   EXPECT_LT(cuda::device_bytes_peak(), size_t(M) * size_t(N) * 16 / 2);
 }
+
+// Reservoirs (gm::TileSelect::keep / refresh): the per-row thresholds follow the rows appended
+// by all tiles, so a kNN appends a few times N rows per query row, not about N per row and
+// column tile (with 8192 columns, 64 or more column tiles). Integer data in [-30, 30] over
+// K = 16: distances are exact in any order (below 2^24) and rarely tie at the 10th.
+TEST(GpuLists, ReservoirsKeepAppendedRowsNearN) {
+  SKIP_WITHOUT_GPU();
+  const int64_t M = 2048, N = 8192, K = 16;
+  auto c = make_case(tp::knn(10), M, N, K, 10);
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> wide(-30, 30);
+  for (NDArray& a : c->arrays)
+    for (int64_t e = 0; e < a.size(); ++e) a.as<float>()[e] = float(wide(rng));
+  const Results cpu = run_cpu(c->inst);
+  for (const char* tile : {"", "128x64x8/8x4", "32x32x8/4x4"}) {
+    SCOPED_TRACE(std::string("tile ") + tile);
+    cuda::GpuRunOptions o;
+    if (*tile) o.tile = cuda::parse_tile(tile);
+    cuda::GpuRunStats st;
+    const Results gpu = cuda::run_gpu(c->inst, o, &st);
+    EXPECT_TRUE(same_table(cpu.lists[0], gpu.lists[0]));
+    ASSERT_EQ(st.list_rows_appended.size(), 1u);
+    // ~12 N ln(column tiles) + the first wave's N per tile: well under 150 per row; a tile's
+    // own threshold alone appended N per row and column tile (640 at 128 columns). (32x32
+    // tiles: the first wave alone has ~16 column tiles per row, so only the rows are checked.)
+    if (std::string(tile) != "32x32x8/4x4") EXPECT_LE(st.list_rows_appended[0], uint64_t(M) * 150) << st.tile;
+    EXPECT_GE(st.list_rows_appended[0], uint64_t(M) * 10);
+  }
+}

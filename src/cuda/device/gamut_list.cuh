@@ -278,38 +278,63 @@ struct TileSelect {
   // A tile lowers a group's global threshold only when it alone holds more than N candidates,
   // so on its own the threshold stays near the N-th best of one tile (a kNN row tile of 64
   // columns: the best ~15%), and every later tile is crowded again. Each group therefore also
-  // has N reservoir slots in device memory (u32 ranks, 0xffffffff = empty): every row a tile
-  // appends goes into slot hash(i, j) % N with atomicMin. A slot only ever holds the rank of
-  // a row that was appended, and distinct slots hold distinct rows, so the largest of a
-  // group's N slots (when none is empty) has at least N appended rows at or below it: a valid
-  // global threshold, whatever the order of the tiles, and it falls towards the N-th best of
-  // all rows appended so far (about 3x its quantile with random slots), not of one tile.
-  GM_DEV static unsigned slot_of(int i, int j, i64 limit) {
+  // has S reservoir slots in device memory (u32 ranks, 0xffffffff = empty; S = reservoir_slots):
+  // every row a tile appends goes into slot hash(i, j) % S with atomicMin. A slot only ever
+  // holds the rank of a row that was appended, and distinct slots hold distinct rows, so the
+  // N-th smallest of a group's S slots (when at least N are filled) has at least N appended
+  // rows at or below it: a valid global threshold, whatever the order of the tiles, and it
+  // falls towards the N-th best of all rows appended so far, not of one tile. With S = N it
+  // is the largest slot, about 3x the ideal quantile (random slots); with S = 32 >= 2N, the
+  // N-th of 32 slot minima, about 1.2x (kNN, N = 10: ~160 -> ~65 appended rows per row).
+  GM_DEV static int reservoir_slots(i64 limit) { return limit <= 16 ? 32 : int(limit); }
+  GM_DEV static unsigned slot_of(int i, int j, int slots) {
     const unsigned h = (unsigned(i) * 0x9E3779B1u) ^ (unsigned(j) * 0x85EBCA77u);
-    return (h ^ (h >> 15)) % unsigned(limit);
+    return (h ^ (h >> 15)) % unsigned(slots);
   }
   // A row the tile appends (rank r, pair (i, j) of tile group g at global group x).
   GM_DEV static void keep(unsigned* slots, i64 limit, i64 x, int g, int i, int j, unsigned r, Smem& s) {
     if (slots == nullptr || x < 0) return;
-    atomicMin(slots + x * limit + slot_of(i, j, limit), r);
+    const int S = reservoir_slots(limit);
+    atomicMin(slots + x * S + slot_of(i, j, S), r);
     atomicOr(&s.touched[g], 1u);   // (an atomic: racecheck-clean where several threads mark)
   }
   // After every row of the tile is kept: the touched groups' global thresholds fall to the
-  // largest of their slots. Every thread of the block calls it.
+  // N-th smallest of their slots. Every thread of the block calls it.
   template <class At>
   GM_DEV static void refresh(unsigned* global, unsigned* slots, i64 limit, const At& at, Smem& s) {
     if (slots == nullptr || limit <= 0) return;
-    const int tid = int(threadIdx.x);
+    const int tid = int(threadIdx.x), S = reservoir_slots(limit);
     __syncthreads();   // the tile's atomicMin on the slots are done (and seen through L2)
+    if (S == 32) {
+      // A warp per touched group: the 32 slots sorted across the lanes (bitonic), lane N-1
+      // holds the N-th smallest.
+      const int lane = tid & 31, warps = Shape::THREADS / 32;
+      for (int g = tid >> 5; g < G; g += warps) {   // g is the same in the whole warp
+        const i64 x = at(g);
+        if (!s.touched[g] || x < 0) continue;
+        unsigned v = __ldcg(slots + x * 32 + lane);
+#pragma unroll
+        for (int k = 2; k <= 32; k <<= 1)
+#pragma unroll
+          for (int j = k >> 1; j > 0; j >>= 1) {
+            const unsigned o = __shfl_xor_sync(0xffffffffu, v, j);
+            const bool keep_min = ((lane & j) == 0) == ((lane & k) == 0);
+            v = keep_min ? (o < v ? o : v) : (o > v ? o : v);
+          }
+        const unsigned t = __shfl_sync(0xffffffffu, v, int(limit) - 1);
+        if (lane == 0 && t != 0xffffffffu) atomicMin(global + x, t);
+      }
+      return;
+    }
     for (int g = tid; g < G; g += Shape::THREADS) s.hi[g] = 0u;
     __syncthreads();
-    // (The host gives reservoirs only where G * limit is at most half the tile's pairs.)
-    const int per = int(limit), total = G * per;
+    // (The host gives reservoirs only where G * S is at most the tile's pairs.)
+    const int total = G * S;
     for (int e = tid; e < total; e += Shape::THREADS) {
-      const int g = e / per;
+      const int g = e / S;
       const i64 x = at(g);
       if (!s.touched[g] || x < 0) continue;
-      atomicMax(&s.hi[g], __ldcg(slots + x * limit + (e - g * per)));
+      atomicMax(&s.hi[g], __ldcg(slots + x * S + (e - g * S)));
     }
     __syncthreads();
     for (int g = tid; g < G; g += Shape::THREADS) {
