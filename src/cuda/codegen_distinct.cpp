@@ -8,8 +8,9 @@ namespace gamut::cuda::cg {
 
 using std::to_string;
 
-// The row of the thread's pair `e` (m * TN + n, a run-time value) into efN / ecN_k, with i, j
-// and the accumulators of that pair in scope. The accumulators are picked with static indices
+// The row of the thread's pair `e` (m * TN + n, a run-time value) into efN / ecN_k (and the
+// key into ekN), with i, j and the accumulators of that pair in scope (also list_rows' compact
+// pass 2). The accumulators are picked with static indices
 // (a run-time index would move every accumulator to local memory); one copy of the statements
 // then serves every pair, where list_rows unrolls them TM x TN times.
 void Gen::distinct_pair(size_t l) {
@@ -22,6 +23,8 @@ void Gen::distinct_pair(size_t l) {
   for (size_t k = 0; k < lo.columns.size(); ++k)
     c.line(ctype_cpp(lo.columns[k].type) + " ec" + n + "_" + to_string(k) + " = " + ctype_cpp(lo.columns[k].type) +
            "();");
+  if (lo.key != kNoExpr)
+    c.line(ctype_cpp(P.expr(lo.key).type) + " ek" + n + " = " + ctype_cpp(P.expr(lo.key).type) + "();");
   if (!P.accs.empty()) {
     for (size_t a = 0; a < P.accs.size(); ++a)
       c.line(acc_type(int(a)) + " acc" + to_string(a) + " = " + acc_type(int(a)) + "();");

@@ -218,6 +218,12 @@ void Gen::list_rows(size_t l) {
   c.line("gm::u64 row;");
   c.line("// Every thread, together; false in all of them when the block has no row.");
   c.open("if (gm::BlockAppend<Shape>::reserve(pr" + n + ", la" + n + ".counter, row))");
+  if (T.tm * T.tn >= kCompactRowsPairs) {
+    list_rows_compact(l);
+    c.close();  // reserve
+    c.close();
+    return;
+  }
   c.line("#pragma unroll");
   c.open("for (int m = 0; m < Shape::TM; ++m)");
   c.line("const int i = " + row_at("st.i0 + st.tmap.row(m)") + ";");
@@ -258,6 +264,42 @@ void Gen::list_rows(size_t l) {
   c.close();  // n
   c.close();  // m
   c.close();  // reserve
+  c.close();
+}
+
+// Pass 2 for threads of 128 pairs and more: a loop over the marked pairs with one copy of the
+// row's code (the accumulators picked by static indices, Gen::distinct_pair), instead of
+// TM x TN unrolled copies. Unrolled, the epilogue of the one-block tile 128x256x16/8x16 was
+// ~12K instructions and its warps waited on the instruction cache with no other block to
+// hide it (Q5 4.44 ms there against 3.04 for the product, bench/NOTES.md).
+void Gen::list_rows_compact(size_t l) {
+  const ListOutput& lo = P.lists[l];
+  const auto& ls = A.lists[l];
+  const std::string n = to_string(l);
+  c.line("unsigned todo[(Shape::TM * Shape::TN + 31) / 32];");
+  c.line("#pragma unroll");
+  c.line("for (int w = 0; w < (Shape::TM * Shape::TN + 31) / 32; ++w) todo[w] = pr" + n + "[w];");
+  c.line("gm::opaque_bits(todo);");
+  c.line("int e = 0;");
+  c.line("#pragma unroll 1");
+  c.open("while (gm::next_bit(todo, e))");
+  distinct_pair(l);
+  c.open("if (row < la" + n + ".capacity)");
+  for (size_t k = 0; k < lo.columns.size(); ++k)
+    c.line("reinterpret_cast<" + ctype_cpp(lo.columns[k].type) + "*>(" + slot(ls.cols[k]) + ")[row] = ec" + n +
+           "_" + to_string(k) + ";");
+  c.line("reinterpret_cast<int*>(" + slot(ls.b) + ")[row] = b;");
+  c.line("reinterpret_cast<int*>(" + slot(ls.i) + ")[row] = i;");
+  c.line("reinterpret_cast<int*>(" + slot(ls.j) + ")[row] = j;");
+  if (lo.key != kNoExpr)
+    c.line("reinterpret_cast<" + ctype_cpp(P.expr(lo.key).type) + "*>(" + slot(ls.key) + ")[row] = ek" + n + ";");
+  if (preselected(l)) {
+    const std::string sel = "gm::TileSelect<Shape, " + per_code(l) + ">";
+    c.line("const int g = " + sel + "::group(st.tmap.row(em), st.tmap.col(en));");
+    c.line(sel + "::keep(rsv, la" + n + ".limit(), at(g), g, i, j, gm::rank32(ek" + n + ", " + top_code(l) + "), ss);");
+  }
+  c.close();
+  c.line("++row;");
   c.close();
 }
 

@@ -124,6 +124,10 @@ struct Gen {
   void outer_leaf(const Stmt& s, Code& out);
 
   void epilogue();
+  // Pass 2 of a list as a loop over the marked pairs (codegen_epilogue.cpp), for threads of at
+  // least this many pairs.
+  static constexpr int kCompactRowsPairs = 128;
+  void list_rows_compact(size_t l);
 
   // ---- aggregates into outputs that fit the block tables (codegen_tables.cpp) ---------------
   // Every output an aggregate whose table maps it directly when small, and whose position is a

@@ -48,6 +48,21 @@ struct ListAppend {
   GM_DEV i64 limit() const { return i64(__ldg(counter + 1)); }
 };
 
+// The lowest pair e set in bits, cleared; false when none is left. Static indices only (the
+// bits stay in registers).
+template <int W>
+GM_DEV bool next_bit(unsigned (&bits)[W], int& e) {
+  bool found = false;
+#pragma unroll
+  for (int w = 0; w < W; ++w)
+    if (!found && bits[w] != 0u) {
+      e = w * 32 + __ffs(int(bits[w])) - 1;
+      bits[w] &= bits[w] - 1u;
+      found = true;
+    }
+  return found;
+}
+
 // ---- append with one global atomic per block tile -------------------------------------------
 // bits: one per pair of the thread's fragment (m * TN + n), set where a row reached the emit.
 template <class Shape>
