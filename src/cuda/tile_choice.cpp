@@ -146,10 +146,14 @@ TileConfig choose_tile_sized(const Plan& plan, int64_t rows, int64_t cols, int64
   const int n = int(sizeof kCandidates / sizeof kCandidates[0]);
   auto fits = [&](const TileConfig& t) { return cg::smem_plan(plan, t).total() <= smem_per_block; };
   int start = -1;
-  // List outputs re-render their rows after the block's reservation (gm::BlockAppend), which
-  // needs registers next to the accumulators: with lists the one-block-per-SM tile ran Q5 and Q7
-  // 1.2-1.3x slower than 128x128x8/8x8 (H200, 16384^2, K=256), so they start one step down.
-  const int first = plan.lists.empty() ? 0 : 1;
+  // Top/bottom and distinct lists work per pair in unrolled passes (gm::TileSelect's counts, the
+  // distinct rounds): at one block per SM nothing hides that, and Q7 ran 1.13x slower at the
+  // one-block tile than at 128x128x8/8x8 (H200, 16384^2, K=256), so they start one step down.
+  // Plain lists (a pass of marks, then a loop over the marked pairs) start at the top: Q5
+  // 3.52 ms there against 3.89 (K=256), 11.94 against 13.80 (K=1024). bench/NOTES.md.
+  bool step_down = false;
+  for (const ListOutput& l : plan.lists) step_down = step_down || l.mode != ListMode::Plain;
+  const int first = step_down ? 1 : 0;
   for (int c = first; c < n && start < 0; ++c)
     if (estimate_registers(plan, kCandidates[c].t) <= kCandidates[c].budget && fits(kCandidates[c].t)) start = c;
   if (start < 0) {   // nothing fits its budget: the smallest tile (with a thinner k-slice if need be)
