@@ -14,17 +14,11 @@ using std::to_string;
 // (a run-time index would move every accumulator to local memory); one copy of the statements
 // then serves every pair, where list_rows unrolls them TM x TN times.
 void Gen::distinct_pair(size_t l) {
-  const ListOutput& lo = P.lists[l];
   const std::string n = to_string(l);
   c.line("const int em = e / Shape::TN, en = e % Shape::TN;");
   c.line("const int i = " + row_at("st.i0 + st.tmap.row(em)") + ";");
   c.line("const int j = " + col_at("st.j0 + st.tmap.col(en)") + ";");
-  c.line("bool ef" + n + " = false;");
-  for (size_t k = 0; k < lo.columns.size(); ++k)
-    c.line(ctype_cpp(lo.columns[k].type) + " ec" + n + "_" + to_string(k) + " = " + ctype_cpp(lo.columns[k].type) +
-           "();");
-  if (lo.key != kNoExpr)
-    c.line(ctype_cpp(P.expr(lo.key).type) + " ek" + n + " = " + ctype_cpp(P.expr(lo.key).type) + "();");
+  row_decls(l);
   if (!P.accs.empty()) {
     for (size_t a = 0; a < P.accs.size(); ++a)
       c.line(acc_type(int(a)) + " acc" + to_string(a) + " = " + acc_type(int(a)) + "();");

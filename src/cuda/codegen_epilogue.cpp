@@ -211,8 +211,6 @@ void Gen::preselect(size_t l) {
 }
 
 void Gen::list_rows(size_t l) {
-  const ListOutput& lo = P.lists[l];
-  const auto& ls = A.lists[l];
   const std::string n = to_string(l);
   c.open("");
   c.line("gm::u64 row;");
@@ -231,12 +229,7 @@ void Gen::list_rows(size_t l) {
   c.open("for (int n = 0; n < Shape::TN; ++n)");
   c.line("if (((pr" + n + "[(m * Shape::TN + n) / 32] >> ((m * Shape::TN + n) % 32)) & 1u) == 0u) continue;");
   c.line("const int j = " + col_at("st.j0 + st.tmap.col(n)") + ";");
-  c.line("bool ef" + n + " = false;");
-  for (size_t k = 0; k < lo.columns.size(); ++k)
-    c.line(ctype_cpp(lo.columns[k].type) + " ec" + n + "_" + to_string(k) + " = " + ctype_cpp(lo.columns[k].type) +
-           "();");
-  if (lo.key != kNoExpr)
-    c.line(ctype_cpp(P.expr(lo.key).type) + " ek" + n + " = " + ctype_cpp(P.expr(lo.key).type) + "();");
+  row_decls(l);
   for (size_t a = 0; a < P.accs.size(); ++a)
     c.line(acc_type(int(a)) + " acc" + to_string(a) + " = " + acc_read(int(a)) + "; gm::opaque(acc" + to_string(a) +
            ");");
@@ -245,22 +238,7 @@ void Gen::list_rows(size_t l) {
     if (s.kind == StmtKind::Emit && size_t(s.target) == l) outer_leaf(s, out);
   });
   c.line("(void)ef" + n + ";  // marked in pass 1: the row exists");
-  c.open("if (row < la" + n + ".capacity)");
-  for (size_t k = 0; k < lo.columns.size(); ++k)
-    c.line("reinterpret_cast<" + ctype_cpp(lo.columns[k].type) + "*>(" + slot(ls.cols[k]) + ")[row] = ec" + n +
-           "_" + to_string(k) + ";");
-  c.line("reinterpret_cast<int*>(" + slot(ls.b) + ")[row] = b;");
-  c.line("reinterpret_cast<int*>(" + slot(ls.i) + ")[row] = i;");
-  c.line("reinterpret_cast<int*>(" + slot(ls.j) + ")[row] = j;");
-  if (lo.key != kNoExpr)
-    c.line("reinterpret_cast<" + ctype_cpp(P.expr(lo.key).type) + "*>(" + slot(ls.key) + ")[row] = ek" + n + ";");
-  if (preselected(l)) {
-    const std::string sel = "gm::TileSelect<Shape, " + per_code(l) + ">";
-    c.line("const int g = " + sel + "::group(st.tmap.row(m), st.tmap.col(n));");
-    c.line(sel + "::keep(rsv, la" + n + ".limit(), at(g), g, i, j, gm::rank32(ek" + n + ", " + top_code(l) + "), ss);");
-  }
-  c.close();
-  c.line("++row;");
+  row_stores(l, "m", "n");
   c.close();  // n
   c.close();  // m
   c.close();  // reserve
@@ -273,8 +251,6 @@ void Gen::list_rows(size_t l) {
 // ~12K instructions and its warps waited on the instruction cache with no other block to
 // hide it (Q5 4.44 ms there against 3.04 for the product, bench/NOTES.md).
 void Gen::list_rows_compact(size_t l) {
-  const ListOutput& lo = P.lists[l];
-  const auto& ls = A.lists[l];
   const std::string n = to_string(l);
   c.line("unsigned todo[(Shape::TM * Shape::TN + 31) / 32];");
   c.line("#pragma unroll");
@@ -284,6 +260,28 @@ void Gen::list_rows_compact(size_t l) {
   c.line("#pragma unroll 1");
   c.open("while (gm::next_bit(todo, e))");
   distinct_pair(l);
+  row_stores(l, "em", "en");
+  c.close();
+}
+
+// The row's variables of list l, before the output statements render into them.
+void Gen::row_decls(size_t l) {
+  const ListOutput& lo = P.lists[l];
+  const std::string n = to_string(l);
+  c.line("bool ef" + n + " = false;");
+  for (size_t k = 0; k < lo.columns.size(); ++k)
+    c.line(ctype_cpp(lo.columns[k].type) + " ec" + n + "_" + to_string(k) + " = " + ctype_cpp(lo.columns[k].type) +
+           "();");
+  if (lo.key != kNoExpr)
+    c.line(ctype_cpp(P.expr(lo.key).type) + " ek" + n + " = " + ctype_cpp(P.expr(lo.key).type) + "();");
+}
+
+// Stores of the rendered row at `row` (below the capacity), then ++row; top/bottom rows also go
+// into their group's reservoir. m, n: the names of the pair's fragment indices.
+void Gen::row_stores(size_t l, const std::string& m, const std::string& n_) {
+  const ListOutput& lo = P.lists[l];
+  const auto& ls = A.lists[l];
+  const std::string n = to_string(l);
   c.open("if (row < la" + n + ".capacity)");
   for (size_t k = 0; k < lo.columns.size(); ++k)
     c.line("reinterpret_cast<" + ctype_cpp(lo.columns[k].type) + "*>(" + slot(ls.cols[k]) + ")[row] = ec" + n +
@@ -295,12 +293,11 @@ void Gen::list_rows_compact(size_t l) {
     c.line("reinterpret_cast<" + ctype_cpp(P.expr(lo.key).type) + "*>(" + slot(ls.key) + ")[row] = ek" + n + ";");
   if (preselected(l)) {
     const std::string sel = "gm::TileSelect<Shape, " + per_code(l) + ">";
-    c.line("const int g = " + sel + "::group(st.tmap.row(em), st.tmap.col(en));");
+    c.line("const int g = " + sel + "::group(st.tmap.row(" + m + "), st.tmap.col(" + n_ + "));");
     c.line(sel + "::keep(rsv, la" + n + ".limit(), at(g), g, i, j, gm::rank32(ek" + n + ", " + top_code(l) + "), ss);");
   }
   c.close();
   c.line("++row;");
-  c.close();
 }
 
 }  // namespace gamut::cuda::cg

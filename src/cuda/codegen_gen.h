@@ -128,6 +128,8 @@ struct Gen {
   // least this many pairs.
   static constexpr int kCompactRowsPairs = 128;
   void list_rows_compact(size_t l);
+  void row_decls(size_t l);   // efN, ecN_k, ekN of list l
+  void row_stores(size_t l, const std::string& m, const std::string& n);   // stores, reservoir, ++row
 
   // ---- aggregates into outputs that fit the block tables (codegen_tables.cpp) ---------------
   // Every output an aggregate whose table maps it directly when small, and whose position is a

@@ -79,17 +79,7 @@ struct TileDistinct {
 
   // The lowest pair e set in bits, cleared; false when none is left. Static indices only (the
   // bits stay in registers).
-  GM_DEV static bool next(unsigned (&bits)[W], int& e) {
-    bool found = false;
-#pragma unroll
-    for (int w = 0; w < W; ++w)
-      if (!found && bits[w] != 0u) {
-        e = w * 32 + __ffs(int(bits[w])) - 1;
-        bits[w] &= bits[w] - 1u;
-        found = true;
-      }
-    return found;
-  }
+  GM_DEV static bool next(unsigned (&bits)[W], int& e) { return next_bit(bits, e); }
   GM_DEV static void set(unsigned (&bits)[W], int e) {
 #pragma unroll
     for (int w = 0; w < W; ++w)
