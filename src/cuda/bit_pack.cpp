@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "cuda/runtime.h"
+#include "cuda/stage_types.h"
 
 namespace gamut::cuda {
 
@@ -45,23 +46,11 @@ extern "C" __global__ void __launch_bounds__(256) bit_pack_tiled(
 }
 )";
 
-const char* storage_c_type(DType t) {
-  switch (t) {
-    case DType::Bool: case DType::U8: return "unsigned char";
-    case DType::I8: return "signed char";
-    case DType::I16: return "short";
-    case DType::I32: return "int";
-    case DType::I64: return "long long";
-    default: return nullptr;
-  }
-}
-
 }  // namespace
 
 std::string bit_pack_source(DType t) {
-  const char* c = storage_c_type(t);
-  if (!c) throw_device_error("bit pack: element type " + std::string(dtype_name(t)) + " is not an integer or bool type");
-  return std::string("// gamut bit pack\n#define SRC_T ") + c + "\n" + kKernelBody;
+  if (is_float(t)) throw_device_error("bit pack: element type " + std::string(dtype_name(t)) + " is not an integer or bool type");
+  return std::string("// gamut bit pack\n#define SRC_T ") + plain_c_type(t) + "\n" + kKernelBody;
 }
 
 NDArray bit_pack(const NDArray& src, const BitPack& st, int repeats, BitPackStats* stats) {

@@ -165,17 +165,15 @@ void Gen::generic_step() {
     const std::string buf = "sm" + n + " + buf * " + loader(a) + "::BUF + kk";
     switch (inner_kind(P.accesses[size_t(a)].pattern)) {
       case InnerKind::RowTile:
-        c.line(ct + " x" + n + "[Shape::TM];");
-        c.line("gm::load_frag<Shape::TM, Shape::VM, Shape::THREADS_M>(x" + n + ", " + buf + " * " + loader(a) +
-               "::LDS, tmap.tm);");
-        args += ", x" + n + "[m]";
+      case InnerKind::ColTile: {   // the thread's TM rows (TN columns) of the slice
+        const bool row = inner_kind(P.accesses[size_t(a)].pattern) == InnerKind::RowTile;
+        const std::string side = row ? "M" : "N";
+        c.line(ct + " x" + n + "[Shape::T" + side + "];");
+        c.line("gm::load_frag<Shape::T" + side + ", Shape::V" + side + ", Shape::THREADS_" + side + ">(x" + n + ", " +
+               buf + " * " + loader(a) + "::LDS, tmap.t" + (row ? "m" : "n") + ");");
+        args += ", x" + n + (row ? "[m]" : "[n]");
         break;
-      case InnerKind::ColTile:
-        c.line(ct + " x" + n + "[Shape::TN];");
-        c.line("gm::load_frag<Shape::TN, Shape::VN, Shape::THREADS_N>(x" + n + ", " + buf + " * " + loader(a) +
-               "::LDS, tmap.tn);");
-        args += ", x" + n + "[n]";
-        break;
+      }
       case InnerKind::RedVec:
         c.line("const " + ct + " x" + n + " = sm" + n + "[buf * " + loader(a) + "::BUF + kk];");
         args += ", x" + n;

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "cuda/runtime.h"
+#include "cuda/stage_types.h"
 
 namespace gamut::cuda {
 
@@ -89,20 +90,6 @@ extern "C" __global__ void __launch_bounds__(256) segment_sum_direct(
 }
 )";
 
-const char* storage_c_type(DType t) {
-  switch (t) {
-    case DType::Bool: case DType::U8: return "unsigned char";
-    case DType::I8: return "signed char";
-    case DType::I16: return "short";
-    case DType::I32: return "int";
-    case DType::I64: return "long long";
-    case DType::F16: case DType::BF16: return "unsigned short";
-    case DType::F32: return "float";
-    case DType::F64: return "double";
-  }
-  return "float";
-}
-
 const char* widen_expr(DType t) {
   switch (t) {
     case DType::Bool: return "((acc_t)((x) != 0))";
@@ -139,7 +126,7 @@ CType segment_sum_acc_type(DType t) {
 
 std::string segment_sum_source(DType t) {
   std::string s = "// gamut segment sum\n#define SRC_T ";
-  s += storage_c_type(t);
+  s += plain_c_type(t);
   s += "\ntypedef ";
   s += acc_c_type(segment_sum_acc_type(t));
   s += " acc_t;\n#define WIDEN(x) ";
