@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "gpu_skip.h"
+#include "table_compare.h"
 
 #include <cstring>
 #include <functional>
@@ -75,12 +76,7 @@ std::unique_ptr<Case> make_case(Plan plan, int64_t m, int64_t n, const Bits& g, 
 }
 
 ::testing::AssertionResult same_bits(const Table& cpu, const Table& gpu) {
-  if (cpu.rows != gpu.rows) return ::testing::AssertionFailure() << "rows: cpu " << cpu.rows << ", gpu " << gpu.rows;
-  if (cpu.columns.size() != gpu.columns.size()) return ::testing::AssertionFailure() << "column count differs";
-  for (size_t c = 0; c < cpu.columns.size(); ++c)
-    if (cpu.columns[c].dtype != gpu.columns[c].dtype || cpu.columns[c].data != gpu.columns[c].data)
-      return ::testing::AssertionFailure() << "column " << cpu.columns[c].name << " differs";
-  return ::testing::AssertionSuccess();
+  return test::same_table_bits(cpu, gpu, false);
 }
 
 struct GpuRun {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "gpu_skip.h"
+#include "table_compare.h"
 
 #include <algorithm>
 #include <cmath>
@@ -89,28 +90,9 @@ Sizes square(int64_t m, int64_t n, int64_t k = 16, int64_t batch = 1) {
   return z;
 }
 
-bool nan_at(DType t, const std::byte* p) {
-  if (t == DType::F32) { float x; std::memcpy(&x, p, 4); return std::isnan(x); }
-  if (t == DType::F64) { double x; std::memcpy(&x, p, 8); return std::isnan(x); }
-  return false;
-}
-
 // Bit-exact, except that any NaN equals any NaN (sign and payload are not semantics).
 ::testing::AssertionResult same_table(const Table& cpu, const Table& gpu) {
-  if (cpu.rows != gpu.rows) return ::testing::AssertionFailure() << "rows: cpu " << cpu.rows << ", gpu " << gpu.rows;
-  if (cpu.columns.size() != gpu.columns.size()) return ::testing::AssertionFailure() << "column count differs";
-  for (size_t c = 0; c < cpu.columns.size(); ++c) {
-    const Column &a = cpu.columns[c], &b = gpu.columns[c];
-    if (a.dtype != b.dtype || a.data.size() != b.data.size())
-      return ::testing::AssertionFailure() << "column " << a.name << " differs in type or size";
-    const size_t w = dtype_size(a.dtype);
-    for (size_t r = 0; r * w < a.data.size(); ++r) {
-      const std::byte *pa = a.data.data() + r * w, *pb = b.data.data() + r * w;
-      if (std::memcmp(pa, pb, w) != 0 && !(nan_at(a.dtype, pa) && nan_at(a.dtype, pb)))
-        return ::testing::AssertionFailure() << "column " << a.name << " differs at row " << r << " of " << cpu.rows;
-    }
-  }
-  return ::testing::AssertionSuccess();
+  return test::same_table_bits(cpu, gpu, true);
 }
 
 const std::vector<std::string> kTiles = {"", "32x32x8/4x4", "64x32x4/4x2", "128x128x16/8x8"};

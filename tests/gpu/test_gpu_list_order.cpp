@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "gpu_skip.h"
+#include "table_compare.h"
 
 #if GAMUT_HAVE_CUDA  // order_list_rows exists only in builds with the CUDA backend
 
@@ -25,18 +26,7 @@ namespace tp = gamut::testplans;
 namespace {
 
 ::testing::AssertionResult same_rows(const Table& want, const Table& got) {
-  if (want.rows != got.rows) return ::testing::AssertionFailure() << "rows: want " << want.rows << ", got " << got.rows;
-  if (want.columns.size() != got.columns.size()) return ::testing::AssertionFailure() << "column count differs";
-  for (size_t c = 0; c < want.columns.size(); ++c) {
-    const Column &a = want.columns[c], &b = got.columns[c];
-    if (a.dtype != b.dtype || a.data.size() != b.data.size())
-      return ::testing::AssertionFailure() << "column " << c << " differs in type or size";
-    const size_t w = dtype_size(a.dtype);
-    for (size_t r = 0; r * w < a.data.size(); ++r)
-      if (std::memcmp(a.data.data() + r * w, b.data.data() + r * w, w) != 0)
-        return ::testing::AssertionFailure() << "column " << c << " differs first at row " << r << " of " << want.rows;
-  }
-  return ::testing::AssertionSuccess();
+  return test::same_table_bits(want, got, false);
 }
 
 // Uploads the rows, orders them on the device into poisoned buffers, downloads the result.

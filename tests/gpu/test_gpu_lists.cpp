@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "gpu_skip.h"
+#include "table_compare.h"
 
 #include <cmath>
 #include <cstring>
@@ -71,36 +72,9 @@ std::unique_ptr<Case> make_case(Plan plan, int64_t m, int64_t n, int64_t k, int6
   return c;
 }
 
+// Bit-exact, except that any NaN equals any NaN.
 ::testing::AssertionResult same_table(const Table& cpu, const Table& gpu) {
-  if (cpu.rows != gpu.rows) return ::testing::AssertionFailure() << "rows: cpu " << cpu.rows << ", gpu " << gpu.rows;
-  if (cpu.columns.size() != gpu.columns.size()) return ::testing::AssertionFailure() << "column count differs";
-  for (size_t c = 0; c < cpu.columns.size(); ++c) {
-    const Column &a = cpu.columns[c], &b = gpu.columns[c];
-    if (a.dtype != b.dtype || a.data.size() != b.data.size())
-      return ::testing::AssertionFailure() << "column " << a.name << " differs in type or size";
-    // Bit-exact, except that any NaN equals any NaN: the sign and payload of a NaN are not part
-    // of the semantics (x86 and the GPU produce different default NaNs).
-    const size_t w = dtype_size(a.dtype);
-    for (size_t r = 0; r * w < a.data.size(); ++r) {
-      const std::byte* pa = a.data.data() + r * w;
-      const std::byte* pb = b.data.data() + r * w;
-      if (std::memcmp(pa, pb, w) == 0) continue;
-      bool both_nan = false;
-      if (a.dtype == DType::F32) {
-        float x, y;
-        std::memcpy(&x, pa, 4);
-        std::memcpy(&y, pb, 4);
-        both_nan = std::isnan(x) && std::isnan(y);
-      } else if (a.dtype == DType::F64) {
-        double x, y;
-        std::memcpy(&x, pa, 8);
-        std::memcpy(&y, pb, 8);
-        both_nan = std::isnan(x) && std::isnan(y);
-      }
-      if (!both_nan) return ::testing::AssertionFailure() << "column " << a.name << " differs at row " << r;
-    }
-  }
-  return ::testing::AssertionSuccess();
+  return test::same_table_bits(cpu, gpu, true);
 }
 
 void check(const Case& c, std::vector<std::string> tiles = {"32x32x8/4x4", "128x128x16/8x8"}) {
