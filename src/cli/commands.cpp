@@ -8,7 +8,6 @@
 #include "core/error.h"
 #include "cuda/gpu_engine.h"
 #include "cuda/runtime.h"
-#include "cuda/tile_choice.h"
 #include "data/npy.h"
 #include "data/output_files.h"
 #include "peak/peak.h"
@@ -148,10 +147,12 @@ int cmd_explain(QueryArgs q, const RunOptions& opt, bool print_source) {
     const bool have = cuda::gpu_available(nullptr);
     const int sms = have ? cuda::device().sm_count : 132;
     const size_t smem = have ? cuda::device().smem_per_block_optin : 227 * 1024;
-    cuda::TileConfig t = opt.tile.empty() ? cuda::choose_tile_sized(prep->plan, inst.row.size(), inst.col.size(),
-                                                                    inst.batch, sms, smem)
-                                          : cuda::parse_tile(opt.tile);
-    std::cout << "// kernel source, tile " << t.str() << "\n" << cuda::generate_source(prep->plan, t);
+    std::optional<cuda::TileConfig> forced;
+    if (!opt.tile.empty()) forced = cuda::parse_tile(opt.tile);
+    const cuda::KernelChoice k = cuda::choose_kernel(inst, sms, smem, forced);
+    std::cout << "// kernel source, tile " << k.tile.str() << (k.options.packed16 ? " packed16" : "")
+              << (k.options.grouped_join ? " grouped-join" : "") << "\n"
+              << cuda::generate_source(prep->plan, k.tile, k.options);
   }
   return 0;
 }

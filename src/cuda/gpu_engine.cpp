@@ -130,16 +130,9 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   for (int64_t end : {inst.row.end, inst.col.end, inst.red.end})
     if (end > INT_MAX) throw_device_error("an axis range end above 2^31-1 is not supported on the GPU");
 
-  TileConfig tile = options.tile ? *options.tile
-                                 : choose_tile_sized(P, rows, cols, batch, dev.sm_count, dev.smem_per_block_optin);
-  // Packed 16-bit tropical steps hold half the accumulator registers: their own tile (measured
-  // best of six on the H200, bench/NOTES.md), unless the grid would leave SMs idle.
-  const bool packed_form_any = packed16_form(P, kPacked16Tile) || packed16_form(P, tile);
-  const bool packed_data = packed_form_any && packed16_data_fits(P, inst);
-  if (!options.tile && packed_data && packed16_form(P, kPacked16Tile) &&
-      ((rows + kPacked16Tile.bm - 1) / kPacked16Tile.bm) * ((cols + kPacked16Tile.bn - 1) / kPacked16Tile.bn) * batch >=
-          dev.sm_count)
-    tile = kPacked16Tile;
+  const KernelChoice choice =
+      choose_kernel(inst, dev.sm_count, dev.smem_per_block_optin, options.tile, options.masked_joins);
+  const TileConfig tile = choice.tile;
   std::string why;
   if (!tile_valid(tile, &why)) throw_usage_error("--tile " + tile.str() + ": " + why);
   const KernelInfo info = kernel_info(P, tile);
@@ -148,12 +141,10 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
                        " bytes of shared memory per block; the device has " + std::to_string(dev.smem_per_block_optin));
 
   // Compile (or find in the caches).
-  CodegenOptions cgo;
-  cgo.packed16 = packed_data && packed16_form(P, tile);
+  const CodegenOptions& cgo = choice.options;
   // Joins: only the tiles of matching key groups run (join_groups.h).
   std::optional<JoinGroups> groups;
-  if (join_grouping_form(P) && !options.masked_joins) groups = group_join(P, inst, tile.bm, tile.bn);
-  cgo.grouped_join = groups.has_value();
+  if (cgo.grouped_join) groups = group_join(P, inst, tile.bm, tile.bn);
   const std::string source = generate_source(P, tile, cgo);
   CompileOptions co;
   co.arch = options.arch.empty() ? arch_for(dev.cc_major, dev.cc_minor) : options.arch;

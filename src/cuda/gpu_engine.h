@@ -68,6 +68,16 @@ inline const TileConfig kPacked16Tile{128, 128, 8, 8, 8};
 bool packed16_form(const Plan& plan, const TileConfig& tile);
 // The data-level condition: every sum of a row and a column operand value fits in 16 bits.
 bool packed16_data_fits(const Plan& plan, const Instance& inst);
+
+// The tile and code variants run_gpu gives a bound instance on a device of `sm_count` SMs and
+// `smem_per_block` bytes (no device needed; `explain --source` shows the same kernel). With
+// `tile`, that tile; `masked_joins` as in GpuRunOptions.
+struct KernelChoice {
+  TileConfig tile;
+  CodegenOptions options;
+};
+KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_block,
+                           const std::optional<TileConfig>& tile = std::nullopt, bool masked_joins = false);
 // Name of the kernel entry point(s) in generated source.
 extern const char* const kMainKernelName;
 

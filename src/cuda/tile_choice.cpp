@@ -6,6 +6,8 @@
 
 #include "core/error.h"
 #include "cuda/codegen_internal.h"
+#include "cuda/gpu_engine.h"
+#include "cuda/join_groups.h"
 
 namespace gamut::cuda {
 
@@ -181,6 +183,25 @@ TileConfig choose_tile(const Plan& plan, int sm_count, size_t smem_per_block) {
     return std::max<int64_t>(0, a->end.offset - a->begin.offset);
   };
   return choose_tile_sized(plan, extent(AxisRole::Row), extent(AxisRole::Col), 1, sm_count, smem_per_block);
+}
+
+KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_block,
+                           const std::optional<TileConfig>& forced, bool masked_joins) {
+  const Plan& P = *inst.plan;
+  const int64_t rows = inst.row.size(), cols = inst.col.size(), batch = inst.batch;
+  KernelChoice k;
+  k.tile = forced ? *forced : choose_tile_sized(P, rows, cols, batch, sm_count, smem_per_block);
+  // Packed 16-bit tropical steps hold half the accumulator registers: their own tile (measured
+  // best of six on the H200, bench/NOTES.md), unless the grid would leave SMs idle.
+  const bool packed_form_any = packed16_form(P, kPacked16Tile) || packed16_form(P, k.tile);
+  const bool packed_data = packed_form_any && packed16_data_fits(P, inst);
+  if (!forced && packed_data && packed16_form(P, kPacked16Tile) &&
+      ((rows + kPacked16Tile.bm - 1) / kPacked16Tile.bm) * ((cols + kPacked16Tile.bn - 1) / kPacked16Tile.bn) * batch >=
+          sm_count)
+    k.tile = kPacked16Tile;
+  k.options.packed16 = packed_data && packed16_form(P, k.tile);
+  k.options.grouped_join = join_grouping_form(P) && !masked_joins;
+  return k;
 }
 
 }  // namespace gamut::cuda
