@@ -20,36 +20,12 @@
 using namespace gamut;
 using namespace gamut::cuda;
 namespace tp = gamut::testplans;
+using tp::all_plans;
 
 namespace {
 
 using testnvrtc::kH100Sms;
 using testnvrtc::kH100Smem;
-
-std::vector<std::pair<std::string, std::function<Plan()>>> all_plans() {
-  return {
-      {"sgemm", [] { return tp::sgemm(); }},
-      {"q1", [] { return tp::q1(); }},
-      {"maxplus_i32", [] { return tp::maxplus_i32(); }},
-      {"minplus_batched", [] { return tp::minplus_batched(); }},
-      {"or_and_i32", [] { return tp::or_and_i32(); }},
-      {"or_and_bool", [] { return tp::or_and_i32(DType::Bool); }},
-      {"zip_aggregate", [] { return tp::zip_aggregate(); }},
-      {"join_area", [] { return tp::join_area(); }},
-      {"select_list", [] { return tp::select_list(); }},
-      {"topk", [] { return tp::topk(); }},
-      {"knn", [] { return tp::knn(); }},
-      {"selfjoin", [] { return tp::selfjoin(); }},
-      {"vectors_i32", [] { return tp::vectors_i32(); }},
-      {"sequential_f64", [] { return tp::sequential_f64(); }},
-      {"aggregates", [] { return tp::aggregates(); }},
-      {"masked_emit", [] { return tp::masked_emit(); }},
-      {"f16_bf16_transposed", [] { return tp::product(DType::F16, DType::BF16, Pattern::RedRow, Pattern::ColRed, true); }},
-      {"i8_u8", [] { return tp::product(DType::I8, DType::U8); }},
-      {"i64_f64", [] { return tp::product(DType::I64, DType::F64, Pattern::RowRed, Pattern::ColRed); }},
-      {"bool_i16", [] { return tp::product(DType::Bool, DType::I16, Pattern::RedRow, Pattern::RedCol); }},
-  };
-}
 
 #if GAMUT_HAVE_CUDA
 using testnvrtc::compile;
