@@ -9,10 +9,10 @@
 
 #include "codegen_plans.h"
 #include "core/error.h"
-#include "cuda/codegen.h"
+#include "cuda/codegen/codegen.h"
 #include "cuda/gpu_engine.h"
 #include "nvrtc_check.h"
-#include "cuda/tile_choice.h"
+#include "cuda/codegen/tile_choice.h"
 #if GAMUT_HAVE_CUDA
 #include "cuda/runtime.h"
 #endif
@@ -201,11 +201,11 @@ TEST(TileChoice, ParseTile) {
 }
 
 #if GAMUT_HAVE_CUDA
-#include "cuda/list_select.h"
+#include "cuda/lists/select.h"
 #endif
 
 // top/bottom lists pre-select per tile (gm::TileSelect) and reduce on the device
-// (gamut_select.cuh): the kernels for every grouping, N beyond a tile, and every key type.
+// (device/stages/gamut_select.cuh): the kernels for every grouping, N beyond a tile, and every key type.
 TEST(Codegen, TopBottomListKernelsCompile) {
 #if !GAMUT_HAVE_CUDA
   GTEST_SKIP() << "built without CUDA: no NVRTC";

@@ -22,16 +22,16 @@
 
 #include "codegen_plans.h"
 #include "core/error.h"
-#include "cuda/codegen.h"
+#include "cuda/codegen/codegen.h"
 #include "cuda/gpu_engine.h"
-#include "cuda/tile_choice.h"
+#include "cuda/codegen/tile_choice.h"
 #include "driver/pipeline.h"
 #include "list_plans.h"
 #include "nvrtc_check.h"
 #if GAMUT_HAVE_CUDA
-#include "cuda/bit_pack.h"
-#include "cuda/list_select.h"
-#include "cuda/segment_sum.h"
+#include "cuda/stages/bit_pack.h"
+#include "cuda/lists/select.h"
+#include "cuda/stages/segment_sum.h"
 #endif
 
 using namespace gamut;

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "codegen_plans.h"
-#include "cuda/codegen.h"
-#include "cuda/codegen_internal.h"
+#include "cuda/codegen/codegen.h"
+#include "cuda/codegen/internal.h"
 #include "cuda/gpu_engine.h"
 #include "nvrtc_check.h"
 #include "list_plans.h"

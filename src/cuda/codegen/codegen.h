@@ -46,7 +46,7 @@ struct ArgLayout {
   std::vector<ParamSlot> params;
   std::vector<OutputSlots> dense;    // per Plan::dense
   std::vector<ListSlots> lists;      // per Plan::lists
-  // Key-grouped joins (join_groups.h): the tile table (4 int32 per block) and the key-ordered
+  // Key-grouped joins (codegen/join_groups.h): the tile table (4 int32 per block) and the key-ordered
   // position -> index maps of rows and columns.
   int join_tiles = -1, join_rows = -1, join_cols = -1;
   int count = 7;

@@ -6,7 +6,7 @@
 // pair: the general loop's per-pair code (loads of g[i], h[j], key compare, hashed commit) made
 // Q3's epilogue ~12K instructions, and the profile showed its warps waiting on the instruction
 // cache (bench/NOTES.md). The general loop stays for outputs larger than the table.
-#include "cuda/codegen_gen.h"
+#include "cuda/codegen/generator.h"
 
 namespace gamut::cuda::cg {
 

@@ -1,8 +1,8 @@
 // Code generator, distinct lists: the block tile's rows are de-duplicated in shared memory
-// (gm::TileDistinct, src/cuda/device/gamut_distinct.cuh) before the block appends them, so a
+// (gm::TileDistinct, src/cuda/device/outputs/gamut_distinct.cuh) before the block appends them, so a
 // tile whose pairs emit few distinct rows appends each of them once instead of once per pair.
-// The device hash set after the kernel (list_order_gpu.cpp) still removes repeats across tiles.
-#include "cuda/codegen_gen.h"
+// The device hash set after the kernel (lists/order.cpp) still removes repeats across tiles.
+#include "cuda/codegen/generator.h"
 
 namespace gamut::cuda::cg {
 

@@ -2,7 +2,7 @@
 // statements into the output iterators (project runs, aggregate sinks with block pre-reduction)
 // and the lists (pass 1 marks, top/bottom tile selection, pass 2 rows with one reservation per
 // block). The iterators see accumulator values and coordinates only, never the mainloop.
-#include "cuda/codegen_gen.h"
+#include "cuda/codegen/generator.h"
 
 namespace gamut::cuda::cg {
 

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <limits>
 
-#include "cuda/codegen_internal.h"
+#include "cuda/codegen/internal.h"
 
 namespace gamut::cuda::cg {
 

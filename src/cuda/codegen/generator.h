@@ -1,14 +1,14 @@
-// Code generator, the kernel's generator state (src/cuda/codegen.cpp: the prologue, the mainloop
-// stage and the kernel; src/cuda/codegen_epilogue.cpp: the output iterators and the lists;
-// src/cuda/codegen_distinct.cpp: distinct lists). One Gen renders one plan for one tile.
+// Code generator, the kernel's generator state (kernel.cpp: the prologue, the mainloop
+// stage and the kernel; epilogue.cpp: the output iterators and the lists;
+// distinct.cpp: distinct lists). One Gen renders one plan for one tile.
 #pragma once
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "cuda/codegen_internal.h"
-#include "cuda/join_groups.h"
+#include "cuda/codegen/internal.h"
+#include "cuda/codegen/join_groups.h"
 #include "plan/semiring.h"
 
 namespace gamut::cuda::cg {
@@ -25,7 +25,7 @@ struct Gen {
   std::vector<std::pair<const Stmt*, int>> aggs;   // aggregate Store statements, in source order
   Code c;
   Renderer inner_r, outer_r;
-  // Packed 16-bit tropical steps (codegen_packed.cpp): the row and column access, else -1.
+  // Packed 16-bit tropical steps (packed16.cpp): the row and column access, else -1.
   int pk_row = -1, pk_col = -1;
   bool grouped_join = false;
 
@@ -124,14 +124,14 @@ struct Gen {
   void outer_leaf(const Stmt& s, Code& out);
 
   void epilogue();
-  // Pass 2 of a list as a loop over the marked pairs (codegen_epilogue.cpp), for threads of at
+  // Pass 2 of a list as a loop over the marked pairs (epilogue.cpp), for threads of at
   // least this many pairs.
   static constexpr int kCompactRowsPairs = 128;
   void list_rows_compact(size_t l);
   void row_decls(size_t l);   // efN, ecN_k, ekN of list l
   void row_stores(size_t l, const std::string& m, const std::string& n);   // stores, reservoir, ++row
 
-  // ---- aggregates into outputs that fit the block tables (codegen_tables.cpp) ---------------
+  // ---- aggregates into outputs that fit the block tables (direct_tables.cpp) ---------------
   // Every output an aggregate whose table maps it directly when small, and whose position is a
   // row part plus a column part: the epilogue then has a second, compact pair loop for that case.
   bool direct_tables_form() const;
@@ -167,7 +167,7 @@ struct Gen {
   // The counter counts rows past the capacity too: the host grows the buffers and reruns.
   void list_rows(size_t l);
 
-  // ---- distinct lists (codegen_distinct.cpp) -------------------------------------------------
+  // ---- distinct lists (distinct.cpp) -------------------------------------------------
   // Pass 2 of a distinct list: the tile's rows de-duplicated in shared memory (gm::TileDistinct)
   // and each distinct row appended once, with one reservation per block; list_rows when the
   // plan has no table for the list (smem_plan: rows too wide).

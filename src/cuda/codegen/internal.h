@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "cuda/codegen.h"
+#include "cuda/codegen/codegen.h"
 
 namespace gamut::cuda::cg {
 
@@ -68,7 +68,7 @@ std::set<std::pair<int, CType>> params_in(const Plan& plan, bool inner);
 bool output_uses_table(const Plan& plan, int d);
 
 class Code;
-// Packed 16-bit tropical steps (CodegenOptions::packed16, codegen_packed.cpp): the two lanes'
+// Packed 16-bit tropical steps (CodegenOptions::packed16, packed16.cpp): the two lanes'
 // identity, one k step of the stage (accumulators pk[TM][TN/2]), and the Stage method
 // packed_acc(m, n, k_any) through which the epilogue reads the accumulator.
 std::string packed16_identity(const Plan& plan);

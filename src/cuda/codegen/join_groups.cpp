@@ -1,4 +1,4 @@
-#include "cuda/join_groups.h"
+#include "cuda/codegen/join_groups.h"
 
 #include <algorithm>
 #include <cstring>
@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "cpu/join_key.h"
-#include "cuda/codegen_internal.h"
+#include "cuda/codegen/internal.h"
 
 namespace gamut::cuda {
 

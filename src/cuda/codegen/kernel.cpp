@@ -1,14 +1,14 @@
 // Code generator, part 3: the kernel. The generated source instantiates the device header
 // library (src/cuda/device): an Inner functor (the reduce body), a Stage (the plan's loaders and
 // fragments, driven by gm::mainloop), and an epilogue that feeds each (i, j) to the output
-// iterators (codegen_epilogue.cpp). Sizes, pointers and parameters are kernel arguments, so one
-// compiled kernel serves every problem size. The generator's state: codegen_gen.h.
+// iterators (epilogue.cpp). Sizes, pointers and parameters are kernel arguments, so one
+// compiled kernel serves every problem size. The generator's state: generator.h.
 #include <algorithm>
 
 #include "core/error.h"
-#include "cuda/codegen.h"
-#include "cuda/codegen_gen.h"
-#include "cuda/tile_choice.h"
+#include "cuda/codegen/codegen.h"
+#include "cuda/codegen/generator.h"
+#include "cuda/codegen/tile_choice.h"
 
 namespace gamut::cuda {
 

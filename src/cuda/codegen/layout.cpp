@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "cuda/codegen.h"
-#include "cuda/codegen_internal.h"
+#include "cuda/codegen/codegen.h"
+#include "cuda/codegen/internal.h"
 
 namespace gamut::cuda {
 
@@ -238,7 +238,7 @@ ArgLayout arg_layout(const Plan& plan) {
     }
     L.lists.push_back(s);
   }
-  if (!plan.when.keys.empty()) {   // key-grouped joins (join_groups.h); unused by masked launches
+  if (!plan.when.keys.empty()) {   // key-grouped joins (codegen/join_groups.h); unused by masked launches
     L.join_tiles = n++;
     L.join_rows = n++;
     L.join_cols = n++;

@@ -16,7 +16,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "cuda/codegen_internal.h"
+#include "cuda/codegen/internal.h"
 #include "plan/semiring.h"
 
 namespace gamut::cuda {

@@ -1,13 +1,13 @@
 // Tile validity, `--tile` parsing and the per-query tile choice (no device needed).
-#include "cuda/tile_choice.h"
+#include "cuda/codegen/tile_choice.h"
 
 #include <algorithm>
 #include <cctype>
 
 #include "core/error.h"
-#include "cuda/codegen_internal.h"
+#include "cuda/codegen/internal.h"
 #include "cuda/gpu_engine.h"
-#include "cuda/join_groups.h"
+#include "cuda/codegen/join_groups.h"
 
 namespace gamut::cuda {
 

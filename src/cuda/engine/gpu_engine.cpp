@@ -10,11 +10,11 @@
 #include <optional>
 
 #include "core/error.h"
-#include "cuda/codegen.h"
-#include "cuda/join_groups.h"
-#include "cuda/launch_lists.h"
+#include "cuda/codegen/codegen.h"
+#include "cuda/codegen/join_groups.h"
+#include "cuda/engine/launch_lists.h"
 #include "cuda/runtime.h"
-#include "cuda/tile_choice.h"
+#include "cuda/codegen/tile_choice.h"
 
 namespace gamut::cuda {
 
@@ -142,7 +142,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
 
   // Compile (or find in the caches).
   const CodegenOptions& cgo = choice.options;
-  // Joins: only the tiles of matching key groups run (join_groups.h).
+  // Joins: only the tiles of matching key groups run (codegen/join_groups.h).
   std::optional<JoinGroups> groups;
   if (cgo.grouped_join) groups = group_join(P, inst, tile.bm, tile.bn);
   const std::string source = generate_source(P, tile, cgo);

@@ -1,10 +1,10 @@
-#include "cuda/launch_lists.h"
+#include "cuda/engine/launch_lists.h"
 
 #include <algorithm>
 
 #include "core/error.h"
 #include "cpu/list_order.h"
-#include "cuda/list_select.h"
+#include "cuda/lists/select.h"
 
 namespace gamut::cuda {
 

@@ -1,18 +1,18 @@
 // Device side of list outputs (`emit`) for run_gpu: column buffers with a row counter per list.
 // A kernel appends every row that reaches the emit; when a counter passes the capacity the
 // buffers grow and the kernel runs again (rows are never dropped). Plain and distinct lists are
-// then ordered on the device (list_order_gpu.h), exactly as finalize_list orders them.
+// then ordered on the device (lists/order.h), exactly as finalize_list orders them.
 // top/bottom lists: the kernel appends only the rows its tile pre-selection keeps (about N per
 // group and tile, fewer once the per-group global thresholds fall, gm::TileSelect), and results() reduces those on the device to each group's
-// N best plus rank ties (list_select.h) before downloading, so neither the device buffers nor
+// N best plus rank ties (lists/select.h) before downloading, so neither the device buffers nor
 // the host ever hold M x N rows.
 #pragma once
 #include <cstdint>
 #include <vector>
 
 #include "bind/instance.h"
-#include "cuda/codegen.h"
-#include "cuda/list_order_gpu.h"
+#include "cuda/codegen/codegen.h"
+#include "cuda/lists/order.h"
 #include "cuda/runtime.h"
 
 namespace gamut::cuda {
@@ -34,7 +34,7 @@ class DeviceLists {
   // Rows list l's kernel counter reached in the last launch (past the capacity too).
   uint64_t count(size_t l) const;
   // Finalise every list on the device after the last launch: plain and distinct lists are
-  // ordered (list_order_gpu.h), top/bottom lists reduced to their best rows (list_select.h).
+  // ordered (lists/order.h), top/bottom lists reduced to their best rows (lists/select.h).
   // The rows stay on the device, so benchmark repetitions can time the whole pipeline.
   void finalize_on_device();
   // The lists' final tables (as finalize_list makes them), in Plan::lists order: downloads what

@@ -1,10 +1,10 @@
-#include "cuda/list_order_gpu.h"
+#include "cuda/lists/order.h"
 
 #include <algorithm>
 
 #include "core/error.h"
-#include "cuda/list_sort.h"
-#include "cuda/runtime_internal.h"
+#include "cuda/lists/sort.h"
+#include "cuda/runtime/internal.h"
 
 namespace gamut::cuda {
 

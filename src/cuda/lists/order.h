@@ -3,7 +3,7 @@
 // distinct keeping one of each set of bit-identical rows. The rows stay on the device; only the
 // final ones are downloaded.
 // How: distinct drops repeats first with a device hash set; then one stable CUB radix sort pass
-// per 64-bit key word (list_order_keys.h: columns packed whole into words, last word first)
+// per 64-bit key word (order_keys.h: columns packed whole into words, last word first)
 // permutes row indices, and the columns are gathered through the permutation.
 #pragma once
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "cuda/list_select.h"
+#include "cuda/lists/select.h"
 
 #include <algorithm>
 #include <map>

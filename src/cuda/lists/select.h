@@ -1,4 +1,4 @@
-// Device-side selection for top/bottom lists (gamut_select.cuh): reduces the candidates the
+// Device-side selection for top/bottom lists (device/stages/gamut_select.cuh): reduces the candidates the
 // main kernel appended to each group's N best (plus rows whose rank ties the N-th), on the
 // device, so that the host downloads and orders (finalize_list) only those.
 #pragma once

@@ -1,9 +1,9 @@
-// Kernels for device list finalisation (list_sort.h): order keys, CUB radix sort passes, the
+// Kernels for device list finalisation (sort.h): order keys, CUB radix sort passes, the
 // distinct hash set and column gathers. One SortPairs instantiation (u64 keys, u32 rows) keeps
 // the nvcc time of this file small.
 #include <cub/device/device_radix_sort.cuh>
 
-#include "cuda/list_sort.h"
+#include "cuda/lists/sort.h"
 
 namespace gamut::cuda::sortdev {
 

@@ -1,6 +1,6 @@
-// Device kernels behind list_order_gpu.h, compiled by nvcc (src/cuda/list_sort.cu; CUB's radix
+// Device kernels behind order.h, compiled by nvcc (src/cuda/lists/sort.cu; CUB's radix
 // sort cannot go through NVRTC's embedded headers). Plain pointers and CUDA error codes only:
-// list_order_gpu.cpp owns the memory and turns errors into gamut errors. Everything runs on
+// order.cpp owns the memory and turns errors into gamut errors. Everything runs on
 // the default stream, like the rest of the engine.
 #pragma once
 #include <cuda_runtime_api.h>
@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "cuda/list_order_keys.h"
+#include "cuda/lists/order_keys.h"
 
 namespace gamut::cuda::sortdev {
 

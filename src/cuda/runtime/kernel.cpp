@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 #include "cuda/runtime.h"
-#include "cuda/runtime_internal.h"
+#include "cuda/runtime/internal.h"
 
 namespace gamut::cuda {
 

@@ -20,9 +20,9 @@
 #include <unordered_map>
 
 #include "core/error.h"
-#include "cuda/embedded_headers.h"
+#include "cuda/runtime/embedded_headers.h"
 #include "cuda/runtime.h"
-#include "cuda/runtime_internal.h"
+#include "cuda/runtime/internal.h"
 
 namespace gamut::cuda {
 

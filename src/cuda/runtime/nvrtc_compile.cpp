@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "core/error.h"
-#include "cuda/embedded_headers.h"
+#include "cuda/runtime/embedded_headers.h"
 #include "cuda/runtime.h"
-#include "cuda/runtime_internal.h"
+#include "cuda/runtime/internal.h"
 
 // The toolkit's include dirs at build time, ':'-separated (CMake's CUDAToolkit_INCLUDE_DIRS).
 #ifndef GAMUT_CUDA_INCLUDE_DIRS

@@ -1,12 +1,12 @@
 // GPU bit pack (see bit_pack.h): one fixed kernel source per input element type.
-#include "cuda/bit_pack.h"
+#include "cuda/stages/bit_pack.h"
 
 #include <algorithm>
 #include <climits>
 
 #include "core/error.h"
 #include "cuda/runtime.h"
-#include "cuda/stage_types.h"
+#include "cuda/stages/stage_types.h"
 
 namespace gamut::cuda {
 

@@ -1,12 +1,12 @@
 // GPU segment sum (see segment_sum.h): one fixed kernel source per input element type.
-#include "cuda/segment_sum.h"
+#include "cuda/stages/segment_sum.h"
 
 #include <algorithm>
 #include <climits>
 
 #include "core/error.h"
 #include "cuda/runtime.h"
-#include "cuda/stage_types.h"
+#include "cuda/stages/stage_types.h"
 
 namespace gamut::cuda {
 

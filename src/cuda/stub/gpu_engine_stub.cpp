@@ -1,5 +1,5 @@
 // gpu_engine.h for a build without CUDA (GAMUT_CUDA=OFF): no device. Code generation and
-// tile choice (src/cuda/codegen*.cpp, tile_choice.cpp) are compiled in this build too.
+// tile choice (src/cuda/codegen/) are compiled in this build too.
 #include "core/error.h"
 #include "cuda/gpu_engine.h"
 

@@ -44,7 +44,7 @@ GM_DEV void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) 
 // KCONTIG: the operand is X[p, k] (k contiguous in memory), else X[k, p] (p contiguous).
 // S: storage type, T: compute type. Shared memory per buffer: (BK, LDS) elements of T.
 // Per thread it keeps only a pointer and a validity mask per chunk: registers are scarce.
-// DUP16 (packed 16-bit steps, codegen_packed.cpp): T is a 32-bit word holding the value's low
+// DUP16 (packed 16-bit steps, codegen/packed16.cpp): T is a 32-bit word holding the value's low
 // 16 bits in both halves, made once here rather than once per use in the mainloop.
 template <class S, class T, int P, int BK, int THREADS, bool KCONTIG, bool DUP16 = false>
 struct TileLoader {

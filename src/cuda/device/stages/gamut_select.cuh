@@ -1,4 +1,4 @@
-// Device-side selection of top/bottom list candidates (src/cuda/list_select.cpp drives it).
+// Device-side selection of top/bottom list candidates (src/cuda/lists/select.cpp drives it).
 // The candidates are the rows the main kernel appended (unordered). Per group (the whole list,
 // each (b, i) for `per i`, each (b, j) for `per j`) a radix select over gm::rank32 finds T_g,
 // the smallest rank with at least N candidates at or below it; only candidates with
