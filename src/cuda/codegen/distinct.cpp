@@ -45,11 +45,11 @@ void Gen::distinct_store(size_t l, const std::vector<std::string>& vals, const s
   const ListOutput& lo = P.lists[l];
   const auto& ls = A.lists[l];
   for (size_t k = 0; k < lo.columns.size(); ++k)
-    c.line("reinterpret_cast<" + ctype_cpp(lo.columns[k].type) + "*>(" + slot(ls.cols[k]) + ")[row] = " + vals[k] +
+    c.line("reinterpret_cast<" + ctype_cpp(lo.columns[k].type) + "*>(" + arg(ls.cols[k]) + ")[row] = " + vals[k] +
            ";");
-  c.line("reinterpret_cast<int*>(" + slot(ls.b) + ")[row] = b;");
-  c.line("reinterpret_cast<int*>(" + slot(ls.i) + ")[row] = " + i + ";");
-  c.line("reinterpret_cast<int*>(" + slot(ls.j) + ")[row] = " + j + ";");
+  c.line("reinterpret_cast<int*>(" + arg(ls.b) + ")[row] = b;");
+  c.line("reinterpret_cast<int*>(" + arg(ls.i) + ")[row] = " + i + ";");
+  c.line("reinterpret_cast<int*>(" + arg(ls.j) + ")[row] = " + j + ";");
 }
 
 void Gen::list_rows_distinct(size_t l) {

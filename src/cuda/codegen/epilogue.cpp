@@ -50,7 +50,7 @@ void Gen::epilogue() {
       c.line("gm::TableSink<" + t + ", " + store_op_code(o.op) + ", " + to_string(S.table_slots) +
              ", Shape::THREADS> sk" + n + ";");
       c.line("sk" + n + ".init(smem + " + to_string(S.table_off[d]) + ", out" + n + ", gm::u64(" +
-             slot(A.dense[d].elems) + "));");
+             arg(A.dense[d].elems) + "));");
     } else {
       c.line("gm::GlobalSink<" + t + ", " + store_op_code(o.op) + "> sk" + n + "{out" + n + "};");
     }
@@ -61,8 +61,8 @@ void Gen::epilogue() {
     c.line("ar" + to_string(id) + ".reset();");
   }
   for (size_t l = 0; l < P.lists.size(); ++l)
-    c.line("const gm::ListAppend la" + to_string(l) + "{reinterpret_cast<gm::u64*>(" + slot(A.lists[l].counter) +
-           "), " + slot(A.lists[l].capacity) + "};");
+    c.line("const gm::ListAppend la" + to_string(l) + "{reinterpret_cast<gm::u64*>(" + arg(A.lists[l].counter) +
+           "), " + arg(A.lists[l].capacity) + "};");
   list_decls();
   if (tables) c.line("__syncthreads();  // tables initialised");
   const bool direct_loop = direct_tables_form();
@@ -168,10 +168,10 @@ void Gen::preselect(size_t l) {
     direct = direct && e.kind != ExprKind::Load && e.kind != ExprKind::Local;
   });
   c.line("__shared__ " + sel + "::Smem ss;");
-  c.line("unsigned* const gthr = reinterpret_cast<unsigned*>(" + slot(A.lists[l].threshold) + ");");
-  c.line("unsigned* const rsv = reinterpret_cast<unsigned*>(" + slot(A.lists[l].reservoir) + ");");
+  c.line("unsigned* const gthr = reinterpret_cast<unsigned*>(" + arg(A.lists[l].threshold) + ");");
+  c.line("unsigned* const rsv = reinterpret_cast<unsigned*>(" + arg(A.lists[l].reservoir) + ");");
   // Group g of the tile in the global thresholds: (b, i - row begin) per i, (b, j - col begin)
-  // per j, from the Instance's ranges (a.s[0..3]; a grouped join's tile ranges are positions).
+  // per j, from the Instance's ranges (row_begin.. col_end of the arguments; a grouped join's tile ranges are positions).
   const PerGroup per = lo.per;
   if (per == PerGroup::None) {
     c.line("const auto at = [&](int) -> gm::i64 { return 0; };");
@@ -179,9 +179,9 @@ void Gen::preselect(size_t l) {
     const bool row = per == PerGroup::Row;
     const std::string pos = row ? "st.i0 + g" : "st.j0 + g", end = row ? "row_end" : "col_end";
     // The Instance's range: a grouped join's row_begin / row_end are one tile's positions.
-    const std::string rb = grouped() ? (row ? "gm::arg_i32(a.s[0])" : "gm::arg_i32(a.s[2])")
+    const std::string rb = grouped() ? (row ? "gm::arg_i32(" + arg(ArgLayout::kRowBegin) + ")" : "gm::arg_i32(" + arg(ArgLayout::kColBegin) + ")")
                                      : (row ? "row_begin" : "col_begin");
-    const std::string re = grouped() ? (row ? "gm::arg_i32(a.s[1])" : "gm::arg_i32(a.s[3])")
+    const std::string re = grouped() ? (row ? "gm::arg_i32(" + arg(ArgLayout::kRowEnd) + ")" : "gm::arg_i32(" + arg(ArgLayout::kColEnd) + ")")
                                      : (row ? "row_end" : "col_end");
     c.line("const int gfirst = " + rb + ", gextent = " + re + " - gfirst;");
     c.open("const auto at = [&](int g) -> gm::i64");
@@ -284,13 +284,13 @@ void Gen::row_stores(size_t l, const std::string& m, const std::string& n_) {
   const std::string n = to_string(l);
   c.open("if (row < la" + n + ".capacity)");
   for (size_t k = 0; k < lo.columns.size(); ++k)
-    c.line("reinterpret_cast<" + ctype_cpp(lo.columns[k].type) + "*>(" + slot(ls.cols[k]) + ")[row] = ec" + n +
+    c.line("reinterpret_cast<" + ctype_cpp(lo.columns[k].type) + "*>(" + arg(ls.cols[k]) + ")[row] = ec" + n +
            "_" + to_string(k) + ";");
-  c.line("reinterpret_cast<int*>(" + slot(ls.b) + ")[row] = b;");
-  c.line("reinterpret_cast<int*>(" + slot(ls.i) + ")[row] = i;");
-  c.line("reinterpret_cast<int*>(" + slot(ls.j) + ")[row] = j;");
+  c.line("reinterpret_cast<int*>(" + arg(ls.b) + ")[row] = b;");
+  c.line("reinterpret_cast<int*>(" + arg(ls.i) + ")[row] = i;");
+  c.line("reinterpret_cast<int*>(" + arg(ls.j) + ")[row] = j;");
   if (lo.key != kNoExpr)
-    c.line("reinterpret_cast<" + ctype_cpp(P.expr(lo.key).type) + "*>(" + slot(ls.key) + ")[row] = ek" + n + ";");
+    c.line("reinterpret_cast<" + ctype_cpp(P.expr(lo.key).type) + "*>(" + arg(ls.key) + ")[row] = ek" + n + ";");
   if (preselected(l)) {
     const std::string sel = "gm::TileSelect<Shape, " + per_code(l) + ">";
     c.line("const int g = " + sel + "::group(st.tmap.row(" + m + "), st.tmap.col(" + n_ + "));");

@@ -13,7 +13,6 @@
 
 namespace gamut::cuda::cg {
 
-std::string slot(int s);                  // `a.s[N]`: kernel argument word N
 const char* store_op_code(StoreOp op);    // gm::kAdd, ...
 
 struct Gen {
@@ -44,6 +43,8 @@ struct Gen {
     }
   }
   bool packed() const { return pk_row >= 0; }
+  // The kernel's read of argument word s (kernel_args.h): `a.NAME`.
+  std::string arg(int s) const { return A.field(s); }
   // The epilogue's read of accumulator n at fragment (m, n): packed lanes are widened there, so
   // no second, i32 copy of the accumulators is ever live.
   std::string acc_read(int n) const {

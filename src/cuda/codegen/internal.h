@@ -91,8 +91,6 @@ struct SmemPlan {
 };
 SmemPlan smem_plan(const Plan& plan, const TileConfig& tile);
 
-ArgLayout arg_layout(const Plan& plan);
-
 // Indented source text.
 class Code {
  public:

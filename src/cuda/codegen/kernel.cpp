@@ -18,17 +18,15 @@ namespace cg {
 
 using std::to_string;
 
-std::string slot(int s) { return "a.s[" + to_string(s) + "]"; }
-
 namespace {
-// `a.s[N]` read as a compute type.
-std::string arg_as(int s, CType t) {
+// Argument field `field` (a 64-bit word) read as a compute type.
+std::string arg_as(const std::string& field, CType t) {
   switch (t) {
-    case CType::Bool: return "gm::arg_bool(" + slot(s) + ")";
-    case CType::I32: return "gm::arg_i32(" + slot(s) + ")";
-    case CType::I64: return "gm::arg_i64(" + slot(s) + ")";
-    case CType::F32: return "gm::arg_f32(" + slot(s) + ")";
-    case CType::F64: return "gm::arg_f64(" + slot(s) + ")";
+    case CType::Bool: return "gm::arg_bool(" + field + ")";
+    case CType::I32: return "gm::arg_i32(" + field + ")";
+    case CType::I64: return "gm::arg_i64(" + field + ")";
+    case CType::F32: return "gm::arg_f32(" + field + ")";
+    case CType::F64: return "gm::arg_f64(" + field + ")";
     case CType::Unknown: break;
   }
   unsupported("an untyped plan");
@@ -238,18 +236,18 @@ void Gen::kernel_prologue() {
   if (grouped()) {
     c.line("// A key-grouped join: one block per tile of the table; a tile spans key-ordered positions");
     c.line("// [row_begin, row_end) x [col_begin, col_end) of one key, mapped to indices by jrow / jcol.");
-    c.line("const int* const jt = reinterpret_cast<const int*>(" + slot(A.join_tiles) + ") + 4 * gm::i64(blockIdx.x);");
+    c.line("const int* const jt = reinterpret_cast<const int*>(" + arg(A.join_tiles) + ") + 4 * gm::i64(blockIdx.x);");
     c.line("const int row_begin = __ldg(jt), row_end = __ldg(jt + 1);");
     c.line("const int col_begin = __ldg(jt + 2), col_end = __ldg(jt + 3);");
-    c.line("const int* const jrow = reinterpret_cast<const int*>(" + slot(A.join_rows) + ");");
-    c.line("const int* const jcol = reinterpret_cast<const int*>(" + slot(A.join_cols) + ");");
-    c.line("const int red_begin = gm::arg_i32(a.s[4]), red_end = gm::arg_i32(a.s[5]);");
+    c.line("const int* const jrow = reinterpret_cast<const int*>(" + arg(A.join_rows) + ");");
+    c.line("const int* const jcol = reinterpret_cast<const int*>(" + arg(A.join_cols) + ");");
+    c.line("const int red_begin = gm::arg_i32(" + arg(ArgLayout::kRedBegin) + "), red_end = gm::arg_i32(" + arg(ArgLayout::kRedEnd) + ");");
     c.line("const int tiles_m = 1, tiles_n = 1;");
     c.line("int b = 0, tile_m = 0, tile_n = 0;");
   } else {
-    c.line("const int row_begin = gm::arg_i32(a.s[0]), row_end = gm::arg_i32(a.s[1]);");
-    c.line("const int col_begin = gm::arg_i32(a.s[2]), col_end = gm::arg_i32(a.s[3]);");
-    c.line("const int red_begin = gm::arg_i32(a.s[4]), red_end = gm::arg_i32(a.s[5]);");
+    c.line("const int row_begin = gm::arg_i32(" + arg(ArgLayout::kRowBegin) + "), row_end = gm::arg_i32(" + arg(ArgLayout::kRowEnd) + ");");
+    c.line("const int col_begin = gm::arg_i32(" + arg(ArgLayout::kColBegin) + "), col_end = gm::arg_i32(" + arg(ArgLayout::kColEnd) + ");");
+    c.line("const int red_begin = gm::arg_i32(" + arg(ArgLayout::kRedBegin) + "), red_end = gm::arg_i32(" + arg(ArgLayout::kRedEnd) + ");");
     c.line("// One block per (batch instance, tile): the grid is tiles_m * tiles_n * batch blocks.");
     c.line("const int tiles_m = (row_end - row_begin + Shape::BM - 1) / Shape::BM;");
     c.line("const int tiles_n = (col_end - col_begin + Shape::BN - 1) / Shape::BN;");
@@ -258,26 +256,26 @@ void Gen::kernel_prologue() {
   }
   for (const auto& p : A.params)
     c.line("const " + ctype_cpp(p.type) + " " + Renderer::param_name(p.param, p.type) + " = " +
-           arg_as(p.slot, p.type) + ";  // " + P.params[size_t(p.param)].name);
+           arg_as(arg(p.slot), p.type) + ";  // " + P.params[size_t(p.param)].name);
   for (int a : outer_accesses()) {
     const auto& s = A.access[size_t(a)];
     const std::string n = to_string(a);
     c.line("const " + dtype_cpp(access_dtype(P, a)) + "* gp" + n + " = reinterpret_cast<const " +
-           dtype_cpp(access_dtype(P, a)) + "*>(" + slot(s.ptr) + ");  // " +
+           dtype_cpp(access_dtype(P, a)) + "*>(" + arg(s.ptr) + ");  // " +
            P.operands[size_t(P.accesses[size_t(a)].operand)].name);
     const Pattern pat = P.accesses[size_t(a)].pattern;
     if (pat == Pattern::RowCol || pat == Pattern::ColRow)
-      c.line("const gm::i64 gld" + n + " = gm::arg_i64(" + slot(s.ld) + ");");
-    if (P.batched) c.line("const gm::i64 gbs" + n + " = gm::arg_i64(" + slot(s.bstride) + ");");
+      c.line("const gm::i64 gld" + n + " = gm::arg_i64(" + arg(s.ld) + ");");
+    if (P.batched) c.line("const gm::i64 gbs" + n + " = gm::arg_i64(" + arg(s.bstride) + ");");
   }
   for (size_t d = 0; d < P.dense.size(); ++d) {
     const auto& s = A.dense[d];
     const std::string n = to_string(d);
-    c.line(out_type(int(d)) + "* out" + n + " = reinterpret_cast<" + out_type(int(d)) + "*>(" + slot(s.ptr) +
+    c.line(out_type(int(d)) + "* out" + n + " = reinterpret_cast<" + out_type(int(d)) + "*>(" + arg(s.ptr) +
            ");  // " + P.dense[d].name);
     for (size_t p = 0; p < s.stride.size(); ++p)
-      c.line("const gm::i64 os" + n + "_" + to_string(p) + " = gm::arg_i64(" + slot(s.stride[p]) + ");");
-    if (runs_along_j(int(d))) c.line("const bool ov" + n + " = " + slot(s.vec) + " != 0;");
+      c.line("const gm::i64 os" + n + "_" + to_string(p) + " = gm::arg_i64(" + arg(s.stride[p]) + ");");
+    if (runs_along_j(int(d))) c.line("const bool ov" + n + " = " + arg(s.vec) + " != 0;");
   }
   c.line("Stage st(int(threadIdx.x));");
   c.line("st.i0 = row_begin + tile_m * Shape::BM;");
@@ -319,13 +317,13 @@ void Gen::setup() {
     const auto& s = A.access[size_t(a)];
     const Pattern p = P.accesses[size_t(a)].pattern;
     const std::string n = to_string(a), st = dtype_cpp(access_dtype(P, a));
-    const std::string base = "reinterpret_cast<const " + st + "*>(" + slot(s.ptr) + ") + gm::i64(b) * gm::arg_i64(" +
-                             slot(s.bstride) + ")";
+    const std::string base = "reinterpret_cast<const " + st + "*>(" + arg(s.ptr) + ") + gm::i64(b) * gm::arg_i64(" +
+                             arg(s.bstride) + ")";
     switch (inner_kind(p)) {
       case InnerKind::RowTile: case InnerKind::ColTile: {
         const bool row = inner_kind(p) == InnerKind::RowTile;
-        c.line("st.ld" + n + ".init(" + base + ", gm::arg_i32(" + slot(s.ld) + "), " +
-               (row ? "st.i0, row_end" : "st.j0, col_end") + ", " + slot(s.vec) + " != 0);");
+        c.line("st.ld" + n + ".init(" + base + ", gm::arg_i32(" + arg(s.ld) + "), " +
+               (row ? "st.i0, row_end" : "st.j0, col_end") + ", " + arg(s.vec) + " != 0);");
         break;
       }
       case InnerKind::RedVec: c.line("st.ld" + n + ".init(" + base + ");"); break;
@@ -397,8 +395,12 @@ std::string Gen::run() {
   c.line("typedef gm::TileShape<" + to_string(T.bm) + ", " + to_string(T.bn) + ", " + to_string(T.bk) + ", " +
          to_string(T.tm) + ", " + to_string(T.tn) + ", " + to_string(w.warp_m) + ", " + to_string(w.warp_n) +
          "> Shape;");
-  c.line("// Kernel arguments: 64-bit words (pointers, sizes, strides, parameter bits).");
-  c.line("struct Args { unsigned long long s[" + to_string(A.count) + "]; };");
+  c.line("// Kernel arguments: one 64-bit word per field (pointers, sizes, strides, parameter bits),");
+  c.line("// written by the launcher in this order (src/cuda/codegen/kernel_args.h).");
+  c.open("struct Args");
+  for (const ArgLayout::Slot& s : A.slots)
+    c.line("unsigned long long " + s.name + ";" + (s.comment.empty() ? "" : "  // " + s.comment));
+  c.close(";");
   c.line("");
   inner_functor();
   c.line("");

@@ -1,5 +1,5 @@
 // Code generator, part 1: how a plan maps onto the kernel (which operands the mainloop stages,
-// which outputs are pre-reduced, the shared-memory plan, the argument words).
+// which outputs are pre-reduced, the shared-memory plan).
 #include <algorithm>
 
 #include "core/error.h"
@@ -206,47 +206,6 @@ SmemPlan smem_plan(const Plan& plan, const TileConfig& t) {
   return s;
 }
 
-ArgLayout arg_layout(const Plan& plan) {
-  ArgLayout L;
-  int n = L.count;
-  for (size_t a = 0; a < plan.accesses.size(); ++a) {
-    ArgLayout::AccessSlots s;
-    s.ptr = n++; s.ld = n++; s.bstride = n++; s.vec = n++;
-    L.access.push_back(s);
-  }
-  std::set<std::pair<int, CType>> ps = params_in(plan, true);
-  for (const auto& p : params_in(plan, false)) ps.insert(p);
-  for (const auto& [param, type] : ps) L.params.push_back({param, type, n++});
-  for (size_t d = 0; d < plan.dense.size(); ++d) {
-    ArgLayout::OutputSlots o;
-    o.ptr = n++;
-    for (size_t p = 0; p < output_index(plan, int(d)).size(); ++p) o.stride.push_back(n++);
-    o.vec = n++;
-    o.elems = n++;
-    L.dense.push_back(o);
-  }
-  for (const ListOutput& l : plan.lists) {
-    ArgLayout::ListSlots s;
-    s.counter = n++;
-    s.capacity = n++;
-    for (size_t c = 0; c < l.columns.size(); ++c) s.cols.push_back(n++);
-    s.b = n++; s.i = n++; s.j = n++;
-    if (l.key != kNoExpr) s.key = n++;
-    if (l.key != kNoExpr && (l.mode == ListMode::Top || l.mode == ListMode::Bottom)) {
-      s.threshold = n++;
-      s.reservoir = n++;
-    }
-    L.lists.push_back(s);
-  }
-  if (!plan.when.keys.empty()) {   // key-grouped joins (codegen/join_groups.h); unused by masked launches
-    L.join_tiles = n++;
-    L.join_rows = n++;
-    L.join_cols = n++;
-  }
-  L.count = n;
-  return L;
-}
-
 Code& Code::line(const std::string& s) {
   if (!s.empty() && s[0] == '#') out_ << s << '\n';    // preprocessor lines stay in column 0
   else out_ << std::string(size_t(2 * depth_), ' ') << s << '\n';
@@ -289,7 +248,7 @@ bool output_runs_along_j(const Plan& plan, int d) {
 KernelInfo kernel_info(const Plan& plan, const TileConfig& tile) {
   if (!plan.typed) cg::unsupported("an untyped plan");
   KernelInfo k;
-  k.args = cg::arg_layout(plan);
+  k.args = arg_layout(plan);
   k.threads = tile.threads();
   k.smem_bytes = cg::smem_plan(plan, tile).total();
   return k;

@@ -10,8 +10,57 @@
 namespace {
 
 typedef gm::TileShape<128, 128, 8, 8, 8, 4, 8> Shape;
-// Kernel arguments: 64-bit words (pointers, sizes, strides, parameter bits).
-struct Args { unsigned long long s[47]; };
+// Kernel arguments: one 64-bit word per field (pointers, sizes, strides, parameter bits),
+// written by the launcher in this order (src/cuda/codegen/kernel_args.h).
+struct Args {
+  unsigned long long row_begin;  // rows i in [row_begin, row_end)
+  unsigned long long row_end;
+  unsigned long long col_begin;  // columns j in [col_begin, col_end)
+  unsigned long long col_end;
+  unsigned long long red_begin;  // reduction k in [red_begin, red_end)
+  unsigned long long red_end;
+  unsigned long long batch;  // batch instances
+  unsigned long long x0_ptr;  // P[r,k]: device pointer
+  unsigned long long x0_ld;  // elements between rows
+  unsigned long long x0_batch_stride;  // elements between batch instances
+  unsigned long long x0_vec4;  // 1: its 4-element chunks are aligned
+  unsigned long long x1_ptr;  // R[k,c]: device pointer
+  unsigned long long x1_ld;  // elements between rows
+  unsigned long long x1_batch_stride;  // elements between batch instances
+  unsigned long long x1_vec4;  // 1: its 4-element chunks are aligned
+  unsigned long long q0_f32;  // parameter thres, the bits of its f32 value
+  unsigned long long out0_ptr;  // C: f32 output
+  unsigned long long out0_stride0;  // elements per step of index 0
+  unsigned long long out0_stride1;  // elements per step of index 1
+  unsigned long long out0_vec4;  // 1: runs along j may be stored as vectors
+  unsigned long long out0_elems;  // elements of the (padded) array
+  unsigned long long list0_counter;  // Near: u64 [rows that reached the emit, N]
+  unsigned long long list0_capacity;  // rows the buffers hold
+  unsigned long long list0_col0;  // column i (i32)
+  unsigned long long list0_col1;  // column j (i32)
+  unsigned long long list0_col2;  // column d (f32)
+  unsigned long long list0_b;  // int32 b of each row
+  unsigned long long list0_i;  // int32 i of each row
+  unsigned long long list0_j;  // int32 j of each row
+  unsigned long long list0_key;  // the key of each row
+  unsigned long long list0_threshold;  // u32 rank per group, lowered by the tiles
+  unsigned long long list0_reservoir;  // u32 [groups][slots] ranks of kept rows, or 0
+  unsigned long long list1_counter;  // Big: u64 [rows that reached the emit, N]
+  unsigned long long list1_capacity;  // rows the buffers hold
+  unsigned long long list1_col0;  // column i (i32)
+  unsigned long long list1_col1;  // column j (i32)
+  unsigned long long list1_col2;  // column accum (f32)
+  unsigned long long list1_b;  // int32 b of each row
+  unsigned long long list1_i;  // int32 i of each row
+  unsigned long long list1_j;  // int32 j of each row
+  unsigned long long list2_counter;  // Values: u64 [rows that reached the emit, N]
+  unsigned long long list2_capacity;  // rows the buffers hold
+  unsigned long long list2_col0;  // column v (f32)
+  unsigned long long list2_col1;  // column pos (bool)
+  unsigned long long list2_b;  // int32 b of each row
+  unsigned long long list2_i;  // int32 i of each row
+  unsigned long long list2_j;  // int32 j of each row
+};
 
 // The inner op: the reduce body for one (i, j, k), on register values.
 struct Inner {
@@ -63,19 +112,19 @@ struct Stage {
 // dynamic shared memory: 24960 bytes; estimated registers: 124
 extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   extern __shared__ __align__(16) unsigned char smem[];
-  const int row_begin = gm::arg_i32(a.s[0]), row_end = gm::arg_i32(a.s[1]);
-  const int col_begin = gm::arg_i32(a.s[2]), col_end = gm::arg_i32(a.s[3]);
-  const int red_begin = gm::arg_i32(a.s[4]), red_end = gm::arg_i32(a.s[5]);
+  const int row_begin = gm::arg_i32(a.row_begin), row_end = gm::arg_i32(a.row_end);
+  const int col_begin = gm::arg_i32(a.col_begin), col_end = gm::arg_i32(a.col_end);
+  const int red_begin = gm::arg_i32(a.red_begin), red_end = gm::arg_i32(a.red_end);
   // One block per (batch instance, tile): the grid is tiles_m * tiles_n * batch blocks.
   const int tiles_m = (row_end - row_begin + Shape::BM - 1) / Shape::BM;
   const int tiles_n = (col_end - col_begin + Shape::BN - 1) / Shape::BN;
   int b = int(blockIdx.x) / (tiles_m * tiles_n), tile_m, tile_n;
   gm::tile_coords_spread<false>(int(blockIdx.x) - b * tiles_m * tiles_n, tiles_m, tiles_n, tile_m, tile_n);
-  const float q0_f32 = gm::arg_f32(a.s[15]);  // thres
-  float* out0 = reinterpret_cast<float*>(a.s[16]);  // C
-  const gm::i64 os0_0 = gm::arg_i64(a.s[17]);
-  const gm::i64 os0_1 = gm::arg_i64(a.s[18]);
-  const bool ov0 = a.s[19] != 0;
+  const float q0_f32 = gm::arg_f32(a.q0_f32);  // thres
+  float* out0 = reinterpret_cast<float*>(a.out0_ptr);  // C
+  const gm::i64 os0_0 = gm::arg_i64(a.out0_stride0);
+  const gm::i64 os0_1 = gm::arg_i64(a.out0_stride1);
+  const bool ov0 = a.out0_vec4 != 0;
   Stage st(int(threadIdx.x));
   st.i0 = row_begin + tile_m * Shape::BM;
   st.j0 = col_begin + tile_n * Shape::BN;
@@ -84,8 +133,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   st.sm1 = reinterpret_cast<float*>(smem + 12672);
   static_assert(3 * Stage::L1::BUF * sizeof(float) <= 12288, "shared memory plan");
   st.f.b = b;
-  st.ld0.init(reinterpret_cast<const float*>(a.s[7]) + gm::i64(b) * gm::arg_i64(a.s[9]), gm::arg_i32(a.s[8]), st.i0, row_end, a.s[10] != 0);
-  st.ld1.init(reinterpret_cast<const float*>(a.s[11]) + gm::i64(b) * gm::arg_i64(a.s[13]), gm::arg_i32(a.s[12]), st.j0, col_end, a.s[14] != 0);
+  st.ld0.init(reinterpret_cast<const float*>(a.x0_ptr) + gm::i64(b) * gm::arg_i64(a.x0_batch_stride), gm::arg_i32(a.x0_ld), st.i0, row_end, a.x0_vec4 != 0);
+  st.ld1.init(reinterpret_cast<const float*>(a.x1_ptr) + gm::i64(b) * gm::arg_i64(a.x1_batch_stride), gm::arg_i32(a.x1_ld), st.j0, col_end, a.x1_vec4 != 0);
 #pragma unroll
   for (int m = 0; m < Shape::TM; ++m)
 #pragma unroll
@@ -100,9 +149,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   gm::tile_coords_spread<false>(gm::fresh_ctaid() - b * tm_e * tn_e, tm_e, tn_e, tile_m, tile_n);
   st.i0 = row_begin + tile_m * Shape::BM;
   st.j0 = col_begin + tile_n * Shape::BN;
-  const gm::ListAppend la0{reinterpret_cast<gm::u64*>(a.s[21]), a.s[22]};
-  const gm::ListAppend la1{reinterpret_cast<gm::u64*>(a.s[32]), a.s[33]};
-  const gm::ListAppend la2{reinterpret_cast<gm::u64*>(a.s[40]), a.s[41]};
+  const gm::ListAppend la0{reinterpret_cast<gm::u64*>(a.list0_counter), a.list0_capacity};
+  const gm::ListAppend la1{reinterpret_cast<gm::u64*>(a.list1_counter), a.list1_capacity};
+  const gm::ListAppend la2{reinterpret_cast<gm::u64*>(a.list2_counter), a.list2_capacity};
   unsigned pr0[(Shape::TM * Shape::TN + 31) / 32];  // Near: rows that reached the emit
 #pragma unroll
   for (int w = 0; w < (Shape::TM * Shape::TN + 31) / 32; ++w) pr0[w] = 0u;
@@ -145,8 +194,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   }
    {
     __shared__ gm::TileSelect<Shape, 1>::Smem ss;
-    unsigned* const gthr = reinterpret_cast<unsigned*>(a.s[30]);
-    unsigned* const rsv = reinterpret_cast<unsigned*>(a.s[31]);
+    unsigned* const gthr = reinterpret_cast<unsigned*>(a.list0_threshold);
+    unsigned* const rsv = reinterpret_cast<unsigned*>(a.list0_reservoir);
     const int gfirst = row_begin, gextent = row_end - gfirst;
     const auto at = [&](int g) -> gm::i64 {
       if (st.i0 + g >= row_end) return -1;
@@ -185,13 +234,13 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
             }
             (void)ef0;  // marked in pass 1: the row exists
             if (row < la0.capacity) {
-              reinterpret_cast<int*>(a.s[23])[row] = ec0_0;
-              reinterpret_cast<int*>(a.s[24])[row] = ec0_1;
-              reinterpret_cast<float*>(a.s[25])[row] = ec0_2;
-              reinterpret_cast<int*>(a.s[26])[row] = b;
-              reinterpret_cast<int*>(a.s[27])[row] = i;
-              reinterpret_cast<int*>(a.s[28])[row] = j;
-              reinterpret_cast<float*>(a.s[29])[row] = ek0;
+              reinterpret_cast<int*>(a.list0_col0)[row] = ec0_0;
+              reinterpret_cast<int*>(a.list0_col1)[row] = ec0_1;
+              reinterpret_cast<float*>(a.list0_col2)[row] = ec0_2;
+              reinterpret_cast<int*>(a.list0_b)[row] = b;
+              reinterpret_cast<int*>(a.list0_i)[row] = i;
+              reinterpret_cast<int*>(a.list0_j)[row] = j;
+              reinterpret_cast<float*>(a.list0_key)[row] = ek0;
               const int g = gm::TileSelect<Shape, 1>::group(st.tmap.row(m), st.tmap.col(n));
               gm::TileSelect<Shape, 1>::keep(rsv, la0.limit(), at(g), g, i, j, gm::rank32(ek0, false), ss);
             }
@@ -226,12 +275,12 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
           }
           (void)ef1;  // marked in pass 1: the row exists
           if (row < la1.capacity) {
-            reinterpret_cast<int*>(a.s[34])[row] = ec1_0;
-            reinterpret_cast<int*>(a.s[35])[row] = ec1_1;
-            reinterpret_cast<float*>(a.s[36])[row] = ec1_2;
-            reinterpret_cast<int*>(a.s[37])[row] = b;
-            reinterpret_cast<int*>(a.s[38])[row] = i;
-            reinterpret_cast<int*>(a.s[39])[row] = j;
+            reinterpret_cast<int*>(a.list1_col0)[row] = ec1_0;
+            reinterpret_cast<int*>(a.list1_col1)[row] = ec1_1;
+            reinterpret_cast<float*>(a.list1_col2)[row] = ec1_2;
+            reinterpret_cast<int*>(a.list1_b)[row] = b;
+            reinterpret_cast<int*>(a.list1_i)[row] = i;
+            reinterpret_cast<int*>(a.list1_j)[row] = j;
           }
           ++row;
         }
@@ -294,11 +343,11 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
           bool v1; gm::row_get(rs + 1, v1);
           const gm::ThreadMap<Shape> om(TD::owner(x));
           const int e = TD::pair(x);
-          reinterpret_cast<float*>(a.s[42])[row] = v0;
-          reinterpret_cast<bool*>(a.s[43])[row] = v1;
-          reinterpret_cast<int*>(a.s[44])[row] = b;
-          reinterpret_cast<int*>(a.s[45])[row] = st.i0 + om.row(e / Shape::TN);
-          reinterpret_cast<int*>(a.s[46])[row] = st.j0 + om.col(e % Shape::TN);
+          reinterpret_cast<float*>(a.list2_col0)[row] = v0;
+          reinterpret_cast<bool*>(a.list2_col1)[row] = v1;
+          reinterpret_cast<int*>(a.list2_b)[row] = b;
+          reinterpret_cast<int*>(a.list2_i)[row] = st.i0 + om.row(e / Shape::TN);
+          reinterpret_cast<int*>(a.list2_j)[row] = st.j0 + om.col(e % Shape::TN);
         }
         ++row;
       }
@@ -329,11 +378,11 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
         ec2_1 = (acc0 > 0.0f);
         (void)ef2;  // marked in pass 1: the row exists
         if (row < la2.capacity) {
-          reinterpret_cast<float*>(a.s[42])[row] = ec2_0;
-          reinterpret_cast<bool*>(a.s[43])[row] = ec2_1;
-          reinterpret_cast<int*>(a.s[44])[row] = b;
-          reinterpret_cast<int*>(a.s[45])[row] = i;
-          reinterpret_cast<int*>(a.s[46])[row] = j;
+          reinterpret_cast<float*>(a.list2_col0)[row] = ec2_0;
+          reinterpret_cast<bool*>(a.list2_col1)[row] = ec2_1;
+          reinterpret_cast<int*>(a.list2_b)[row] = b;
+          reinterpret_cast<int*>(a.list2_i)[row] = i;
+          reinterpret_cast<int*>(a.list2_j)[row] = j;
         }
         ++row;
       }

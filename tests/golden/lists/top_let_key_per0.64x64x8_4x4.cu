@@ -9,8 +9,36 @@
 namespace {
 
 typedef gm::TileShape<64, 64, 8, 4, 4, 4, 8> Shape;
-// Kernel arguments: 64-bit words (pointers, sizes, strides, parameter bits).
-struct Args { unsigned long long s[26]; };
+// Kernel arguments: one 64-bit word per field (pointers, sizes, strides, parameter bits),
+// written by the launcher in this order (src/cuda/codegen/kernel_args.h).
+struct Args {
+  unsigned long long row_begin;  // rows i in [row_begin, row_end)
+  unsigned long long row_end;
+  unsigned long long col_begin;  // columns j in [col_begin, col_end)
+  unsigned long long col_end;
+  unsigned long long red_begin;  // reduction k in [red_begin, red_end)
+  unsigned long long red_end;
+  unsigned long long batch;  // batch instances
+  unsigned long long x0_ptr;  // P[r,k]: device pointer
+  unsigned long long x0_ld;  // elements between rows
+  unsigned long long x0_batch_stride;  // elements between batch instances
+  unsigned long long x0_vec4;  // 1: its 4-element chunks are aligned
+  unsigned long long x1_ptr;  // R[k,c]: device pointer
+  unsigned long long x1_ld;  // elements between rows
+  unsigned long long x1_batch_stride;  // elements between batch instances
+  unsigned long long x1_vec4;  // 1: its 4-element chunks are aligned
+  unsigned long long list0_counter;  // L: u64 [rows that reached the emit, N]
+  unsigned long long list0_capacity;  // rows the buffers hold
+  unsigned long long list0_col0;  // column i (i32)
+  unsigned long long list0_col1;  // column j (i32)
+  unsigned long long list0_col2;  // column accum (f32)
+  unsigned long long list0_b;  // int32 b of each row
+  unsigned long long list0_i;  // int32 i of each row
+  unsigned long long list0_j;  // int32 j of each row
+  unsigned long long list0_key;  // the key of each row
+  unsigned long long list0_threshold;  // u32 rank per group, lowered by the tiles
+  unsigned long long list0_reservoir;  // u32 [groups][slots] ranks of kept rows, or 0
+};
 
 // The inner op: the reduce body for one (i, j, k), on register values.
 struct Inner {
@@ -62,9 +90,9 @@ struct Stage {
 // dynamic shared memory: 12672 bytes; estimated registers: 68
 extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   extern __shared__ __align__(16) unsigned char smem[];
-  const int row_begin = gm::arg_i32(a.s[0]), row_end = gm::arg_i32(a.s[1]);
-  const int col_begin = gm::arg_i32(a.s[2]), col_end = gm::arg_i32(a.s[3]);
-  const int red_begin = gm::arg_i32(a.s[4]), red_end = gm::arg_i32(a.s[5]);
+  const int row_begin = gm::arg_i32(a.row_begin), row_end = gm::arg_i32(a.row_end);
+  const int col_begin = gm::arg_i32(a.col_begin), col_end = gm::arg_i32(a.col_end);
+  const int red_begin = gm::arg_i32(a.red_begin), red_end = gm::arg_i32(a.red_end);
   // One block per (batch instance, tile): the grid is tiles_m * tiles_n * batch blocks.
   const int tiles_m = (row_end - row_begin + Shape::BM - 1) / Shape::BM;
   const int tiles_n = (col_end - col_begin + Shape::BN - 1) / Shape::BN;
@@ -78,8 +106,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   st.sm1 = reinterpret_cast<float*>(smem + 6528);
   static_assert(3 * Stage::L1::BUF * sizeof(float) <= 6144, "shared memory plan");
   st.f.b = b;
-  st.ld0.init(reinterpret_cast<const float*>(a.s[7]) + gm::i64(b) * gm::arg_i64(a.s[9]), gm::arg_i32(a.s[8]), st.i0, row_end, a.s[10] != 0);
-  st.ld1.init(reinterpret_cast<const float*>(a.s[11]) + gm::i64(b) * gm::arg_i64(a.s[13]), gm::arg_i32(a.s[12]), st.j0, col_end, a.s[14] != 0);
+  st.ld0.init(reinterpret_cast<const float*>(a.x0_ptr) + gm::i64(b) * gm::arg_i64(a.x0_batch_stride), gm::arg_i32(a.x0_ld), st.i0, row_end, a.x0_vec4 != 0);
+  st.ld1.init(reinterpret_cast<const float*>(a.x1_ptr) + gm::i64(b) * gm::arg_i64(a.x1_batch_stride), gm::arg_i32(a.x1_ld), st.j0, col_end, a.x1_vec4 != 0);
 #pragma unroll
   for (int m = 0; m < Shape::TM; ++m)
 #pragma unroll
@@ -94,7 +122,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   gm::tile_coords<8>(gm::fresh_ctaid() - b * tm_e * tn_e, tm_e, tn_e, tile_m, tile_n);
   st.i0 = row_begin + tile_m * Shape::BM;
   st.j0 = col_begin + tile_n * Shape::BN;
-  const gm::ListAppend la0{reinterpret_cast<gm::u64*>(a.s[15]), a.s[16]};
+  const gm::ListAppend la0{reinterpret_cast<gm::u64*>(a.list0_counter), a.list0_capacity};
   unsigned pr0[(Shape::TM * Shape::TN + 31) / 32];  // L: rows that reached the emit
 #pragma unroll
   for (int w = 0; w < (Shape::TM * Shape::TN + 31) / 32; ++w) pr0[w] = 0u;
@@ -120,8 +148,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   }
    {
     __shared__ gm::TileSelect<Shape, 0>::Smem ss;
-    unsigned* const gthr = reinterpret_cast<unsigned*>(a.s[24]);
-    unsigned* const rsv = reinterpret_cast<unsigned*>(a.s[25]);
+    unsigned* const gthr = reinterpret_cast<unsigned*>(a.list0_threshold);
+    unsigned* const rsv = reinterpret_cast<unsigned*>(a.list0_reservoir);
     const auto at = [&](int) -> gm::i64 { return 0; };
     const auto rank = [&](int m, int n) -> unsigned {
       const int i = st.i0 + st.tmap.row(m), j = st.j0 + st.tmap.col(n);
@@ -160,13 +188,13 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
             ek0 = l0;
             (void)ef0;  // marked in pass 1: the row exists
             if (row < la0.capacity) {
-              reinterpret_cast<int*>(a.s[17])[row] = ec0_0;
-              reinterpret_cast<int*>(a.s[18])[row] = ec0_1;
-              reinterpret_cast<float*>(a.s[19])[row] = ec0_2;
-              reinterpret_cast<int*>(a.s[20])[row] = b;
-              reinterpret_cast<int*>(a.s[21])[row] = i;
-              reinterpret_cast<int*>(a.s[22])[row] = j;
-              reinterpret_cast<double*>(a.s[23])[row] = ek0;
+              reinterpret_cast<int*>(a.list0_col0)[row] = ec0_0;
+              reinterpret_cast<int*>(a.list0_col1)[row] = ec0_1;
+              reinterpret_cast<float*>(a.list0_col2)[row] = ec0_2;
+              reinterpret_cast<int*>(a.list0_b)[row] = b;
+              reinterpret_cast<int*>(a.list0_i)[row] = i;
+              reinterpret_cast<int*>(a.list0_j)[row] = j;
+              reinterpret_cast<double*>(a.list0_key)[row] = ek0;
               const int g = gm::TileSelect<Shape, 0>::group(st.tmap.row(m), st.tmap.col(n));
               gm::TileSelect<Shape, 0>::keep(rsv, la0.limit(), at(g), g, i, j, gm::rank32(ek0, true), ss);
             }

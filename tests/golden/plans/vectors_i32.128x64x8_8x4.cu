@@ -9,8 +9,50 @@
 namespace {
 
 typedef gm::TileShape<128, 64, 8, 8, 4, 4, 8> Shape;
-// Kernel arguments: 64-bit words (pointers, sizes, strides, parameter bits).
-struct Args { unsigned long long s[40]; };
+// Kernel arguments: one 64-bit word per field (pointers, sizes, strides, parameter bits),
+// written by the launcher in this order (src/cuda/codegen/kernel_args.h).
+struct Args {
+  unsigned long long row_begin;  // rows i in [row_begin, row_end)
+  unsigned long long row_end;
+  unsigned long long col_begin;  // columns j in [col_begin, col_end)
+  unsigned long long col_end;
+  unsigned long long red_begin;  // reduction k in [red_begin, red_end)
+  unsigned long long red_end;
+  unsigned long long batch;  // batch instances
+  unsigned long long x0_ptr;  // A[k,r]: device pointer
+  unsigned long long x0_ld;  // elements between rows
+  unsigned long long x0_batch_stride;  // elements between batch instances
+  unsigned long long x0_vec4;  // 1: its 4-element chunks are aligned
+  unsigned long long x1_ptr;  // w[k]: device pointer
+  unsigned long long x1_ld;  // elements between rows
+  unsigned long long x1_batch_stride;  // elements between batch instances
+  unsigned long long x1_vec4;  // 1: its 4-element chunks are aligned
+  unsigned long long x2_ptr;  // B[c,k]: device pointer
+  unsigned long long x2_ld;  // elements between rows
+  unsigned long long x2_batch_stride;  // elements between batch instances
+  unsigned long long x2_vec4;  // 1: its 4-element chunks are aligned
+  unsigned long long x3_ptr;  // r[r]: device pointer
+  unsigned long long x3_ld;  // elements between rows
+  unsigned long long x3_batch_stride;  // elements between batch instances
+  unsigned long long x3_vec4;  // 1: its 4-element chunks are aligned
+  unsigned long long x4_ptr;  // c[c]: device pointer
+  unsigned long long x4_ld;  // elements between rows
+  unsigned long long x4_batch_stride;  // elements between batch instances
+  unsigned long long x4_vec4;  // 1: its 4-element chunks are aligned
+  unsigned long long x5_ptr;  // X[r,c]: device pointer
+  unsigned long long x5_ld;  // elements between rows
+  unsigned long long x5_batch_stride;  // elements between batch instances
+  unsigned long long x5_vec4;  // 1: its 4-element chunks are aligned
+  unsigned long long x6_ptr;  // X2[c,r]: device pointer
+  unsigned long long x6_ld;  // elements between rows
+  unsigned long long x6_batch_stride;  // elements between batch instances
+  unsigned long long x6_vec4;  // 1: its 4-element chunks are aligned
+  unsigned long long out0_ptr;  // C: i32 output
+  unsigned long long out0_stride0;  // elements per step of index 0
+  unsigned long long out0_stride1;  // elements per step of index 1
+  unsigned long long out0_vec4;  // 1: runs along j may be stored as vectors
+  unsigned long long out0_elems;  // elements of the (padded) array
+};
 
 // The inner op: the reduce body for one (i, j, k), on register values.
 struct Inner {
@@ -68,22 +110,22 @@ struct Stage {
 // dynamic shared memory: 18912 bytes; estimated registers: 109
 extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   extern __shared__ __align__(16) unsigned char smem[];
-  const int row_begin = gm::arg_i32(a.s[0]), row_end = gm::arg_i32(a.s[1]);
-  const int col_begin = gm::arg_i32(a.s[2]), col_end = gm::arg_i32(a.s[3]);
-  const int red_begin = gm::arg_i32(a.s[4]), red_end = gm::arg_i32(a.s[5]);
+  const int row_begin = gm::arg_i32(a.row_begin), row_end = gm::arg_i32(a.row_end);
+  const int col_begin = gm::arg_i32(a.col_begin), col_end = gm::arg_i32(a.col_end);
+  const int red_begin = gm::arg_i32(a.red_begin), red_end = gm::arg_i32(a.red_end);
   // One block per (batch instance, tile): the grid is tiles_m * tiles_n * batch blocks.
   const int tiles_m = (row_end - row_begin + Shape::BM - 1) / Shape::BM;
   const int tiles_n = (col_end - col_begin + Shape::BN - 1) / Shape::BN;
   int b = int(blockIdx.x) / (tiles_m * tiles_n), tile_m, tile_n;
   gm::tile_coords<8>(int(blockIdx.x) - b * tiles_m * tiles_n, tiles_m, tiles_n, tile_m, tile_n);
-  const int* gp5 = reinterpret_cast<const int*>(a.s[27]);  // X
-  const gm::i64 gld5 = gm::arg_i64(a.s[28]);
-  const short* gp6 = reinterpret_cast<const short*>(a.s[31]);  // X2
-  const gm::i64 gld6 = gm::arg_i64(a.s[32]);
-  int* out0 = reinterpret_cast<int*>(a.s[35]);  // C
-  const gm::i64 os0_0 = gm::arg_i64(a.s[36]);
-  const gm::i64 os0_1 = gm::arg_i64(a.s[37]);
-  const bool ov0 = a.s[38] != 0;
+  const int* gp5 = reinterpret_cast<const int*>(a.x5_ptr);  // X
+  const gm::i64 gld5 = gm::arg_i64(a.x5_ld);
+  const short* gp6 = reinterpret_cast<const short*>(a.x6_ptr);  // X2
+  const gm::i64 gld6 = gm::arg_i64(a.x6_ld);
+  int* out0 = reinterpret_cast<int*>(a.out0_ptr);  // C
+  const gm::i64 os0_0 = gm::arg_i64(a.out0_stride0);
+  const gm::i64 os0_1 = gm::arg_i64(a.out0_stride1);
+  const bool ov0 = a.out0_vec4 != 0;
   Stage st(int(threadIdx.x));
   st.i0 = row_begin + tile_m * Shape::BM;
   st.j0 = col_begin + tile_n * Shape::BN;
@@ -94,11 +136,11 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   st.sm2 = reinterpret_cast<int*>(smem + 12384);
   static_assert(3 * Stage::L2::BUF * sizeof(int) <= 6528, "shared memory plan");
   st.f.b = b;
-  st.ld0.init(reinterpret_cast<const short*>(a.s[7]) + gm::i64(b) * gm::arg_i64(a.s[9]), gm::arg_i32(a.s[8]), st.i0, row_end, a.s[10] != 0);
-  st.ld1.init(reinterpret_cast<const unsigned char*>(a.s[11]) + gm::i64(b) * gm::arg_i64(a.s[13]));
-  st.ld2.init(reinterpret_cast<const signed char*>(a.s[15]) + gm::i64(b) * gm::arg_i64(a.s[17]), gm::arg_i32(a.s[16]), st.j0, col_end, a.s[18] != 0);
+  st.ld0.init(reinterpret_cast<const short*>(a.x0_ptr) + gm::i64(b) * gm::arg_i64(a.x0_batch_stride), gm::arg_i32(a.x0_ld), st.i0, row_end, a.x0_vec4 != 0);
+  st.ld1.init(reinterpret_cast<const unsigned char*>(a.x1_ptr) + gm::i64(b) * gm::arg_i64(a.x1_batch_stride));
+  st.ld2.init(reinterpret_cast<const signed char*>(a.x2_ptr) + gm::i64(b) * gm::arg_i64(a.x2_batch_stride), gm::arg_i32(a.x2_ld), st.j0, col_end, a.x2_vec4 != 0);
    {
-    const int* x = reinterpret_cast<const int*>(a.s[19]) + gm::i64(b) * gm::arg_i64(a.s[21]);
+    const int* x = reinterpret_cast<const int*>(a.x3_ptr) + gm::i64(b) * gm::arg_i64(a.x3_batch_stride);
 #pragma unroll
     for (int m = 0; m < Shape::TM; ++m) {
       const int i = st.i0 + st.tmap.row(m);
@@ -106,7 +148,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
     }
   }
    {
-    const int* x = reinterpret_cast<const int*>(a.s[23]) + gm::i64(b) * gm::arg_i64(a.s[25]);
+    const int* x = reinterpret_cast<const int*>(a.x4_ptr) + gm::i64(b) * gm::arg_i64(a.x4_batch_stride);
 #pragma unroll
     for (int m = 0; m < Shape::TN; ++m) {
       const int j = st.j0 + st.tmap.col(m);

@@ -10,8 +10,41 @@
 namespace {
 
 typedef gm::TileShape<128, 128, 8, 8, 8, 4, 8> Shape;
-// Kernel arguments: 64-bit words (pointers, sizes, strides, parameter bits).
-struct Args { unsigned long long s[31]; };
+// Kernel arguments: one 64-bit word per field (pointers, sizes, strides, parameter bits),
+// written by the launcher in this order (src/cuda/codegen/kernel_args.h).
+struct Args {
+  unsigned long long row_begin;  // rows i in [row_begin, row_end)
+  unsigned long long row_end;
+  unsigned long long col_begin;  // columns j in [col_begin, col_end)
+  unsigned long long col_end;
+  unsigned long long red_begin;  // reduction k in [red_begin, red_end)
+  unsigned long long red_end;
+  unsigned long long batch;  // batch instances
+  unsigned long long x0_ptr;  // P[r,k]: device pointer
+  unsigned long long x0_ld;  // elements between rows
+  unsigned long long x0_batch_stride;  // elements between batch instances
+  unsigned long long x0_vec4;  // 1: its 4-element chunks are aligned
+  unsigned long long x1_ptr;  // R[k,c]: device pointer
+  unsigned long long x1_ld;  // elements between rows
+  unsigned long long x1_batch_stride;  // elements between batch instances
+  unsigned long long x1_vec4;  // 1: its 4-element chunks are aligned
+  unsigned long long x2_ptr;  // Pzip[r]: device pointer
+  unsigned long long x2_ld;  // elements between rows
+  unsigned long long x2_batch_stride;  // elements between batch instances
+  unsigned long long x2_vec4;  // 1: its 4-element chunks are aligned
+  unsigned long long x3_ptr;  // Rzip[c]: device pointer
+  unsigned long long x3_ld;  // elements between rows
+  unsigned long long x3_batch_stride;  // elements between batch instances
+  unsigned long long x3_vec4;  // 1: its 4-element chunks are aligned
+  unsigned long long q0_f32;  // parameter thres, the bits of its f32 value
+  unsigned long long list0_counter;  // Areas: u64 [rows that reached the emit, N]
+  unsigned long long list0_capacity;  // rows the buffers hold
+  unsigned long long list0_col0;  // column pz (i32)
+  unsigned long long list0_col1;  // column rz (i32)
+  unsigned long long list0_b;  // int32 b of each row
+  unsigned long long list0_i;  // int32 i of each row
+  unsigned long long list0_j;  // int32 j of each row
+};
 
 // The inner op: the reduce body for one (i, j, k), on register values.
 struct Inner {
@@ -63,17 +96,17 @@ struct Stage {
 // dynamic shared memory: 24960 bytes; estimated registers: 124
 extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   extern __shared__ __align__(16) unsigned char smem[];
-  const int row_begin = gm::arg_i32(a.s[0]), row_end = gm::arg_i32(a.s[1]);
-  const int col_begin = gm::arg_i32(a.s[2]), col_end = gm::arg_i32(a.s[3]);
-  const int red_begin = gm::arg_i32(a.s[4]), red_end = gm::arg_i32(a.s[5]);
+  const int row_begin = gm::arg_i32(a.row_begin), row_end = gm::arg_i32(a.row_end);
+  const int col_begin = gm::arg_i32(a.col_begin), col_end = gm::arg_i32(a.col_end);
+  const int red_begin = gm::arg_i32(a.red_begin), red_end = gm::arg_i32(a.red_end);
   // One block per (batch instance, tile): the grid is tiles_m * tiles_n * batch blocks.
   const int tiles_m = (row_end - row_begin + Shape::BM - 1) / Shape::BM;
   const int tiles_n = (col_end - col_begin + Shape::BN - 1) / Shape::BN;
   int b = int(blockIdx.x) / (tiles_m * tiles_n), tile_m, tile_n;
   gm::tile_coords<8>(int(blockIdx.x) - b * tiles_m * tiles_n, tiles_m, tiles_n, tile_m, tile_n);
-  const float q0_f32 = gm::arg_f32(a.s[23]);  // thres
-  const int* gp2 = reinterpret_cast<const int*>(a.s[15]);  // Pzip
-  const int* gp3 = reinterpret_cast<const int*>(a.s[19]);  // Rzip
+  const float q0_f32 = gm::arg_f32(a.q0_f32);  // thres
+  const int* gp2 = reinterpret_cast<const int*>(a.x2_ptr);  // Pzip
+  const int* gp3 = reinterpret_cast<const int*>(a.x3_ptr);  // Rzip
   Stage st(int(threadIdx.x));
   st.i0 = row_begin + tile_m * Shape::BM;
   st.j0 = col_begin + tile_n * Shape::BN;
@@ -82,8 +115,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   st.sm1 = reinterpret_cast<float*>(smem + 12672);
   static_assert(3 * Stage::L1::BUF * sizeof(float) <= 12288, "shared memory plan");
   st.f.b = b;
-  st.ld0.init(reinterpret_cast<const float*>(a.s[7]) + gm::i64(b) * gm::arg_i64(a.s[9]), gm::arg_i32(a.s[8]), st.i0, row_end, a.s[10] != 0);
-  st.ld1.init(reinterpret_cast<const float*>(a.s[11]) + gm::i64(b) * gm::arg_i64(a.s[13]), gm::arg_i32(a.s[12]), st.j0, col_end, a.s[14] != 0);
+  st.ld0.init(reinterpret_cast<const float*>(a.x0_ptr) + gm::i64(b) * gm::arg_i64(a.x0_batch_stride), gm::arg_i32(a.x0_ld), st.i0, row_end, a.x0_vec4 != 0);
+  st.ld1.init(reinterpret_cast<const float*>(a.x1_ptr) + gm::i64(b) * gm::arg_i64(a.x1_batch_stride), gm::arg_i32(a.x1_ld), st.j0, col_end, a.x1_vec4 != 0);
 #pragma unroll
   for (int m = 0; m < Shape::TM; ++m)
 #pragma unroll
@@ -98,7 +131,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   gm::tile_coords<8>(gm::fresh_ctaid() - b * tm_e * tn_e, tm_e, tn_e, tile_m, tile_n);
   st.i0 = row_begin + tile_m * Shape::BM;
   st.j0 = col_begin + tile_n * Shape::BN;
-  const gm::ListAppend la0{reinterpret_cast<gm::u64*>(a.s[24]), a.s[25]};
+  const gm::ListAppend la0{reinterpret_cast<gm::u64*>(a.list0_counter), a.list0_capacity};
   unsigned pr0[(Shape::TM * Shape::TN + 31) / 32];  // Areas: rows that reached the emit
 #pragma unroll
   for (int w = 0; w < (Shape::TM * Shape::TN + 31) / 32; ++w) pr0[w] = 0u;
@@ -178,11 +211,11 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
           int v1; gm::row_get(rs + 1, v1);
           const gm::ThreadMap<Shape> om(TD::owner(x));
           const int e = TD::pair(x);
-          reinterpret_cast<int*>(a.s[26])[row] = v0;
-          reinterpret_cast<int*>(a.s[27])[row] = v1;
-          reinterpret_cast<int*>(a.s[28])[row] = b;
-          reinterpret_cast<int*>(a.s[29])[row] = st.i0 + om.row(e / Shape::TN);
-          reinterpret_cast<int*>(a.s[30])[row] = st.j0 + om.col(e % Shape::TN);
+          reinterpret_cast<int*>(a.list0_col0)[row] = v0;
+          reinterpret_cast<int*>(a.list0_col1)[row] = v1;
+          reinterpret_cast<int*>(a.list0_b)[row] = b;
+          reinterpret_cast<int*>(a.list0_i)[row] = st.i0 + om.row(e / Shape::TN);
+          reinterpret_cast<int*>(a.list0_j)[row] = st.j0 + om.col(e % Shape::TN);
         }
         ++row;
       }
@@ -213,11 +246,11 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
         }
         (void)ef0;  // marked in pass 1: the row exists
         if (row < la0.capacity) {
-          reinterpret_cast<int*>(a.s[26])[row] = ec0_0;
-          reinterpret_cast<int*>(a.s[27])[row] = ec0_1;
-          reinterpret_cast<int*>(a.s[28])[row] = b;
-          reinterpret_cast<int*>(a.s[29])[row] = i;
-          reinterpret_cast<int*>(a.s[30])[row] = j;
+          reinterpret_cast<int*>(a.list0_col0)[row] = ec0_0;
+          reinterpret_cast<int*>(a.list0_col1)[row] = ec0_1;
+          reinterpret_cast<int*>(a.list0_b)[row] = b;
+          reinterpret_cast<int*>(a.list0_i)[row] = i;
+          reinterpret_cast<int*>(a.list0_j)[row] = j;
         }
         ++row;
       }

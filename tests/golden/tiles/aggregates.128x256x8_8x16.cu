@@ -9,8 +9,59 @@
 namespace {
 
 typedef gm::TileShape<128, 256, 8, 8, 16, 4, 8> Shape;
-// Kernel arguments: 64-bit words (pointers, sizes, strides, parameter bits).
-struct Args { unsigned long long s[49]; };
+// Kernel arguments: one 64-bit word per field (pointers, sizes, strides, parameter bits),
+// written by the launcher in this order (src/cuda/codegen/kernel_args.h).
+struct Args {
+  unsigned long long row_begin;  // rows i in [row_begin, row_end)
+  unsigned long long row_end;
+  unsigned long long col_begin;  // columns j in [col_begin, col_end)
+  unsigned long long col_end;
+  unsigned long long red_begin;  // reduction k in [red_begin, red_end)
+  unsigned long long red_end;
+  unsigned long long batch;  // batch instances
+  unsigned long long x0_ptr;  // P[r,k]: device pointer
+  unsigned long long x0_ld;  // elements between rows
+  unsigned long long x0_batch_stride;  // elements between batch instances
+  unsigned long long x0_vec4;  // 1: its 4-element chunks are aligned
+  unsigned long long x1_ptr;  // R[k,c]: device pointer
+  unsigned long long x1_ld;  // elements between rows
+  unsigned long long x1_batch_stride;  // elements between batch instances
+  unsigned long long x1_vec4;  // 1: its 4-element chunks are aligned
+  unsigned long long x2_ptr;  // g[r]: device pointer
+  unsigned long long x2_ld;  // elements between rows
+  unsigned long long x2_batch_stride;  // elements between batch instances
+  unsigned long long x2_vec4;  // 1: its 4-element chunks are aligned
+  unsigned long long x3_ptr;  // h[c]: device pointer
+  unsigned long long x3_ld;  // elements between rows
+  unsigned long long x3_batch_stride;  // elements between batch instances
+  unsigned long long x3_vec4;  // 1: its 4-element chunks are aligned
+  unsigned long long q0_f32;  // parameter thres, the bits of its f32 value
+  unsigned long long out0_ptr;  // Cnt: i32 output
+  unsigned long long out0_stride0;  // elements per step of index 0
+  unsigned long long out0_stride1;  // elements per step of index 1
+  unsigned long long out0_vec4;  // 1: runs along j may be stored as vectors
+  unsigned long long out0_elems;  // elements of the (padded) array
+  unsigned long long out1_ptr;  // Mx: f32 output
+  unsigned long long out1_stride0;  // elements per step of index 0
+  unsigned long long out1_stride1;  // elements per step of index 1
+  unsigned long long out1_vec4;  // 1: runs along j may be stored as vectors
+  unsigned long long out1_elems;  // elements of the (padded) array
+  unsigned long long out2_ptr;  // Mn: i64 output
+  unsigned long long out2_stride0;  // elements per step of index 0
+  unsigned long long out2_vec4;  // 1: runs along j may be stored as vectors
+  unsigned long long out2_elems;  // elements of the (padded) array
+  unsigned long long out3_ptr;  // Or: i32 output
+  unsigned long long out3_stride0;  // elements per step of index 0
+  unsigned long long out3_vec4;  // 1: runs along j may be stored as vectors
+  unsigned long long out3_elems;  // elements of the (padded) array
+  unsigned long long out4_ptr;  // And: i32 output
+  unsigned long long out4_stride0;  // elements per step of index 0
+  unsigned long long out4_vec4;  // 1: runs along j may be stored as vectors
+  unsigned long long out4_elems;  // elements of the (padded) array
+  unsigned long long out5_ptr;  // Total: f64 output
+  unsigned long long out5_vec4;  // 1: runs along j may be stored as vectors
+  unsigned long long out5_elems;  // elements of the (padded) array
+};
 
 // The inner op: the reduce body for one (i, j, k), on register values.
 struct Inner {
@@ -62,30 +113,30 @@ struct Stage {
 // dynamic shared memory: 37248 bytes; estimated registers: 196
 extern "C" __global__ void __launch_bounds__(256, 1) gamut_main(const Args a) {
   extern __shared__ __align__(16) unsigned char smem[];
-  const int row_begin = gm::arg_i32(a.s[0]), row_end = gm::arg_i32(a.s[1]);
-  const int col_begin = gm::arg_i32(a.s[2]), col_end = gm::arg_i32(a.s[3]);
-  const int red_begin = gm::arg_i32(a.s[4]), red_end = gm::arg_i32(a.s[5]);
+  const int row_begin = gm::arg_i32(a.row_begin), row_end = gm::arg_i32(a.row_end);
+  const int col_begin = gm::arg_i32(a.col_begin), col_end = gm::arg_i32(a.col_end);
+  const int red_begin = gm::arg_i32(a.red_begin), red_end = gm::arg_i32(a.red_end);
   // One block per (batch instance, tile): the grid is tiles_m * tiles_n * batch blocks.
   const int tiles_m = (row_end - row_begin + Shape::BM - 1) / Shape::BM;
   const int tiles_n = (col_end - col_begin + Shape::BN - 1) / Shape::BN;
   int b = int(blockIdx.x) / (tiles_m * tiles_n), tile_m, tile_n;
   gm::tile_coords<8>(int(blockIdx.x) - b * tiles_m * tiles_n, tiles_m, tiles_n, tile_m, tile_n);
-  const float q0_f32 = gm::arg_f32(a.s[23]);  // thres
-  const int* gp2 = reinterpret_cast<const int*>(a.s[15]);  // g
-  const short* gp3 = reinterpret_cast<const short*>(a.s[19]);  // h
-  int* out0 = reinterpret_cast<int*>(a.s[24]);  // Cnt
-  const gm::i64 os0_0 = gm::arg_i64(a.s[25]);
-  const gm::i64 os0_1 = gm::arg_i64(a.s[26]);
-  float* out1 = reinterpret_cast<float*>(a.s[29]);  // Mx
-  const gm::i64 os1_0 = gm::arg_i64(a.s[30]);
-  const gm::i64 os1_1 = gm::arg_i64(a.s[31]);
-  gm::i64* out2 = reinterpret_cast<gm::i64*>(a.s[34]);  // Mn
-  const gm::i64 os2_0 = gm::arg_i64(a.s[35]);
-  int* out3 = reinterpret_cast<int*>(a.s[38]);  // Or
-  const gm::i64 os3_0 = gm::arg_i64(a.s[39]);
-  int* out4 = reinterpret_cast<int*>(a.s[42]);  // And
-  const gm::i64 os4_0 = gm::arg_i64(a.s[43]);
-  double* out5 = reinterpret_cast<double*>(a.s[46]);  // Total
+  const float q0_f32 = gm::arg_f32(a.q0_f32);  // thres
+  const int* gp2 = reinterpret_cast<const int*>(a.x2_ptr);  // g
+  const short* gp3 = reinterpret_cast<const short*>(a.x3_ptr);  // h
+  int* out0 = reinterpret_cast<int*>(a.out0_ptr);  // Cnt
+  const gm::i64 os0_0 = gm::arg_i64(a.out0_stride0);
+  const gm::i64 os0_1 = gm::arg_i64(a.out0_stride1);
+  float* out1 = reinterpret_cast<float*>(a.out1_ptr);  // Mx
+  const gm::i64 os1_0 = gm::arg_i64(a.out1_stride0);
+  const gm::i64 os1_1 = gm::arg_i64(a.out1_stride1);
+  gm::i64* out2 = reinterpret_cast<gm::i64*>(a.out2_ptr);  // Mn
+  const gm::i64 os2_0 = gm::arg_i64(a.out2_stride0);
+  int* out3 = reinterpret_cast<int*>(a.out3_ptr);  // Or
+  const gm::i64 os3_0 = gm::arg_i64(a.out3_stride0);
+  int* out4 = reinterpret_cast<int*>(a.out4_ptr);  // And
+  const gm::i64 os4_0 = gm::arg_i64(a.out4_stride0);
+  double* out5 = reinterpret_cast<double*>(a.out5_ptr);  // Total
   Stage st(int(threadIdx.x));
   st.i0 = row_begin + tile_m * Shape::BM;
   st.j0 = col_begin + tile_n * Shape::BN;
@@ -94,8 +145,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) gamut_main(const Args a) {
   st.sm1 = reinterpret_cast<float*>(smem + 12672);
   static_assert(3 * Stage::L1::BUF * sizeof(float) <= 24576, "shared memory plan");
   st.f.b = b;
-  st.ld0.init(reinterpret_cast<const float*>(a.s[7]) + gm::i64(b) * gm::arg_i64(a.s[9]), gm::arg_i32(a.s[8]), st.i0, row_end, a.s[10] != 0);
-  st.ld1.init(reinterpret_cast<const float*>(a.s[11]) + gm::i64(b) * gm::arg_i64(a.s[13]), gm::arg_i32(a.s[12]), st.j0, col_end, a.s[14] != 0);
+  st.ld0.init(reinterpret_cast<const float*>(a.x0_ptr) + gm::i64(b) * gm::arg_i64(a.x0_batch_stride), gm::arg_i32(a.x0_ld), st.i0, row_end, a.x0_vec4 != 0);
+  st.ld1.init(reinterpret_cast<const float*>(a.x1_ptr) + gm::i64(b) * gm::arg_i64(a.x1_batch_stride), gm::arg_i32(a.x1_ld), st.j0, col_end, a.x1_vec4 != 0);
 #pragma unroll
   for (int m = 0; m < Shape::TM; ++m)
 #pragma unroll
@@ -111,17 +162,17 @@ extern "C" __global__ void __launch_bounds__(256, 1) gamut_main(const Args a) {
   st.i0 = row_begin + tile_m * Shape::BM;
   st.j0 = col_begin + tile_n * Shape::BN;
   gm::TableSink<int, gm::kAdd, 256, Shape::THREADS> sk0;
-  sk0.init(smem + 0, out0, gm::u64(a.s[28]));
+  sk0.init(smem + 0, out0, gm::u64(a.out0_elems));
   gm::TableSink<float, gm::kMax, 256, Shape::THREADS> sk1;
-  sk1.init(smem + 3072, out1, gm::u64(a.s[33]));
+  sk1.init(smem + 3072, out1, gm::u64(a.out1_elems));
   gm::TableSink<gm::i64, gm::kMin, 256, Shape::THREADS> sk2;
-  sk2.init(smem + 6144, out2, gm::u64(a.s[37]));
+  sk2.init(smem + 6144, out2, gm::u64(a.out2_elems));
   gm::TableSink<int, gm::kOr, 256, Shape::THREADS> sk3;
-  sk3.init(smem + 10240, out3, gm::u64(a.s[41]));
+  sk3.init(smem + 10240, out3, gm::u64(a.out3_elems));
   gm::TableSink<int, gm::kAnd, 256, Shape::THREADS> sk4;
-  sk4.init(smem + 13312, out4, gm::u64(a.s[45]));
+  sk4.init(smem + 13312, out4, gm::u64(a.out4_elems));
   gm::TableSink<double, gm::kAdd, 256, Shape::THREADS> sk5;
-  sk5.init(smem + 16384, out5, gm::u64(a.s[48]));
+  sk5.init(smem + 16384, out5, gm::u64(a.out5_elems));
   gm::AggRun<int, gm::kAdd> ar0;
   ar0.reset();
   gm::AggRun<float, gm::kMax> ar1;

@@ -9,8 +9,31 @@
 namespace {
 
 typedef gm::TileShape<16, 64, 16, 1, 4, 4, 8> Shape;
-// Kernel arguments: 64-bit words (pointers, sizes, strides, parameter bits).
-struct Args { unsigned long long s[21]; };
+// Kernel arguments: one 64-bit word per field (pointers, sizes, strides, parameter bits),
+// written by the launcher in this order (src/cuda/codegen/kernel_args.h).
+struct Args {
+  unsigned long long row_begin;  // rows i in [row_begin, row_end)
+  unsigned long long row_end;
+  unsigned long long col_begin;  // columns j in [col_begin, col_end)
+  unsigned long long col_end;
+  unsigned long long red_begin;  // reduction k in [red_begin, red_end)
+  unsigned long long red_end;
+  unsigned long long batch;  // batch instances
+  unsigned long long x0_ptr;  // D[r,k]: device pointer
+  unsigned long long x0_ld;  // elements between rows
+  unsigned long long x0_batch_stride;  // elements between batch instances
+  unsigned long long x0_vec4;  // 1: its 4-element chunks are aligned
+  unsigned long long x1_ptr;  // E[k,c]: device pointer
+  unsigned long long x1_ld;  // elements between rows
+  unsigned long long x1_batch_stride;  // elements between batch instances
+  unsigned long long x1_vec4;  // 1: its 4-element chunks are aligned
+  unsigned long long out0_ptr;  // Out: f32 output
+  unsigned long long out0_stride0;  // elements per step of index 0
+  unsigned long long out0_stride1;  // elements per step of index 1
+  unsigned long long out0_stride2;  // elements per step of index 2
+  unsigned long long out0_vec4;  // 1: runs along j may be stored as vectors
+  unsigned long long out0_elems;  // elements of the (padded) array
+};
 
 // The inner op: the reduce body for one (i, j, k), on register values.
 struct Inner {
@@ -62,19 +85,19 @@ struct Stage {
 // dynamic shared memory: 16128 bytes; estimated registers: 53
 extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   extern __shared__ __align__(16) unsigned char smem[];
-  const int row_begin = gm::arg_i32(a.s[0]), row_end = gm::arg_i32(a.s[1]);
-  const int col_begin = gm::arg_i32(a.s[2]), col_end = gm::arg_i32(a.s[3]);
-  const int red_begin = gm::arg_i32(a.s[4]), red_end = gm::arg_i32(a.s[5]);
+  const int row_begin = gm::arg_i32(a.row_begin), row_end = gm::arg_i32(a.row_end);
+  const int col_begin = gm::arg_i32(a.col_begin), col_end = gm::arg_i32(a.col_end);
+  const int red_begin = gm::arg_i32(a.red_begin), red_end = gm::arg_i32(a.red_end);
   // One block per (batch instance, tile): the grid is tiles_m * tiles_n * batch blocks.
   const int tiles_m = (row_end - row_begin + Shape::BM - 1) / Shape::BM;
   const int tiles_n = (col_end - col_begin + Shape::BN - 1) / Shape::BN;
   int b = int(blockIdx.x) / (tiles_m * tiles_n), tile_m, tile_n;
   gm::tile_coords<8>(int(blockIdx.x) - b * tiles_m * tiles_n, tiles_m, tiles_n, tile_m, tile_n);
-  float* out0 = reinterpret_cast<float*>(a.s[15]);  // Out
-  const gm::i64 os0_0 = gm::arg_i64(a.s[16]);
-  const gm::i64 os0_1 = gm::arg_i64(a.s[17]);
-  const gm::i64 os0_2 = gm::arg_i64(a.s[18]);
-  const bool ov0 = a.s[19] != 0;
+  float* out0 = reinterpret_cast<float*>(a.out0_ptr);  // Out
+  const gm::i64 os0_0 = gm::arg_i64(a.out0_stride0);
+  const gm::i64 os0_1 = gm::arg_i64(a.out0_stride1);
+  const gm::i64 os0_2 = gm::arg_i64(a.out0_stride2);
+  const bool ov0 = a.out0_vec4 != 0;
   Stage st(int(threadIdx.x));
   st.i0 = row_begin + tile_m * Shape::BM;
   st.j0 = col_begin + tile_n * Shape::BN;
@@ -83,8 +106,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   st.sm1 = reinterpret_cast<float*>(smem + 3840);
   static_assert(3 * Stage::L1::BUF * sizeof(float) <= 12288, "shared memory plan");
   st.f.b = b;
-  st.ld0.init(reinterpret_cast<const float*>(a.s[7]) + gm::i64(b) * gm::arg_i64(a.s[9]), gm::arg_i32(a.s[8]), st.i0, row_end, a.s[10] != 0);
-  st.ld1.init(reinterpret_cast<const float*>(a.s[11]) + gm::i64(b) * gm::arg_i64(a.s[13]), gm::arg_i32(a.s[12]), st.j0, col_end, a.s[14] != 0);
+  st.ld0.init(reinterpret_cast<const float*>(a.x0_ptr) + gm::i64(b) * gm::arg_i64(a.x0_batch_stride), gm::arg_i32(a.x0_ld), st.i0, row_end, a.x0_vec4 != 0);
+  st.ld1.init(reinterpret_cast<const float*>(a.x1_ptr) + gm::i64(b) * gm::arg_i64(a.x1_batch_stride), gm::arg_i32(a.x1_ld), st.j0, col_end, a.x1_vec4 != 0);
 #pragma unroll
   for (int m = 0; m < Shape::TM; ++m)
 #pragma unroll
