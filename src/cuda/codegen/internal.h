@@ -36,6 +36,9 @@ std::string cat(const A&... parts) {
   return s;
 }
 
+inline size_t round16(size_t n) { return (n + 15) / 16 * 16; }
+const char* store_op_code(StoreOp op);    // gm::kAdd, ... (device/core/gamut_atomics.cuh)
+
 std::string ctype_cpp(CType t);     // bool, int, gm::i64, float, double
 std::string dtype_cpp(DType t);     // storage type in device code: gm::b8, unsigned char, ...
 // The mainloop holds bool operands as bytes 0/1 (shared memory, fragments) and hands them to
@@ -67,17 +70,8 @@ std::set<std::pair<int, CType>> params_in(const Plan& plan, bool inner);
 // Aggregate outputs whose every (b, i, j) has its own element need no pre-reduction.
 bool output_uses_table(const Plan& plan, int d);
 
-class Code;
-// Packed 16-bit tropical steps (CodegenOptions::packed16, packed16.cpp): the two lanes'
-// identity, one k step of the stage (accumulators pk[TM][TN/2]), and the Stage method
-// packed_acc(m, n, k_any) through which the epilogue reads the accumulator.
-std::string packed16_identity(const Plan& plan);
-void packed16_step(const Plan& plan, const std::string& row_loader, const std::string& col_loader, int row_access,
-                   int col_access, Code& c);
-void packed16_accessor(const Plan& plan, Code& c);
-
 struct SmemPlan {
-  std::vector<long> inner_off;   // per access: byte offset of its two buffers, -1: none
+  std::vector<long> inner_off;   // per access: byte offset of its kStages buffers, -1: none
   std::vector<size_t> inner_bytes;
   size_t mainloop = 0;
   std::vector<long> table_off;   // per dense output: byte offset of its table, -1: none

@@ -5,10 +5,23 @@
 #include "core/error.h"
 #include "cuda/codegen/codegen.h"
 #include "cuda/codegen/internal.h"
+#include "cuda/codegen/outputs/output_operator.h"
 
 namespace gamut::cuda {
 
 namespace cg {
+
+const char* store_op_code(StoreOp op) {
+  switch (op) {
+    case StoreOp::Add: return "gm::kAdd";
+    case StoreOp::Max: return "gm::kMax";
+    case StoreOp::Min: return "gm::kMin";
+    case StoreOp::Or: return "gm::kOr";
+    case StoreOp::And: return "gm::kAnd";
+    case StoreOp::Assign: break;
+  }
+  return "gm::kAssign";
+}
 
 void unsupported(const std::string& what) {
   throw Error(ExitCode::Query, "query error: the GPU code generator does not support " + what);
@@ -146,8 +159,6 @@ bool output_uses_table(const Plan& plan, int d) {
   return !(row && col);
 }
 
-static size_t round16(size_t n) { return (n + 15) / 16 * 16; }
-
 SmemPlan smem_plan(const Plan& plan, const TileConfig& t) {
   SmemPlan s;
   s.inner_off.assign(plan.accesses.size(), -1);
@@ -168,41 +179,9 @@ SmemPlan smem_plan(const Plan& plan, const TileConfig& t) {
     off += s.inner_bytes[size_t(a)];
   }
   s.mainloop = off;
-  for (s.table_slots = kTableSlots;; s.table_slots /= 2) {
-    s.table_off.assign(plan.dense.size(), -1);
-    off = 0;
-    for (size_t d = 0; d < plan.dense.size(); ++d) {
-      if (!output_uses_table(plan, int(d))) continue;
-      s.table_off[d] = long(off);
-      off += round16(size_t(s.table_slots) * (8 + ctype_bytes(plan.dense[d].type)));
-    }
-    if (off <= kTableBudget || s.table_slots <= 32) break;
-  }
-  s.epilogue = off;
-  // Distinct lists: gm::TileDistinct's table, slot rows and per-thread staging, one list at a
-  // time after the tables (which are flushed before the lists). A tile of BM x BN pairs gets
-  // a quarter as many slots (at most 1024): more distinct rows than that make the table
-  // overflow, and then the rows are appended as they are anyway.
-  s.distinct_slots.assign(plan.lists.size(), 0);
-  s.distinct_words.assign(plan.lists.size(), 0);
-  size_t region = 0;
-  for (size_t l = 0; l < plan.lists.size(); ++l) {
-    const ListOutput& lo = plan.lists[l];
-    if (lo.mode != ListMode::Distinct || lo.key != kNoExpr || lo.columns.empty()) continue;
-    int words = 0;
-    for (const ListColumn& c : lo.columns) words += ctype_bytes(c.type) > 4 ? 2 : 1;
-    int slots = std::min(kDistinctSlots, std::max(kDistinctMinSlots, t.bm * t.bn / 4));
-    auto bytes = [&](int n) { return size_t(4) * size_t(n + n * words + t.threads() * words); };
-    while (slots > kDistinctMinSlots && bytes(slots) > kDistinctBudget) slots /= 2;
-    if (bytes(slots) > kDistinctBudget) continue;
-    s.distinct_slots[l] = slots;
-    s.distinct_words[l] = words;
-    region = std::max(region, bytes(slots));
-  }
-  if (region > 0) {
-    s.distinct_off = long(round16(off));
-    s.epilogue = size_t(s.distinct_off) + region;
-  }
+  // The output operators' regions, after the mainloop's (whose space they reuse).
+  s.epilogue = plan_aggregate_tables(plan, s);
+  s.epilogue = plan_distinct_tables(plan, t, s.epilogue, s);
   return s;
 }
 

@@ -16,7 +16,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "cuda/codegen/internal.h"
+#include "cuda/codegen/mainloop.h"
 #include "plan/semiring.h"
 
 namespace gamut::cuda {
@@ -94,40 +94,90 @@ bool packed16_data_fits(const Plan& plan, const Instance& inst) {
 
 namespace cg {
 
-std::string packed16_identity(const Plan& plan) {
-  return semiring_form(plan).op == "add-max" ? "0x80008000u" : "0x7fff7fffu";
+namespace {
+
+// The tropical operation of a plan of packed16_form.
+enum class Tropical { AddMax, AddMin };
+Tropical tropical_of(const Plan& plan) {
+  return semiring_form(plan).op == "add-max" ? Tropical::AddMax : Tropical::AddMin;
 }
 
-void packed16_step(const Plan& plan, const std::string& row_loader, const std::string& col_loader, int row_access,
-                   int col_access, Code& c) {
-  const bool max = semiring_form(plan).op == "add-max";
-  const std::string r = std::to_string(row_access), k = std::to_string(col_access);
-  c.line("int x" + r + "[Shape::TM];  // (TM) row values, each in both 16-bit halves (the loader's DUP16)");
-  c.line("gm::load_frag<Shape::TM, Shape::VM, Shape::THREADS_M>(x" + r + ", sm" + r + " + buf * " + row_loader +
-         "::BUF + kk * " + row_loader + "::LDS, tmap.tm);");
-  c.line("int x" + k + "[Shape::TN / 2];  // (TN/2) column pairs: 16-bit lanes (2p, 2p+1)");
-  c.line("gm::load_frag<Shape::TN / 2, Shape::VN / 2, Shape::THREADS_N>(x" + k +
-         ", reinterpret_cast<const int*>(sm" + k + " + buf * " + col_loader + "::BUF + kk * " + col_loader +
-         "::LDS), tmap.tn);");
-  c.line("#pragma unroll");
-  c.open("for (int m = 0; m < Shape::TM; ++m)");
-  c.line("#pragma unroll");
-  c.line(std::string("for (int p = 0; p < Shape::TN / 2; ++p) pk[m][p] = ") +
-         (max ? "__viaddmax_s16x2" : "__viaddmin_s16x2") + "(unsigned(x" + r + "[m]), unsigned(x" + k + "[p]), pk[m][p]);");
-  c.close();
-}
+std::string loader(int a) { return "L" + std::to_string(a); }
 
-void packed16_accessor(const Plan& plan, Code& c) {
-  const Accumulator& acc = plan.accs[0];
-  const std::string t = ctype_cpp(acc.type), init = Renderer::literal(acc.init, acc.type);
-  const std::string fold = semiring_form(plan).op == "add-max" ? "gm::max_" : "gm::min_";
-  c.line("// The accumulator at fragment (m, n): its 16-bit lane widened and folded into the initial");
-  c.line("// value; with an empty k range the lanes were never touched and the initial value stands.");
-  c.open("__device__ __forceinline__ " + t + " packed_acc(int m, int n, bool k_any) const");
-  c.line("const unsigned w = pk[m][n / 2];");
-  c.line("const " + t + " lane = " + t + "(short(n % 2 != 0 ? w >> 16 : w & 0xffffu));");
-  c.line("return k_any ? " + fold + "(" + t + "(" + init + "), lane) : " + t + "(" + init + ");");
-  c.close();
+class Packed16Step final : public SimtStep {
+ public:
+  explicit Packed16Step(const Plan& plan) : P(plan), op(tropical_of(plan)) {
+    const SemiringForm f = semiring_form(plan);
+    row = f.row_access;
+    col = f.col_access;
+  }
+  // The column operand stays 16-bit in shared memory (a 32-bit word is a column pair).
+  std::string smem_type(int a) const override { return a == col ? "short" : frag_cpp(access_ctype(P, a)); }
+  // The column operand is copied as it is, like a compute-type operand, when p is contiguous.
+  bool async(int a) const override {
+    return async_tile(P, a) ||
+           (a == col && access_dtype(P, a) == DType::I16 && !k_contiguous(P.accesses[size_t(a)].pattern));
+  }
+  // The row operand's loader writes each value into both 16-bit halves (gm::TileLoader's DUP16).
+  std::string loader_flags(int a) const override { return a == row ? ", true" : ""; }
+
+  void members(Code& c) const override {
+    const Accumulator& acc = P.accs[0];
+    const std::string t = ctype_cpp(acc.type), init = Renderer::literal(acc.init, acc.type);
+    const std::string fold = op == Tropical::AddMax ? "gm::max_" : "gm::min_";
+    c.line("unsigned pk[Shape::TM][Shape::TN / 2];  // " + acc.name + " as 16-bit lane pairs");
+    c.line("// The accumulator at fragment (m, n): its 16-bit lane widened and folded into the initial");
+    c.line("// value; with an empty k range the lanes were never touched and the initial value stands.");
+    c.open("__device__ __forceinline__ " + t + " packed_acc(int m, int n, bool k_any) const");
+    c.line("const unsigned w = pk[m][n / 2];");
+    c.line("const " + t + " lane = " + t + "(short(n % 2 != 0 ? w >> 16 : w & 0xffffu));");
+    c.line("return k_any ? " + fold + "(" + t + "(" + init + "), lane) : " + t + "(" + init + ");");
+    c.close();
+  }
+
+  void step(Code& c) const override {
+    const std::string r = std::to_string(row), k = std::to_string(col);
+    c.line("int x" + r + "[Shape::TM];  // (TM) row values, each in both 16-bit halves (the loader's DUP16)");
+    c.line("gm::load_frag<Shape::TM, Shape::VM, Shape::THREADS_M>(x" + r + ", sm" + r + " + buf * " + loader(row) +
+           "::BUF + kk * " + loader(row) + "::LDS, tmap.tm);");
+    c.line("int x" + k + "[Shape::TN / 2];  // (TN/2) column pairs: 16-bit lanes (2p, 2p+1)");
+    c.line("gm::load_frag<Shape::TN / 2, Shape::VN / 2, Shape::THREADS_N>(x" + k +
+           ", reinterpret_cast<const int*>(sm" + k + " + buf * " + loader(col) + "::BUF + kk * " + loader(col) +
+           "::LDS), tmap.tn);");
+    c.line("#pragma unroll");
+    c.open("for (int m = 0; m < Shape::TM; ++m)");
+    c.line("#pragma unroll");
+    c.line(std::string("for (int p = 0; p < Shape::TN / 2; ++p) pk[m][p] = ") +
+           (op == Tropical::AddMax ? "__viaddmax_s16x2" : "__viaddmin_s16x2") + "(unsigned(x" + r + "[m]), unsigned(x" + k +
+           "[p]), pk[m][p]);");
+    c.close();
+  }
+
+  // Both lanes start at the 16-bit identity; the accumulator's own initial value is folded in
+  // when it is read (packed_acc).
+  void init(Code& c) const override {
+    c.line("#pragma unroll");
+    c.line("for (int m = 0; m < Shape::TM; ++m)");
+    c.line("#pragma unroll");
+    c.line(std::string("  for (int p = 0; p < Shape::TN / 2; ++p) st.pk[m][p] = ") +
+           (op == Tropical::AddMax ? "0x80008000u" : "0x7fff7fffu") + ";");
+  }
+
+  // Packed lanes are widened where they are read, so no second, i32 copy of the accumulators
+  // is ever live.
+  std::string value(int) const override { return "st.packed_acc(m, n, red_end > red_begin)"; }
+
+ private:
+  const Plan& P;
+  Tropical op;
+  int row = -1, col = -1;
+};
+
+}  // namespace
+
+std::unique_ptr<SimtStep> make_packed16_step(const KernelContext& ctx) {
+  if (!packed16_form(ctx.P, ctx.T)) unsupported("packed 16-bit steps for this plan or tile");
+  return std::make_unique<Packed16Step>(ctx.P);
 }
 
 }  // namespace cg

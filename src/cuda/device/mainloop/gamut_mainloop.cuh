@@ -7,6 +7,7 @@
 // The k loop is double-buffered in shared memory: slice t+1 is fetched into registers while
 // slice t is computed, then stored to the other buffer; one barrier per slice.
 #pragma once
+#include "gamut_accumulator_map.cuh"
 #include "gamut_loaders.cuh"
 #include "gamut_math.cuh"
 
@@ -29,9 +30,13 @@ struct TileShape {
   static_assert(THREADS % 32 == 0 && THREADS <= 1024, "block size");
 };
 
-// Where this thread's fragment lies in the block tile.
+// The SIMT mainloop's accumulator map (gamut_accumulator_map.cuh): where this thread's TM x TN
+// fragment lies in the block tile. A map object, made from the thread id: the epilogue makes it
+// again after the k loop (gm::fresh_tid) instead of holding tm, tn through it.
 template <class Shape>
 struct ThreadMap {
+  static constexpr int kRows = Shape::TM, kCols = Shape::TN;
+  static constexpr int index(int m, int n) { return m * kCols + n; }
   int tm, tn;   // the thread's coordinates in the (THREADS_M, THREADS_N) grid
   GM_DEV explicit ThreadMap(int tid) {
     const int warp = tid / 32, lane = tid % 32;

@@ -26,6 +26,7 @@
 //    computes again from the accumulators, so the largest tiles (128 accumulators per
 //    thread) do not spill. gm::opaque keeps the compiler from hoisting it out of the rounds.
 #pragma once
+#include "gamut_accumulator_map.cuh"
 #include "gamut_math.cuh"
 
 namespace gm {
@@ -222,6 +223,7 @@ struct TileSelect {
   template <class Map, class Rank, class At>
   GM_DEV static void select(const Map& tmap, const Rank& rank, unsigned (&pres)[W], i64 limit, unsigned* global,
                             const At& at, Smem& s) {
+    static_assert(map_fits<Map, Shape>(), "the accumulator map's grid is Shape's thread tile");
     const int tid = int(threadIdx.x);
     opaque_bits(pres);
     if (limit <= 0) {   // the same in every thread: N = 0 keeps nothing
