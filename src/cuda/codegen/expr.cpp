@@ -12,18 +12,6 @@ namespace gamut::cuda::cg {
 
 namespace {
 
-const char* to_fn(CType t) {
-  switch (t) {
-    case CType::Bool: return "gm::to_bool";
-    case CType::I32: return "gm::to_i32";
-    case CType::I64: return "gm::to_i64";
-    case CType::F32: return "gm::to_f32";
-    case CType::F64: return "gm::to_f64";
-    case CType::Unknown: break;
-  }
-  unsupported("an untyped plan");
-}
-
 // A float literal that parses back to exactly `v` (9 / 17 significant digits round-trip).
 std::string float_text(double v, bool f32) {
   char buf[64];
@@ -38,7 +26,7 @@ std::string float_text(double v, bool f32) {
 
 std::string Renderer::convert(const std::string& e, CType from, CType to) {
   if (from == to) return e;
-  return std::string(to_fn(to)) + "(" + e + ")";
+  return convert_fn(to) + "(" + e + ")";
 }
 
 std::string Renderer::cond(const std::string& e, CType t) {

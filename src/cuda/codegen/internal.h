@@ -10,20 +10,19 @@
 #include <vector>
 
 #include "cuda/codegen/codegen.h"
+#include "cuda/codegen/element_types.h"
+#include "cuda/device/core/gamut_constants.cuh"
 
 namespace gamut::cuda::cg {
 
-// Shared hash table slots per pre-reduced aggregate output: at most this many, fewer when the
-// plan has so many such outputs that their tables would pass kTableBudget bytes.
-constexpr int kTableSlots = 512;
-constexpr size_t kTableBudget = 32 * 1024;
-constexpr int kChunk = 4;          // elements per global load chunk (gm::TileLoader::V)
-// Per-tile pre-deduplication of distinct lists (gm::TileDistinct): table slots, at most this
-// many, fewer for small tiles or wide rows; a list whose table does not fit kDistinctBudget
-// bytes even at kDistinctMinSlots appends its rows as a plain list does.
-constexpr int kDistinctSlots = 1024;
-constexpr int kDistinctMinSlots = 64;
-constexpr size_t kDistinctBudget = 32 * 1024;
+// The constants the host shares with the device code (table slots, chunk size, stages, ...).
+using gm::kChunk;
+using gm::kDistinctBudget;
+using gm::kDistinctMinSlots;
+using gm::kDistinctSlots;
+using gm::kStages;
+using gm::kTableBudget;
+using gm::kTableSlots;
 
 [[noreturn]] void unsupported(const std::string& what);
 
@@ -37,16 +36,6 @@ std::string cat(const A&... parts) {
 }
 
 inline size_t round16(size_t n) { return (n + 15) / 16 * 16; }
-const char* store_op_code(StoreOp op);    // gm::kAdd, ... (device/core/gamut_atomics.cuh)
-
-std::string ctype_cpp(CType t);     // bool, int, gm::i64, float, double
-std::string dtype_cpp(DType t);     // storage type in device code: gm::b8, unsigned char, ...
-// The mainloop holds bool operands as bytes 0/1 (shared memory, fragments) and hands them to
-// the inner op as int: bools kept as predicates would exhaust the 7 predicate registers.
-// Rendered code is correct for a Bool value held as bool or as int 0/1.
-std::string frag_cpp(CType t);      // unsigned char for Bool, else ctype_cpp
-std::string inner_arg_cpp(CType t); // int for Bool, else ctype_cpp
-size_t ctype_bytes(CType t);
 
 // How the mainloop holds an operand the inner op reads.
 enum class InnerKind { RowTile, ColTile, RowVec, ColVec, RedVec, None };
@@ -55,7 +44,6 @@ bool k_contiguous(Pattern p);       // X[r,k] / X[c,k]: k is the contiguous dime
 bool uses_cp_async(DType t);        // stored as its compute type: copied by cp.async
 // Whether tile operand `access` goes global -> shared by cp.async (else through registers).
 bool async_tile(const Plan& plan, int access);
-constexpr int kStages = 3;          // shared buffers per staged operand (gm::mainloop)
 CType access_ctype(const Plan& plan, int access);
 DType access_dtype(const Plan& plan, int access);
 

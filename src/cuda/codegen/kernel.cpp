@@ -27,19 +27,6 @@ using std::to_string;
 
 namespace {
 
-// Argument field `field` (a 64-bit word) read as a compute type.
-std::string arg_as(const std::string& field, CType t) {
-  switch (t) {
-    case CType::Bool: return "gm::arg_bool(" + field + ")";
-    case CType::I32: return "gm::arg_i32(" + field + ")";
-    case CType::I64: return "gm::arg_i64(" + field + ")";
-    case CType::F32: return "gm::arg_f32(" + field + ")";
-    case CType::F64: return "gm::arg_f64(" + field + ")";
-    case CType::Unknown: break;
-  }
-  unsupported("an untyped plan");
-}
-
 class KernelGenerator {
  public:
   KernelGenerator(const Plan& plan, const TileConfig& tile, const CodegenOptions& options) : X(plan, tile) {
@@ -104,7 +91,7 @@ class KernelGenerator {
     X.coords->prologue(c);
     for (const auto& p : X.A.params)
       c.line("const " + ctype_cpp(p.type) + " " + Renderer::param_name(p.param, p.type) + " = " +
-             arg_as(X.arg(p.slot), p.type) + ";  // " + P.params[size_t(p.param)].name);
+             arg_fn(p.type) + "(" + X.arg(p.slot) + ")" + ";  // " + P.params[size_t(p.param)].name);
     for (int a : X.outer_accesses()) {
       const auto& s = X.A.access[size_t(a)];
       const std::string n = to_string(a), st = dtype_cpp(access_dtype(P, a));

@@ -1,4 +1,4 @@
-// Code generator, part 1: how a plan maps onto the kernel (which operands the mainloop stages,
+// How a plan maps onto the kernel (which operands the mainloop stages,
 // which outputs are pre-reduced, the shared-memory plan).
 #include <algorithm>
 
@@ -11,61 +11,8 @@ namespace gamut::cuda {
 
 namespace cg {
 
-const char* store_op_code(StoreOp op) {
-  switch (op) {
-    case StoreOp::Add: return "gm::kAdd";
-    case StoreOp::Max: return "gm::kMax";
-    case StoreOp::Min: return "gm::kMin";
-    case StoreOp::Or: return "gm::kOr";
-    case StoreOp::And: return "gm::kAnd";
-    case StoreOp::Assign: break;
-  }
-  return "gm::kAssign";
-}
-
 void unsupported(const std::string& what) {
   throw Error(ExitCode::Query, "query error: the GPU code generator does not support " + what);
-}
-
-std::string ctype_cpp(CType t) {
-  switch (t) {
-    case CType::Bool: return "bool";
-    case CType::I32: return "int";
-    case CType::I64: return "gm::i64";
-    case CType::F32: return "float";
-    case CType::F64: return "double";
-    case CType::Unknown: break;
-  }
-  unsupported("an untyped plan");
-}
-
-std::string frag_cpp(CType t) { return t == CType::Bool ? "unsigned char" : ctype_cpp(t); }
-std::string inner_arg_cpp(CType t) { return t == CType::Bool ? "int" : ctype_cpp(t); }
-
-std::string dtype_cpp(DType t) {
-  switch (t) {
-    case DType::Bool: return "gm::b8";
-    case DType::U8: return "unsigned char";
-    case DType::I8: return "signed char";
-    case DType::I16: return "short";
-    case DType::I32: return "int";
-    case DType::I64: return "gm::i64";
-    case DType::F16: return "gm::f16";
-    case DType::BF16: return "gm::bf16";
-    case DType::F32: return "float";
-    case DType::F64: return "double";
-  }
-  return "?";
-}
-
-size_t ctype_bytes(CType t) {
-  switch (t) {
-    case CType::Bool: return 1;
-    case CType::I32: case CType::F32: return 4;
-    case CType::I64: case CType::F64: return 8;
-    case CType::Unknown: break;
-  }
-  unsupported("an untyped plan");
 }
 
 InnerKind inner_kind(Pattern p) {

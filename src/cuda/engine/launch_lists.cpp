@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "cpu/list_order.h"
+#include "cuda/device/core/gamut_constants.cuh"
 #include "cuda/lists/select.h"
 
 namespace gamut::cuda {
@@ -16,7 +17,7 @@ bool top_bottom(const ListOutput& l) { return (l.mode == ListMode::Top || l.mode
 DeviceLists::DeviceLists(const Instance& inst, int64_t capacity, const TileConfig& tile) : inst_(inst) {
   lists_.resize(inst.plan->lists.size());
   for (size_t l = 0; l < lists_.size(); ++l) {
-    lists_[l].counter = DeviceBuffer(2 * sizeof(uint64_t));
+    lists_[l].counter = DeviceBuffer(gm::kListCounterWords * sizeof(uint64_t));
     const ListOutput& spec = inst.plan->lists[l];
     if (top_bottom(spec)) {
       // One per group, as the kernel indexes them: (b, i - row_begin), (b, j - col_begin) or 0.
@@ -26,8 +27,7 @@ DeviceLists::DeviceLists(const Instance& inst, int64_t capacity, const TileConfi
       // Reservoirs (gm::TileSelect::keep / refresh) where a tile's refresh, which reads the S
       // slots of each group it touched, reads at most one slot per pair of the tile, and they
       // are small.
-      // S slots per group: 32 for N <= 16, else N (gm::TileSelect::reservoir_slots).
-      const int64_t n = inst.list_limits[l], slots = n <= 16 ? 32 : n;
+      const int64_t n = inst.list_limits[l], slots = gm::reservoir_slots(n);
       const int64_t tile_groups = spec.per == PerGroup::Row ? tile.bm : spec.per == PerGroup::Col ? tile.bn : 1;
       if (n > 0 && tile_groups * slots <= int64_t(tile.bm) * tile.bn && groups * slots <= (int64_t(1) << 26))
         lists_[l].reservoir = DeviceBuffer(size_t(groups * slots) * sizeof(uint32_t));

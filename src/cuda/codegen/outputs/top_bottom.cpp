@@ -18,9 +18,9 @@ namespace {
 class TopBottomRows final : public ListRows {
  public:
   TopBottomRows(KernelContext& ctx, size_t l) : ListRows(ctx, l) {
-    // Group codes of gm::TileSelect: 0 the whole tile, 1 each row (per i), 2 each column (per j).
     const PerGroup g = spec().per;
-    select_ = std::string("gm::TileSelect<Shape, ") + (g == PerGroup::Row ? "1" : g == PerGroup::Col ? "2" : "0") + ">";
+    const gm::ListGroup group = g == PerGroup::Row ? gm::kGroupRow : g == PerGroup::Col ? gm::kGroupCol : gm::kGroupAll;
+    select_ = "gm::TileSelect<Shape, " + to_string(int(group)) + ">";
     top_ = spec().mode == ListMode::Top ? "true" : "false";
   }
 

@@ -1,12 +1,10 @@
 // Aggregate operators (StoreOp) on device: their identities, the binary combine, and atomic
 // application to global or shared memory for every output type (i32, i64, f32, f64).
 #pragma once
+#include "gamut_constants.cuh"
 #include "gamut_math.cuh"
 
 namespace gm {
-
-// Same numbering as gamut::StoreOp on the host.
-enum StoreOpCode : int { kAssign = 0, kAdd = 1, kMax = 2, kMin = 3, kOr = 4, kAnd = 5 };
 
 // Lowest / highest value of a compute type (float: -inf / inf).
 template <class T> struct Lim;

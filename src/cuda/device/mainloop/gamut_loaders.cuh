@@ -8,6 +8,7 @@
 // Out-of-range elements read as 0; the mainloop never lets them reach an output.
 // X[k] vectors have their own small loader; X[r] / X[c] are read once into registers.
 #pragma once
+#include "gamut_constants.cuh"
 #include "gamut_math.cuh"
 #include "gamut_vec.cuh"
 
@@ -48,7 +49,7 @@ GM_DEV void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) 
 // 16 bits in both halves, made once here rather than once per use in the mainloop.
 template <class S, class T, int P, int BK, int THREADS, bool KCONTIG, bool DUP16 = false>
 struct TileLoader {
-  static constexpr int V = 4;                          // elements per chunk
+  static constexpr int V = kChunk;                     // elements per chunk
   static_assert(P % V == 0 && BK % V == 0, "tile extents must be multiples of 4");
   // The transposed store of X[p, k] would hit one bank from the two k-halves of a warp:
   // padding the row by 4 elements shifts them apart (and keeps rows 16-byte aligned).

@@ -8,6 +8,7 @@
 // slice t is computed, then stored to the other buffer; one barrier per slice.
 #pragma once
 #include "gamut_accumulator_map.cuh"
+#include "gamut_constants.cuh"
 #include "gamut_loaders.cuh"
 #include "gamut_math.cuh"
 
@@ -119,6 +120,7 @@ GM_DEV void tile_coords(int id, int tiles_m, int tiles_n, int& tile_m, int& tile
 // afterwards. (Measured: 4 or 5 buffers are no faster.)
 template <int BK, class Stage>
 GM_DEV void mainloop(Stage& st, int k_begin, int k_end) {
+  static_assert(kStages == 3, "the pipeline is written for three buffers");
   if (k_end <= k_begin) return;
   const int nk = (k_end - k_begin + BK - 1) / BK;
   st.load(k_begin, k_end, 0);
@@ -141,8 +143,8 @@ GM_DEV void mainloop(Stage& st, int k_begin, int k_end) {
     if (k_end - k0 >= BK) st.template compute<false>(rb, k0, BK);
     else st.template compute<true>(rb, k0, k_end - k0);
     if (pre) st.store(wb);  // register-staged operands: the loads had a whole slice to land
-    rb = rb == 2 ? 0 : rb + 1;
-    wb = wb == 2 ? 0 : wb + 1;
+    rb = rb + 1 == kStages ? 0 : rb + 1;
+    wb = wb + 1 == kStages ? 0 : wb + 1;
   }
   cp_async_wait<0>();
   __syncthreads();

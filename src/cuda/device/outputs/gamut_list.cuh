@@ -27,12 +27,13 @@
 //    thread) do not spill. gm::opaque keeps the compiler from hoisting it out of the rounds.
 #pragma once
 #include "gamut_accumulator_map.cuh"
+#include "gamut_constants.cuh"
 #include "gamut_math.cuh"
 
 namespace gm {
 
 struct ListAppend {
-  u64* counter;   // counter[0]: rows reached; counter[1]: N of top/bottom (set by the host)
+  u64* counter;   // kListCounterWords: [0] rows reached; [1] N of top/bottom (set by the host)
   u64 capacity;
   // Reserve one row for each lane whose flag is set: one global atomic per warp.
   // Every lane of the warp must call it together. The row exists only if slot < capacity.
@@ -143,7 +144,7 @@ GM_DEV unsigned rank32(double v, bool top) {
 }
 
 // ---- tile pre-selection ------------------------------------------------------------------
-// Groups of a tile: PER 0 = the whole tile, 1 = each row (per i), 2 = each column (per j).
+// Groups of a tile (PER, a gm::ListGroup): the whole tile, each row (per i), each column (per j).
 // Every thread of the block calls select() with the same limit. The list's global thresholds
 // are global[at(g)] for tile group g (at(g) < 0: the group holds no pair of the range).
 //
@@ -156,7 +157,7 @@ GM_DEV unsigned rank32(double v, bool top) {
 // a stale (larger) read of it is only less selective.
 template <class Shape, int PER>
 struct TileSelect {
-  static constexpr int G = PER == 1 ? Shape::BM : PER == 2 ? Shape::BN : 1;
+  static constexpr int G = PER == kGroupRow ? Shape::BM : PER == kGroupCol ? Shape::BN : 1;
   static constexpr int W = (Shape::TM * Shape::TN + 31) / 32;
 
   struct Smem {
@@ -168,7 +169,7 @@ struct TileSelect {
     unsigned span;             // OR of (lo ^ hi) over the crowded groups
   };
 
-  GM_DEV static int group(int row, int col) { return PER == 1 ? row : PER == 2 ? col : 0; }
+  GM_DEV static int group(int row, int col) { return PER == kGroupRow ? row : PER == kGroupCol ? col : 0; }
   GM_DEV static bool bit(const unsigned (&b)[W], int e) { return ((b[e / 32] >> (e % 32)) & 1u) != 0u; }
 
   // cnt[g] += candidates of g with rank <= thr[g] | low; SPAN: also their smallest / largest rank.
@@ -187,7 +188,7 @@ struct TileSelect {
         const int g = group(tmap.row(m), tmap.col(n));
         const unsigned r = rank(m, n);
         const bool in = bit(pres, m * Shape::TN + n) && r <= (s.thr[g] | low);
-        if (PER == 2) {
+        if (PER == kGroupCol) {
           if (in) {
             atomicAdd(&s.cnt[g], 1u);
             if (SPAN) { atomicMin(&s.lo[g], r); atomicMax(&s.hi[g], r); }
@@ -197,7 +198,7 @@ struct TileSelect {
           if (SPAN && in) { rlo = r < rlo ? r : rlo; rhi = r > rhi ? r : rhi; }
         }
       }
-      if (PER == 1 && row != 0u) {
+      if (PER == kGroupRow && row != 0u) {
         atomicAdd(&s.cnt[tmap.row(m)], row);
         if (SPAN) { atomicMin(&s.lo[tmap.row(m)], rlo); atomicMax(&s.hi[tmap.row(m)], rhi); }
       }
@@ -205,7 +206,7 @@ struct TileSelect {
       tlo = rlo < tlo ? rlo : tlo;
       thi = rhi > thi ? rhi : thi;
     }
-    if (PER == 0) {
+    if (PER == kGroupAll) {
       total = __reduce_add_sync(0xffffffffu, total);
       if (SPAN) { tlo = __reduce_min_sync(0xffffffffu, tlo); thi = __reduce_max_sync(0xffffffffu, thi); }
       if ((threadIdx.x & 31u) == 0u && total != 0u) {
@@ -295,7 +296,7 @@ struct TileSelect {
   // A tile lowers a group's global threshold only when it alone holds more than N candidates,
   // so on its own the threshold stays near the N-th best of one tile (a kNN row tile of 64
   // columns: the best ~15%), and every later tile is crowded again. Each group therefore also
-  // has S reservoir slots in device memory (u32 ranks, 0xffffffff = empty; S = reservoir_slots):
+  // has S reservoir slots in device memory (u32 ranks, 0xffffffff = empty; S = gm::reservoir_slots):
   // every row a tile appends goes into slot hash(i, j) % S with atomicMin. A slot only ever
   // holds the rank of a row that was appended, and distinct slots hold distinct rows, so the
   // N-th smallest of a group's S slots (when at least N are filled) has at least N appended
@@ -303,7 +304,6 @@ struct TileSelect {
   // falls towards the N-th best of all rows appended so far, not of one tile. With S = N it
   // is the largest slot, about 3x the ideal quantile (random slots); with S = 32 >= 2N, the
   // N-th of 32 slot minima, about 1.2x (kNN, N = 10: ~160 -> ~65 appended rows per row).
-  GM_DEV static int reservoir_slots(i64 limit) { return limit <= 16 ? 32 : int(limit); }
   GM_DEV static unsigned slot_of(int i, int j, int slots) {
     const unsigned h = (unsigned(i) * 0x9E3779B1u) ^ (unsigned(j) * 0x85EBCA77u);
     return (h ^ (h >> 15)) % unsigned(slots);
@@ -311,7 +311,7 @@ struct TileSelect {
   // A row the tile appends (rank r, pair (i, j) of tile group g at global group x).
   GM_DEV static void keep(unsigned* slots, i64 limit, i64 x, int g, int i, int j, unsigned r, Smem& s) {
     if (slots == nullptr || x < 0) return;
-    const int S = reservoir_slots(limit);
+    const int S = gm::reservoir_slots(limit);
     atomicMin(slots + x * S + slot_of(i, j, S), r);
     atomicOr(&s.touched[g], 1u);   // (an atomic: racecheck-clean where several threads mark)
   }
@@ -320,7 +320,7 @@ struct TileSelect {
   template <class At>
   GM_DEV static void refresh(unsigned* global, unsigned* slots, i64 limit, const At& at, Smem& s) {
     if (slots == nullptr || limit <= 0) return;
-    const int tid = int(threadIdx.x), S = reservoir_slots(limit);
+    const int tid = int(threadIdx.x), S = gm::reservoir_slots(limit);
     __syncthreads();   // the tile's atomicMin on the slots are done (and seen through L2)
     if (S == 32) {
       // A warp per touched group: the 32 slots sorted across the lanes (bitonic), lane N-1

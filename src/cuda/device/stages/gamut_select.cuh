@@ -34,9 +34,9 @@ constexpr unsigned kSelAll = 0xffffffffu;   // below[g] of a group that keeps ev
 
 template <int PER>
 GM_DEV u64 sel_group(const SelArgs& a, u64 c) {
-  if (PER == 0) return 0;
+  if (PER == kGroupAll) return 0;
   const int* bv = reinterpret_cast<const int*>(a.s[kSelB]);
-  const int* xv = reinterpret_cast<const int*>(PER == 1 ? a.s[kSelI] : a.s[kSelJ]);
+  const int* xv = reinterpret_cast<const int*>(PER == kGroupRow ? a.s[kSelI] : a.s[kSelJ]);
   return u64(i64(bv[c]) * i64(a.s[kSelExtent]) + (i64(xv[c]) - i64(a.s[kSelBegin])));
 }
 
