@@ -23,16 +23,12 @@
 #include "codegen_plans.h"
 #include "core/error.h"
 #include "cuda/codegen/codegen.h"
+#include "cuda/codegen/stage_sources.h"
 #include "cuda/gpu_engine.h"
 #include "cuda/codegen/tile_choice.h"
 #include "driver/pipeline.h"
 #include "list_plans.h"
 #include "nvrtc_check.h"
-#if GAMUT_HAVE_CUDA
-#include "cuda/stages/bit_pack.h"
-#include "cuda/lists/select.h"
-#include "cuda/stages/segment_sum.h"
-#endif
 
 using namespace gamut;
 using namespace gamut::cuda;
@@ -151,12 +147,10 @@ std::vector<std::pair<std::string, std::string>> main_kernels(const Instance& in
   std::vector<std::pair<std::string, std::string>> out;
   const KernelChoice k = choose_kernel(inst, kH100Sms, kH100Smem, std::nullopt, masked_joins);
   out.push_back({"main", generate_source(*inst.plan, k.tile, k.options)});
-#if GAMUT_HAVE_CUDA
   for (const ListOutput& l : inst.plan->lists)
     if ((l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.key != kNoExpr)
       out.push_back({"select-" + l.name,
                      select_source(storage_type_of(inst.plan->expr(l.key).type), l.mode == ListMode::Top, l.per)});
-#endif
   return out;
 }
 
@@ -169,17 +163,13 @@ std::vector<std::pair<std::string, std::string>> kernels_of(const Prepared& p, b
     const std::string tag = "stage" + std::to_string(s + 1);
     if (st.bitpack) {
       const BitPack& bp = *st.bitpack;
-#if GAMUT_HAVE_CUDA
       out.push_back({tag, bit_pack_source(p.bindings.arrays.at(bp.source).dtype)});
-#endif
       produced[bp.output] = NDArray::zeros(DType::I32, {bp.rows.end, bp.words()});
       continue;
     }
     if (st.segment) {
       const SegmentSum& sg = *st.segment;
-#if GAMUT_HAVE_CUDA
       out.push_back({tag, segment_sum_source(p.bindings.arrays.at(sg.source).dtype)});
-#endif
       const int64_t k = sg.k_range.end;
       produced[sg.output] = NDArray::zeros(storage_type_of(sg.type), sg.group_rows ? std::vector<int64_t>{sg.groups, k}
                                                                                   : std::vector<int64_t>{k, sg.groups});
@@ -290,7 +280,6 @@ void add_variant_cases(std::vector<GoldenCase>& cases) {
                              "32x16x32/2x2"})
       add_plan(cases, "distinct", name, [dq] { return tp::distinct_query(dq); }, parse_tile(tile));
   }
-#if GAMUT_HAVE_CUDA
   // The stage kernels: segment sum and bit pack per element type, top/bottom selection per key
   // type, direction and grouping.
   for (DType t : {DType::Bool, DType::U8, DType::I8, DType::I16, DType::I32, DType::I64, DType::F16, DType::BF16,
@@ -306,7 +295,6 @@ void add_variant_cases(std::vector<GoldenCase>& cases) {
                               (g == PerGroup::Row ? ".per_i" : g == PerGroup::Col ? ".per_j" : "");
         cases.push_back({"stages/select." + n + ".cu", [k, top, g] { return select_source(k, top, g); }});
       }
-#endif
 }
 
 // ---- comparison -----------------------------------------------------------------------------

@@ -151,7 +151,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   const CompiledModule module = compile_cached(source, co, schema_text(P, tile));
   if (stats) {
     stats->compile_ms = module.compile_ms;
-    stats->cache_hit = module.hit == CacheHit::Compiled ? "compiled" : module.hit == CacheHit::Disk ? "disk" : "memory";
+    stats->cache_hit = cache_hit_name(module.hit);
     stats->cache_key = module.key;
     stats->tile = tile.str() + (cgo.packed16 ? " packed16" : "") + (groups ? " grouped-join" : "");
   }

@@ -1,20 +1,18 @@
-// Device-side selection for top/bottom lists (device/stages/gamut_select.cuh): reduces the candidates the
-// main kernel appended to each group's N best (plus rows whose rank ties the N-th), on the
-// device, so that the host downloads and orders (finalize_list) only those.
+// Device-side selection for top/bottom lists (device/stages/gamut_select.cuh, its kernels from
+// codegen/stage_sources.h): reduces the candidates the main kernel appended to each group's N
+// best (plus rows whose rank ties the N-th), on the device, so that the host downloads and
+// orders (finalize_list) only those.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "core/types.h"
+#include "cuda/codegen/stage_sources.h"
 #include "cuda/runtime.h"
 #include "plan/plan.h"
 
 namespace gamut::cuda {
-
-// The selection kernels' source for a key stored as `key`, top or bottom, grouped by `per`.
-// Kernels: gm_sel_hist, gm_sel_digit, gm_sel_keep, gm_gather{1,2,4,8}.
-std::string select_source(DType key, bool top, PerGroup per);
 
 struct SelectInput {
   uint64_t n = 0;                      // candidates

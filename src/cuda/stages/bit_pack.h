@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/array.h"
+#include "cuda/codegen/stage_sources.h"
 #include "rewrite/bit_pack_stage.h"
 
 namespace gamut::cuda {
@@ -13,12 +14,9 @@ namespace gamut::cuda {
 struct BitPackStats {
   double kernel_ms = 0;            // memset + launch, CUDA events
   double compile_ms = 0;
-  std::string cache_hit;           // "compiled" | "disk" | "memory" ("" when nothing ran)
+  std::string cache_hit;           // cache_hit_name() ("" when nothing ran)
   std::vector<double> runs_ms;     // one per timed repetition
 };
-
-// The CUDA C++ compiled for source element type `t` (integer or bool; exposed for NVRTC tests).
-std::string bit_pack_source(DType t);
 
 // Run one stage on the GPU; the result is what bit_pack_cpu gives. repeats > 0: one untimed
 // warm-up and `repeats` timed runs. Throws Error(ExitCode::Device) without a device.

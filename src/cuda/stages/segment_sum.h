@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bind/instance.h"
+#include "cuda/codegen/stage_sources.h"
 
 namespace gamut::cuda {
 
@@ -21,19 +22,17 @@ struct SegmentSumShape {
   AxisRange rows, k;         // entries of out for k below k.begin stay 0
 };
 
+// Which kernel ran: shared-memory sums per block, global atomics per element (too many groups for
+// shared memory), or none (nothing to sum).
+enum class SegmentSumPath { Empty, Tiled, Direct };
+
 struct SegmentSumStats {
   double kernel_ms = 0;            // memset + launch, CUDA events
   double compile_ms = 0;
-  std::string cache_hit;           // "compiled" | "disk" | "memory"
-  std::string path;                // "tiled" (shared-memory sums) | "direct" (global atomics) | "empty"
+  std::string cache_hit;           // cache_hit_name(): "compiled" | "disk" | "memory"
+  SegmentSumPath path = SegmentSumPath::Empty;
   std::vector<double> runs_ms;     // one per timed repetition
 };
-
-// The accumulator type of a segment sum over `t`: the stage query's `pd_s` type (loads widen,
-// bool counts as i32).
-CType segment_sum_acc_type(DType t);
-// The CUDA C++ compiled for source element type `t` (exposed for the NVRTC tests).
-std::string segment_sum_source(DType t);
 
 // Run on the GPU; the result has dtype storage_type_of(acc_type). acc_type must be
 // segment_sum_acc_type(src.dtype). repeats > 0: one untimed warm-up and `repeats` timed runs.

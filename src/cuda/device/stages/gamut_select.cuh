@@ -1,4 +1,5 @@
-// Device-side selection of top/bottom list candidates (src/cuda/lists/select.cpp drives it).
+// Device-side selection of top/bottom list candidates (src/cuda/lists/select.cpp drives it;
+// the kernels are instantiated by src/cuda/codegen/stage_sources.cpp). Arguments: gm::SelectArgs.
 // The candidates are the rows the main kernel appended (unordered). Per group (the whole list,
 // each (b, i) for `per i`, each (b, j) for `per j`) a radix select over gm::rank32 finds T_g,
 // the smallest rank with at least N candidates at or below it; only candidates with
@@ -9,51 +10,34 @@
 // shared memory: every kernel is a grid-stride loop over candidates or groups.
 #pragma once
 #include "gamut_list.cuh"
+#include "gamut_stage_args.cuh"
 
 namespace gm {
 
-// Argument words of every selection kernel.
-struct SelArgs { unsigned long long s[16]; };
-enum SelSlot {
-  kSelN = 0,        // candidates
-  kSelKey = 1,      // key column (storage type)
-  kSelB = 2, kSelI = 3, kSelJ = 4,   // int32 columns
-  kSelThr = 5,      // unsigned[G]: T_g's digits found so far (low digits 0); 0xffffffff: keep all
-  kSelBelow = 6,    // unsigned[G]: candidates whose rank is below T_g's digits so far; kSelAll: done
-  kSelG = 7,        // groups
-  kSelLimit = 8,    // N
-  kSelBegin = 9,    // first row (per i) / column (per j) of the range
-  kSelExtent = 10,  // rows (per i) / columns (per j) of the range
-  kSelHist = 11,    // unsigned[G << bits]: the round's histogram (zero between rounds)
-  kSelShift = 12,   // the round's digit starts at this bit
-  kSelIdx = 13,     // unsigned[N]: kept candidate indices
-  kSelKept = 14,    // u64 counter of kept candidates
-  kSelBits = 15,    // digit width: 1, 2, 4 or 8
-};
 constexpr unsigned kSelAll = 0xffffffffu;   // below[g] of a group that keeps every candidate
 
 template <int PER>
-GM_DEV u64 sel_group(const SelArgs& a, u64 c) {
+GM_DEV u64 sel_group(const SelectArgs& a, u64 c) {
   if (PER == kGroupAll) return 0;
-  const int* bv = reinterpret_cast<const int*>(a.s[kSelB]);
-  const int* xv = reinterpret_cast<const int*>(PER == kGroupRow ? a.s[kSelI] : a.s[kSelJ]);
-  return u64(i64(bv[c]) * i64(a.s[kSelExtent]) + (i64(xv[c]) - i64(a.s[kSelBegin])));
+  const int* bv = reinterpret_cast<const int*>(a.b);
+  const int* xv = reinterpret_cast<const int*>(PER == kGroupRow ? a.i : a.j);
+  return u64(i64(bv[c]) * i64(a.extent) + (i64(xv[c]) - i64(a.begin)));
 }
 
 template <class K, bool TOP>
-GM_DEV unsigned sel_rank(const SelArgs& a, u64 c) {
-  return rank32(widen(reinterpret_cast<const K*>(a.s[kSelKey])[c]), TOP);
+GM_DEV unsigned sel_rank(const SelectArgs& a, u64 c) {
+  return rank32(widen(reinterpret_cast<const K*>(a.key)[c]), TOP);
 }
 
 // hist[g][digit] += candidates of g whose rank matches T_g above the digit. Lanes with the
 // same bin add once.
 template <class K, bool TOP, int PER>
-GM_DEV void sel_hist(const SelArgs& a) {
-  const u64 n = a.s[kSelN];
-  const unsigned* thr = reinterpret_cast<const unsigned*>(a.s[kSelThr]);
-  const unsigned* below = reinterpret_cast<const unsigned*>(a.s[kSelBelow]);
-  unsigned* hist = reinterpret_cast<unsigned*>(a.s[kSelHist]);
-  const unsigned shift = unsigned(a.s[kSelShift]), bits = unsigned(a.s[kSelBits]);
+GM_DEV void sel_hist(const SelectArgs& a) {
+  const u64 n = a.n;
+  const unsigned* thr = reinterpret_cast<const unsigned*>(a.thr);
+  const unsigned* below = reinterpret_cast<const unsigned*>(a.below);
+  unsigned* hist = reinterpret_cast<unsigned*>(a.hist);
+  const unsigned shift = unsigned(a.shift), bits = unsigned(a.bits);
   const unsigned high = shift + bits;   // rank bits above the digit: fixed by earlier rounds
   const u64 step = u64(gridDim.x) * blockDim.x;
   // base is the same in the whole block, so every lane runs every iteration (the _sync calls).
@@ -77,16 +61,16 @@ GM_DEV void sel_hist(const SelArgs& a) {
 // A warp per group: the digit of T_g is the first whose running count (from below[g]) reaches
 // N; the first round also finds the groups with at most N candidates, which keep them all.
 // Each lane reads (and zeroes, for the next round) `per` bins.
-GM_DEV void sel_digit(const SelArgs& a) {
-  unsigned* thr = reinterpret_cast<unsigned*>(a.s[kSelThr]);
-  unsigned* below = reinterpret_cast<unsigned*>(a.s[kSelBelow]);
-  unsigned* hist = reinterpret_cast<unsigned*>(a.s[kSelHist]);
-  const u64 limit = a.s[kSelLimit];
-  const unsigned shift = unsigned(a.s[kSelShift]), bits = unsigned(a.s[kSelBits]);
+GM_DEV void sel_digit(const SelectArgs& a) {
+  unsigned* thr = reinterpret_cast<unsigned*>(a.thr);
+  unsigned* below = reinterpret_cast<unsigned*>(a.below);
+  unsigned* hist = reinterpret_cast<unsigned*>(a.hist);
+  const u64 limit = a.limit;
+  const unsigned shift = unsigned(a.shift), bits = unsigned(a.bits);
   const unsigned bins = 1u << bits, per = bins > 32 ? bins / 32 : 1;
   const unsigned lane = threadIdx.x & 31u;
   const u64 warps = (u64(gridDim.x) * blockDim.x) >> 5;
-  for (u64 g = (u64(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; g < a.s[kSelG]; g += warps) {
+  for (u64 g = (u64(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; g < a.groups; g += warps) {
     const unsigned b = below[g];
     if (b == kSelAll) continue;   // the whole warp: g is the same in every lane
     unsigned* h = hist + (g << bits);
@@ -127,11 +111,11 @@ GM_DEV void sel_digit(const SelArgs& a) {
 
 // idx[...] = every candidate with rank <= T_g (in no particular order).
 template <class K, bool TOP, int PER>
-GM_DEV void sel_keep(const SelArgs& a) {
-  const u64 n = a.s[kSelN];
-  const unsigned* thr = reinterpret_cast<const unsigned*>(a.s[kSelThr]);
-  unsigned* idx = reinterpret_cast<unsigned*>(a.s[kSelIdx]);
-  const ListAppend out{reinterpret_cast<u64*>(a.s[kSelKept]), n};
+GM_DEV void sel_keep(const SelectArgs& a) {
+  const u64 n = a.n;
+  const unsigned* thr = reinterpret_cast<const unsigned*>(a.thr);
+  unsigned* idx = reinterpret_cast<unsigned*>(a.idx);
+  const ListAppend out{reinterpret_cast<u64*>(a.kept), n};
   const u64 step = u64(gridDim.x) * blockDim.x;
   for (u64 base = u64(blockIdx.x) * blockDim.x; base < n; base += step) {
     const u64 c = base + threadIdx.x;
@@ -143,8 +127,11 @@ GM_DEV void sel_keep(const SelArgs& a) {
 
 // dst[r] = src[idx[r]] for r < m: one column of the kept rows (T: an unsigned of the width).
 template <class T>
-GM_DEV void sel_gather(T* dst, const T* src, const unsigned* idx, u64 m) {
-  for (u64 r = u64(blockIdx.x) * blockDim.x + threadIdx.x; r < m; r += u64(gridDim.x) * blockDim.x)
+GM_DEV void sel_gather(const GatherArgs& a) {
+  T* dst = reinterpret_cast<T*>(a.dst);
+  const T* src = reinterpret_cast<const T*>(a.src);
+  const unsigned* idx = reinterpret_cast<const unsigned*>(a.idx);
+  for (u64 r = u64(blockIdx.x) * blockDim.x + threadIdx.x; r < a.m; r += u64(gridDim.x) * blockDim.x)
     dst[r] = src[idx[r]];
 }
 
