@@ -112,7 +112,8 @@ GM_DEV double to_f64(i64 v) { return __ll2double_rn(v); }
 GM_DEV double to_f64(float v) { return double(v); }
 GM_DEV double to_f64(double v) { return v; }
 
-// Kernel argument slots are 64-bit words; these read one as a compute type.
+// Kernel arguments are 64-bit words (the fields of a kernel's Args); these read one as a compute
+// type.
 GM_DEV bool arg_bool(u64 s) { return s != 0; }
 GM_DEV int arg_i32(u64 s) { return int(unsigned(s)); }
 GM_DEV i64 arg_i64(u64 s) { return i64(s); }

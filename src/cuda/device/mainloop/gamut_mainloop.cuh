@@ -4,8 +4,8 @@
 // registers. The thread's rows are TM/VM runs of VM consecutive rows, the runs THREADS_M * VM
 // apart (likewise for columns), so a warp's fragment reads are VM-wide vector loads of
 // consecutive shared addresses: 128-bit LDS without bank conflicts.
-// The k loop is double-buffered in shared memory: slice t+1 is fetched into registers while
-// slice t is computed, then stored to the other buffer; one barrier per slice.
+// The k loop is a pipeline of kStages (3) shared buffers: slice t+2 is fetched (cp.async, or
+// into registers and stored after the compute) while slice t is computed; one barrier per slice.
 #pragma once
 #include "gamut_accumulator_map.cuh"
 #include "gamut_constants.cuh"

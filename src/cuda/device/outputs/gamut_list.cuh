@@ -1,7 +1,8 @@
 // List outputs (`emit`): rows are appended to column buffers through one global counter.
 // The counter counts every row that reached the emit, also past the capacity, so the host
 // sees how many there were, grows the buffers and runs again: no row is ever dropped.
-// Ordering, limits and de-duplication happen on the host (finalize_list).
+// Ordering, limits and de-duplication happen after the kernel, on the device (src/cuda/lists/),
+// as finalize_list on the host defines them.
 //
 // The kernel's epilogue appends in two passes over the thread's pairs (BlockAppend): pass 1
 // marks the pairs whose row reached the emit (one bit each), a block-wide prefix sum gives
