@@ -26,6 +26,7 @@
 #include "cuda/codegen/stage_sources.h"
 #include "cuda/gpu_engine.h"
 #include "cuda/codegen/tile_choice.h"
+#include "driver/kernel_sources.h"
 #include "driver/pipeline.h"
 #include "list_plans.h"
 #include "nvrtc_check.h"
@@ -134,61 +135,9 @@ bool is_number(const std::string& s) {
   return !s.empty() && *end == '\0';
 }
 
-// A zero array of what an earlier stage produces, so that a later stage binds with the types
-// and extents it runs with (data-dependent variants see zeros).
-struct StageOutputs {
-  std::map<std::string, NDArray> arrays;
-};
-
-// The kernels a bound query runs on the GPU, in order, as (name, source).
-std::vector<std::pair<std::string, std::string>> kernels_of(const Prepared& p, bool masked_joins);
-
-std::vector<std::pair<std::string, std::string>> main_kernels(const Instance& inst, bool masked_joins) {
-  std::vector<std::pair<std::string, std::string>> out;
-  const KernelChoice k = choose_kernel(inst, kH100Sms, kH100Smem, std::nullopt, masked_joins);
-  out.push_back({"main", generate_source(*inst.plan, k.tile, k.options)});
-  for (const ListOutput& l : inst.plan->lists)
-    if ((l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.key != kNoExpr)
-      out.push_back({"select-" + l.name,
-                     select_source(storage_type_of(inst.plan->expr(l.key).type), l.mode == ListMode::Top, l.per)});
-  return out;
-}
-
-std::vector<std::pair<std::string, std::string>> kernels_of(const Prepared& p, bool masked_joins) {
-  if (!p.program) return main_kernels(p.instance, masked_joins);
-  std::vector<std::pair<std::string, std::string>> out;
-  std::map<std::string, NDArray> produced;
-  for (size_t s = 0; s < p.program->stages.size(); ++s) {
-    const StageQuery& st = p.program->stages[s];
-    const std::string tag = "stage" + std::to_string(s + 1);
-    if (st.bitpack) {
-      const BitPack& bp = *st.bitpack;
-      out.push_back({tag, bit_pack_source(p.bindings.arrays.at(bp.source).dtype)});
-      produced[bp.output] = NDArray::zeros(DType::I32, {bp.rows.end, bp.words()});
-      continue;
-    }
-    if (st.segment) {
-      const SegmentSum& sg = *st.segment;
-      out.push_back({tag, segment_sum_source(p.bindings.arrays.at(sg.source).dtype)});
-      const int64_t k = sg.k_range.end;
-      produced[sg.output] = NDArray::zeros(storage_type_of(sg.type), sg.group_rows ? std::vector<int64_t>{sg.groups, k}
-                                                                                  : std::vector<int64_t>{k, sg.groups});
-      continue;
-    }
-    Bindings b;
-    for (const std::string& n : st.inputs) {
-      if (auto it = p.bindings.arrays.find(n); it != p.bindings.arrays.end()) b.arrays[n] = it->second;
-      else b.scalars[n] = p.bindings.scalars.at(n);
-    }
-    for (const std::string& n : st.from_stages) b.arrays[n] = produced.at(n);
-    for (const auto& [n, d] : st.dims) b.dims[n] = d;
-    auto stage = prepare(Source{p.source.name + " [" + st.name + "]", st.text}, std::move(b));
-    for (auto& [name, src] : kernels_of(*stage, masked_joins)) out.push_back({tag + "-" + name, src});
-    for (size_t d = 0; d < stage->plan.dense.size(); ++d)
-      produced[stage->plan.dense[d].name] =
-          NDArray::zeros(storage_type_of(stage->plan.dense[d].type), stage->instance.dense_shapes[d]);
-  }
-  return out;
+// The kernels a bound query runs on the GPU, as `explain --source` shows them.
+std::vector<KernelSource> kernels_of(const Prepared& p, bool masked_joins) {
+  return kernel_sources(p, kH100Sms, kH100Smem, "", masked_joins);
 }
 
 std::unique_ptr<Prepared> prepare_spec(const QuerySpec& q) {
@@ -207,8 +156,8 @@ void add_query_cases(std::vector<GoldenCase>& cases) {
     const auto kernels = kernels_of(*prepare_spec(q), q.masked_joins);
     for (size_t k = 0; k < kernels.size(); ++k) {
       const std::string file =
-          "queries/" + q.name + (kernels.size() == 1 ? "" : "." + kernels[k].first) + ".cu";
-      cases.push_back({file, [q, k] { return kernels_of(*prepare_spec(q), q.masked_joins)[k].second; }});
+          "queries/" + q.name + (kernels.size() == 1 ? "" : "." + kernels[k].name) + ".cu";
+      cases.push_back({file, [q, k] { return kernels_of(*prepare_spec(q), q.masked_joins)[k].source; }});
     }
   }
 }
@@ -408,4 +357,47 @@ TEST(Golden, DiffIsReadable) {
   EXPECT_EQ(d, " a\n b\n c\n-d\n+D\n e\n f\n g\n");
   EXPECT_EQ(unified_diff("x\n", "x\n"), "");
   EXPECT_EQ(unified_diff("", "y\n"), "+y\n");
+}
+
+// `explain --source` shows what runs: a rewritten program's stage kernels in order (not the
+// kernel of the query as written, which does not run), the selection after a top/bottom list,
+// and the main kernel with the tile run_gpu picks for the bound sizes.
+TEST(ExplainSource, ShowsTheKernelsThatRun) {
+  QuerySpec q2;
+  for (const QuerySpec& q : query_specs())
+    if (q.name == "q2_zip_aggregate") q2 = q;
+  ASSERT_FALSE(q2.name.empty());
+  auto p = prepare_spec(q2);
+  ASSERT_TRUE(p->program.has_value());
+  std::vector<KernelSource> ks = kernels_of(*p, false);
+  ASSERT_EQ(ks.size(), 3u);
+  EXPECT_EQ(ks[0].name, "stage1");
+  EXPECT_NE(ks[0].title.find("segment sum kernel"), std::string::npos) << ks[0].title;
+  EXPECT_NE(ks[0].source.find("segment_sum_tiled"), std::string::npos);
+  EXPECT_EQ(ks[2].name, "stage3-main");
+  EXPECT_NE(ks[2].source.find("[push-down: small product]"), std::string::npos);
+  // The stage product is G x H (16 x 16): the smallest tile, not the one the 2048 x 2048 query would get.
+  EXPECT_NE(ks[2].title.find("tile 32x32x8/4x4"), std::string::npos) << ks[2].title;
+
+  // Top/bottom: the kernel, then the selection of its list.
+  Bindings b;
+  b.arrays["Q"] = NDArray::zeros(DType::F32, {4096, 16});
+  b.arrays["X"] = NDArray::zeros(DType::F32, {4096, 16});
+  const std::string knn = read_text(fs::path(GAMUT_SOURCE_DIR) / "examples/knn.mmlt");
+  auto big = prepare(Source{"knn.mmlt", knn}, Bindings(b));
+  ks = kernels_of(*big, false);
+  ASSERT_EQ(ks.size(), 2u);
+  EXPECT_EQ(ks[1].name, "select-Nearest");
+  // The tile is run's for the bound sizes: a large problem and a small one get different tiles.
+  const TileConfig large = choose_kernel(big->instance, kH100Sms, kH100Smem).tile;
+  EXPECT_NE(ks[0].title.find("tile " + large.str()), std::string::npos) << ks[0].title;
+  b.arrays["Q"] = NDArray::zeros(DType::F32, {64, 16});
+  b.arrays["X"] = NDArray::zeros(DType::F32, {64, 16});
+  auto small = prepare(Source{"knn.mmlt", knn}, std::move(b));
+  const TileConfig tiny = choose_kernel(small->instance, kH100Sms, kH100Smem).tile;
+  EXPECT_NE(tiny.str(), large.str());
+  EXPECT_NE(kernels_of(*small, false)[0].title.find("tile " + tiny.str()), std::string::npos);
+  // --tile forces the tile.
+  EXPECT_NE(kernel_sources(*small, kH100Sms, kH100Smem, "64x64x8/4x4")[0].title.find("tile 64x64x8/4x4"),
+            std::string::npos);
 }
