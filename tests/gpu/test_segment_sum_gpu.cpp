@@ -4,7 +4,7 @@
 
 #if GAMUT_HAVE_CUDA  // segment_sum exists only in builds with the CUDA backend
 #include "cuda/gpu_engine.h"
-#include "cuda/segment_sum.h"
+#include "cuda/stages/segment_sum.h"
 #include "driver/pipeline.h"
 
 #include "../integer_data.h"
