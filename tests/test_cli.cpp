@@ -6,9 +6,11 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 #include <sys/wait.h>
 
 #include "cli_process.h"
@@ -481,4 +483,39 @@ TEST(CliShow, EngineReportsProgressPerTile) {
   EXPECT_DOUBLE_EQ(*std::max_element(seen.begin(), seen.end()), 1.0);
   for (double f : seen) EXPECT_GT(f, 0.0);
   EXPECT_EQ(r.dense.size(), 1u);
+}
+
+// docs/language.md stays true: every complete query in it (a code block that starts with
+// `where` or `batch`) is accepted, and it shows every example query.
+TEST(CliDocs, LanguageReferenceQueriesAreAccepted) {
+  std::ifstream f(std::string(GAMUT_SOURCE_DIR) + "/docs/language.md");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string doc = ss.str();
+  ASSERT_FALSE(doc.empty());
+  // Fenced blocks, line by line: "```LANG" opens one, "```" closes it.
+  std::vector<std::string> blocks;
+  std::istringstream lines(doc);
+  std::string line, block;
+  bool inside = false;
+  while (std::getline(lines, line)) {
+    if (line.rfind("```", 0) == 0) {
+      if (inside) blocks.push_back(block);
+      inside = !inside;
+      block.clear();
+    } else if (inside) {
+      block += line + "\n";
+    }
+  }
+  EXPECT_FALSE(inside) << "an unclosed code block";
+  int queries = 0;
+  for (const std::string& b : blocks) {
+    if (b.rfind("where", 0) != 0 && b.rfind("batch", 0) != 0) continue;
+    ++queries;
+    EXPECT_NO_THROW(build_plan(Source{"language.md block " + std::to_string(queries), b})) << b;
+  }
+  EXPECT_GE(queries, 12);
+  for (const char* q : {"sgemm", "maxplus", "minplus_batched", "reachability", "q1_amplify", "q2_zip_aggregate",
+                        "q3_count_pairs", "q4_join_area", "q5_select", "q6_complementary", "q7_top128", "knn"})
+    EXPECT_NE(doc.find(std::string(q) + ".mmlt"), std::string::npos) << q;
 }
