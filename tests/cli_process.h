@@ -3,6 +3,7 @@
 // interrupted).
 #pragma once
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -23,6 +24,8 @@ namespace cli_test {
 struct ChildOptions {
   std::map<std::string, std::string> env;   // added to the environment
   long file_size_limit = -1;                // RLIMIT_FSIZE in bytes, -1: unchanged
+  bool unprivileged = false;                // when the tests run as root: run as `nobody`, so
+                                            // that file permissions apply to the child
 };
 
 struct Exit {
@@ -53,6 +56,10 @@ inline void child_setup(const ChildOptions& o) {
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   for (const auto& [k, v] : o.env) ::setenv(k.c_str(), v.c_str(), 1);
+  if (o.unprivileged && ::geteuid() == 0) {
+    const gid_t nogroup = 65534;
+    if (::setgroups(0, nullptr) != 0 || ::setgid(nogroup) != 0 || ::setuid(65534) != 0) ::_exit(126);
+  }
   if (o.file_size_limit >= 0) {
     struct rlimit r {rlim_t(o.file_size_limit), rlim_t(o.file_size_limit)};
     ::setrlimit(RLIMIT_FSIZE, &r);

@@ -294,7 +294,9 @@ TEST(CliOptions, DeviceErrorSaysItsReasonOnce) {
   if (cuda::gpu_available()) GTEST_SKIP() << "a GPU is present";
   QueryData q;
   for (const auto& args : std::vector<std::vector<std::string>>{
-           {"device"}, {"run", example("q5_select"), "P=" + q.P, "R=" + q.R, "thres=1", "--backend", "gpu"}}) {
+           {"device"},
+           {"run", example("q5_select"), "P=" + q.P, "R=" + q.R, "thres=1", "--backend", "gpu"},
+           {"demo", "--backend", "gpu", "--size", "8"}}) {   // once, not once per example
     cli_test::Exit e = gamut_args(args);
     EXPECT_EQ(e.code, 4);
     EXPECT_EQ(line_count(e.err), 1u) << e.err;
@@ -464,7 +466,6 @@ TEST(CliShow, ProgressBarOnATerminalOnly) {
 }
 
 TEST(CliShow, EngineReportsProgressPerTile) {
-  TempDir d;
   Bindings b;
   b.arrays["A"] = matrix(600, 8, 1);
   b.arrays["B"] = matrix(8, 16, 1);
