@@ -6,6 +6,7 @@
 // merged in thread order at the end, which makes every result a function of the thread count
 // only (integer results not even of that).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <exception>
@@ -226,7 +227,7 @@ struct Worker {
 }  // namespace
 }  // namespace cpu
 
-Results run_cpu(const Instance& inst, int threads) {
+Results run_cpu(const Instance& inst, int threads, const std::function<void(int64_t, int64_t)>& progress) {
   using namespace cpu;
   if (!inst.plan) internal_error("no plan");
   const Plan& P = *inst.plan;
@@ -267,12 +268,14 @@ Results run_cpu(const Instance& inst, int threads) {
   }
 
   std::vector<std::exception_ptr> errors(static_cast<size_t>(T));
+  std::atomic<int64_t> tiles_done{0};
   auto body = [&](int64_t t) {
     try {
       for (int64_t tile = t; tile < tiles; tile += T) {
         int64_t b = tile / tiles_per_batch;
         int64_t i0 = inst.row.begin + (tile % tiles_per_batch) * kTileRows;
         workers[size_t(t)]->run_tile(int32_t(b), i0, std::min(inst.row.end, i0 + kTileRows));
+        if (progress) progress(++tiles_done, tiles);
       }
     } catch (...) {
       errors[size_t(t)] = std::current_exception();

@@ -1,6 +1,7 @@
 // The CUDA engine: plan -> generated CUDA C++ -> NVRTC (cached) -> launch -> Results.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +25,9 @@ struct GpuRunOptions {
   int warmup = 0;                    // benchmarks: untimed launches after the result run
   int repeats = 0;                   // benchmarks: timed launches, each in GpuRunStats::runs_ms
   bool masked_joins = false;         // run `when` keys as a mask over every tile (no key grouping)
+  // Called with (steps done, steps in all) after the compilation, the result launch and each
+  // benchmark launch (a progress bar's steps).
+  std::function<void(int64_t done, int64_t total)> progress;
 };
 
 struct GpuRunStats {

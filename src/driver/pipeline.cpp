@@ -1,8 +1,12 @@
 #include "driver/pipeline.h"
 
+#include <cerrno>
 #include <chrono>
-#include <map>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -23,10 +27,13 @@
 namespace gamut {
 
 Source read_query_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw_usage_error("query file '" + path + "' is a directory");
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw_usage_error("cannot read query file '" + path + "'");
+  if (!f) throw_usage_error("cannot read query file '" + path + "': " + std::strerror(errno));
   std::stringstream ss;
   ss << f.rdbuf();
+  if (f.bad()) throw_usage_error("cannot read query file '" + path + "': " + std::strerror(errno));
   return Source{path, ss.str()};
 }
 
@@ -43,28 +50,86 @@ static std::vector<int64_t> parse_dims(const std::string& name, const std::strin
   std::string part;
   while (std::getline(ss, part, ',')) {
     char* end = nullptr;
+    errno = 0;
     long long v = std::strtoll(part.c_str(), &end, 10);
     if (part.empty() || *end != '\0' || v < 0) throw_usage_error("--dim " + name + "=" + text + ": extents are non-negative integers");
+    if (errno == ERANGE) throw_usage_error("--dim " + name + "=" + text + ": extent " + part + " is too large");
     out.push_back(v);
   }
   if (out.empty()) throw_usage_error("--dim " + name + ": give at least one extent");
   return out;
 }
 
-Bindings parse_bindings(const std::vector<std::string>& args, const std::vector<std::string>& dims) {
+static std::string at(const Plan& p, Span s) {
+  return p.source_name + ":" + std::to_string(s.line) + ":" + std::to_string(s.col);
+}
+
+namespace {
+// What the query says about its bindings (from a plan built without input types).
+struct QueryNames {
+  std::map<std::string, Span> params, arrays, output_index;   // name -> first use
+  std::vector<std::string> all;
+  explicit QueryNames(const Plan& plan) {
+    for (const Param& p : plan.params) params.emplace(p.name, p.span), all.push_back(p.name);
+    for (const Operand& o : plan.operands) arrays.emplace(o.name, o.span), all.push_back(o.name);
+    for (const DenseOutput& d : plan.dense)
+      for (const OutIndex& x : d.index)
+        if (x.kind == OutIndex::Lookup) {
+          const Operand& g = plan.operands[size_t(plan.accesses[size_t(x.access)].operand)];
+          output_index.emplace(g.name, g.span);
+        }
+  }
+};
+}  // namespace
+
+Bindings parse_bindings(const std::vector<std::string>& args, const std::vector<std::string>& dims, const Plan* query,
+                        std::vector<std::string>* array_paths) {
+  std::optional<QueryNames> names;
+  if (query) names.emplace(*query);
   Bindings b;
   for (const std::string& a : args) {
     size_t eq = a.find('=');
     if (eq == std::string::npos || eq == 0) throw_usage_error("binding '" + a + "' is not NAME=VALUE");
     std::string name = a.substr(0, eq), value = a.substr(eq + 1);
     if (b.arrays.count(name) || b.scalars.count(name)) throw_usage_error("'" + name + "' is bound twice");
-    if (looks_numeric(value)) b.scalars[name] = value;
-    else b.arrays[name] = read_npy(value, name);
+    if (!names) {
+      if (looks_numeric(value)) {
+        b.scalars[name] = value;
+      } else {
+        b.arrays[name] = read_npy(value, name);
+        if (array_paths) array_paths->push_back(value);
+      }
+      continue;
+    }
+    if (auto p = names->params.find(name); p != names->params.end()) {
+      if (!looks_numeric(value))
+        throw_data_error(name, "'" + value + "' is not a number (" + name + " is a scalar parameter of the query, " +
+                                   at(*query, p->second) + ")");
+      b.scalars[name] = value;
+      continue;
+    }
+    auto arr = names->arrays.find(name);
+    if (arr == names->arrays.end()) {
+      std::string near = closest_name(name, names->all);
+      throw_usage_error("binding '" + name + "' matches no input or parameter of the query" +
+                        (near.empty() ? "" : " (did you mean '" + near + "'?)"));
+    }
+    if (looks_numeric(value)) {   // bind() says that an array wants a file
+      b.scalars[name] = value;
+      continue;
+    }
+    NDArray x = read_npy(value, name);
+    if (auto g = names->output_index.find(name); g != names->output_index.end() && is_float(x.dtype))
+      throw_data_error(name, "an index vector must hold integers, got " + std::string(dtype_name(x.dtype)) + " (" + value +
+                                 "; used as an output index at " + at(*query, g->second) + ")");
+    b.arrays[name] = std::move(x);
+    if (array_paths) array_paths->push_back(value);
   }
   for (const std::string& d : dims) {
     size_t eq = d.find('=');
     if (eq == std::string::npos || eq == 0) throw_usage_error("--dim '" + d + "' is not NAME=D1[,D2]");
     std::string name = d.substr(0, eq);
+    if (b.dims.count(name)) throw_usage_error("--dim " + name + " is given twice");
     b.dims[name] = parse_dims(name, d.substr(eq + 1));
   }
   return b;
@@ -106,7 +171,10 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
   Backend be = options.backend;
   if (be == Backend::Auto) be = cuda::gpu_available() ? Backend::Gpu : Backend::Cpu;
   const bool gpu_segments = be == Backend::Gpu && cuda::gpu_available();
-  for (const StageQuery& st : p.program->stages) {
+  const size_t stages = p.program->stages.size();
+  for (size_t s = 0; s < stages; ++s) {
+    if (options.progress && s > 0) options.progress(double(s) / double(stages));
+    const StageQuery& st = p.program->stages[s];
     if (st.bitpack) {  // no query: the CPU loop, or its GPU kernel
       const BitPack& bp = *st.bitpack;
       const NDArray& src = p.bindings.arrays.at(bp.source);
@@ -162,7 +230,10 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
     for (const auto& [n, d] : st.dims) b.dims[n] = d;
     auto stage = prepare(Source{p.source.name + " [" + st.name + "]", st.text}, std::move(b));
     RunReport sr;
-    last = execute(*stage, options, &sr);
+    RunOptions stage_options = options;   // the stage's own progress is its share of the whole
+    if (options.progress)
+      stage_options.progress = [&options, s, stages](double f) { options.progress((double(s) + f) / double(stages)); };
+    last = execute(*stage, stage_options, &sr);
     seconds += sr.seconds;
     compile_ms += sr.compile_ms;
     r.backend = sr.backend;
@@ -172,9 +243,18 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
     r.device_peak_bytes = std::max(r.device_peak_bytes, sr.device_peak_bytes);
     for (size_t d = 0; d < stage->plan.dense.size(); ++d) produced[stage->plan.dense[d].name] = last.dense[d];
   }
+  if (options.progress) options.progress(1.0);
   r.seconds = seconds;
   r.compile_ms = compile_ms;
   return last;
+}
+
+std::string no_device_reason() {
+  std::string why;
+  if (cuda::gpu_available(&why)) return "";
+  // The CUDA build's reason already starts with this; the build without CUDA's does not.
+  const std::string lead = "no usable CUDA device";
+  return why.rfind(lead, 0) == 0 ? why : lead + ": " + why;
 }
 
 Results execute(const Prepared& p, const RunOptions& options, RunReport* report) {
@@ -187,18 +267,19 @@ Results execute(const Prepared& p, const RunOptions& options, RunReport* report)
     return res;
   }
   Backend be = options.backend;
-  std::string why;
-  if (be == Backend::Auto) be = cuda::gpu_available(&why) ? Backend::Gpu : Backend::Cpu;
+  if (be == Backend::Auto) be = cuda::gpu_available() ? Backend::Gpu : Backend::Cpu;
   auto t0 = std::chrono::steady_clock::now();
   Results res;
   if (be == Backend::Gpu) {
-    if (!cuda::gpu_available(&why)) throw_device_error("--backend gpu: no usable CUDA device: " + why);
+    if (!cuda::gpu_available()) throw_device_error("--backend gpu: " + no_device_reason());
     cuda::GpuRunOptions go;
     if (!options.tile.empty()) go.tile = cuda::parse_tile(options.tile);
     if (options.repeats > 0) {
       go.warmup = 1;
       go.repeats = options.repeats;
     }
+    if (options.progress)
+      go.progress = [&options](int64_t done, int64_t total) { options.progress(double(done) / double(total)); };
     cuda::GpuRunStats st;
     cuda::reset_device_bytes_peak();
     res = cuda::run_gpu(p.instance, go, &st);
@@ -218,7 +299,10 @@ Results execute(const Prepared& p, const RunOptions& options, RunReport* report)
     r.tile = st.tile;
   } else {
     int threads = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
-    res = run_cpu(p.instance, threads);
+    std::function<void(int64_t, int64_t)> on_tile;
+    if (options.progress)
+      on_tile = [&options](int64_t done, int64_t total) { options.progress(double(done) / double(total)); };
+    res = run_cpu(p.instance, threads, on_tile);
     r.backend = "cpu";
     r.threads = threads;
   }

@@ -1,5 +1,6 @@
 // The whole path from query text and bindings to results, shared by the CLI, tests and benches.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +19,10 @@ struct RunOptions {
   int threads = 0;                 // CPU engine threads (0: all)
   std::string tile;                // GPU tile override, "" = chosen per query
   int repeats = 0;                 // GPU: time this many launches after one warm-up (median)
+  // Called with the fraction of the run done (0..1): CPU row tiles, GPU launches, push-down
+  // stages. The CPU engine calls it from its worker threads, concurrently: it must be
+  // thread-safe and cheap (a progress bar checks the clock and returns).
+  std::function<void(double fraction)> progress;
 };
 
 struct RunReport {
@@ -44,14 +49,22 @@ struct Prepared {
   std::optional<PushdownProgram> program;
 };
 
-// Read a query file (usage error, exit 2, when unreadable).
+// Read a query file (usage error, exit 2, when missing, unreadable or a directory).
 Source read_query_file(const std::string& path);
-// Parse `NAME=VALUE` texts: numbers bind scalars, anything else is a .npy path.
-Bindings parse_bindings(const std::vector<std::string>& args, const std::vector<std::string>& dims);
+// Parse `NAME=VALUE` texts and `--dim NAME=D1[,D2]` texts. Without `query`, numbers bind scalars
+// and anything else is a .npy path. With the query's plan (build_plan without types is enough),
+// the query decides: a scalar parameter's value must be a number, an input array's a file
+// (read as .npy), an output index vector must hold integers, and a name the query does not
+// have is a usage error before any file is read. `array_paths`, when given, receives the file
+// path of every array binding (for the outputs' overwrite check).
+Bindings parse_bindings(const std::vector<std::string>& args, const std::vector<std::string>& dims,
+                        const Plan* query = nullptr, std::vector<std::string>* array_paths = nullptr);
 // Typed plan from source + bindings, with the rewrite passes applied; then bind.
 std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, bool bound_rewrites = true);
 // Plan with the rewrite passes applied (also used by `explain` without data).
 Plan plan_with_rewrites(const Source& source, const TypeEnv& env);
+// Why no GPU can be used, as "no usable CUDA device: REASON" (said once); "" when one can.
+std::string no_device_reason();
 // Run on the chosen backend.
 Results execute(const Prepared& p, const RunOptions& options, RunReport* report);
 

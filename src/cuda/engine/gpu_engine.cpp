@@ -156,6 +156,8 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     stats->tile = tile.str() + (cgo.packed16 ? " packed16" : "") + (groups ? " grouped-join" : "");
   }
   Kernel& kernel = loaded_kernel(module, info.smem_bytes);
+  const int64_t steps = 2 + (options.repeats > 0 ? options.warmup + options.repeats : 0);
+  if (options.progress) options.progress(1, steps);
 
   const ArgLayout& L = info.args;
   std::vector<uint64_t> w(size_t(L.count), 0);
@@ -314,6 +316,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     }
     if (!lists.grow_if_overflowed()) break;
   }
+  if (options.progress) options.progress(2, steps);
   if (stats) {
     stats->kernel_ms = ms;
     stats->list_rows_appended.clear();
@@ -339,6 +342,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
         stats->runs_ms.push_back(t);
         stats->runs_kernel_ms.push_back(tk);
       }
+      if (options.progress) options.progress(3 + r, steps);
     }
     synchronize();
   }
