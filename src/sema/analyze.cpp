@@ -147,6 +147,7 @@ void Analyzer::declare_accs() {
     }
     acc_index_[d.name] = int(plan_.accs.size());
     plan_.accs.push_back(acc);
+    acc_decl_.push_back(&d);
   }
   acc_updates_.assign(plan_.accs.size(), {});
   acc_read_inner_.assign(plan_.accs.size(), false);
@@ -197,7 +198,7 @@ void Analyzer::infer_acc_types() {
       acc.type = f64 ? CType::F64 : (unknown ? CType::Unknown : flt ? CType::F32 : i64 ? CType::I64 : CType::I32);
       if (unknown && !f64) acc.type = CType::Unknown;
     }
-    const AstAccDecl& d = ast_.accs[a];
+    const AstAccDecl& d = *acc_decl_[a];  // (a name declared twice has one entry)
     auto v = const_value(*d.init);
     if (!v) {
       diags_.error(d.init->span, "an accumulator's initial value must be a constant (a number, inf or -inf)");

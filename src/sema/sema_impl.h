@@ -72,6 +72,7 @@ class Analyzer {
   std::vector<bool> weak_;
   // Scope
   std::map<std::string, int> acc_index_;
+  std::vector<const AstAccDecl*> acc_decl_;       // per Plan::accs, its declaration
   std::map<std::string, int> local_index_;        // visible lets of the block being lowered
   std::map<std::string, int> output_index_;       // dense outputs
   std::map<std::string, Span> output_names_;      // every array written (dense) and its first span

@@ -349,8 +349,9 @@ ExprId Analyzer::lower_call(const AstExpr& e, Ctx ctx) {
   const std::string& n = e.name;
   auto arity = [&](size_t lo, size_t hi) {
     if (e.args.size() >= lo && e.args.size() <= hi) return true;
-    std::string want = lo == hi ? std::to_string(lo) : hi > 100 ? std::to_string(lo) + " or more"
-                                                                : std::to_string(lo) + " to " + std::to_string(hi);
+    std::string want = lo == hi ? std::to_string(lo)
+                     : hi > 100 ? (e.args.size() > hi ? "at most " + std::to_string(hi) : std::to_string(lo) + " or more")
+                                : std::to_string(lo) + " to " + std::to_string(hi);
     diags_.error(e.span, "'" + n + "' takes " + want + " argument" + (lo == 1 && hi == 1 ? "" : "s") + ", got " +
                              std::to_string(e.args.size()));
     return false;
