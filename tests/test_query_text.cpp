@@ -6,6 +6,7 @@
 #include <chrono>
 #include <random>
 
+#include "driver/pipeline.h"
 #include "sema/analyze.h"
 
 using namespace gamut;
@@ -85,6 +86,34 @@ TEST(QueryText, RangeTextAfterNonAsciiIsTheBoundAsWritten) {
   Plan p = build_plan(Source{"q.mmlt", "/* ünï */ where (i in [0, M], j) { a = 0; reduce (k) { a += A[i,k]; } C[i,j] = a; }"});
   EXPECT_EQ(p.axes[0].end.text, "M");
   EXPECT_EQ(p.axes[0].begin.text, "0");
+}
+
+TEST(QueryText, RewriteCutsTheQueryTextAtTokensAfterNonAscii) {
+  // Or-and bit packing keeps the output block as written, cut out of the text at token positions:
+  // byte offsets, not character columns (a BOM and 'é' before the cut on the same lines).
+  const std::string text =
+      "\xEF\xBB\xBFwhere (i, j) { /* é */ r: i32 = 0; reduce (k) { r |= Adj[i, k] & Adj[k, j]; } /* ü */ Reach[i, j] = r; }";
+  Bindings b;
+  NDArray adj = NDArray::zeros(DType::Bool, {200, 200});
+  unsigned st = 7;
+  for (int64_t e = 0; e < adj.size(); ++e) {
+    st = st * 1103515245u + 12345u;
+    adj.as<uint8_t>()[e] = (st >> 8) % 100u < 4u;
+  }
+  b.arrays["Adj"] = adj;
+  auto with = prepare(Source{"q.mmlt", text}, b, true);
+  ASSERT_TRUE(with->program.has_value());
+  EXPECT_NE(with->program->stages.back().text.find("/* ü */ Reach[i, j] = r; "), std::string::npos)
+      << with->program->stages.back().text;
+  auto without = prepare(Source{"q.mmlt", text}, b, false);
+  RunOptions o;
+  o.backend = Backend::Cpu;
+  Results x = execute(*with, o, nullptr), y = execute(*without, o, nullptr);
+  EXPECT_EQ(x.dense[0].data, y.dense[0].data);
+  int64_t ones = 0;
+  for (int64_t e = 0; e < y.dense[0].size(); ++e) ones += y.dense[0].get_i64(e);
+  EXPECT_GT(ones, 0);
+  EXPECT_LT(ones, y.dense[0].size());
 }
 
 TEST(QueryText, GarbageInputGivesAtMostTwentyErrorsQuickly) {

@@ -76,6 +76,7 @@ struct Lexer {
     t.kind = k;
     t.text = s.substr(start, p - start);
     t.span = {l, c, int(p - start)};
+    t.offset = start;
     out.push_back(std::move(t));
   }
 
