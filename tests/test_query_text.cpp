@@ -201,6 +201,8 @@ TEST(QueryText, FloatAddedIntoAnIntegerAccumulatorIsRejected) {
   EXPECT_EQ(errors_of("where (i, j) { a: i32 = 0; reduce (k) { a = a + A[i,k]; } C[i,j] = a; }", kF32), "");
   EXPECT_EQ(errors_of("where (i, j) { a: i32 = -inf; b: i32 = inf; reduce (k) { a max= A[i,k]; b min= A[i,k]; } C[i,j] = a + b; }", kF32),
             "");
+  // inf and -inf are the integer type's limits (spec section 3), not floats here.
+  EXPECT_EQ(errors_of("where (i, j) { a: i64 = 0; reduce (k) { a += A[i,k]; a -= -inf; } C[i,j] = a; }", kI32), "");
   // A bare parameter becomes an integer parameter (binding 2.5 is then a data error).
   Plan p = build_plan(Source{"q.mmlt", "where (i, j) { a: i32 = 0; reduce (k) { a += w; a += A[i,k]; } C[i,j] = a; }"}, kI32);
   ASSERT_EQ(p.params.size(), 1u);

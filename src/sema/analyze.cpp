@@ -345,6 +345,7 @@ ExprId Analyzer::integer_update_value(ExprId v, const Accumulator& acc, const As
   if (acc.type == CType::Unknown || !is_integer(acc.type) || type(v) == CType::Unknown || !is_float(type(v))) return v;
   const Expr& e = plan_.exprs[size_t(v)];
   if (e.kind == ExprKind::Param && weak(v)) return integer_operand(v, value, "an update of an integer accumulator");
+  if (e.kind == ExprKind::Const && weak(v) && std::isinf(e.value.f)) return v;  // inf, -inf: the type's limits
   std::string op = tok_name(s.op);
   diags_.error(value.span, "'" + acc.name + "' is " + std::string(ctype_name(acc.type)) + " but this value is " +
                                std::string(ctype_name(type(v))) + "; " + op.substr(1, op.size() - 2) +
