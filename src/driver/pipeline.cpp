@@ -1,12 +1,16 @@
 #include "driver/pipeline.h"
 
+#include <cerrno>
 #include <chrono>
 #include <map>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
+#include "bind/footprint.h"
 #include "core/error.h"
+#include "core/host_memory.h"
+#include "core/sizes.h"
 #include "cpu/bit_pack.h"
 #include "cpu/engine.h"
 #include "cuda/gpu_engine.h"
@@ -43,8 +47,10 @@ static std::vector<int64_t> parse_dims(const std::string& name, const std::strin
   std::string part;
   while (std::getline(ss, part, ',')) {
     char* end = nullptr;
+    errno = 0;
     long long v = std::strtoll(part.c_str(), &end, 10);
     if (part.empty() || *end != '\0' || v < 0) throw_usage_error("--dim " + name + "=" + text + ": extents are non-negative integers");
+    if (errno == ERANGE) throw_usage_error("--dim " + name + "=" + text + ": extent " + part + " does not fit in 64 bits");
     out.push_back(v);
   }
   if (out.empty()) throw_usage_error("--dim " + name + ": give at least one extent");
@@ -95,6 +101,14 @@ std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, bool bound_r
   return p;
 }
 
+// Stages that are not queries allocate their output directly: check it first.
+static void require_host_bytes(const std::string& what, int64_t bytes) {
+  const HostMemory host = host_memory();
+  MemoryEstimate need;
+  need.add(what, bytes);
+  require_fits(need, host.available, "host memory", host.limited_by);
+}
+
 // Run the stage queries of a push-down program; each stage's outputs feed the later ones.
 static Results execute_program(const Prepared& p, const RunOptions& options, RunReport& r) {
   std::map<std::string, NDArray> produced;
@@ -110,6 +124,7 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
     if (st.bitpack) {  // no query: the CPU loop, or its GPU kernel
       const BitPack& bp = *st.bitpack;
       const NDArray& src = p.bindings.arrays.at(bp.source);
+      require_host_bytes("output " + bp.output, shape_bytes({bp.rows.end, bp.words()}, sizeof(int32_t)).value_or(INT64_MAX));
 #if GAMUT_HAVE_CUDA
       if (gpu_segments) {
         cuda::BitPackStats bs;
@@ -135,6 +150,7 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
     if (gpu_segments && st.segment) {
       const SegmentSum& sg = *st.segment;
       cuda::SegmentSumShape shape{sg.src_k_minor, sg.group_rows, sg.groups, sg.group_range, sg.k_range};
+      require_host_bytes("output " + sg.output, shape_bytes({sg.groups, sg.k_range.end}, dtype_size(storage_type_of(sg.type))).value_or(INT64_MAX));
       cuda::SegmentSumStats ss;
       cuda::reset_device_bytes_peak();
       produced[sg.output] = cuda::segment_sum(p.bindings.arrays.at(sg.source), p.bindings.arrays.at(sg.index), shape,
@@ -191,8 +207,11 @@ Results execute(const Prepared& p, const RunOptions& options, RunReport* report)
   if (be == Backend::Auto) be = cuda::gpu_available(&why) ? Backend::Gpu : Backend::Cpu;
   auto t0 = std::chrono::steady_clock::now();
   Results res;
+  // What the run will hold is checked before anything is allocated (bind/footprint.h).
+  const HostMemory host = host_memory();
   if (be == Backend::Gpu) {
     if (!cuda::gpu_available(&why)) throw_device_error("--backend gpu: no usable CUDA device: " + why);
+    require_fits(gpu_host_memory(p.instance), host.available, "host memory", host.limited_by);
     cuda::GpuRunOptions go;
     if (!options.tile.empty()) go.tile = cuda::parse_tile(options.tile);
     if (options.repeats > 0) {
@@ -217,8 +236,11 @@ Results execute(const Prepared& p, const RunOptions& options, RunReport* report)
     r.cache_hit = st.cache_hit;
     r.tile = st.tile;
   } else {
-    int threads = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
-    res = run_cpu(p.instance, threads);
+    const int threads = cpu_thread_count(p.instance, options.threads, host.available);
+    const MemoryEstimate need = cpu_host_memory(p.instance, threads);
+    require_fits(need, host.available, "host memory", host.limited_by);
+    ListMemoryGuard lists_guard(host.available - need.total(), host.limited_by);
+    res = run_cpu(p.instance, threads, &lists_guard);
     r.backend = "cpu";
     r.threads = threads;
   }
