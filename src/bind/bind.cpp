@@ -164,8 +164,8 @@ Instance bind(const Plan& plan, const Bindings& b) {
     if (r.end > kMaxAxisEnd) {
       const Bound& e = ax.end;
       std::string who = !ax.has_range && inferred ? inferred->operand : e.param >= 0 ? plan.params[size_t(e.param)].name : ax.name;
-      throw_data_error(who, "axis '" + ax.name + "' would run to " + std::to_string(r.end) + "; gamut supports axis extents up to " +
-                                std::to_string(kMaxAxisEnd) + " (2^31-1)");
+      throw_data_error(who, "axis '" + ax.name + "' would run to " + std::to_string(r.end) + "; gamut supports axis ranges up to " +
+                                std::to_string(kMaxAxisEnd) + " (2^31 - 2^16)");
     }
     return r;
   };

@@ -12,8 +12,9 @@
 namespace gamut {
 
 // The engines address rows, columns, k and batch with 32-bit integers (CPU lanes, GPU thread
-// coordinates): an axis range may end at most here.
-constexpr int64_t kMaxAxisEnd = std::numeric_limits<int32_t>::max();
+// coordinates), and a GPU tile computes indices up to a tile (at most 256) past the range end
+// before it masks them: an axis range may end at most here, 2^31 - 2^16, on every backend.
+constexpr int64_t kMaxAxisEnd = (int64_t(1) << 31) - (int64_t(1) << 16);
 
 // a * b and a + b for sizes: nullopt when an operand is negative or the result exceeds INT64_MAX.
 std::optional<int64_t> size_mul(int64_t a, int64_t b);

@@ -205,10 +205,10 @@ Results execute(const Prepared& p, const RunOptions& options, RunReport* report)
   Backend be = options.backend;
   std::string why;
   if (be == Backend::Auto) be = cuda::gpu_available(&why) ? Backend::Gpu : Backend::Cpu;
-  auto t0 = std::chrono::steady_clock::now();
-  Results res;
   // What the run will hold is checked before anything is allocated (bind/footprint.h).
   const HostMemory host = host_memory();
+  auto t0 = std::chrono::steady_clock::now();
+  Results res;
   if (be == Backend::Gpu) {
     if (!cuda::gpu_available(&why)) throw_device_error("--backend gpu: no usable CUDA device: " + why);
     require_fits(gpu_host_memory(p.instance), host.available, "host memory", host.limited_by);
