@@ -192,6 +192,7 @@ TEST(Footprint, TopListsAreBoundedByNPerGroupAndByThePairs) {
   auto huge = prepared(q, b);
   EXPECT_EQ(list_row_bound(huge->instance, 0), 30);
   EXPECT_EQ(cpu_host_memory(huge->instance, 1).total(), 2 * 30 * 28);
+  EXPECT_EQ(cpu_host_memory(huge->instance, 1).total_fixed(), 0) << "lists are also counted as they grow";
 }
 
 TEST(Footprint, GpuDeviceMemoryPadsMatrixRowsToFourElements) {

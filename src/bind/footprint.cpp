@@ -16,8 +16,8 @@ int64_t output_bytes(const Instance& inst, size_t d) {
   return shape_bytes(inst.dense_shapes[d], dtype_size(storage_type_of(inst.plan->dense[d].type))).value_or(INT64_MAX);
 }
 
-// Rows of `shape` padded to a multiple of 4 elements when it is a matrix (or more), as run_gpu
-// lays out inputs and outputs on the device.
+// Bytes of an array of `shape` whose rows are padded to a multiple of 4 elements when it has
+// `matrix_rank` dimensions or more, as run_gpu lays out inputs and outputs on the device.
 int64_t padded_bytes(const std::vector<int64_t>& shape, size_t elem, size_t matrix_rank) {
   if (shape.size() < matrix_rank || shape.empty()) return shape_bytes(shape, elem).value_or(INT64_MAX);
   const int64_t last = shape.back(), pitch = size_mul_saturated(last / 4 + (last % 4 != 0), 4);
@@ -31,19 +31,25 @@ void top_bottom_lists(const Instance& inst, MemoryEstimate& e, int copies) {
     const int64_t rows = list_row_bound(inst, l);
     if (rows < 0) continue;
     e.add("list " + inst.plan->lists[l].name + " (up to " + std::to_string(rows) + " rows)",
-          size_mul_saturated(size_mul_saturated(rows, list_row_bytes(*inst.plan, l)), copies));
+          size_mul_saturated(size_mul_saturated(rows, list_row_bytes(*inst.plan, l)), copies), true);
   }
 }
 
 }  // namespace
 
-void MemoryEstimate::add(std::string what, int64_t bytes) {
-  if (bytes > 0) items.push_back({std::move(what), bytes});
+void MemoryEstimate::add(std::string what, int64_t bytes, bool list) {
+  if (bytes > 0) items.push_back({std::move(what), bytes, list});
 }
 
 int64_t MemoryEstimate::total() const {
   int64_t t = 0;
   for (const MemoryItem& m : items) t = saturated_add(t, m.bytes);
+  return t;
+}
+
+int64_t MemoryEstimate::total_fixed() const {
+  int64_t t = 0;
+  for (const MemoryItem& m : items) t = m.list ? t : saturated_add(t, m.bytes);
   return t;
 }
 
@@ -113,7 +119,7 @@ MemoryEstimate gpu_device_memory(const Instance& inst, int64_t list_rows) {
     e.add("output " + P.dense[d].name, padded_bytes(inst.dense_shapes[d], dtype_size(storage_type_of(P.dense[d].type)), 2));
   for (size_t l = 0; l < P.lists.size(); ++l)
     e.add("list " + P.lists[l].name + " (" + std::to_string(list_rows) + " rows)",
-          size_mul_saturated(list_rows, list_row_bytes(P, l)));
+          size_mul_saturated(list_rows, list_row_bytes(P, l)), true);
   return e;
 }
 

@@ -22,12 +22,14 @@ namespace gamut {
 struct MemoryItem {
   std::string what;      // "output C", "per-thread copies of output C (8 threads)", "list L"
   int64_t bytes = 0;
+  bool list = false;     // a list's rows (the engines also count them as they grow)
 };
 
 struct MemoryEstimate {
   std::vector<MemoryItem> items;
-  void add(std::string what, int64_t bytes);
-  int64_t total() const;  // saturates at INT64_MAX
+  void add(std::string what, int64_t bytes, bool list = false);
+  int64_t total() const;        // saturates at INT64_MAX
+  int64_t total_fixed() const;  // without the lists
 };
 
 // True when several (b, i, j) can write one element of dense output d (an aggregate whose index

@@ -239,7 +239,8 @@ Results execute(const Prepared& p, const RunOptions& options, RunReport* report)
     const int threads = cpu_thread_count(p.instance, options.threads, host.available);
     const MemoryEstimate need = cpu_host_memory(p.instance, threads);
     require_fits(need, host.available, "host memory", host.limited_by);
-    ListMemoryGuard lists_guard(host.available - need.total(), host.limited_by);
+    // The lists, top/bottom ones too, are counted as they grow, in what the rest leaves.
+    ListMemoryGuard lists_guard(host.available - need.total_fixed(), host.limited_by);
     res = run_cpu(p.instance, threads, &lists_guard);
     r.backend = "cpu";
     r.threads = threads;
