@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "cuda/codegen.h"
+#include "cuda/codegen/codegen.h"
 #include "cuda/gpu_engine.h"
 #include "data/npy.h"
 #include "driver/pipeline.h"

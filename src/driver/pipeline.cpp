@@ -10,7 +10,10 @@
 #include <sstream>
 #include <thread>
 
+#include "bind/footprint.h"
 #include "core/error.h"
+#include "core/host_memory.h"
+#include "core/sizes.h"
 #include "cpu/bit_pack.h"
 #include "cpu/engine.h"
 #include "cuda/gpu_engine.h"
@@ -160,6 +163,14 @@ std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, bool bound_r
   return p;
 }
 
+// Stages that are not queries allocate their output directly: check it first.
+static void require_host_bytes(const std::string& what, int64_t bytes) {
+  const HostMemory host = host_memory();
+  MemoryEstimate need;
+  need.add(what, bytes);
+  require_fits(need, host.available, "host memory", host.limited_by);
+}
+
 // Run the stage queries of a push-down program; each stage's outputs feed the later ones.
 static Results execute_program(const Prepared& p, const RunOptions& options, RunReport& r) {
   std::map<std::string, NDArray> produced;
@@ -178,6 +189,7 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
     if (st.bitpack) {  // no query: the CPU loop, or its GPU kernel
       const BitPack& bp = *st.bitpack;
       const NDArray& src = p.bindings.arrays.at(bp.source);
+      require_host_bytes("output " + bp.output, shape_bytes({bp.rows.end, bp.words()}, sizeof(int32_t)).value_or(INT64_MAX));
 #if GAMUT_HAVE_CUDA
       if (gpu_segments) {
         cuda::BitPackStats bs;
@@ -203,6 +215,7 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
     if (gpu_segments && st.segment) {
       const SegmentSum& sg = *st.segment;
       cuda::SegmentSumShape shape{sg.src_k_minor, sg.group_rows, sg.groups, sg.group_range, sg.k_range};
+      require_host_bytes("output " + sg.output, shape_bytes({sg.groups, sg.k_range.end}, dtype_size(storage_type_of(sg.type))).value_or(INT64_MAX));
       cuda::SegmentSumStats ss;
       cuda::reset_device_bytes_peak();
       produced[sg.output] = cuda::segment_sum(p.bindings.arrays.at(sg.source), p.bindings.arrays.at(sg.index), shape,
@@ -268,10 +281,13 @@ Results execute(const Prepared& p, const RunOptions& options, RunReport* report)
   }
   Backend be = options.backend;
   if (be == Backend::Auto) be = cuda::gpu_available() ? Backend::Gpu : Backend::Cpu;
+  // What the run will hold is checked before anything is allocated (bind/footprint.h).
+  const HostMemory host = host_memory();
   auto t0 = std::chrono::steady_clock::now();
   Results res;
   if (be == Backend::Gpu) {
     if (!cuda::gpu_available()) throw_device_error("--backend gpu: " + no_device_reason());
+    require_fits(gpu_host_memory(p.instance), host.available, "host memory", host.limited_by);
     cuda::GpuRunOptions go;
     if (!options.tile.empty()) go.tile = cuda::parse_tile(options.tile);
     if (options.repeats > 0) {
@@ -298,11 +314,15 @@ Results execute(const Prepared& p, const RunOptions& options, RunReport* report)
     r.cache_hit = st.cache_hit;
     r.tile = st.tile;
   } else {
-    int threads = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+    const int threads = cpu_thread_count(p.instance, options.threads, host.available);
+    const MemoryEstimate need = cpu_host_memory(p.instance, threads);
+    require_fits(need, host.available, "host memory", host.limited_by);
+    // The lists, top/bottom ones too, are counted as they grow, in what the rest leaves.
+    ListMemoryGuard lists_guard(host.available - need.total_fixed(), host.limited_by);
     std::function<void(int64_t, int64_t)> on_tile;
     if (options.progress)
       on_tile = [&options](int64_t done, int64_t total) { options.progress(double(done) / double(total)); };
-    res = run_cpu(p.instance, threads, on_tile);
+    res = run_cpu(p.instance, threads, &lists_guard, on_tile);
     r.backend = "cpu";
     r.threads = threads;
   }

@@ -9,7 +9,9 @@
 #include <mutex>
 #include <optional>
 
+#include "bind/footprint.h"
 #include "core/error.h"
+#include "core/sizes.h"
 #include "cuda/codegen/codegen.h"
 #include "cuda/codegen/join_groups.h"
 #include "cuda/engine/launch_lists.h"
@@ -81,6 +83,26 @@ void fill_identity(DeviceBuffer& buf, StoreOp op, CType t, int64_t elements) {
   std::vector<std::byte> host(size_t(elements) * e.size());
   for (int64_t n = 0; n < elements; ++n) std::memcpy(host.data() + size_t(n) * e.size(), e.data(), e.size());
   buf.upload(host.data(), host.size());
+}
+
+// Lists: room for 2^20 rows, or for what the tiles' top/bottom pre-selection can keep (N per
+// group per tile, a quarter more for ties), so that a large kNN does not overflow and rerun
+// the whole product; lists that still overflow grow and rerun (rows are never dropped).
+int64_t initial_list_rows(const Instance& inst, const TileConfig& tile, int64_t tiles) {
+  const Plan& P = *inst.plan;
+  const int64_t rows = inst.row.size(), cols = inst.col.size();
+  const int64_t pairs = size_mul_saturated(size_mul_saturated(rows, cols), inst.batch);
+  int64_t capacity = int64_t(1) << 20;
+  for (size_t l = 0; l < P.lists.size(); ++l) {
+    const ListOutput& spec = P.lists[l];
+    if (spec.mode != ListMode::Top && spec.mode != ListMode::Bottom) continue;
+    const int64_t n = inst.list_limits[l];
+    const int64_t per_tile = spec.per == PerGroup::Row ? size_mul_saturated(std::min<int64_t>(tile.bm, rows), n)
+                           : spec.per == PerGroup::Col ? size_mul_saturated(std::min<int64_t>(tile.bn, cols), n) : n;
+    capacity = std::max(capacity, size_mul_saturated(size_mul_saturated(size_mul_saturated(tiles, inst.batch), per_tile) / 4, 5));
+  }
+  // At most 2^26 rows up front (about 2 GB of columns): beyond that, grow to the exact count.
+  return std::min({pairs, capacity, int64_t(1) << 26});
 }
 
 int64_t product(const std::vector<int64_t>& v, size_t from = 0) {
@@ -159,6 +181,13 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   const int64_t steps = 2 + (options.repeats > 0 ? options.warmup + options.repeats : 0);
   if (options.progress) options.progress(1, steps);
 
+  // Before anything is allocated: does the run fit in the device's memory? (bind/footprint.h)
+  const int64_t tiles = ((rows + tile.bm - 1) / tile.bm) * ((cols + tile.bn - 1) / tile.bn);
+  const int64_t list_rows = initial_list_rows(inst, tile, tiles);
+  const DeviceMemory free_mem = device_memory();
+  require_fits(gpu_device_memory(inst, list_rows), int64_t(free_mem.free), "device memory",
+               "free of " + bytes_text(int64_t(free_mem.total)) + " on the device");
+
   const ArgLayout& L = info.args;
   std::vector<uint64_t> w(size_t(L.count), 0);
   w[ArgLayout::kRowBegin] = uint64_t(inst.row.begin);
@@ -199,7 +228,8 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     const int64_t cols_x = x->shape.back(), rows_x = cols_x ? product(x->shape) / cols_x : 0;
     pitch[o] = (cols_x + 3) / 4 * 4;
     const size_t e = dtype_size(x->dtype);
-    inputs.emplace_back(size_t(rows_x * pitch[o]) * e);
+    inputs.emplace_back(size_t(size_mul_or_throw(size_mul_or_throw(rows_x, pitch[o], "input " + P.operands[o].name), int64_t(e),
+                                                 "input " + P.operands[o].name)));
     inputs.back().upload_rows(x->data.data(), size_t(rows_x), size_t(cols_x) * e, size_t(pitch[o]) * e);
   }
   for (size_t a = 0; a < P.accesses.size(); ++a) {
@@ -265,7 +295,8 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     const int64_t last = shape.empty() ? 1 : shape.back();
     out_pitch[d] = shape.size() >= 2 ? (last + 3) / 4 * 4 : last;
     out_rows[d] = last ? product(shape) / last : 0;
-    outputs.emplace_back(size_t(out_rows[d] * out_pitch[d]) * dtype_size(dt));
+    outputs.emplace_back(size_t(size_mul_or_throw(size_mul_or_throw(out_rows[d], out_pitch[d], "output " + P.dense[d].name),
+                                                  int64_t(dtype_size(dt)), "output " + P.dense[d].name)));
     w[size_t(s.ptr)] = ptr_word(outputs.back());
     bool aligned = inst.col.begin % 4 == 0;
     for (size_t p = 0; p < shape.size(); ++p) {
@@ -282,24 +313,9 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
       fill_identity(outputs[d], P.dense[d].op, P.dense[d].type, out_rows[d] * out_pitch[d]);
   };
 
-  const int64_t tiles = ((rows + tile.bm - 1) / tile.bm) * ((cols + tile.bn - 1) / tile.bn);
-  // Lists: room for 2^20 rows, or for what the tiles' top/bottom pre-selection can keep (N per
-  // group per tile, a quarter more for ties), so that a large kNN does not overflow and rerun
-  // the whole product; lists that still overflow grow and rerun (rows are never dropped).
-  const int64_t pairs = rows * cols * batch;
-  int64_t capacity = int64_t(1) << 20;
-  for (size_t l = 0; l < P.lists.size(); ++l) {
-    const ListOutput& spec = P.lists[l];
-    if (spec.mode != ListMode::Top && spec.mode != ListMode::Bottom) continue;
-    const int64_t n = inst.list_limits[l];
-    const int64_t per_tile = spec.per == PerGroup::Row ? std::min<int64_t>(tile.bm, rows) * n
-                           : spec.per == PerGroup::Col ? std::min<int64_t>(tile.bn, cols) * n : n;
-    capacity = std::max(capacity, tiles * batch * per_tile / 4 * 5);
-  }
-  // At most 2^26 rows up front (about 2 GB of columns): beyond that, grow to the exact count.
-  DeviceLists lists(inst, std::min({pairs, capacity, int64_t(1) << 26}), tile);
+  DeviceLists lists(inst, list_rows, tile);
 
-  const int64_t blocks = groups ? groups->tile_count() : tiles * batch;
+  const int64_t blocks = groups ? groups->tile_count() : size_mul_saturated(tiles, batch);
   if (blocks > INT_MAX) throw_device_error("the problem needs " + std::to_string(blocks) + " thread blocks (at most 2^31-1)");
   double ms = 0;
   while (true) {

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 
+#include "bind/footprint.h"
 #include "core/error.h"
+#include "core/host_memory.h"
+#include "core/sizes.h"
 #include "cpu/list_order.h"
 #include "cuda/device/core/gamut_constants.cuh"
 #include "cuda/lists/select.h"
@@ -21,15 +24,17 @@ DeviceLists::DeviceLists(const Instance& inst, int64_t capacity, const TileConfi
     const ListOutput& spec = inst.plan->lists[l];
     if (top_bottom(spec)) {
       // One per group, as the kernel indexes them: (b, i - row_begin), (b, j - col_begin) or 0.
-      const int64_t groups = spec.per == PerGroup::Row ? inst.batch * inst.row.size()
-                           : spec.per == PerGroup::Col ? inst.batch * inst.col.size() : 1;
-      lists_[l].threshold = DeviceBuffer(size_t(std::max<int64_t>(groups, 1)) * sizeof(uint32_t));
+      const int64_t groups = spec.per == PerGroup::Row ? size_mul_saturated(inst.batch, inst.row.size())
+                           : spec.per == PerGroup::Col ? size_mul_saturated(inst.batch, inst.col.size()) : 1;
+      lists_[l].threshold = DeviceBuffer(size_t(size_mul_or_throw(std::max<int64_t>(groups, 1), sizeof(uint32_t), "list " + spec.name)));
       // Reservoirs (gm::TileSelect::keep / refresh) where a tile's refresh, which reads the S
       // slots of each group it touched, reads at most one slot per pair of the tile, and they
       // are small.
       const int64_t n = inst.list_limits[l], slots = gm::reservoir_slots(n);
       const int64_t tile_groups = spec.per == PerGroup::Row ? tile.bm : spec.per == PerGroup::Col ? tile.bn : 1;
-      if (n > 0 && tile_groups * slots <= int64_t(tile.bm) * tile.bn && groups * slots <= (int64_t(1) << 26))
+      // (saturating: N comes from the user and may be anything)
+      if (n > 0 && size_mul_saturated(tile_groups, slots) <= int64_t(tile.bm) * tile.bn &&
+          size_mul_saturated(groups, slots) <= (int64_t(1) << 26))
         lists_[l].reservoir = DeviceBuffer(size_t(groups * slots) * sizeof(uint32_t));
     }
     allocate(l, capacity);
@@ -94,6 +99,13 @@ bool DeviceLists::grow_if_overflowed() {
     const uint64_t n = count(l);
     if (n <= uint64_t(lists_[l].capacity)) continue;
     if (n > uint64_t(INT64_MAX / 64)) throw_device_error("list " + inst_.plan->lists[l].name + " is too long");
+    // Room for every row, or a clear error naming the list (its old buffers go back first).
+    MemoryEstimate need;
+    need.add("list " + inst_.plan->lists[l].name + " (" + std::to_string(n) + " rows)",
+             size_mul_saturated(int64_t(n), list_row_bytes(*inst_.plan, l)));
+    const DeviceMemory mem = device_memory();
+    require_fits(need, size_add(int64_t(mem.free), size_mul_saturated(lists_[l].capacity, list_row_bytes(*inst_.plan, l))).value_or(INT64_MAX),
+                 "device memory", "free of " + bytes_text(int64_t(mem.total)) + " on the device");
     // The same launch finds the same rows again. A distinct list's count may differ a little
     // from launch to launch (which rows overflow a tile's table depends on the order of its
     // threads' atomics): room for some more, so that one more launch is enough.
@@ -167,6 +179,13 @@ void DeviceLists::finalize_on_device() {
 std::vector<Table> DeviceLists::results() {
   if (finished_.size() != lists_.size()) finalize_on_device();
   const Plan& P = *inst_.plan;
+  // The rows come down to the host (and are ordered there once more for top/bottom).
+  MemoryEstimate need;
+  for (size_t l = 0; l < lists_.size(); ++l)
+    need.add("list " + P.lists[l].name + " (" + std::to_string(finished_[l].rows) + " rows)",
+             size_mul_saturated(size_mul_saturated(int64_t(finished_[l].rows), list_row_bytes(P, l)), finished_[l].host_order ? 2 : 1));
+  const HostMemory host = host_memory();
+  require_fits(need, host.available, "host memory", host.limited_by);
   std::vector<Table> out;
   for (size_t l = 0; l < lists_.size(); ++l) {
     const ListOutput& spec = P.lists[l];

@@ -137,23 +137,40 @@ cudaMemPool_t pool() {
 }
 }  // namespace
 
+DeviceMemory device_memory() {
+  detail::require_device();
+  size_t free_b = 0, total_b = 0;
+  detail::check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+  // Memory the pool holds but no buffer uses is free for the next allocation too.
+  uint64_t reserved = 0, used = 0;
+  detail::check(cudaMemPoolGetAttribute(pool(), cudaMemPoolAttrReservedMemCurrent, &reserved), "cudaMemPoolGetAttribute");
+  detail::check(cudaMemPoolGetAttribute(pool(), cudaMemPoolAttrUsedMemCurrent, &used), "cudaMemPoolGetAttribute");
+  return {free_b + size_t(reserved > used ? reserved - used : 0), total_b};
+}
+
 DeviceBuffer::DeviceBuffer(size_t bytes) {
   detail::require_device();
   if (bytes == 0) return;  // cudaMalloc(0) gives nullptr anyway; skip the call
-  cudaError_t err = cudaMallocFromPoolAsync(&ptr_, bytes, pool(), 0);
-  if (err == cudaErrorMemoryAllocation) {   // memory the pool keeps may be what is missing
+  // More than the device has is never tried: a failed request can leave the pool holding memory.
+  cudaError_t err = bytes > device().total_mem ? cudaErrorMemoryAllocation : cudaMallocFromPoolAsync(&ptr_, bytes, pool(), 0);
+  if (err == cudaErrorMemoryAllocation && bytes <= device().total_mem) {   // memory the pool keeps may be what is missing
     cudaGetLastError();
     cudaDeviceSynchronize();
     cudaMemPoolTrimTo(pool(), 0);
+    cudaDeviceSynchronize();   // the trim returns memory to the driver only once the device is idle
     err = cudaMallocFromPoolAsync(&ptr_, bytes, pool(), 0);
   }
   if (err == cudaErrorMemoryAllocation) {
     cudaGetLastError();
-    size_t free_b = 0, total_b = 0;
-    detail::check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo after a failed cudaMalloc");
+    // The failed request can leave memory it mapped in the pool: hand that back before asking
+    // what is free, or an idle device reports almost nothing free.
+    cudaDeviceSynchronize();
+    cudaMemPoolTrimTo(pool(), 0);
+    cudaDeviceSynchronize();
+    const DeviceMemory m = device_memory();
     throw_device_error("out of device memory: asked for " + std::to_string(bytes) + " bytes (" +
-                       gib(bytes) + "), " + std::to_string(free_b) + " bytes free (" +
-                       gib(free_b) + ") of " + std::to_string(total_b));
+                       gib(bytes) + "), " + std::to_string(m.free) + " bytes free (" +
+                       gib(m.free) + ") of " + std::to_string(m.total) + " (" + gib(m.total) + ")");
   }
   detail::check(err, "cudaMallocFromPoolAsync of " + std::to_string(bytes) + " bytes");
   bytes_ = bytes;

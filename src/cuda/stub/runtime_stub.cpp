@@ -19,6 +19,7 @@ bool device_available(std::string* why) {
 }
 
 const DeviceInfo& device() { no_cuda(); }
+DeviceMemory device_memory() { no_cuda(); }
 
 std::string arch_for(int cc_major, int cc_minor) {
   std::string arch = "sm_" + std::to_string(cc_major) + std::to_string(cc_minor);
