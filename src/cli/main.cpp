@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   std::vector<std::string> positionals, dims;
-  std::string expr_text, backend = "auto", out_dir, tile;
+  std::string expr_text, backend = "auto", out_dir, tile, f32_math = "ieee";
   bool json = false;
   int threads = 0, size = 256;
 
@@ -44,6 +44,8 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
     sub->add_option("--threads", threads, "CPU engine threads (default: all)");
     sub->add_option("--tile", tile, "GPU tile BMxBNxBK[/TMxTN] (benchmarking)");
+    sub->add_option("--f32-math", f32_math, "sums of products of f32 inputs: ieee (default), tf32x3 or tf32")
+        ->check(CLI::IsMember({"ieee", "tf32x3", "tf32"}));
   };
 
   CLI::App* run = app.add_subcommand("run", "run a query on bound data");
@@ -105,6 +107,7 @@ int main(int argc, char** argv) {
   opt.backend = parse_backend(backend);
   opt.threads = threads;
   opt.tile = tile;
+  opt.f32_math = *f32_math_from_name(f32_math);   // checked by CLI11 above
   opt.repeats = repeats;
   try {
     cli::QueryArgs q;

@@ -6,6 +6,7 @@
 
 #include "bind/bind.h"
 #include "lang/diagnostics.h"
+#include "plan/math_choice.h"
 #include "plan/plan.h"
 #include "rewrite/aggregate_pushdown.h"
 
@@ -18,6 +19,7 @@ struct RunOptions {
   int threads = 0;                 // CPU engine threads (0: all)
   std::string tile;                // GPU tile override, "" = chosen per query
   int repeats = 0;                 // GPU: time this many launches after one warm-up (median)
+  F32Math f32_math = F32Math::Ieee;  // sums of products of f32 inputs (spec section 10)
 };
 
 struct RunReport {
