@@ -4,6 +4,7 @@
 // exact integers. The kernel is rendered with the code generator's own declarations
 // (cuda/codegen_tensor.h) and compiled and launched with the runtime's NVRTC and launch helpers.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -179,6 +180,53 @@ Layout lay_out(DType t, int batch, int P, int K, bool kc, bool aligned, int begi
       }
   l.vec = (l.ld * es) % 16 == 0 && (l.bstride * es) % 16 == 0 && (int64_t(begin_contig) * es) % 16 == 0;
   return l;
+}
+
+// ---- comparison --------------------------------------------------------------------------------
+
+// The output words the kernel left (batch x rows x cols, then a guard), compared with the
+// reference: exact (8-bit integers with i32 wrapping, or `exact` small-integer data) or within
+// tol * sum |a b|; outside the ranges and past the end nothing may be written.
+struct Outcome {
+  int64_t wrong = 0, unwritten = 0, stray = 0, nonzero = 0, ref_nonzero = 0;
+  bool guard_intact = true;
+  double worst = 0;   // largest |out - ref| / sum |a b| (inexact comparisons)
+  std::string first;  // the first wrong element
+};
+inline Outcome compare(const Problem& p, const Reference& ref, const std::vector<uint32_t>& raw, uint32_t poison,
+                       bool int_acc, bool exact, double tol) {
+  Outcome o;
+  const size_t n_out = size_t(p.batch) * size_t(p.rows) * size_t(p.cols);
+  for (size_t e = n_out; e < raw.size(); ++e) o.guard_intact = o.guard_intact && raw[e] == poison;
+  for (int b = 0; b < p.batch; ++b)
+    for (int i = 0; i < p.rows; ++i)
+      for (int j = 0; j < p.cols; ++j) {
+        const size_t e = (size_t(b) * size_t(p.rows) + size_t(i)) * size_t(p.cols) + size_t(j);
+        const bool written = raw[e] != poison;
+        if (i < p.row_begin || j < p.col_begin) {
+          o.stray += written;
+          continue;
+        }
+        if (!written) {
+          ++o.unwritten;
+          continue;
+        }
+        float f;
+        std::memcpy(&f, &raw[e], 4);
+        const double got = int_acc ? double(int32_t(raw[e])) : double(f);
+        double want = ref.sum[e];
+        if (int_acc) want = double(int32_t(uint32_t(uint64_t(int64_t(want)))));   // i32 wraps
+        else if (exact) want = double(float(want));
+        o.nonzero += got != 0;
+        o.ref_nonzero += want != 0;
+        const double err = std::fabs(got - want);
+        const bool ok = int_acc || exact ? got == want : err <= tol * ref.abs_sum[e] + 1e-30;
+        if (!int_acc && !exact && ref.abs_sum[e] > 0) o.worst = std::max(o.worst, err / ref.abs_sum[e]);
+        if (!ok && o.wrong++ == 0)
+          o.first = "(" + std::to_string(b) + ", " + std::to_string(i) + ", " + std::to_string(j) + "): got " +
+                    std::to_string(got) + ", want " + std::to_string(want);
+      }
+  return o;
 }
 
 }  // namespace gamut::testtc

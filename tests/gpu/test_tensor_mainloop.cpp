@@ -143,16 +143,9 @@ cuda::Kernel& kernel_for(const TcMainloopSpec& s) {
   return *kernels.emplace(src, std::move(k)).first->second;
 }
 
-// Runs variant s on problem p; returns the output as doubles, poison checked separately.
-struct RunResult {
-  std::vector<double> out;     // [batch][rows][cols]
-  std::vector<bool> written;   // false where the poison is still there
-  bool guard_intact = true;    // nothing written past the output
-};
-
-RunResult run(const TcMainloopSpec& s, const Problem& p) {
+// Runs variant s on problem p: the output words, then a guard, as the kernel left them.
+std::vector<uint32_t> run(const TcMainloopSpec& s, const Problem& p, uint32_t poison) {
   const DType ta = s.a_type, tb = s.b_type;
-  const bool int_acc = s.math == InnerMath::Int8;
   // A[b][i][k] as X[i,k] or X[k,i]; B[b][k][j] as Y[j,k] or Y[k,j]. Odd problems get unpadded
   // rows (the unaligned path); others padded to 16 bytes (cp.async of whole chunks).
   const bool aligned = p.rows % 2 == 0 || p.cols % 2 == 0;
@@ -165,8 +158,7 @@ RunResult run(const TcMainloopSpec& s, const Problem& p) {
   db.upload(lb.bytes.data(), lb.bytes.size());
   const size_t n_out = size_t(p.batch) * size_t(p.rows) * size_t(p.cols), guard = 64;
   cuda::DeviceBuffer dc((n_out + guard) * 4);
-  const int poison_byte = int_acc ? 0x5a : 0xff;   // NaN for f32; 0x5a5a5a5a for i32
-  dc.fill_bytes(poison_byte);
+  dc.fill_bytes(int(poison & 0xffu));
 
   std::vector<unsigned long long> w(kSlots, 0);
   w[kRowBegin] = unsigned(p.row_begin); w[kRowEnd] = unsigned(p.rows);
@@ -184,63 +176,24 @@ RunResult run(const TcMainloopSpec& s, const Problem& p) {
   const unsigned gy = unsigned((p.cols - p.col_begin + s.tile.bn - 1) / s.tile.bn);
   kernel_for(s).launch(gx, gy, unsigned(p.batch), unsigned(s.tile.threads()), 1, 1, cuda::tc_smem_bytes(s), args);
   cuda::synchronize();
-
   std::vector<uint32_t> raw(n_out + guard);
   dc.download(raw.data(), raw.size() * 4);
-  RunResult r;
-  const uint32_t poison = uint32_t(poison_byte) * 0x01010101u;
-  r.out.resize(n_out);
-  r.written.resize(n_out);
-  for (size_t e = 0; e < n_out; ++e) {
-    r.written[e] = raw[e] != poison;
-    float f;
-    std::memcpy(&f, &raw[e], 4);
-    r.out[e] = int_acc ? double(int32_t(raw[e])) : double(f);
-  }
-  for (size_t e = n_out; e < raw.size(); ++e) r.guard_intact = r.guard_intact && raw[e] == poison;
-  return r;
+  return raw;
 }
 
 // Checks one run against the reference; returns the largest |gpu - ref| / sum |a b| seen.
 double check(const MathCase& m, const TcMainloopSpec& s, const Problem& p, const Reference& ref, bool exact,
              const std::string& what) {
   SCOPED_TRACE(std::string(m.name) + " " + label(s) + " " + what);
-  const RunResult r = run(s, p);
-  EXPECT_TRUE(r.guard_intact) << "written past the output";
-  int64_t wrong = 0, unwritten = 0, stray = 0, nonzero = 0, ref_nonzero = 0;
-  double worst = 0;
-  std::string first;
-  for (int b = 0; b < p.batch; ++b)
-    for (int i = 0; i < p.rows; ++i)
-      for (int j = 0; j < p.cols; ++j) {
-        const size_t e = (size_t(b) * size_t(p.rows) + size_t(i)) * size_t(p.cols) + size_t(j);
-        const bool inside = i >= p.row_begin && j >= p.col_begin;
-        if (!inside) {
-          stray += r.written[e];
-          continue;
-        }
-        if (!r.written[e]) {
-          ++unwritten;
-          continue;
-        }
-        double want = ref.sum[e];
-        if (m.math == InnerMath::Int8) want = double(int32_t(uint32_t(uint64_t(int64_t(want)))));   // i32 wraps
-        else if (exact) want = double(float(want));
-        const double got = r.out[e];
-        nonzero += got != 0;
-        ref_nonzero += want != 0;
-        const double err = std::fabs(got - want);
-        bool ok = exact || m.math == InnerMath::Int8 ? got == want : err <= m.tol * ref.abs_sum[e] + 1e-30;
-        if (!exact && m.math != InnerMath::Int8 && ref.abs_sum[e] > 0) worst = std::max(worst, err / ref.abs_sum[e]);
-        if (!ok && wrong++ == 0)
-          first = "(" + std::to_string(b) + ", " + std::to_string(i) + ", " + std::to_string(j) + "): got " +
-                  std::to_string(got) + ", want " + std::to_string(want);
-      }
-  EXPECT_EQ(wrong, 0) << "first: " << first;
-  EXPECT_EQ(unwritten, 0) << "outputs left at the poison value";
-  EXPECT_EQ(stray, 0) << "outputs written outside the ranges";
-  if (ref_nonzero > 0) EXPECT_GT(nonzero, 0) << "all results zero";
-  return worst;
+  const bool int_acc = m.math == InnerMath::Int8;
+  const uint32_t poison = int_acc ? 0x5a5a5a5au : 0xffffffffu;   // NaN for f32
+  const Outcome o = compare(p, ref, run(s, p, poison), poison, int_acc, exact, m.tol);
+  EXPECT_TRUE(o.guard_intact) << "written past the output";
+  EXPECT_EQ(o.wrong, 0) << "first: " << o.first;
+  EXPECT_EQ(o.unwritten, 0) << "outputs left at the poison value";
+  EXPECT_EQ(o.stray, 0) << "outputs written outside the ranges";
+  if (o.ref_nonzero > 0) EXPECT_GT(o.nonzero, 0) << "all results zero";
+  return o.worst;
 }
 
 struct Shape {

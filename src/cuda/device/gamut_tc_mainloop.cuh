@@ -15,8 +15,13 @@
 //   A wgmma mainloop presents the same map (rows g + 8h of each 16-row slab, columns 2t + e
 //   of each 8-column group), so it can replace this one behind it.
 #pragma once
-#include "gamut_loaders.cuh"   // cp_async, cp_async_commit, cp_async_wait
+// Every PTX instruction this file uses comes from these two headers; a host emulation of the
+// instructions (tests/gpu/test_tensor_mainloop_sim.cpp) defines GM_TC_INSTRUCTIONS_PROVIDED and
+// supplies its own, to run this file's logic on the CPU.
+#ifndef GM_TC_INSTRUCTIONS_PROVIDED
+#include "gamut_loaders.cuh"   // cp_async_commit, cp_async_wait
 #include "gamut_tc_mma.cuh"
+#endif
 
 namespace gm {
 namespace tc {
@@ -66,12 +71,6 @@ struct TcOperand {
   bool vec;
 };
 
-GM_DEV void cp_async16_zfill(unsigned sdst, const void* g, int bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sdst), "l"(g), "r"(bytes) : "memory");
-}
-GM_DEV void cp_async4_zfill(unsigned sdst, const void* g, int bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(sdst), "l"(g), "r"(bytes) : "memory");
-}
 GM_DEV int clamp_count(int left, int most) { return left <= 0 ? 0 : left >= most ? most : left; }
 
 // One operand's tiles: P (BM or BN) x BK per slice, global -> shared, and shared -> fragments.
@@ -196,8 +195,8 @@ struct TcTile {
     else return *reinterpret_cast<const unsigned char*>(g);
   }
   static GM_DEV void sts_elem(unsigned saddr, unsigned v) {
-    if constexpr (ES == 2) asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(saddr), "h"((unsigned short)v));
-    else asm volatile("st.shared.b8 [%0], %1;\n" ::"r"(saddr), "r"(v));
+    if constexpr (ES == 2) sts16(saddr, v);
+    else sts8(saddr, v);
   }
 
   // TRANSPOSE: the staged blocks, as k-consecutive bytes per p, into the stage at s.

@@ -41,6 +41,18 @@ GM_DEV unsigned lds32(unsigned saddr) {
   return v;
 }
 GM_DEV void sts32(unsigned saddr, unsigned v) { asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(saddr), "r"(v)); }
+GM_DEV void sts16(unsigned saddr, unsigned v) {
+  asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(saddr), "h"((unsigned short)v));
+}
+GM_DEV void sts8(unsigned saddr, unsigned v) { asm volatile("st.shared.b8 [%0], %1;\n" ::"r"(saddr), "r"(v)); }
+
+// ---- cp.async of 16 or 4 bytes, the bytes past `bytes` zero-filled (0: nothing is read).
+GM_DEV void cp_async16_zfill(unsigned sdst, const void* g, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sdst), "l"(g), "r"(bytes) : "memory");
+}
+GM_DEV void cp_async4_zfill(unsigned sdst, const void* g, int bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(sdst), "l"(g), "r"(bytes) : "memory");
+}
 GM_DEV unsigned smem_addr(const void* p) { return unsigned(__cvta_generic_to_shared(p)); }
 
 // ---- TF32: round to nearest (ties away from zero), the low 13 bits cleared.
