@@ -3,6 +3,8 @@
 // lines that declare and run it.
 #include "cuda/codegen_tensor.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace gamut::cuda {
@@ -99,6 +101,11 @@ bool tc_spec_valid(const TcMainloopSpec& s, std::string* why) {
                                  operand_layout(es, t.bn, t.bk, t.threads(), s.b_kcontig)})
     if (!o.why.empty()) return no(o.why);
   return true;
+}
+
+int tc_min_blocks(const TcTile& t) {
+  const int accs = (t.bm / t.warps_m / 16) * (t.bn / t.warps_n / 8) * 4;
+  return accs >= 128 ? 1 : std::max(1, 65536 / (t.threads() * 128));
 }
 
 size_t tc_smem_bytes(const TcMainloopSpec& s) {
