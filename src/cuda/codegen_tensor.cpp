@@ -12,8 +12,12 @@ namespace gamut::cuda {
 using std::to_string;
 
 std::string TcTile::str() const {
-  return to_string(bm) + "x" + to_string(bn) + "x" + to_string(bk) + "/" + to_string(warps_m) + "x" +
-         to_string(warps_n) + "/s" + to_string(stages);
+  return to_string(bm) + "x" + to_string(bn) + "x" + to_string(bk) + "/" +
+         (wgmma ? std::string("wgmma") : to_string(warps_m) + "x" + to_string(warps_n)) + "/s" + to_string(stages);
+}
+
+std::vector<std::string> tc_headers(const TcMainloopSpec& s) {
+  return {s.tile.wgmma ? "gamut_tc_wgmma.cuh" : "gamut_tc_mainloop.cuh"};
 }
 
 TcMainloopSpec tc_spec(const MathChoice& c, bool a_kcontig, bool b_kcontig, const TcTile& tile) {
@@ -89,6 +93,14 @@ bool tc_spec_valid(const TcMainloopSpec& s, std::string* why) {
   };
   const TcTile& t = s.tile;
   if (s.math == InnerMath::Simt) return no("the SIMT math has no tensor-core mainloop");
+  if (t.wgmma) {
+    if (s.math != InnerMath::F16 && s.math != InnerMath::BF16) return no("the wgmma mainloop takes f16 / bf16");
+    if (t.bm != 64 && t.bm != 128) return no("wgmma BM is 64 or 128 (one or two warpgroups)");
+    if (t.bn != 128 && t.bn != 256) return no("wgmma BN is 128 or 256");
+    if (t.bk != 64) return no("wgmma BK is 64 (one 128-byte swizzle row)");
+    if (t.stages < 3 || t.stages > 6) return no("3 to 6 stages");
+    return true;
+  }
   if (t.warps_m < 1 || t.warps_n < 1 || t.threads() > 1024) return no("1 to 32 warps");
   if (t.bm <= 0 || t.bm % (16 * t.warps_m) != 0) return no("BM must be whole m16 slabs per warp");
   if (t.bn <= 0 || t.bn % (16 * t.warps_n) != 0) return no("BN must be whole pairs of n8 groups per warp");
@@ -104,6 +116,7 @@ bool tc_spec_valid(const TcMainloopSpec& s, std::string* why) {
 }
 
 int tc_min_blocks(const TcTile& t) {
+  if (t.wgmma) return 1;
   const int accs = (t.bm / t.warps_m / 16) * (t.bn / t.warps_n / 8) * 4;
   return accs >= 128 ? 1 : std::max(1, 65536 / (t.threads() * 128));
 }
@@ -111,6 +124,8 @@ int tc_min_blocks(const TcTile& t) {
 size_t tc_smem_bytes(const TcMainloopSpec& s) {
   const int es = element_bytes(s.math);
   const TcTile& t = s.tile;
+  // wgmma: 128-byte swizzled rows (P x 128 bytes per operand either way), + 1024 for alignment.
+  if (t.wgmma) return size_t(t.stages) * size_t(t.bm + t.bn) * 128 + 1024;
   return size_t(t.stages) * size_t(operand_layout(es, t.bm, t.bk, t.threads(), s.a_kcontig).bytes +
                                    operand_layout(es, t.bn, t.bk, t.threads(), s.b_kcontig).bytes);
 }
@@ -121,20 +136,31 @@ std::vector<TcTile> tc_tiles(InnerMath m) {
   return {TcTile{128, 256, bk, 2, 4, 3}, TcTile{128, 128, bk, 2, 4, 4}, TcTile{64, 64, bk, 2, 2, 4}};
 }
 
+std::vector<TcTile> tc_wgmma_tiles(InnerMath m) {
+  if (m != InnerMath::F16 && m != InnerMath::BF16) return {};
+  TcTile big{128, 256, 64, 0, 0, 4, true}, square{128, 128, 64, 0, 0, 4, true};
+  return {big, square};
+}
+
 std::string tc_mainloop_decls(const TcMainloopSpec& s, const std::string& in) {
   std::string why;
   if (!tc_spec_valid(s, &why)) throw Error(ExitCode::Query, "internal error: tensor-core tile " + s.tile.str() + ": " + why);
   const TcTile& t = s.tile;
   const std::string orient = std::string(s.a_kcontig ? "X[i,k]" : "X[k,i]") + " x " + (s.b_kcontig ? "Y[j,k]" : "Y[k,j]");
   std::string r;
-  r += in + "// Tensor-core mainloop (mma.sync): " + std::string(dtype_name(s.a_type)) + " x " +
+  r += in + "// Tensor-core mainloop (" + (t.wgmma ? "wgmma" : "mma.sync") + "): " + std::string(dtype_name(s.a_type)) + " x " +
        std::string(dtype_name(s.b_type)) + " -> " + (s.math == InnerMath::Int8 ? "i32" : "f32") + ", " +
        (s.math == InnerMath::Tf32 ? "operands rounded to tf32, " : s.math == InnerMath::Tf32x3 ? "3xTF32 split, " : "") +
        orient + ", tile " + t.str() + ".\n";
-  r += in + "typedef gm::tc::TcShape<" + to_string(t.bm) + ", " + to_string(t.bn) + ", " + to_string(t.bk) + ", " +
-       to_string(t.warps_m) + ", " + to_string(t.warps_n) + ", " + to_string(t.stages) + "> TcShapeT;\n";
-  r += in + "typedef gm::tc::Mainloop<" + math_cpp(s) + ", TcShapeT, " + (s.a_kcontig ? "true" : "false") + ", " +
-       (s.b_kcontig ? "true" : "false") + "> Mainloop;\n";
+  if (t.wgmma) {
+    r += in + "typedef gm::tc::WgShape<" + to_string(t.bm) + ", " + to_string(t.bn) + ", " + to_string(t.stages) +
+         "> TcShapeT;\n";
+  } else {
+    r += in + "typedef gm::tc::TcShape<" + to_string(t.bm) + ", " + to_string(t.bn) + ", " + to_string(t.bk) + ", " +
+         to_string(t.warps_m) + ", " + to_string(t.warps_n) + ", " + to_string(t.stages) + "> TcShapeT;\n";
+  }
+  r += in + "typedef gm::tc::" + (t.wgmma ? "WgmmaMainloop<" : "Mainloop<") + math_cpp(s) + ", TcShapeT, " +
+       (s.a_kcontig ? "true" : "false") + ", " + (s.b_kcontig ? "true" : "false") + "> Mainloop;\n";
   r += in + "static_assert(Mainloop::SMEM_BYTES == " + to_string(tc_smem_bytes(s)) +
        ", \"shared memory as the host computed it\");\n";
   return r;

@@ -13,11 +13,13 @@
 namespace gamut::cuda {
 
 // Block tile BM x BN, k-slice BK (elements of the operands), WARPS_M x WARPS_N warps, STAGES
-// slices in flight (gm::tc::TcShape).
+// slices in flight (gm::tc::TcShape). wgmma: the wgmma mainloop (gm::tc::WgShape: BM / 64
+// warpgroups, BK 64, f16 / bf16 only; warps_m / warps_n unused).
 struct TcTile {
   int bm = 128, bn = 128, bk = 32, warps_m = 2, warps_n = 4, stages = 4;
-  int threads() const { return 32 * warps_m * warps_n; }
-  std::string str() const;   // "128x128x32/2x4/s4"
+  bool wgmma = false;
+  int threads() const { return wgmma ? 128 * (bm / 64) : 32 * warps_m * warps_n; }
+  std::string str() const;   // "128x128x32/2x4/s4", "128x256x64/wgmma/s4"
 };
 
 // One instantiation of gm::tc::Mainloop.
@@ -43,8 +45,10 @@ int tc_min_blocks(const TcTile& t);
 size_t tc_smem_bytes(const TcMainloopSpec& s);
 // The instruction's k (elements): 16 (f16, bf16), 32 (8-bit), 8 (tf32, tf32x3).
 int tc_instruction_k(InnerMath m);
-// Tiles offered for a math, largest first: 128x256 and 128x128 with 8 warps, 64x64 with 4.
+// mma.sync tiles offered for a math, largest first: 128x256 and 128x128 with 8 warps, 64x64 with 4.
 std::vector<TcTile> tc_tiles(InnerMath m);
+// wgmma tiles (f16 / bf16; empty for other maths): 128x256 and 128x128, two warpgroups.
+std::vector<TcTile> tc_wgmma_tiles(InnerMath m);
 
 // What the generated kernel names (the accumulator-map interface).
 struct TcMainloopNames {
@@ -52,8 +56,9 @@ struct TcMainloopNames {
   std::string acc = "acc";                  // the accumulator array ...
   std::string acc_type = "Mainloop::Acc";   // ... its element type
   std::string acc_count = "Mainloop::kAcc"; // ... and length
-  std::vector<std::string> headers = {"gamut_tc_mainloop.cuh"};
 };
+// The device headers the spec's mainloop needs.
+std::vector<std::string> tc_headers(const TcMainloopSpec& s);
 
 // The kernel-scope declarations: the shape and mainloop typedefs, with a comment naming the
 // math and operand orientations. `indent` prefixes every line.

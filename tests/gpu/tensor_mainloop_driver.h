@@ -32,7 +32,7 @@ enum Slot {
 inline std::string kernel_source(const TcMainloopSpec& s) {
   const cuda::TcMainloopNames n;
   std::string r = "// Test kernel of the tensor-core mainloop (tests/gpu/tensor_mainloop_driver.h).\n";
-  for (const auto& h : n.headers) r += "#include \"" + h + "\"\n";
+  for (const auto& h : cuda::tc_headers(s)) r += "#include \"" + h + "\"\n";
   r += "namespace {\n" + cuda::tc_mainloop_decls(s);
   r += "typedef " + n.map + " Map;\n";
   r += "struct Args { unsigned long long s[" + std::to_string(kSlots) + "]; };\n}  // namespace\n";

@@ -46,6 +46,20 @@ struct Copy {
   int size, bytes;   // copy `bytes` of `size`, zero-fill the rest
 };
 
+struct PendingWgmma {
+  float* d;
+  int n;
+  bool bf16;
+  int tnsp_a, tnsp_b;
+  unsigned long long desc_a, desc_b;
+};
+inline thread_local std::vector<std::vector<PendingWgmma>> wgmma_groups;   // committed, oldest first
+inline thread_local std::vector<PendingWgmma> wgmma_open;
+
+// cp.async copies land at the wait that must complete them (false: catches a missing wait) or
+// at once (true: catches a stage overwritten while an asynchronous wgmma may still read it).
+inline bool eager_copies = false;
+
 inline thread_local Block* block = nullptr;
 inline thread_local unsigned tid = 0;
 inline thread_local std::vector<std::vector<Copy>> groups;   // committed, oldest first
@@ -70,6 +84,8 @@ void run_block(int threads, size_t smem_bytes, Body body) {
       tid = unsigned(t);
       groups.clear();
       open_group.clear();
+      wgmma_groups.clear();
+      wgmma_open.clear();
       body();
     });
   for (auto& t : ts) t.join();
@@ -90,6 +106,7 @@ inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
 namespace gm {
 
 typedef long long i64;
+typedef unsigned long long u64;
 struct f16 { unsigned short x; };
 struct bf16 { unsigned short x; };
 
@@ -125,13 +142,22 @@ inline void sts16(unsigned a, unsigned v) {
   std::memcpy(sim::shared(a, 2), &h, 2);
 }
 inline void sts8(unsigned a, unsigned v) { *sim::shared(a, 1) = uint8_t(v); }
+inline void copy_now(const sim::Copy& c) {
+  unsigned char* d = sim::shared(c.dst, c.size);
+  std::memset(d, 0, size_t(c.size));
+  if (c.bytes > 0) std::memcpy(d, c.src, size_t(c.bytes));
+}
 inline void cp_async16_zfill(unsigned d, const void* g, int bytes) {
-  if (d % 16 != 0 || reinterpret_cast<uintptr_t>(g) % 16 != 0) throw std::runtime_error("cp.async 16 unaligned");
-  sim::open_group.push_back({d, static_cast<const unsigned char*>(g), 16, bytes});
+  if (d % 16 != 0 || (bytes > 0 && reinterpret_cast<uintptr_t>(g) % 16 != 0)) throw std::runtime_error("cp.async 16 unaligned");
+  const sim::Copy c{d, static_cast<const unsigned char*>(g), 16, bytes};
+  if (sim::eager_copies) copy_now(c);
+  else sim::open_group.push_back(c);
 }
 inline void cp_async4_zfill(unsigned d, const void* g, int bytes) {
   if (d % 4 != 0) throw std::runtime_error("cp.async 4 unaligned");
-  sim::open_group.push_back({d, static_cast<const unsigned char*>(g), 4, bytes});
+  const sim::Copy c{d, static_cast<const unsigned char*>(g), 4, bytes};
+  if (sim::eager_copies) copy_now(c);
+  else sim::open_group.push_back(c);
 }
 
 // ldmatrix .x4: lane l gives the address of row l % 8 of matrix l / 8; register j of lane l
@@ -275,6 +301,61 @@ inline void split_tf32(unsigned (&x)[N], unsigned (&small)[N]) {
     x[r] = big;
   }
 }
+
+// ---- wgmma (gamut_tc_wgmma_ops.cuh): executed when the wait that must complete it comes, from
+// the shared memory of that moment, so a stage overwritten too early shows.
+using sim::PendingWgmma;
+using sim::wgmma_groups;
+using sim::wgmma_open;
+
+// Byte address of element (p, k) of a 128-byte-swizzled operand: k-major (rows p of 128 bytes,
+// 8-row atoms SBO apart) or p-major (128-byte blocks of p LBO apart, 8-k-row groups SBO apart);
+// the swizzle XORs address bits 4-6 with bits 7-9.
+inline unsigned swizzled_address(u64 desc, bool p_major, int p, int k) {
+  if ((desc >> 62) != 1) throw std::runtime_error("wgmma descriptor: not the 128-byte swizzle");
+  const unsigned start = unsigned(desc & 0x3fffu) << 4, lbo = unsigned((desc >> 16) & 0x3fffu) << 4,
+                 sbo = unsigned((desc >> 32) & 0x3fffu) << 4;
+  const unsigned a = p_major ? start + unsigned(p / 64) * lbo + unsigned(k / 8) * sbo + unsigned(k % 8) * 128 + unsigned(p % 64) * 2
+                             : start + unsigned(p / 8) * sbo + unsigned(p % 8) * 128 + unsigned(k) * 2;
+  return a ^ (((a >> 7) & 7u) << 4);
+}
+
+inline void run_wgmma(const PendingWgmma& w) {
+  const unsigned t = sim::tid % 128;
+  const Kind kind = w.bf16 ? Kind::BF16 : Kind::F16;
+  auto at = [&](u64 desc, bool p_major, int p, int k) {
+    uint16_t h;
+    std::memcpy(&h, sim::shared(swizzled_address(desc, p_major, p, k), 2), 2);
+    return element(kind, h, 0);
+  };
+  for (int i = 0; i < w.n / 8; ++i)
+    for (int r = 0; r < 4; ++r) {
+      const int row = int(t / 32) * 16 + int(t % 32) / 4 + 8 * (r / 2), col = 8 * i + 2 * int(t % 4) + r % 2;
+      double s = 0;
+      for (int k = 0; k < 16; ++k) s += at(w.desc_a, w.tnsp_a != 0, row, k) * at(w.desc_b, w.tnsp_b != 0, col, k);
+      w.d[4 * i + r] = float(double(w.d[4 * i + r]) + s);
+    }
+}
+
+inline void fence_proxy_async() {}
+inline void wgmma_fence() {}
+inline void wgmma_commit() {
+  wgmma_groups.push_back(std::move(wgmma_open));
+  wgmma_open.clear();
+}
+template <int N>
+inline void wgmma_wait() {
+  while (wgmma_groups.size() > size_t(N)) {
+    for (const PendingWgmma& w : wgmma_groups.front()) run_wgmma(w);
+    wgmma_groups.erase(wgmma_groups.begin());
+  }
+}
+template <int N, bool BF16, int TNSP_A, int TNSP_B>
+inline void wgmma_f32(float (&d)[N / 2], u64 desc_a, u64 desc_b) {
+  wgmma_open.push_back({d, N, BF16, TNSP_A, TNSP_B, desc_a, desc_b});
+}
+template <int N>
+inline void fence_registers(float (&)[N]) {}   // a compiler fence: nothing to emulate
 
 }  // namespace tc
 }  // namespace gm

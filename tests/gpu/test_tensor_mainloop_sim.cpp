@@ -9,6 +9,7 @@
 #include "tensor_sim.h"   // first: it provides the instructions and CUDA's names
 
 #include "cuda/device/gamut_tc_mainloop.cuh"
+#include "cuda/device/gamut_tc_wgmma.cuh"
 #include "tensor_mainloop_driver.h"
 
 using namespace gamut;
@@ -28,11 +29,21 @@ struct AlignedBytes {
   std::byte* p;
 };
 
+// The mainloop of a shape: mma.sync for TcShape, wgmma for WgShape.
+template <class Math, class Shape, bool A_KC, bool B_KC>
+struct MainloopOf {
+  typedef gm::tc::Mainloop<Math, Shape, A_KC, B_KC> type;
+};
+template <class Math, int BM, int BN, int S, bool A_KC, bool B_KC>
+struct MainloopOf<Math, gm::tc::WgShape<BM, BN, S>, A_KC, B_KC> {
+  typedef gm::tc::WgmmaMainloop<Math, gm::tc::WgShape<BM, BN, S>, A_KC, B_KC> type;
+};
+
 // The test kernel of tensor_mainloop_driver.h, as host code: every block of the grid.
 template <class Math, class Shape, bool A_KC, bool B_KC>
 Outcome run_sim(const Problem& p, DType ta, DType tb, bool aligned, bool exact, double tol,
                 const Reference* given = nullptr) {
-  typedef gm::tc::Mainloop<Math, Shape, A_KC, B_KC> ML;
+  typedef typename MainloopOf<Math, Shape, A_KC, B_KC>::type ML;
   typedef typename ML::Map Map;
   const Layout la = lay_out(ta, p.batch, p.rows, p.red, A_KC, aligned, A_KC ? p.red_begin : p.row_begin,
                             [&](int b, int i, int k) { return p.at(p.a, b, i, k, p.red, p.rows); });
@@ -57,6 +68,8 @@ Outcome run_sim(const Problem& p, DType ta, DType tb, bool aligned, bool exact, 
           typename ML::Acc acc[ML::kAcc];
           for (auto& v : acc) v = 0;
           ML::run(acc, sim::block->smem.data(), op_a, op_b, p.red_begin, p.red);
+          if (!sim::wgmma_groups.empty() || !sim::wgmma_open.empty())
+            throw std::runtime_error("the mainloop returned with wgmma products pending");
           for (int m = 0; m < Map::kRows; ++m) {
             const int i = i0 + Map::row(m);
             if (i >= p.rows) continue;
@@ -149,4 +162,30 @@ TEST(TensorMainloopSim, DetectsAChangedElement) {
   for (int j = 0; j < 20; ++j) nonzero_b += p.b[size_t(37 * 20 + j)] != 0;
   EXPECT_EQ(o.wrong, nonzero_b) << "row 3 differs where B[37, j] != 0";
   EXPECT_GT(o.wrong, 0);
+}
+
+// The wgmma mainloop (gamut_tc_wgmma.cuh): swizzled tiles, descriptors and the asynchronous
+// pipeline, every orientation, one and two warpgroups.
+template <class Math, class Shape>
+void check_wgmma(DType t, const char* name) {
+  for (bool eager : {false, true}) {   // copies landing as late and as early as allowed
+    sim::eager_copies = eager;
+    check_orientation<Math, Shape, true, true>(t, t, 1e-5, name);
+    check_orientation<Math, Shape, true, false>(t, t, 1e-5, name);
+    check_orientation<Math, Shape, false, true>(t, t, 1e-5, name);
+    check_orientation<Math, Shape, false, false>(t, t, 1e-5, name);
+  }
+  sim::eager_copies = false;
+}
+TEST(TensorMainloopSim, WgmmaBF16) { check_wgmma<gm::tc::MathBF16, gm::tc::WgShape<64, 128, 3>>(DType::BF16, "wgmma bf16"); }
+TEST(TensorMainloopSim, WgmmaF16) { check_wgmma<gm::tc::MathF16, gm::tc::WgShape<64, 128, 4>>(DType::F16, "wgmma f16"); }
+TEST(TensorMainloopSim, WgmmaTwoWarpgroups) {
+  typedef gm::tc::WgShape<128, 256, 4> Big;
+  const Problem p = make_problem(DType::BF16, DType::BF16, 150, 270, 200, 1, true, 21, 3, 5, 9);
+  for (const Outcome& o : {run_sim<gm::tc::MathBF16, Big, true, false>(p, DType::BF16, DType::BF16, true, true, 0),
+                           run_sim<gm::tc::MathBF16, Big, false, true>(p, DType::BF16, DType::BF16, true, true, 0)}) {
+    EXPECT_EQ(o.wrong, 0) << o.first;
+    EXPECT_EQ(o.unwritten, 0);
+    EXPECT_EQ(o.stray, 0);
+  }
 }

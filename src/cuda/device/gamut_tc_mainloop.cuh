@@ -76,7 +76,11 @@ GM_DEV int clamp_count(int left, int most) { return left <= 0 ? 0 : left >= most
 // One operand's tiles: P (BM or BN) x BK per slice, global -> shared, and shared -> fragments.
 // In shared memory k is contiguous (SKC: P rows of BK) when it is in global memory or the
 // operand is transposed on the way in; else the rows are k (BK rows of P).
-template <class T, int P, int BK, int THREADS, bool KC>
+// SWIZZLE 0: padded rows, read by ldmatrix / 32-bit loads (mma.sync). SWIZZLE 128: the wgmma
+// canonical layout with 128-byte swizzle (gamut_tc_wgmma.cuh): rows of 128 bytes, the 16-byte
+// chunk c of row r stored at chunk c ^ (r % 8); SKC tiles are P rows of 128 bytes (BK * ES ==
+// 128); others are blocks of 128 bytes of p by BK rows, one block after another.
+template <class T, int P, int BK, int THREADS, bool KC, int SWIZZLE = 0>
 struct TcTile {
   static constexpr int ES = int(sizeof(T));
   static constexpr bool TRANSPOSE = ES == 1 && !KC;   // 8-bit X[k, p]: through registers
@@ -87,9 +91,16 @@ struct TcTile {
   static_assert(ROW_BYTES % 32 == 0, "a shared row is whole 32-byte k-steps or pairs of 16-byte chunks");
   // ldmatrix reads 8 rows x 16 bytes: a row stride of an odd number of 16-byte units puts them in
   // 8 distinct bank groups. The scalar f32 reads (k = t, p = g) need a stride of 8 (mod 32) words.
-  static constexpr int PAD = SCALAR ? ((8 - (ROW_BYTES / 4) % 32 + 32) % 32) * 4 : ((ROW_BYTES / 16) % 2 == 0 ? 16 : 0);
-  static constexpr int STRIDE = ROW_BYTES + PAD;      // bytes between shared rows
+  static constexpr int PAD = SWIZZLE ? 0 : SCALAR ? ((8 - (ROW_BYTES / 4) % 32 + 32) % 32) * 4 : ((ROW_BYTES / 16) % 2 == 0 ? 16 : 0);
+  static constexpr int STRIDE = ROW_BYTES + PAD;      // bytes between shared rows (SWIZZLE 0)
   static constexpr int BYTES = ROWS * STRIDE;         // one stage
+  static_assert(SWIZZLE == 0 || (SWIZZLE == 128 && (SKC ? ROW_BYTES == 128 : ROW_BYTES % 128 == 0) && ROWS % 8 == 0),
+                "128-byte swizzle: 128-byte rows (k contiguous) or whole 128-byte blocks of p, 8-row atoms");
+  // Shared byte offset of 16-byte chunk c of row r in a stage.
+  static GM_DEV unsigned chunk_offset(int r, int c) {
+    if constexpr (SWIZZLE == 0) return unsigned(r * STRIDE + c * 16);
+    else return unsigned((c >> 3) * (ROWS * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4));
+  }
 
   // cp.async path: chunks of 16 bytes along the contiguous axis; thread tid takes chunk column
   // tid % CPR of rows tid / CPR + q * RSTEP.
@@ -174,7 +185,7 @@ struct TcTile {
           n = k0 + row + q * RSTEP < k_end ? int(lim) : 0;
           g = src + i64(k0 + q * RSTEP) * ld;
         }
-        const unsigned d = s + unsigned((row + q * RSTEP) * STRIDE + cu * 16);
+        const unsigned d = s + chunk_offset(row + q * RSTEP, cu);
         if (vec) {
           cp_async16_zfill(d, g, n * ES);
         } else if constexpr (ES == 4) {
@@ -213,7 +224,7 @@ struct TcTile {
                                  __byte_perm(t2, t3, 0x5410), __byte_perm(t2, t3, 0x7632)};
         const int p = 4 * (p4 + q * PSTEP);
 #pragma unroll
-        for (int e = 0; e < 4; ++e) sts32(s + unsigned((p + e) * STRIDE + 4 * k4), col[e]);
+        for (int e = 0; e < 4; ++e) sts32(s + chunk_offset(p + e, k4 / 4) + 4 * (k4 % 4), col[e]);
       }
     }
   }
@@ -222,6 +233,7 @@ struct TcTile {
   // A role: MI fragments of rows r0 + 16 mi (mma operand A, 4 registers each).
   template <int MI>
   static GM_DEV void load_a(unsigned (&f)[MI][4], unsigned s, int ks, int r0) {
+    static_assert(SWIZZLE == 0, "fragments of padded rows");
     const int l = int(threadIdx.x % 32);
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi) {
@@ -240,6 +252,7 @@ struct TcTile {
   // B role: NI fragments of columns c0 + 8 ni (mma operand B, 2 registers each), NI even.
   template <int NI>
   static GM_DEV void load_b(unsigned (&f)[NI][2], unsigned s, int ks, int c0) {
+    static_assert(SWIZZLE == 0, "fragments of padded rows");
     const int l = int(threadIdx.x % 32);
 #pragma unroll
     for (int nj = 0; nj < NI / 2; ++nj) {
