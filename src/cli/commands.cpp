@@ -10,6 +10,7 @@
 #include "cuda/runtime.h"
 #include "data/npy.h"
 #include "data/output_files.h"
+#include "driver/kernel_sources.h"
 #include "peak/peak.h"
 #include <fstream>
 
@@ -136,8 +137,10 @@ int cmd_explain(QueryArgs q, const RunOptions& opt, bool print_source) {
   std::string why;
   if (cuda::gpu_available(&why)) {
     const auto& dev = cuda::device();
-    cuda::TileConfig t = opt.tile.empty() ? cuda::choose_tile(prep->plan, dev.sm_count, dev.smem_per_block_optin)
-                                          : cuda::parse_tile(opt.tile);
+    std::optional<cuda::TileConfig> forced;
+    if (!opt.tile.empty()) forced = cuda::parse_tile(opt.tile);
+    // The tile run picks for the bound sizes.
+    const cuda::TileConfig t = cuda::choose_kernel(inst, dev.sm_count, dev.smem_per_block_optin, forced).tile;
     std::cout << "gpu: " << dev.name << ", tile " << t.str() << "\n";
   } else {
     std::cout << "gpu: none (" << why << "); the CPU engine would run this\n";
@@ -147,12 +150,8 @@ int cmd_explain(QueryArgs q, const RunOptions& opt, bool print_source) {
     const bool have = cuda::gpu_available(nullptr);
     const int sms = have ? cuda::device().sm_count : 132;
     const size_t smem = have ? cuda::device().smem_per_block_optin : 227 * 1024;
-    std::optional<cuda::TileConfig> forced;
-    if (!opt.tile.empty()) forced = cuda::parse_tile(opt.tile);
-    const cuda::KernelChoice k = cuda::choose_kernel(inst, sms, smem, forced);
-    std::cout << "// kernel source, tile " << k.tile.str() << (k.options.packed16 ? " packed16" : "")
-              << (k.options.grouped_join ? " grouped-join" : "") << "\n"
-              << cuda::generate_source(prep->plan, k.tile, k.options);
+    // Every kernel that runs: a rewritten program's stages, the selection after a top/bottom list.
+    for (const KernelSource& k : kernel_sources(*prep, sms, smem, opt.tile)) std::cout << k.title << "\n" << k.source;
   }
   return 0;
 }

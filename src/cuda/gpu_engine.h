@@ -55,7 +55,7 @@ struct CodegenOptions {
   // with one DPX instruction (__viaddmax_s16x2): only where packed16_form() holds for the plan
   // and packed16_data_fits() for the data, so the result is the exact i32 one.
   bool packed16 = false;
-  // Key-grouped join (join_groups.h): blocks read their rows and columns from a tile table and
+  // Key-grouped join (codegen/join_groups.h): blocks read their rows and columns from a tile table and
   // position -> index maps; the tile operands are gathered into key order.
   bool grouped_join = false;
 };
@@ -64,7 +64,7 @@ std::string generate_source(const Plan& plan, const TileConfig& tile, const Code
 
 // The tile packed 16-bit steps run with unless --tile says otherwise (or the grid is small).
 inline const TileConfig kPacked16Tile{128, 128, 8, 8, 8};
-// The plan-level conditions of CodegenOptions::packed16 (src/cuda/codegen_packed.cpp).
+// The plan-level conditions of CodegenOptions::packed16 (src/cuda/codegen/packed16.cpp).
 bool packed16_form(const Plan& plan, const TileConfig& tile);
 // The data-level condition: every sum of a row and a column operand value fits in 16 bits.
 bool packed16_data_fits(const Plan& plan, const Instance& inst);

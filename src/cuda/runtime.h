@@ -64,6 +64,9 @@ struct CompileOptions {
 
 // Where a module came from, for `--json` and the compile-latency benchmark.
 enum class CacheHit { Compiled, Disk, Memory };
+inline const char* cache_hit_name(CacheHit h) {
+  return h == CacheHit::Compiled ? "compiled" : h == CacheHit::Disk ? "disk" : "memory";
+}
 
 struct CompiledModule {
   std::string key;                         // hex hash: the cache key

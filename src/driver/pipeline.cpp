@@ -12,8 +12,8 @@
 #include "cuda/gpu_engine.h"
 #include "cuda/runtime.h"
 #if GAMUT_HAVE_CUDA
-#include "cuda/bit_pack.h"
-#include "cuda/segment_sum.h"
+#include "cuda/stages/bit_pack.h"
+#include "cuda/stages/segment_sum.h"
 #endif
 #include <algorithm>
 #include "data/npy.h"
