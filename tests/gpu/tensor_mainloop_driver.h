@@ -2,7 +2,7 @@
 // gm::tc::Mainloop over a (batched) block grid and writes the accumulators through the map to a
 // dense output, host data in every storage type and orientation, and a reference in double /
 // exact integers. The kernel is rendered with the code generator's own declarations
-// (cuda/codegen_tensor.h) and compiled and launched with the runtime's NVRTC and launch helpers.
+// (cuda/codegen/mainloop_tensor.h) and compiled and launched with the runtime's NVRTC and launch helpers.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/types.h"
-#include "cuda/codegen_tensor.h"
+#include "cuda/codegen/mainloop_tensor.h"
 
 namespace gamut::testtc {
 

@@ -1,4 +1,4 @@
-// The tensor-core mainloop (src/cuda/device/gamut_tc_*.cuh) alone, through a test kernel that
+// The tensor-core mainloop (src/cuda/device/mainloop/gamut_tc_*.cuh) alone, through a test kernel that
 // writes its accumulators through the map (tensor_mainloop_driver.h):
 // - every math x operand orientation x tile compiles with NVRTC for sm_90a without spilling
 //   (no GPU needed: runs in the CI suite);
@@ -19,7 +19,7 @@
 #include <memory>
 
 #include "../nvrtc_check.h"
-#include "cuda/codegen_tensor.h"
+#include "cuda/codegen/mainloop_tensor.h"
 #include "tensor_mainloop_driver.h"
 
 #if GAMUT_HAVE_CUDA

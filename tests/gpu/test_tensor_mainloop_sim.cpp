@@ -1,4 +1,4 @@
-// The tensor-core mainloop's own code (src/cuda/device/gamut_tc_mainloop.cuh) on the CPU, over
+// The tensor-core mainloop's own code (src/cuda/device/mainloop/gamut_tc_mainloop.cuh) on the CPU, over
 // a host emulation of its PTX instructions (tensor_sim.h): the loaders, shared-memory layouts,
 // cp.async pipeline, fragment addressing and accumulator map of every math and orientation,
 // checked against the same reference as the GPU test. No GPU needed: this runs in CI, where the
@@ -8,8 +8,8 @@
 
 #include "tensor_sim.h"   // first: it provides the instructions and CUDA's names
 
-#include "cuda/device/gamut_tc_mainloop.cuh"
-#include "cuda/device/gamut_tc_wgmma.cuh"
+#include "cuda/device/mainloop/gamut_tc_mainloop.cuh"
+#include "cuda/device/mainloop/gamut_tc_wgmma.cuh"
 #include "tensor_mainloop_driver.h"
 
 using namespace gamut;

@@ -1,7 +1,7 @@
 // The tensor-core mainloop's host side: its shapes and shared memory mirrored from
 // gamut_tc_mainloop.cuh (kept in step by a static_assert in every generated kernel), and the
 // lines that declare and run it.
-#include "cuda/codegen_tensor.h"
+#include "cuda/codegen/mainloop_tensor.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-// The tensor-core mainloop as the code generator sees it (src/cuda/device/gamut_tc_*.cuh): its
+// The tensor-core mainloop as the code generator sees it (src/cuda/device/mainloop/gamut_tc_*.cuh): its
 // tile shapes, shared memory, and the lines a generated kernel declares it with. What a kernel
 // hands to the output operators is the accumulator map (docs/tensor-cores.md): the map type's
 // name, the accumulator array's name and element type, the headers. No CUDA headers.
