@@ -37,7 +37,7 @@ inline std::string kernel_source(const TcMainloopSpec& s) {
   r += "typedef " + n.map + " Map;\n";
   r += "struct Args { unsigned long long s[" + std::to_string(kSlots) + "]; };\n}  // namespace\n";
   r += "extern \"C\" __global__ void __launch_bounds__(TcShapeT::THREADS, " +
-       std::to_string(cuda::tc_min_blocks(s.tile)) + ") " + std::string(kKernelName) + "(const Args a) {\n";
+       std::to_string(cuda::tc_min_blocks(s)) + ") " + std::string(kKernelName) + "(const Args a) {\n";
   r += R"(  extern __shared__ __align__(128) unsigned char smem[];
   const int row_begin = gm::arg_i32(a.s[0]), row_end = gm::arg_i32(a.s[1]);
   const int col_begin = gm::arg_i32(a.s[2]), col_end = gm::arg_i32(a.s[3]);

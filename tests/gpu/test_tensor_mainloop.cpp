@@ -203,7 +203,9 @@ double check(const MathCase& m, const TcMainloopSpec& s, const Problem& p, const
   EXPECT_EQ(o.wrong, 0) << "first: " << o.first;
   EXPECT_EQ(o.unwritten, 0) << "outputs left at the poison value";
   EXPECT_EQ(o.stray, 0) << "outputs written outside the ranges";
-  if (o.ref_nonzero > 0) EXPECT_GT(o.nonzero, 0) << "all results zero";
+  if (o.ref_nonzero > 0) {
+    EXPECT_GT(o.nonzero, 0) << "all results zero";
+  }
   return o.worst;
 }
 

@@ -115,10 +115,13 @@ bool tc_spec_valid(const TcMainloopSpec& s, std::string* why) {
   return true;
 }
 
-int tc_min_blocks(const TcTile& t) {
+int tc_min_blocks(const TcMainloopSpec& s) {
+  const TcTile& t = s.tile;
   if (t.wgmma) return 1;
   const int accs = (t.bm / t.warps_m / 16) * (t.bn / t.warps_n / 8) * 4;
-  return accs >= 128 ? 1 : std::max(1, 65536 / (t.threads() * 128));
+  // (Two register-staged 8-bit operands spill 8 bytes at 128 registers.)
+  const bool both_staged = s.math == InnerMath::Int8 && !s.a_kcontig && !s.b_kcontig;
+  return accs >= 128 || both_staged ? 1 : std::max(1, 65536 / (t.threads() * 128));
 }
 
 size_t tc_smem_bytes(const TcMainloopSpec& s) {

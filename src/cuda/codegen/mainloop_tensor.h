@@ -39,8 +39,9 @@ TcMainloopSpec tc_spec(const MathChoice& choice, bool a_kcontig, bool b_kcontig,
 // `why` gets the reason when not.
 bool tc_spec_valid(const TcMainloopSpec& s, std::string* why = nullptr);
 // Blocks per SM the kernel is bounded for (__launch_bounds__'s second argument): warp tiles of
-// 128 accumulators get the whole register file (255 per thread), smaller ones 128 per thread.
-int tc_min_blocks(const TcTile& t);
+// 128 accumulators, wgmma, and 8-bit kernels staging both operands through registers (both
+// transposed) get the whole register file (255 per thread); others 128 per thread.
+int tc_min_blocks(const TcMainloopSpec& s);
 // Dynamic shared memory of the mainloop (Mainloop::SMEM_BYTES), bytes.
 size_t tc_smem_bytes(const TcMainloopSpec& s);
 // The instruction's k (elements): 16 (f16, bf16), 32 (8-bit), 8 (tf32, tf32x3).
