@@ -7,6 +7,7 @@
 
 #include "bind/bind.h"
 #include "lang/diagnostics.h"
+#include "plan/math_choice.h"
 #include "plan/plan.h"
 #include "rewrite/aggregate_pushdown.h"
 
@@ -23,6 +24,7 @@ struct RunOptions {
   // stages. The CPU engine calls it from its worker threads, concurrently: it must be
   // thread-safe and cheap (a progress bar checks the clock and returns).
   std::function<void(double fraction)> progress;
+  F32Math f32_math = F32Math::Ieee;  // sums of products of f32 inputs (spec section 10)
 };
 
 struct RunReport {

@@ -1,0 +1,185 @@
+// The tensor-core mainloop's host side: its shapes and shared memory mirrored from
+// gamut_tc_mainloop.cuh (kept in step by a static_assert in every generated kernel), and the
+// lines that declare and run it.
+#include "cuda/codegen/mainloop_tensor.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace gamut::cuda {
+
+using std::to_string;
+
+std::string TcTile::str() const {
+  return to_string(bm) + "x" + to_string(bn) + "x" + to_string(bk) + "/" +
+         (wgmma ? std::string("wgmma") : to_string(warps_m) + "x" + to_string(warps_n)) + "/s" + to_string(stages);
+}
+
+std::vector<std::string> tc_headers(const TcMainloopSpec& s) {
+  return {s.tile.wgmma ? "gamut_tc_wgmma.cuh" : "gamut_tc_mainloop.cuh"};
+}
+
+TcMainloopSpec tc_spec(const MathChoice& c, bool a_kcontig, bool b_kcontig, const TcTile& tile) {
+  if (!c.tensor_cores()) throw Error(ExitCode::Query, "internal error: no tensor-core math for this plan: " + c.why);
+  TcMainloopSpec s;
+  s.math = c.math;
+  s.a_type = c.row_type;
+  s.b_type = c.col_type;
+  s.tile = tile;
+  s.a_kcontig = a_kcontig;
+  s.b_kcontig = b_kcontig;
+  return s;
+}
+
+int tc_instruction_k(InnerMath m) {
+  switch (m) {
+    case InnerMath::F16: case InnerMath::BF16: return 16;
+    case InnerMath::Int8: return 32;
+    case InnerMath::Tf32: case InnerMath::Tf32x3: return 8;
+    case InnerMath::Simt: break;
+  }
+  return 0;
+}
+
+namespace {
+
+int element_bytes(InnerMath m) { return 32 / tc_instruction_k(m); }   // a k-step is 32 bytes
+
+// gm::tc::TcTile's layout for one operand: rows, stride, and the even spread of its copies.
+struct OperandLayout {
+  int bytes = 0;
+  std::string why;   // non-empty: the device header would reject it
+};
+
+OperandLayout operand_layout(int es, int p, int bk, int threads, bool kc) {
+  OperandLayout o;
+  const bool transpose = es == 1 && !kc, skc = kc || transpose, scalar = es == 4 && !kc;
+  const int rows = skc ? p : bk, row_bytes = (skc ? bk : p) * es;
+  if (row_bytes % 32 != 0) o.why = "a shared row of " + to_string(row_bytes) + " bytes is not whole 32-byte k-steps";
+  const int pad = scalar ? ((8 - (row_bytes / 4) % 32 + 32) % 32) * 4 : ((row_bytes / 16) % 2 == 0 ? 16 : 0);
+  o.bytes = rows * (row_bytes + pad);
+  if (transpose) {
+    const int kw = bk / 4;
+    if (threads % kw != 0 || ((p / 4) * kw) % threads != 0) o.why = "8-bit 4x4 blocks do not spread evenly over the threads";
+  } else {
+    const int cpr = row_bytes / 16;
+    if (cpr == 0 || threads % cpr != 0 || (rows * cpr) % threads != 0)
+      o.why = "16-byte chunks do not spread evenly over the threads";
+  }
+  return o;
+}
+
+std::string math_cpp(const TcMainloopSpec& s) {
+  switch (s.math) {
+    case InnerMath::F16: return "gm::tc::MathF16";
+    case InnerMath::BF16: return "gm::tc::MathBF16";
+    case InnerMath::Int8:
+      return std::string("gm::tc::MathI8<") + (s.a_type == DType::I8 ? "signed char" : "unsigned char") + ", " +
+             (s.b_type == DType::I8 ? "signed char" : "unsigned char") + ">";
+    case InnerMath::Tf32: return "gm::tc::MathTf32";
+    case InnerMath::Tf32x3: return "gm::tc::MathTf32x3";
+    case InnerMath::Simt: break;
+  }
+  throw Error(ExitCode::Query, "internal error: the SIMT math has no tensor-core mainloop");
+}
+
+}  // namespace
+
+bool tc_spec_valid(const TcMainloopSpec& s, std::string* why) {
+  auto no = [&](const std::string& w) {
+    if (why) *why = w;
+    return false;
+  };
+  const TcTile& t = s.tile;
+  if (s.math == InnerMath::Simt) return no("the SIMT math has no tensor-core mainloop");
+  if (t.wgmma) {
+    if (s.math != InnerMath::F16 && s.math != InnerMath::BF16) return no("the wgmma mainloop takes f16 / bf16");
+    if (t.bm != 64 && t.bm != 128) return no("wgmma BM is 64 or 128 (one or two warpgroups)");
+    if (t.bn != 128 && t.bn != 256) return no("wgmma BN is 128 or 256");
+    if (t.bk != 64) return no("wgmma BK is 64 (one 128-byte swizzle row)");
+    if (t.stages < 3 || t.stages > 6) return no("3 to 6 stages");
+    return true;
+  }
+  if (t.warps_m < 1 || t.warps_n < 1 || t.threads() > 1024) return no("1 to 32 warps");
+  if (t.bm <= 0 || t.bm % (16 * t.warps_m) != 0) return no("BM must be whole m16 slabs per warp");
+  if (t.bn <= 0 || t.bn % (16 * t.warps_n) != 0) return no("BN must be whole pairs of n8 groups per warp");
+  if ((t.bm / t.warps_m / 16) * (t.bn / t.warps_n / 8) * 4 > 128) return no("more than 128 accumulators per thread");
+  if (t.stages < 2 || t.stages > 6) return no("2 to 6 stages");
+  const int k = tc_instruction_k(s.math);
+  if (t.bk <= 0 || t.bk % k != 0) return no("BK must be a multiple of the instruction's k (" + to_string(k) + ")");
+  const int es = element_bytes(s.math);
+  for (const OperandLayout& o : {operand_layout(es, t.bm, t.bk, t.threads(), s.a_kcontig),
+                                 operand_layout(es, t.bn, t.bk, t.threads(), s.b_kcontig)})
+    if (!o.why.empty()) return no(o.why);
+  return true;
+}
+
+int tc_min_blocks(const TcMainloopSpec& s) {
+  const TcTile& t = s.tile;
+  if (t.wgmma) return 1;
+  const int accs = (t.bm / t.warps_m / 16) * (t.bn / t.warps_n / 8) * 4;
+  // (Two register-staged 8-bit operands spill 8 bytes at 128 registers.)
+  const bool both_staged = s.math == InnerMath::Int8 && !s.a_kcontig && !s.b_kcontig;
+  return accs >= 128 || both_staged ? 1 : std::max(1, 65536 / (t.threads() * 128));
+}
+
+size_t tc_smem_bytes(const TcMainloopSpec& s) {
+  const int es = element_bytes(s.math);
+  const TcTile& t = s.tile;
+  // wgmma: 128-byte swizzled rows (P x 128 bytes per operand either way), + 1024 for alignment.
+  if (t.wgmma) return size_t(t.stages) * size_t(t.bm + t.bn) * 128 + 1024;
+  return size_t(t.stages) * size_t(operand_layout(es, t.bm, t.bk, t.threads(), s.a_kcontig).bytes +
+                                   operand_layout(es, t.bn, t.bk, t.threads(), s.b_kcontig).bytes);
+}
+
+std::vector<TcTile> tc_tiles(InnerMath m) {
+  // 64 bytes of k per slice whatever the element size: two k-steps of the instruction.
+  const int bk = 64 / element_bytes(m);
+  return {TcTile{128, 256, bk, 2, 4, 3}, TcTile{128, 128, bk, 2, 4, 4}, TcTile{64, 64, bk, 2, 2, 4}};
+}
+
+std::vector<TcTile> tc_wgmma_tiles(InnerMath m) {
+  if (m != InnerMath::F16 && m != InnerMath::BF16) return {};
+  TcTile big{128, 256, 64, 0, 0, 4, true}, square{128, 128, 64, 0, 0, 4, true};
+  return {big, square};
+}
+
+std::string tc_mainloop_decls(const TcMainloopSpec& s, const std::string& in) {
+  std::string why;
+  if (!tc_spec_valid(s, &why)) throw Error(ExitCode::Query, "internal error: tensor-core tile " + s.tile.str() + ": " + why);
+  const TcTile& t = s.tile;
+  const std::string orient = std::string(s.a_kcontig ? "X[i,k]" : "X[k,i]") + " x " + (s.b_kcontig ? "Y[j,k]" : "Y[k,j]");
+  std::string r;
+  r += in + "// Tensor-core mainloop (" + (t.wgmma ? "wgmma" : "mma.sync") + "): " + std::string(dtype_name(s.a_type)) + " x " +
+       std::string(dtype_name(s.b_type)) + " -> " + (s.math == InnerMath::Int8 ? "i32" : "f32") + ", " +
+       (s.math == InnerMath::Tf32 ? "operands rounded to tf32, " : s.math == InnerMath::Tf32x3 ? "3xTF32 split, " : "") +
+       orient + ", tile " + t.str() + ".\n";
+  if (t.wgmma) {
+    r += in + "typedef gm::tc::WgShape<" + to_string(t.bm) + ", " + to_string(t.bn) + ", " + to_string(t.stages) +
+         "> TcShapeT;\n";
+  } else {
+    r += in + "typedef gm::tc::TcShape<" + to_string(t.bm) + ", " + to_string(t.bn) + ", " + to_string(t.bk) + ", " +
+         to_string(t.warps_m) + ", " + to_string(t.warps_n) + ", " + to_string(t.stages) + "> TcShapeT;\n";
+  }
+  r += in + "typedef gm::tc::" + (t.wgmma ? "WgmmaMainloop<" : "Mainloop<") + math_cpp(s) + ", TcShapeT, " +
+       (s.a_kcontig ? "true" : "false") + ", " + (s.b_kcontig ? "true" : "false") + "> Mainloop;\n";
+  r += in + "static_assert(Mainloop::SMEM_BYTES == " + to_string(tc_smem_bytes(s)) +
+       ", \"shared memory as the host computed it\");\n";
+  return r;
+}
+
+std::string tc_mainloop_call(const TcMainloopSpec& s, const std::string& a, const std::string& b,
+                             const std::string& k_begin, const std::string& k_end, const std::string& smem,
+                             const std::string& in) {
+  (void)s;
+  const TcMainloopNames n;
+  std::string r;
+  r += in + n.acc_type + " " + n.acc + "[" + n.acc_count + "];  // (Map::kRows, Map::kCols) per thread, Map::index order\n";
+  r += in + "#pragma unroll\n";
+  r += in + "for (int e = 0; e < " + n.acc_count + "; ++e) " + n.acc + "[e] = 0;\n";
+  r += in + "Mainloop::run(" + n.acc + ", " + smem + ", " + a + ", " + b + ", " + k_begin + ", " + k_end + ");\n";
+  return r;
+}
+
+}  // namespace gamut::cuda

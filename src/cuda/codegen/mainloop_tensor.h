@@ -1,0 +1,73 @@
+// The tensor-core mainloop as the code generator sees it (src/cuda/device/mainloop/gamut_tc_*.cuh): its
+// tile shapes, shared memory, and the lines a generated kernel declares it with. What a kernel
+// hands to the output operators is the accumulator map (docs/tensor-cores.md): the map type's
+// name, the accumulator array's name and element type, the headers. No CUDA headers.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "core/types.h"
+#include "plan/math_choice.h"
+
+namespace gamut::cuda {
+
+// Block tile BM x BN, k-slice BK (elements of the operands), WARPS_M x WARPS_N warps, STAGES
+// slices in flight (gm::tc::TcShape). wgmma: the wgmma mainloop (gm::tc::WgShape: BM / 64
+// warpgroups, BK 64, f16 / bf16 only; warps_m / warps_n unused).
+struct TcTile {
+  int bm = 128, bn = 128, bk = 32, warps_m = 2, warps_n = 4, stages = 4;
+  bool wgmma = false;
+  int threads() const { return wgmma ? 128 * (bm / 64) : 32 * warps_m * warps_n; }
+  std::string str() const;   // "128x128x32/2x4/s4", "128x256x64/wgmma/s4"
+};
+
+// One instantiation of gm::tc::Mainloop.
+struct TcMainloopSpec {
+  InnerMath math = InnerMath::BF16;   // not Simt
+  DType a_type = DType::BF16;         // storage types of the row and column operands (they
+  DType b_type = DType::BF16;         //   differ only for i8 x u8)
+  TcTile tile;
+  bool a_kcontig = true;              // A is X[i, k] (else X[k, i])
+  bool b_kcontig = false;             // B is Y[j, k] (else Y[k, j])
+};
+
+// The spec for the math a plan chose (MathChoice::tensor_cores()) with the given tile.
+TcMainloopSpec tc_spec(const MathChoice& choice, bool a_kcontig, bool b_kcontig, const TcTile& tile);
+
+// Whether the device header accepts the spec (its static_asserts, checked on the host first);
+// `why` gets the reason when not.
+bool tc_spec_valid(const TcMainloopSpec& s, std::string* why = nullptr);
+// Blocks per SM the kernel is bounded for (__launch_bounds__'s second argument): warp tiles of
+// 128 accumulators, wgmma, and 8-bit kernels staging both operands through registers (both
+// transposed) get the whole register file (255 per thread); others 128 per thread.
+int tc_min_blocks(const TcMainloopSpec& s);
+// Dynamic shared memory of the mainloop (Mainloop::SMEM_BYTES), bytes.
+size_t tc_smem_bytes(const TcMainloopSpec& s);
+// The instruction's k (elements): 16 (f16, bf16), 32 (8-bit), 8 (tf32, tf32x3).
+int tc_instruction_k(InnerMath m);
+// mma.sync tiles offered for a math, largest first: 128x256 and 128x128 with 8 warps, 64x64 with 4.
+std::vector<TcTile> tc_tiles(InnerMath m);
+// wgmma tiles (f16 / bf16; empty for other maths): 128x256 and 128x128, two warpgroups.
+std::vector<TcTile> tc_wgmma_tiles(InnerMath m);
+
+// What the generated kernel names (the accumulator-map interface).
+struct TcMainloopNames {
+  std::string map = "Mainloop::Map";        // kRows, kCols, row(m), col(n), index(m, n)
+  std::string acc = "acc";                  // the accumulator array ...
+  std::string acc_type = "Mainloop::Acc";   // ... its element type
+  std::string acc_count = "Mainloop::kAcc"; // ... and length
+};
+// The device headers the spec's mainloop needs.
+std::vector<std::string> tc_headers(const TcMainloopSpec& s);
+
+// The kernel-scope declarations: the shape and mainloop typedefs, with a comment naming the
+// math and operand orientations. `indent` prefixes every line.
+std::string tc_mainloop_decls(const TcMainloopSpec& s, const std::string& indent = "");
+// The statements that run the mainloop into `acc` (declared, zeroed, then summed): operands
+// `a_operand` / `b_operand` (gm::tc::TcOperand expressions), k range, dynamic shared memory.
+std::string tc_mainloop_call(const TcMainloopSpec& s, const std::string& a_operand, const std::string& b_operand,
+                             const std::string& k_begin, const std::string& k_end, const std::string& smem,
+                             const std::string& indent = "");
+
+}  // namespace gamut::cuda

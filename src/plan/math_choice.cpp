@@ -1,0 +1,207 @@
+#include "plan/math_choice.h"
+
+#include <cmath>
+#include <map>
+#include <vector>
+
+namespace gamut {
+
+const char* f32_math_name(F32Math m) {
+  switch (m) {
+    case F32Math::Ieee: return "ieee";
+    case F32Math::Tf32x3: return "tf32x3";
+    case F32Math::Tf32: return "tf32";
+  }
+  return "ieee";
+}
+
+std::optional<F32Math> f32_math_from_name(std::string_view name) {
+  if (name == "ieee") return F32Math::Ieee;
+  if (name == "tf32x3") return F32Math::Tf32x3;
+  if (name == "tf32") return F32Math::Tf32;
+  return std::nullopt;
+}
+
+std::string MathChoice::math_name() const {
+  switch (math) {
+    case InnerMath::Simt:
+      return sum_of_products && row_type == DType::F32 && col_type == DType::F32 ? "ieee" : "simt";
+    case InnerMath::F16: return "f16";
+    case InnerMath::BF16: return "bf16";
+    case InnerMath::Int8: {
+      const bool sr = row_type == DType::I8, sc = col_type == DType::I8;
+      return sr == sc ? (sr ? "i8" : "u8") : (sr ? "i8xu8" : "u8xi8");
+    }
+    case InnerMath::Tf32: return "tf32";
+    case InnerMath::Tf32x3: return "tf32x3";
+  }
+  return "simt";
+}
+
+std::string MathChoice::mainloop_name() const { return tensor_cores() ? "mma.sync" : "simt"; }
+
+namespace {
+
+// The factors of a product tree: loads (through exact widening casts), constants and negations.
+struct Factors {
+  std::vector<int> loads;          // Plan::accesses
+  Scalar factor;
+  std::string why;                 // set when the expression is not such a product
+};
+
+// Whether every value of storage type `from` converts exactly to compute type `to`.
+bool exact_widening(DType from, CType to) {
+  switch (from) {
+    case DType::U8: case DType::I8: case DType::I16:
+      return to == CType::I32 || to == CType::I64 || to == CType::F32 || to == CType::F64;
+    case DType::I32: return to == CType::I32 || to == CType::I64 || to == CType::F64;
+    case DType::I64: return to == CType::I64;
+    case DType::F16: case DType::BF16: case DType::F32: return to == CType::F32 || to == CType::F64;
+    case DType::F64: return to == CType::F64;
+    case DType::Bool: return false;
+  }
+  return false;
+}
+
+std::optional<DType> load_dtype(const Plan& p, int access) {
+  return p.operands[size_t(p.accesses[size_t(access)].operand)].dtype;
+}
+
+class ProductCollector {
+ public:
+  ProductCollector(const Plan& p, const std::map<int, ExprId>& lets, CType t) : p_(p), lets_(lets), t_(t) {}
+
+  Factors run(ExprId id) {
+    f_.factor = is_float(t_) ? Scalar::of_float(t_, 1.0) : Scalar::of_int(t_, 1);
+    visit(id);
+    return f_;
+  }
+
+ private:
+  void fail(const std::string& why) {
+    if (f_.why.empty()) f_.why = why;
+  }
+  void scale(const Scalar& c) {
+    if (is_float(t_)) f_.factor = Scalar::of_float(t_, f_.factor.f * c.f);
+    else f_.factor = convert_scalar(Scalar::of_int(CType::I64, int64_t(uint64_t(f_.factor.i) * uint64_t(c.i))), t_);
+  }
+  void visit(ExprId id) {
+    if (!f_.why.empty()) return;
+    const Expr& e = p_.expr(id);
+    if (e.type != t_ && e.kind != ExprKind::Load) {
+      fail("the product is computed in " + std::string(ctype_name(e.type)) + ", the sum in " +
+           std::string(ctype_name(t_)));
+      return;
+    }
+    switch (e.kind) {
+      case ExprKind::Binary:
+        if (e.binop != BinOp::Mul) return fail(std::string("the inner operation has '") + binop_symbol(e.binop) + "'");
+        visit(e.a);
+        visit(e.b);
+        return;
+      case ExprKind::Unary:
+        if (e.unop != UnOp::Neg) return fail(std::string("the inner operation has '") + unop_symbol(e.unop) + "'");
+        scale(is_float(t_) ? Scalar::of_float(t_, -1.0) : Scalar::of_int(CType::I64, -1));
+        visit(e.a);
+        return;
+      case ExprKind::Const:
+        if (is_float(t_) && !std::isfinite(e.value.f)) return fail("a factor is not finite");
+        scale(e.value);
+        return;
+      case ExprKind::Cast: {
+        const Expr& x = p_.expr(e.a);
+        const auto d = x.kind == ExprKind::Load ? load_dtype(p_, x.index) : std::nullopt;
+        if (x.kind != ExprKind::Load) return fail("a cast of a computed value");
+        if (d && !exact_widening(*d, e.type)) return fail("a cast that changes a value");
+        f_.loads.push_back(x.index);
+        return;
+      }
+      case ExprKind::Load:
+        if (e.type != t_) return fail("an operand is used as " + std::string(ctype_name(e.type)));
+        f_.loads.push_back(e.index);
+        return;
+      case ExprKind::Local: {
+        auto it = lets_.find(e.index);
+        if (it == lets_.end()) return fail("a local that is not a plain inner let");
+        visit(it->second);
+        return;
+      }
+      default:
+        return fail("the inner operation is not a product of operands");
+    }
+  }
+
+  const Plan& p_;
+  const std::map<int, ExprId>& lets_;
+  CType t_;
+  Factors f_;
+};
+
+bool row_matrix(Pattern q) { return q == Pattern::RowRed || q == Pattern::RedRow; }
+bool col_matrix(Pattern q) { return q == Pattern::RedCol || q == Pattern::ColRed; }
+
+MathChoice simt(MathChoice c, const std::string& why) {
+  c.math = InnerMath::Simt;
+  c.why = why;
+  return c;
+}
+
+}  // namespace
+
+MathChoice choose_math(const Plan& p, F32Math f32_math) {
+  MathChoice c;
+  // The form: one accumulator, unconditional lets, then one `ACC += e` / `ACC -= e`.
+  if (p.accs.size() != 1) return simt(c, "not one accumulator");
+  std::map<int, ExprId> lets;
+  const Stmt* update = nullptr;
+  for (const Stmt& s : p.inner) {
+    if (s.kind == StmtKind::Let && !update) lets[s.target] = s.value;
+    else if (s.kind == StmtKind::Update && !update) update = &s;
+    else return simt(c, "the reduce body is not one update");
+  }
+  if (!update || (update->update != UpdateOp::Add && update->update != UpdateOp::Sub))
+    return simt(c, "the update is not += or -=");
+  const CType t = p.accs[0].type;
+  Factors f = ProductCollector(p, lets, t).run(update->value);
+  if (!f.why.empty()) return simt(c, f.why);
+  if (f.loads.size() != 2) return simt(c, "the product has " + std::to_string(f.loads.size()) + " operands, not 2");
+  int a = f.loads[0], b = f.loads[1];
+  if (row_matrix(p.accesses[size_t(b)].pattern) && col_matrix(p.accesses[size_t(a)].pattern)) std::swap(a, b);
+  if (!row_matrix(p.accesses[size_t(a)].pattern) || !col_matrix(p.accesses[size_t(b)].pattern))
+    return simt(c, "the factors are not a row matrix and a column matrix");
+  c.sum_of_products = true;
+  c.row_access = a;
+  c.col_access = b;
+  c.factor = f.factor;
+  if (update->update == UpdateOp::Sub)
+    c.factor = is_float(t) ? Scalar::of_float(t, -c.factor.f)
+                           : convert_scalar(Scalar::of_int(CType::I64, int64_t(0 - uint64_t(c.factor.i))), t);
+
+  const auto dr = load_dtype(p, a), dc = load_dtype(p, b);
+  if (!dr || !dc) return simt(c, "input types not known yet (bind the inputs)");
+  c.row_type = *dr;
+  c.col_type = *dc;
+  const std::string types = std::string(dtype_name(*dr)) + " x " + std::string(dtype_name(*dc));
+  auto int8 = [](DType d) { return d == DType::I8 || d == DType::U8; };
+  if (t == CType::F32) {
+    if (*dr == DType::F16 && *dc == DType::F16) c.math = InnerMath::F16;
+    else if (*dr == DType::BF16 && *dc == DType::BF16) c.math = InnerMath::BF16;
+    else if (*dr == DType::F32 && *dc == DType::F32) {
+      switch (f32_math) {
+        case F32Math::Ieee: return simt(c, "f32 inputs under f32_math ieee");
+        case F32Math::Tf32x3: c.math = InnerMath::Tf32x3; break;
+        case F32Math::Tf32: c.math = InnerMath::Tf32; break;
+      }
+    } else {
+      return simt(c, "no tensor-core math for " + types + " summed in f32");
+    }
+  } else if (t == CType::I32) {
+    if (!int8(*dr) || !int8(*dc)) return simt(c, "no tensor-core math for " + types + " summed in i32");
+    c.math = InnerMath::Int8;
+  } else {
+    return simt(c, "no tensor-core math for a " + std::string(ctype_name(t)) + " sum");
+  }
+  return c;
+}
+
+}  // namespace gamut

@@ -1,0 +1,61 @@
+// Which arithmetic a plan's inner operation runs in (spec section 10): a sum of products
+// `ACC += x * y` (x reading a row operand, y a column operand, possibly through widening casts
+// and constant factors) may run on the tensor cores; everything else keeps the SIMT mainloop.
+// One place, so that code generation, `explain` and `--json` always agree.
+#pragma once
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/types.h"
+#include "plan/plan.h"
+
+namespace gamut {
+
+// The f32_math run option: how sums of products of f32 inputs are computed.
+enum class F32Math : uint8_t {
+  Ieee,     // every product and sum rounded in f32 (SIMT), the default
+  Tf32x3,   // each operand split into two TF32 parts, three tensor-core products
+  Tf32,     // operands rounded to TF32 before the product (PyTorch's allow_tf32)
+};
+const char* f32_math_name(F32Math m);                          // "ieee", "tf32x3", "tf32"
+std::optional<F32Math> f32_math_from_name(std::string_view name);
+
+// The arithmetic of the inner operation.
+enum class InnerMath : uint8_t {
+  Simt,     // the FP32/INT32 pipe, every inner operation (today's mainloop)
+  F16,      // f16 x f16 -> f32 on tensor cores (mma m16n8k16)
+  BF16,     // bf16 x bf16 -> f32
+  Int8,     // i8 / u8 x i8 / u8 -> i32 (mma m16n8k32), wrapping like the CPU engine
+  Tf32,     // f32 operands rounded to TF32 -> f32 (mma m16n8k8)
+  Tf32x3,   // f32 operands split into TF32 big + small, three products -> f32
+};
+
+struct MathChoice {
+  // The plan's inner operation is a sum of products of a row and a column operand (section 10),
+  // whatever math then runs it.
+  bool sum_of_products = false;
+  InnerMath math = InnerMath::Simt;
+  int row_access = -1;             // Plan::accesses of the row-side factor (X[i,k] or X[k,i])
+  int col_access = -1;             // and of the column-side factor (Y[k,j] or Y[j,k])
+  DType row_type = DType::F32;     // their storage types (known when sum_of_products)
+  DType col_type = DType::F32;
+  // The constant factor of the products (`acc += 2 * x * y`, `acc -= x * y`: 2, -1). The
+  // mainloop sums x * y; the result is init + factor * sum. Integer factors are exact in i32
+  // (wrapping), float factors add one rounding.
+  Scalar factor = Scalar::of_int(CType::I32, 1);
+  std::string why;                 // why the SIMT path runs (empty when a tensor-core math does)
+
+  bool tensor_cores() const { return math != InnerMath::Simt; }
+  // For explain / --json: "ieee" (SIMT f32), "simt" (other SIMT), "f16", "bf16", "i8", "u8",
+  // "i8xu8", "u8xi8", "tf32", "tf32x3".
+  std::string math_name() const;
+  // "simt" or "mma.sync" (phase 2: "wgmma").
+  std::string mainloop_name() const;
+};
+
+// The math a typed plan runs with under `f32_math`. Plans whose input types are not known yet
+// (explain without data) run on SIMT with a reason saying so.
+MathChoice choose_math(const Plan& plan, F32Math f32_math);
+
+}  // namespace gamut

@@ -1,0 +1,191 @@
+// The tensor-core mainloop's own code (src/cuda/device/mainloop/gamut_tc_mainloop.cuh) on the CPU, over
+// a host emulation of its PTX instructions (tensor_sim.h): the loaders, shared-memory layouts,
+// cp.async pipeline, fragment addressing and accumulator map of every math and orientation,
+// checked against the same reference as the GPU test. No GPU needed: this runs in CI, where the
+// GPU test skips. (What it cannot check: the real instructions' timing, bank conflicts, and
+// the emulation's fidelity to the PTX ISA, which the GPU test covers.)
+#include <gtest/gtest.h>
+
+#include "tensor_sim.h"   // first: it provides the instructions and CUDA's names
+
+#include "cuda/device/mainloop/gamut_tc_mainloop.cuh"
+#include "cuda/device/mainloop/gamut_tc_wgmma.cuh"
+#include "tensor_mainloop_driver.h"
+
+using namespace gamut;
+using namespace gamut::testtc;
+
+namespace {
+
+struct AlignedBytes {
+  explicit AlignedBytes(const std::vector<std::byte>& v) : n(std::max<size_t>(v.size(), 1)) {
+    p = static_cast<std::byte*>(::operator new(n, std::align_val_t(64)));
+    std::memcpy(p, v.data(), v.size());
+  }
+  ~AlignedBytes() { ::operator delete(p, std::align_val_t(64)); }
+  AlignedBytes(const AlignedBytes&) = delete;
+  AlignedBytes& operator=(const AlignedBytes&) = delete;
+  size_t n;
+  std::byte* p;
+};
+
+// The mainloop of a shape: mma.sync for TcShape, wgmma for WgShape.
+template <class Math, class Shape, bool A_KC, bool B_KC>
+struct MainloopOf {
+  typedef gm::tc::Mainloop<Math, Shape, A_KC, B_KC> type;
+};
+template <class Math, int BM, int BN, int S, bool A_KC, bool B_KC>
+struct MainloopOf<Math, gm::tc::WgShape<BM, BN, S>, A_KC, B_KC> {
+  typedef gm::tc::WgmmaMainloop<Math, gm::tc::WgShape<BM, BN, S>, A_KC, B_KC> type;
+};
+
+// The test kernel of tensor_mainloop_driver.h, as host code: every block of the grid.
+template <class Math, class Shape, bool A_KC, bool B_KC>
+Outcome run_sim(const Problem& p, DType ta, DType tb, bool aligned, bool exact, double tol,
+                const Reference* given = nullptr) {
+  typedef typename MainloopOf<Math, Shape, A_KC, B_KC>::type ML;
+  typedef typename ML::Map Map;
+  const Layout la = lay_out(ta, p.batch, p.rows, p.red, A_KC, aligned, A_KC ? p.red_begin : p.row_begin,
+                            [&](int b, int i, int k) { return p.at(p.a, b, i, k, p.red, p.rows); });
+  const Layout lb = lay_out(tb, p.batch, p.cols, p.red, B_KC, aligned, B_KC ? p.red_begin : p.col_begin,
+                            [&](int b, int j, int k) { return p.at(p.b, b, k, j, p.cols, p.red); });
+  const AlignedBytes da(la.bytes), db(lb.bytes);
+  const bool int_acc = sizeof(typename ML::Acc) == 4 && typename ML::Acc(0.5) == typename ML::Acc(0);
+  const uint32_t poison = int_acc ? 0x5a5a5a5au : 0xffffffffu;
+  const size_t n_out = size_t(p.batch) * size_t(p.rows) * size_t(p.cols);
+  std::vector<uint32_t> raw(n_out + 64, poison);
+  const int tiles_m = (p.rows - p.row_begin + Shape::BM - 1) / Shape::BM;
+  const int tiles_n = (p.cols - p.col_begin + Shape::BN - 1) / Shape::BN;
+  for (int bz = 0; bz < p.batch; ++bz)
+    for (int bx = 0; bx < tiles_m; ++bx)
+      for (int by = 0; by < tiles_n; ++by)
+        sim::run_block(Shape::THREADS, ML::SMEM_BYTES, [&] {
+          const int i0 = p.row_begin + bx * Shape::BM, j0 = p.col_begin + by * Shape::BN;
+          const gm::tc::TcOperand op_a{da.p + int64_t(bz) * la.bstride * int64_t(dtype_size(ta)), la.ld, i0, p.rows,
+                                       la.vec};
+          const gm::tc::TcOperand op_b{db.p + int64_t(bz) * lb.bstride * int64_t(dtype_size(tb)), lb.ld, j0, p.cols,
+                                       lb.vec};
+          typename ML::Acc acc[ML::kAcc];
+          for (auto& v : acc) v = 0;
+          ML::run(acc, sim::block->smem.data(), op_a, op_b, p.red_begin, p.red);
+          if (!sim::wgmma_groups.empty() || !sim::wgmma_open.empty())
+            throw std::runtime_error("the mainloop returned with wgmma products pending");
+          for (int m = 0; m < Map::kRows; ++m) {
+            const int i = i0 + Map::row(m);
+            if (i >= p.rows) continue;
+            for (int n = 0; n < Map::kCols; ++n) {
+              const int j = j0 + Map::col(n);
+              if (j < p.cols) std::memcpy(&raw[(size_t(bz) * size_t(p.rows) + size_t(i)) * size_t(p.cols) + size_t(j)],
+                                          &acc[Map::index(m, n)], 4);
+            }
+          }
+        });
+  return compare(p, given ? *given : reference(p), raw, poison, int_acc, exact, tol);
+}
+
+struct SimShape {
+  int rows, cols, red, batch, row_begin, col_begin, red_begin;
+  bool small, aligned;
+};
+// Edges in every direction, k past a slice and not a multiple of the instruction's k, ranges
+// from 3 / 5 / 9, batches; aligned (cp.async) and unaligned (element) copies.
+const SimShape kSimShapes[] = {
+    {7, 7, 7, 1, 0, 0, 0, true, false},
+    {40, 72, 77, 1, 3, 5, 9, true, true},
+    {33, 65, 100, 2, 0, 0, 0, false, true},
+    {20, 36, 45, 1, 0, 0, 0, true, false},
+};
+
+template <class Math, class Shape, bool A_KC, bool B_KC>
+void check_orientation(DType ta, DType tb, double tol, const char* name) {
+  for (const SimShape& s : kSimShapes) {
+    SCOPED_TRACE(std::string(name) + (A_KC ? " X[i,k]" : " X[k,i]") + (B_KC ? " Y[j,k] " : " Y[k,j] ") +
+                 std::to_string(s.rows) + "x" + std::to_string(s.cols) + "x" + std::to_string(s.red) +
+                 (s.aligned ? " aligned" : " unaligned") + (s.small ? " small integers" : " random"));
+    const bool int8 = ta == DType::I8 || ta == DType::U8;
+    const Problem p = make_problem(ta, tb, s.rows, s.cols, s.red, s.batch, s.small && !int8, 5u + unsigned(s.red),
+                                   s.row_begin, s.col_begin, s.red_begin);
+    const Outcome o = run_sim<Math, Shape, A_KC, B_KC>(p, ta, tb, s.aligned, s.small || int8, tol);
+    EXPECT_TRUE(o.guard_intact);
+    EXPECT_EQ(o.wrong, 0) << "first: " << o.first;
+    EXPECT_EQ(o.unwritten, 0);
+    EXPECT_EQ(o.stray, 0);
+    EXPECT_GT(o.ref_nonzero, 0);
+    EXPECT_GT(o.nonzero, 0);
+  }
+}
+
+// A small tile (2 warps, 32 x 32) so that the emulation stays quick, every orientation.
+template <class Math, int BK>
+void check_math(DType ta, DType tb, double tol, const char* name) {
+  typedef gm::tc::TcShape<32, 32, BK, 1, 2, 3> Small;
+  check_orientation<Math, Small, true, true>(ta, tb, tol, name);
+  check_orientation<Math, Small, true, false>(ta, tb, tol, name);
+  check_orientation<Math, Small, false, true>(ta, tb, tol, name);
+  check_orientation<Math, Small, false, false>(ta, tb, tol, name);
+}
+
+}  // namespace
+
+TEST(TensorMainloopSim, BF16) { check_math<gm::tc::MathBF16, 32>(DType::BF16, DType::BF16, 1e-5, "bf16"); }
+TEST(TensorMainloopSim, F16) { check_math<gm::tc::MathF16, 32>(DType::F16, DType::F16, 1e-5, "f16"); }
+TEST(TensorMainloopSim, I8) { check_math<gm::tc::MathI8<signed char, signed char>, 64>(DType::I8, DType::I8, 0, "i8"); }
+TEST(TensorMainloopSim, U8xI8) {
+  check_math<gm::tc::MathI8<unsigned char, signed char>, 64>(DType::U8, DType::I8, 0, "u8xi8");
+}
+TEST(TensorMainloopSim, Tf32) { check_math<gm::tc::MathTf32, 16>(DType::F32, DType::F32, 1.1e-3, "tf32"); }
+TEST(TensorMainloopSim, Tf32x3) { check_math<gm::tc::MathTf32x3, 16>(DType::F32, DType::F32, 1e-5, "tf32x3"); }
+
+// The production tile shape (8 warps, 128 x 128, 4 stages) on one problem per element size.
+TEST(TensorMainloopSim, LargeTile) {
+  typedef gm::tc::TcShape<128, 128, 32, 2, 4, 4> Bf16Tile;
+  typedef gm::tc::TcShape<128, 128, 64, 2, 4, 4> I8Tile;
+  const Problem p = make_problem(DType::BF16, DType::BF16, 130, 136, 150, 1, true, 3);
+  Outcome o = run_sim<gm::tc::MathBF16, Bf16Tile, true, false>(p, DType::BF16, DType::BF16, true, true, 0);
+  EXPECT_EQ(o.wrong, 0) << o.first;
+  EXPECT_EQ(o.unwritten, 0);
+  const Problem q = make_problem(DType::I8, DType::I8, 130, 136, 150, 1, false, 4);
+  o = run_sim<gm::tc::MathI8<signed char, signed char>, I8Tile, false, false>(q, DType::I8, DType::I8, true, true, 0);
+  EXPECT_EQ(o.wrong, 0) << o.first;
+  EXPECT_EQ(o.unwritten, 0);
+}
+
+// The emulation and comparison can fail: one operand element changed after the reference was
+// taken makes a row of results wrong.
+TEST(TensorMainloopSim, DetectsAChangedElement) {
+  typedef gm::tc::TcShape<32, 32, 32, 1, 2, 3> Small;
+  Problem p = make_problem(DType::BF16, DType::BF16, 20, 20, 40, 1, true, 9);
+  const Reference ref = reference(p);
+  p.a[size_t(3 * 40 + 37)] += 1;   // A[3, 37]: in the last, partial k-slice
+  const Outcome o = run_sim<gm::tc::MathBF16, Small, true, false>(p, DType::BF16, DType::BF16, true, true, 0, &ref);
+  int64_t nonzero_b = 0;
+  for (int j = 0; j < 20; ++j) nonzero_b += p.b[size_t(37 * 20 + j)] != 0;
+  EXPECT_EQ(o.wrong, nonzero_b) << "row 3 differs where B[37, j] != 0";
+  EXPECT_GT(o.wrong, 0);
+}
+
+// The wgmma mainloop (gamut_tc_wgmma.cuh): swizzled tiles, descriptors and the asynchronous
+// pipeline, every orientation, one and two warpgroups.
+template <class Math, class Shape>
+void check_wgmma(DType t, const char* name) {
+  for (bool eager : {false, true}) {   // copies landing as late and as early as allowed
+    sim::eager_copies = eager;
+    check_orientation<Math, Shape, true, true>(t, t, 1e-5, name);
+    check_orientation<Math, Shape, true, false>(t, t, 1e-5, name);
+    check_orientation<Math, Shape, false, true>(t, t, 1e-5, name);
+    check_orientation<Math, Shape, false, false>(t, t, 1e-5, name);
+  }
+  sim::eager_copies = false;
+}
+TEST(TensorMainloopSim, WgmmaBF16) { check_wgmma<gm::tc::MathBF16, gm::tc::WgShape<64, 128, 3>>(DType::BF16, "wgmma bf16"); }
+TEST(TensorMainloopSim, WgmmaF16) { check_wgmma<gm::tc::MathF16, gm::tc::WgShape<64, 128, 4>>(DType::F16, "wgmma f16"); }
+TEST(TensorMainloopSim, WgmmaTwoWarpgroups) {
+  typedef gm::tc::WgShape<128, 256, 4> Big;
+  const Problem p = make_problem(DType::BF16, DType::BF16, 150, 270, 200, 1, true, 21, 3, 5, 9);
+  for (const Outcome& o : {run_sim<gm::tc::MathBF16, Big, true, false>(p, DType::BF16, DType::BF16, true, true, 0),
+                           run_sim<gm::tc::MathBF16, Big, false, true>(p, DType::BF16, DType::BF16, true, true, 0)}) {
+    EXPECT_EQ(o.wrong, 0) << o.first;
+    EXPECT_EQ(o.unwritten, 0);
+    EXPECT_EQ(o.stray, 0);
+  }
+}
