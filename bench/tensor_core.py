@@ -96,7 +96,11 @@ def main():
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for (math, orient, n), tiles in sorted(rows.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
         best = min(tiles, key=lambda t: t[1])
-        tms = torch_product_ms(math, orient, n, args.reps) if HAVE_TORCH else float("nan")
+        try:
+            tms = torch_product_ms(math, orient, n, args.reps) if HAVE_TORCH else float("nan")
+        except RuntimeError as e:  # torch._int_mm refuses sizes that are not multiples of 8
+            print(f"torch refuses {math} {orient} n={n}: {str(e).splitlines()[0]}")
+            tms = float("nan")
         ratio = tms / best[1]
         others = ", ".join(f"{t}: {ms:.3f}" for t, ms, _ in tiles if t != best[0])
         print(f"| {math} | {orient} | {n} | {best[0]} | {best[1]:.3f} | {best[2]:.1f} | {tms:.3f} | {ratio:.2f} | {others} |")
