@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call: build for the local GPU (sm_90a on Hopper), run the GPU test suite, the
 # sanitizers on one query of each family, and the benchmarks. Logs go to $OUT (or ./device-out).
-# usage: tools/device_run.sh [tests] [sanitize] [bench] [demo] [relbench] [semibench] [sweep] [profile]   (default: tests sanitize bench)
+# usage: tools/device_run.sh [tests] [sanitize] [bench] [demo] [relbench] [semibench] [tc] [sweep] [profile]   (default: tests sanitize bench)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-device-out}; mkdir -p "$OUT"
@@ -41,6 +41,12 @@ for step in $steps; do
     sweep)
       # Tile searches (bench/sweeps.sh): timings only, no checks.
       GAMUT=build-dev/gamut bash bench/sweeps.sh 2>&1 | tee "$OUT/sweeps.txt" ;;
+    tc)
+      # Tensor-core mainloops alone (issue 12): GPU checks against the reference, then the product
+      # benchmark against torch (bf16/f16 matmul, _int_mm, TF32, SGEMM) in the same run.
+      build-dev/tests/gamut_gpu_tests --gtest_filter='*Tensor*' > "$OUT/tc_tests.log" 2>&1; echo "tensor tests rc=$?"
+      grep -E "^\[  (PASSED|FAILED) |tc-compile|\[ tensor|^\[  FAILED  \]" "$OUT/tc_tests.log" | head -60
+      GAMUT_TC_BENCH=1 python3 bench/tensor_core.py --tests build-dev/tests/gamut_gpu_tests --json "$OUT/tc.json" 2>&1 | tee "$OUT/tc.txt" | tail -40 ;;
     semibench)
       # Tropical products (i32, i16, f32, batched) in GOPS against `gamut peak` and PyTorch (issue 5).
       python3 bench/semiring.py --gamut build-dev/gamut --json "$OUT/semibench.json" ${SEMIBENCH_ARGS:-} 2>&1 | tee "$OUT/semibench.txt" ;;
