@@ -70,10 +70,10 @@ class KernelGenerator {
     c.line("");
     const int regs = estimate_registers(P, T);
     const int min_blocks = regs <= kRegisterBudget ? std::max(1, 65536 / (info.threads * 128)) : 1;
-    c.line("// dynamic shared memory: " + to_string(info.smem_bytes) + " bytes; estimated registers: " +
-           to_string(regs));
-    c.open("extern \"C\" __global__ void __launch_bounds__(" + to_string(info.threads) + ", " +
-           to_string(min_blocks) + ") " + kMainKernelName + "(const Args a)");
+    c.line("// dynamic shared memory: " + to_string(info.smem_bytes) +
+           " bytes; estimated registers: " + to_string(regs));
+    c.open("extern \"C\" __global__ void __launch_bounds__(" + to_string(info.threads) + ", " + to_string(min_blocks) +
+           ") " + kMainKernelName + "(const Args a)");
     prologue(c);
     mainloop_->prologue(c);
     pass_bits(c);
@@ -90,8 +90,8 @@ class KernelGenerator {
     c.line("extern __shared__ __align__(16) unsigned char smem[];");
     X.coords->prologue(c);
     for (const auto& p : X.A.params)
-      c.line("const " + ctype_cpp(p.type) + " " + Renderer::param_name(p.param, p.type) + " = " +
-             arg_fn(p.type) + "(" + X.arg(p.slot) + ")" + ";  // " + P.params[size_t(p.param)].name);
+      c.line("const " + ctype_cpp(p.type) + " " + Renderer::param_name(p.param, p.type) + " = " + arg_fn(p.type) + "(" +
+             X.arg(p.slot) + ")" + ";  // " + P.params[size_t(p.param)].name);
     for (int a : X.outer_accesses()) {
       const auto& s = X.A.access[size_t(a)];
       const std::string n = to_string(a), st = dtype_cpp(access_dtype(P, a));
