@@ -79,6 +79,8 @@ class SimtMainloop final : public Mainloop {
       step_ = std::make_unique<GenericStep>(ctx.P, inner_acc);
   }
 
+  std::vector<std::string> headers() const override { return {"gamut_mainloop.cuh"}; }
+
   void declare(Code& c) override {
     inner_functor(c);
     c.line("");

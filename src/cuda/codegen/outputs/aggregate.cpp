@@ -33,6 +33,12 @@ class Aggregates final : public AggregateOperator {
  public:
   explicit Aggregates(KernelContext& ctx) : X(ctx), P(ctx.P) { number(P.outer); }
 
+  std::vector<std::string> headers() const override {
+    for (const DenseOutput& d : P.dense)
+      if (!d.is_project()) return {"gamut_aggregate.cuh"};
+    return {};
+  }
+
   void declare(Code& c) override {
     for (size_t d = 0; d < P.dense.size(); ++d) {
       const DenseOutput& o = P.dense[d];

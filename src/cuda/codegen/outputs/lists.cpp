@@ -25,6 +25,13 @@ class ListOperator final : public OutputOperator {
     }
   }
 
+  std::vector<std::string> headers() const override {
+    if (P.lists.empty()) return {};
+    for (int slots : X.S.distinct_slots)
+      if (slots > 0) return {"gamut_list.cuh", "gamut_distinct.cuh"};
+    return {"gamut_list.cuh"};
+  }
+
   void declare(Code& c) override {
     for (size_t l = 0; l < P.lists.size(); ++l)
       c.line("const gm::ListAppend la" + to_string(l) + "{reinterpret_cast<gm::u64*>(" + X.arg(X.A.lists[l].counter) +

@@ -14,6 +14,12 @@ class ProjectOperator final : public OutputOperator {
  public:
   explicit ProjectOperator(KernelContext& ctx) : X(ctx), P(ctx.P) {}
 
+  std::vector<std::string> headers() const override {
+    for (const DenseOutput& d : P.dense)
+      if (d.is_project()) return {"gamut_project.cuh"};
+    return {};
+  }
+
   void run_begin(Code& c) override {
     for (size_t d = 0; d < P.dense.size(); ++d)
       if (X.runs_along_j(int(d)))
