@@ -256,14 +256,18 @@ class SimtMainloop final : public Mainloop {
     c.open("__device__ __forceinline__ void step(int buf, int k, int kk)");
     step_->step(c);
     c.close();
-    // A slice: its steps, unrolled; in the last, partial slice only the first krem exist.
+    // A slice: its steps, unrolled. The last, partial slice (GUARD) runs its first krem steps in
+    // a loop: an unrolled copy with a break per step doubled the code NVVM and ptxas optimise,
+    // most of a cold compile's time (bench/NOTES.md), for one slice per tile.
     c.line("template <bool GUARD>");
     c.open("__device__ __forceinline__ void compute(int buf, int k0, int krem)");
-    c.line("#pragma unroll");
-    c.open("for (int kk = 0; kk < Shape::BK; ++kk)");
-    c.line("if (GUARD && kk >= krem) break;  // past the end of k: no update at all");
-    c.line("step(buf, k0 + kk, kk);");
+    c.open("if (GUARD)");
+    c.line("#pragma unroll 1");
+    c.line("for (int kk = 0; kk < krem; ++kk) step(buf, k0 + kk, kk);  // past krem: no update at all");
+    c.line("return;");
     c.close();
+    c.line("#pragma unroll");
+    c.line("for (int kk = 0; kk < Shape::BK; ++kk) step(buf, k0 + kk, kk);");
     c.close();
     c.close(";");
   }

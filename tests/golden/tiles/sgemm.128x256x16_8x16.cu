@@ -68,11 +68,13 @@ struct Stage {
   }
   template <bool GUARD>
   __device__ __forceinline__ void compute(int buf, int k0, int krem) {
-#pragma unroll
-    for (int kk = 0; kk < Shape::BK; ++kk) {
-      if (GUARD && kk >= krem) break;  // past the end of k: no update at all
-      step(buf, k0 + kk, kk);
+    if (GUARD) {
+#pragma unroll 1
+      for (int kk = 0; kk < krem; ++kk) step(buf, k0 + kk, kk);  // past krem: no update at all
+      return;
     }
+#pragma unroll
+    for (int kk = 0; kk < Shape::BK; ++kk) step(buf, k0 + kk, kk);
   }
 };
 
