@@ -32,6 +32,8 @@ class PlanBuilder {
     p.operands.push_back(o);
     return int(p.operands.size()) - 1;
   }
+  // Accesses are numbered in the order of the calls: a plan's loads go into named variables first
+  // (function arguments are evaluated in no fixed order, and the numbering shapes the kernel).
   int access(int op, Pattern pat) {
     for (size_t a = 0; a < p.accesses.size(); ++a)
       if (p.accesses[a].operand == op && p.accesses[a].pattern == pat) return int(a);
@@ -247,7 +249,8 @@ inline Plan q1() {
   const int S = b.input("S", DType::F32), W = b.input("W", DType::F32), T = b.input("thres", DType::F32);
   const int acc = b.accumulator("accum", CType::F32, 0, Monoid::Sum);
   const int m = b.new_local("m", CType::F32, true);
-  b.p.inner.push_back(PlanBuilder::let(m, b.bin(BinOp::Mul, b.load(S, Pattern::RowRed), b.load(W, Pattern::RedCol))));
+  const ExprId s = b.load(S, Pattern::RowRed), w = b.load(W, Pattern::RedCol);
+  b.p.inner.push_back(PlanBuilder::let(m, b.bin(BinOp::Mul, s, w)));
   const ExprId cmp = b.cast(b.bin(BinOp::Gt, b.local(m), b.load(T, Pattern::RowVec)), CType::F32);
   const ExprId extra = b.bin(BinOp::Mul, cmp, b.bin(BinOp::Sub, b.local(m), b.load(T, Pattern::RowVec)));
   b.p.inner.push_back(PlanBuilder::update(acc, UpdateOp::Add, b.bin(BinOp::Add, b.local(m), extra)));
@@ -261,7 +264,8 @@ inline Plan maxplus_i32() {
   PlanBuilder b("maxplus");
   const int A = b.input("A", DType::I32), B = b.input("B", DType::I32);
   const int acc = b.accumulator("accum", CType::I32, double(std::numeric_limits<int32_t>::min()), Monoid::Max);
-  b.p.inner.push_back(PlanBuilder::update(acc, UpdateOp::Max, b.bin(BinOp::Add, b.load(A, Pattern::RowRed), b.load(B, Pattern::RedCol))));
+  const ExprId x = b.load(A, Pattern::RowRed), y = b.load(B, Pattern::RedCol);
+  b.p.inner.push_back(PlanBuilder::update(acc, UpdateOp::Max, b.bin(BinOp::Add, x, y)));
   const int C = b.output("C", StoreOp::Assign, CType::I32, {b.ax(AxisRole::Row), b.ax(AxisRole::Col)});
   b.p.outer.push_back(PlanBuilder::store(C, b.acc(acc)));
   return b.done();
@@ -272,7 +276,8 @@ inline Plan minplus_batched() {
   PlanBuilder b("minplus_batched", true);
   const int D = b.input("D", DType::F32), E = b.input("E", DType::F32);
   const int acc = b.accumulator("d", CType::F32, INFINITY, Monoid::Min);
-  b.p.inner.push_back(PlanBuilder::update(acc, UpdateOp::Min, b.bin(BinOp::Add, b.load(D, Pattern::RowRed), b.load(E, Pattern::RedCol))));
+  const ExprId x = b.load(D, Pattern::RowRed), y = b.load(E, Pattern::RedCol);
+  b.p.inner.push_back(PlanBuilder::update(acc, UpdateOp::Min, b.bin(BinOp::Add, x, y)));
   const int out = b.output("Out", StoreOp::Assign, CType::F32,
                            {b.ax(AxisRole::Batch), b.ax(AxisRole::Row), b.ax(AxisRole::Col)});
   b.p.outer.push_back(PlanBuilder::store(out, b.acc(acc)));
@@ -284,8 +289,8 @@ inline Plan or_and_i32(DType adj = DType::I32) {
   PlanBuilder b("reachability");
   const int A = b.input("Adj", adj);
   const int acc = b.accumulator("r", CType::I32, 0, Monoid::Or);
-  b.p.inner.push_back(PlanBuilder::update(
-      acc, UpdateOp::Or, b.bin(BinOp::BitAnd, b.load_as(A, Pattern::RowRed, CType::I32), b.load_as(A, Pattern::RedCol, CType::I32))));
+  const ExprId x = b.load_as(A, Pattern::RowRed, CType::I32), y = b.load_as(A, Pattern::RedCol, CType::I32);
+  b.p.inner.push_back(PlanBuilder::update(acc, UpdateOp::Or, b.bin(BinOp::BitAnd, x, y)));
   const int R = b.output("Reach", StoreOp::Assign, CType::I32, {b.ax(AxisRole::Row), b.ax(AxisRole::Col)});
   b.p.outer.push_back(PlanBuilder::store(R, b.acc(acc)));
   return b.done();
@@ -296,7 +301,8 @@ inline int preference(PlanBuilder& b, int& P, int& R) {
   P = b.input("P", DType::F32);
   R = b.input("R", DType::F32);
   const int acc = b.accumulator("accum", CType::F32, 0, Monoid::Sum);
-  b.p.inner.push_back(PlanBuilder::update(acc, UpdateOp::Add, b.bin(BinOp::Mul, b.load(P, Pattern::RowRed), b.load(R, Pattern::RedCol))));
+  const ExprId x = b.load(P, Pattern::RowRed), y = b.load(R, Pattern::RedCol);
+  b.p.inner.push_back(PlanBuilder::update(acc, UpdateOp::Add, b.bin(BinOp::Mul, x, y)));
   return acc;
 }
 
@@ -350,7 +356,8 @@ inline Plan knn(int64_t n = 10) {
   const int Q = b.input("Q", DType::F32), X = b.input("X", DType::F32);
   const int acc = b.accumulator("dist", CType::F32, 0, Monoid::Sum);
   const int t = b.new_local("t", CType::F32, true);
-  b.p.inner.push_back(PlanBuilder::let(t, b.bin(BinOp::Sub, b.load(Q, Pattern::RowRed), b.load(X, Pattern::ColRed))));
+  const ExprId q = b.load(Q, Pattern::RowRed), x = b.load(X, Pattern::ColRed);
+  b.p.inner.push_back(PlanBuilder::let(t, b.bin(BinOp::Sub, q, x)));
   b.p.inner.push_back(PlanBuilder::update(acc, UpdateOp::Add, b.bin(BinOp::Mul, b.local(t), b.local(t))));
   const int L = b.list("Nearest", {{"i", CType::I32}, {"j", CType::I32}, {"dist", CType::F32}}, ListMode::Bottom, n,
                        b.acc(acc), PerGroup::Row);
@@ -381,12 +388,13 @@ inline Plan vectors_i32() {
   const int X = b.input("X", DType::I32), X2 = b.input("X2", DType::I16);
   const CType t = CType::I32;
   const int acc = b.accumulator("acc", t, 0, Monoid::Sum);
-  const ExprId prod = b.bin(BinOp::Mul, b.bin(BinOp::Mul, b.load(A, Pattern::RedRow), b.load(w, Pattern::RedVec)), b.load(B, Pattern::ColRed));
-  b.p.inner.push_back(PlanBuilder::update(acc, UpdateOp::Add,
-                                          b.bin(BinOp::Sub, b.bin(BinOp::Add, prod, b.load(r, Pattern::RowVec)), b.load(c, Pattern::ColVec))));
+  const ExprId xa = b.load(A, Pattern::RedRow), xw = b.load(w, Pattern::RedVec), xb = b.load(B, Pattern::ColRed);
+  const ExprId prod = b.bin(BinOp::Mul, b.bin(BinOp::Mul, xa, xw), xb);
+  const ExprId xr = b.load(r, Pattern::RowVec), xc = b.load(c, Pattern::ColVec);
+  b.p.inner.push_back(PlanBuilder::update(acc, UpdateOp::Add, b.bin(BinOp::Sub, b.bin(BinOp::Add, prod, xr), xc)));
   const int C = b.output("C", StoreOp::Assign, t, {b.ax(AxisRole::Row), b.ax(AxisRole::Col)});
-  b.p.outer.push_back(PlanBuilder::store(
-      C, b.bin(BinOp::Add, b.acc(acc), b.bin(BinOp::Mul, b.load(X, Pattern::RowCol), b.load(X2, Pattern::ColRow)))));
+  const ExprId xx = b.load(X, Pattern::RowCol), xx2 = b.load(X2, Pattern::ColRow);
+  b.p.outer.push_back(PlanBuilder::store(C, b.bin(BinOp::Add, b.acc(acc), b.bin(BinOp::Mul, xx, xx2))));
   return b.done();
 }
 
@@ -396,10 +404,10 @@ inline Plan sequential_f64() {
   PlanBuilder b("sequential");
   const int A = b.input("A", DType::F64), B = b.input("B", DType::F64);
   const int acc = b.accumulator("acc", CType::F64, 1, Monoid::Sequential);
+  const ExprId x = b.load(A, Pattern::RowRed), y = b.load(B, Pattern::RedCol);
   b.p.inner.push_back(PlanBuilder::update(
       acc, UpdateOp::Assign,
-      b.bin(BinOp::Add, b.bin(BinOp::Mul, b.acc(acc), b.lit(CType::F64, 0.5)),
-            b.bin(BinOp::Mul, b.load(A, Pattern::RowRed), b.load(B, Pattern::RedCol)))));
+      b.bin(BinOp::Add, b.bin(BinOp::Mul, b.acc(acc), b.lit(CType::F64, 0.5)), b.bin(BinOp::Mul, x, y))));
   const int C = b.output("C", StoreOp::Assign, CType::F64, {b.ax(AxisRole::Row), b.ax(AxisRole::Col)});
   b.p.outer.push_back(PlanBuilder::store(C, b.acc(acc)));
   // D[i,j] = i64(acc) / (i - j) + i64(acc) % (j - i) + (i << j) >> 3
@@ -441,9 +449,9 @@ inline Plan masked_emit() {
   int P, R;
   const int acc = preference(b, P, R);
   const int r = b.input("r", DType::I32), c = b.input("c", DType::I64);
+  const ExprId xr = b.load_as(r, Pattern::RowVec, CType::I64), xc = b.load(c, Pattern::ColVec);
   b.p.when.mask = b.bin(BinOp::LogAnd, b.bin(BinOp::Ne, b.axis(AxisRole::Row), b.axis(AxisRole::Col)),
-                        b.bin(BinOp::Gt, b.bin(BinOp::Add, b.load_as(r, Pattern::RowVec, CType::I64), b.load(c, Pattern::ColVec)),
-                              b.lit(CType::I64, 0)));
+                        b.bin(BinOp::Gt, b.bin(BinOp::Add, xr, xc), b.lit(CType::I64, 0)));
   const int L = b.list("L", {{"i", CType::I32}, {"j", CType::I32}, {"pos", CType::Bool}, {"v", CType::F64}});
   b.p.outer.push_back(PlanBuilder::emit(L, {b.axis(AxisRole::Row), b.axis(AxisRole::Col),
                                             b.bin(BinOp::Gt, b.acc(acc), b.lit(CType::F32, 0)), b.cast(b.acc(acc), CType::F64)}));

@@ -28,8 +28,8 @@ inline int product_acc(PlanBuilder& b, DType in, int& P, int& R) {
   R = b.input("R", in);
   const CType t = compute_type_of(in) == CType::Bool ? CType::I32 : compute_type_of(in);
   const int acc = b.accumulator("accum", t, 0, Monoid::Sum);
-  b.p.inner.push_back(PlanBuilder::update(
-      acc, UpdateOp::Add, b.bin(BinOp::Mul, b.load_as(P, Pattern::RowRed, t), b.load_as(R, Pattern::RedCol, t))));
+  const ExprId x = b.load_as(P, Pattern::RowRed, t), y = b.load_as(R, Pattern::RedCol, t);
+  b.p.inner.push_back(PlanBuilder::update(acc, UpdateOp::Add, b.bin(BinOp::Mul, x, y)));
   return acc;
 }
 

@@ -24,8 +24,8 @@
 #include "core/error.h"
 #include "cuda/codegen/codegen.h"
 #include "cuda/codegen/stage_sources.h"
-#include "cuda/gpu_engine.h"
 #include "cuda/codegen/tile_choice.h"
+#include "cuda/gpu_engine.h"
 #include "driver/kernel_sources.h"
 #include "driver/pipeline.h"
 #include "list_plans.h"
@@ -38,8 +38,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using testnvrtc::kH100Sms;
 using testnvrtc::kH100Smem;
+using testnvrtc::kH100Sms;
 
 const fs::path kGoldenDir = fs::path(GAMUT_SOURCE_DIR) / "tests" / "golden";
 
@@ -85,11 +85,15 @@ NDArray make_array(const std::string& spec) {
   const std::string fill = parts.size() > 2 ? parts[2] : "zero";
   for (int64_t e = 0; e < a.size() && fill != "zero"; ++e) {
     int64_t v = 0;
-    if (fill == "mod") v = e % std::stoll(parts.at(3));
-    else if (fill == "bits") v = (e * 7) % 5 == 0 ? 1 : 0;
-    else throw std::runtime_error("bad fill in " + spec);
+    if (fill == "mod")
+      v = e % std::stoll(parts.at(3));
+    else if (fill == "bits")
+      v = (e * 7) % 5 == 0 ? 1 : 0;
+    else
+      throw std::runtime_error("bad fill in " + spec);
     switch (*t) {
-      case DType::Bool: case DType::U8: a.as<uint8_t>()[e] = uint8_t(v); break;
+      case DType::Bool:
+      case DType::U8: a.as<uint8_t>()[e] = uint8_t(v); break;
       case DType::I8: a.as<int8_t>()[e] = int8_t(v); break;
       case DType::I16: a.as<int16_t>()[e] = int16_t(v); break;
       case DType::I32: a.as<int32_t>()[e] = int32_t(v); break;
@@ -120,9 +124,12 @@ std::vector<QuerySpec> query_specs() {
     words >> q.name >> q.file;
     std::string w;
     while (words >> w) {
-      if (w == "--no-rewrites") q.rewrites = false;
-      else if (w == "--masked-joins") q.masked_joins = true;
-      else q.bindings.push_back({w.substr(0, w.find('=')), w.substr(w.find('=') + 1)});
+      if (w == "--no-rewrites")
+        q.rewrites = false;
+      else if (w == "--masked-joins")
+        q.masked_joins = true;
+      else
+        q.bindings.push_back({w.substr(0, w.find('=')), w.substr(w.find('=') + 1)});
     }
     out.push_back(q);
   }
@@ -143,8 +150,10 @@ std::vector<KernelSource> kernels_of(const Prepared& p, bool masked_joins) {
 std::unique_ptr<Prepared> prepare_spec(const QuerySpec& q) {
   Bindings b;
   for (const auto& [name, value] : q.bindings) {
-    if (is_number(value)) b.scalars[name] = value;
-    else b.arrays[name] = make_array(value);
+    if (is_number(value))
+      b.scalars[name] = value;
+    else
+      b.arrays[name] = make_array(value);
   }
   // A relative name: generated sources carry it, and golden files hold no machine paths.
   return prepare(Source{q.file, read_text(fs::path(GAMUT_SOURCE_DIR) / q.file)}, std::move(b), q.rewrites);
@@ -155,8 +164,7 @@ void add_query_cases(std::vector<GoldenCase>& cases) {
     // Each case prepares the query again: cheap, and the files stay independent.
     const auto kernels = kernels_of(*prepare_spec(q), q.masked_joins);
     for (size_t k = 0; k < kernels.size(); ++k) {
-      const std::string file =
-          "queries/" + q.name + (kernels.size() == 1 ? "" : "." + kernels[k].name) + ".cu";
+      const std::string file = "queries/" + q.name + (kernels.size() == 1 ? "" : "." + kernels[k].name) + ".cu";
       cases.push_back({file, [q, k] { return kernels_of(*prepare_spec(q), q.masked_joins)[k].source; }});
     }
   }
@@ -185,11 +193,14 @@ void add_variant_cases(std::vector<GoldenCase>& cases) {
   // a small one (pass 2 unrolled or as a loop over the marked pairs).
   for (const auto& [name, plan] : tp::list_plans()) {
     const Plan p = plan;
-    add_plan(cases, "lists", name, [p] { return p; }, chosen(p));
-    add_plan(cases, "lists", name, [p] { return p; }, parse_tile("64x64x8/4x4"));
+    add_plan(
+        cases, "lists", name, [p] { return p; }, chosen(p));
+    add_plan(
+        cases, "lists", name, [p] { return p; }, parse_tile("64x64x8/4x4"));
     if (name == "three_lists_batched" || name == "top_per2" || name == "bottom_per1")
       for (const char* tile : {"32x32x8/4x4", "64x32x4/4x2", "16x64x16/1x4", "128x256x8/8x16", "32x16x32/2x2"})
-        add_plan(cases, "lists", name, [p] { return p; }, parse_tile(tile));
+        add_plan(
+            cases, "lists", name, [p] { return p; }, parse_tile(tile));
   }
   // Key-grouped joins: plain, global top and distinct lists, and an aggregate.
   CodegenOptions grouped;
@@ -197,14 +208,16 @@ void add_variant_cases(std::vector<GoldenCase>& cases) {
   for (ListMode mode : {ListMode::Plain, ListMode::Top}) {
     tp::ListQuery q = tp::list_query_of(mode, PerGroup::None);
     q.join_keys = q.under_if = true;
-    add_plan(cases, "grouped_join", mode == ListMode::Plain ? "plain" : "top", [q] { return tp::list_query(q); },
-             parse_tile("64x64x8/4x4"), grouped);
+    add_plan(
+        cases, "grouped_join", mode == ListMode::Plain ? "plain" : "top", [q] { return tp::list_query(q); },
+        parse_tile("64x64x8/4x4"), grouped);
   }
   tp::DistinctQuery dj;
   dj.join_keys = dj.under_if = true;
-  add_plan(cases, "grouped_join", "distinct", [dj] { return tp::distinct_query(dj); }, parse_tile("64x64x8/4x4"),
-           grouped);
-  add_plan(cases, "grouped_join", "join_area", [] { return tp::join_area(); }, chosen(tp::join_area()), grouped);
+  add_plan(
+      cases, "grouped_join", "distinct", [dj] { return tp::distinct_query(dj); }, parse_tile("64x64x8/4x4"), grouped);
+  add_plan(
+      cases, "grouped_join", "join_area", [] { return tp::join_area(); }, chosen(tp::join_area()), grouped);
   // Packed 16-bit tropical steps, max-plus and a transposed min-plus.
   CodegenOptions packed;
   packed.packed16 = true;
@@ -225,9 +238,10 @@ void add_variant_cases(std::vector<GoldenCase>& cases) {
   // Distinct lists on the tiles of their compile checks.
   for (const auto& [name, q] : tp::distinct_queries()) {
     const tp::DistinctQuery dq = q;
-    for (const char* tile : {"128x128x8/8x8", "32x32x8/4x4", "64x32x4/4x2", "16x64x16/1x4", "128x256x8/8x16",
-                             "32x16x32/2x2"})
-      add_plan(cases, "distinct", name, [dq] { return tp::distinct_query(dq); }, parse_tile(tile));
+    for (const char* tile :
+         {"128x128x8/8x8", "32x32x8/4x4", "64x32x4/4x2", "16x64x16/1x4", "128x256x8/8x16", "32x16x32/2x2"})
+      add_plan(
+          cases, "distinct", name, [dq] { return tp::distinct_query(dq); }, parse_tile(tile));
   }
   // The stage kernels: segment sum and bit pack per element type, top/bottom selection per key
   // type, direction and grouping.
@@ -241,7 +255,9 @@ void add_variant_cases(std::vector<GoldenCase>& cases) {
     for (PerGroup g : {PerGroup::None, PerGroup::Row, PerGroup::Col})
       for (bool top : {true, false}) {
         const std::string n = std::string(dtype_name(k)) + (top ? ".top" : ".bottom") +
-                              (g == PerGroup::Row ? ".per_i" : g == PerGroup::Col ? ".per_j" : "");
+                              (g == PerGroup::Row   ? ".per_i"
+                               : g == PerGroup::Col ? ".per_j"
+                                                    : "");
         cases.push_back({"stages/select." + n + ".cu", [k, top, g] { return select_source(k, top, g); }});
       }
 }
@@ -264,13 +280,19 @@ std::string unified_diff(const std::string& want, const std::string& got, size_t
   for (size_t i = a.size(); i-- > 0;)
     for (size_t j = b.size(); j-- > 0;)
       lcs[i][j] = a[i] == b[j] ? lcs[i + 1][j + 1] + 1 : std::max(lcs[i + 1][j], lcs[i][j + 1]);
-  struct Op { char kind; std::string text; };
+  struct Op {
+    char kind;
+    std::string text;
+  };
   std::vector<Op> ops;
   size_t i = 0, j = 0;
   while (i < a.size() || j < b.size()) {
-    if (i < a.size() && j < b.size() && a[i] == b[j]) ops.push_back({' ', a[i++]}), ++j;
-    else if (i < a.size() && (j == b.size() || lcs[i + 1][j] >= lcs[i][j + 1])) ops.push_back({'-', a[i++]});
-    else ops.push_back({'+', b[j++]});
+    if (i < a.size() && j < b.size() && a[i] == b[j])
+      ops.push_back({' ', a[i++]}), ++j;
+    else if (i < a.size() && (j == b.size() || lcs[i + 1][j] >= lcs[i][j + 1]))
+      ops.push_back({'-', a[i++]});
+    else
+      ops.push_back({'+', b[j++]});
   }
   std::string out;
   size_t shown = 0, last = 0;
@@ -281,7 +303,8 @@ std::string unified_diff(const std::string& want, const std::string& got, size_t
     if (any && from > last) out += "...\n";
     for (size_t c = std::max(from, any ? last : 0); c < k; ++c, ++shown) out += " " + ops[c].text + "\n";
     size_t e = k;
-    while (e < ops.size() && ops[e].kind != ' ' && shown < max_lines) out += std::string(1, ops[e].kind) + ops[e].text + "\n", ++e, ++shown;
+    while (e < ops.size() && ops[e].kind != ' ' && shown < max_lines)
+      out += std::string(1, ops[e].kind) + ops[e].text + "\n", ++e, ++shown;
     size_t ctx = e;
     for (; ctx < ops.size() && ctx < e + 3 && ops[ctx].kind == ' '; ++ctx, ++shown) out += " " + ops[ctx].text + "\n";
     last = ctx;
@@ -341,8 +364,10 @@ TEST(Golden, GeneratedKernelsMatch) {
     if (!e.is_regular_file() || e.path().extension() != ".cu") continue;
     const std::string rel = fs::relative(e.path(), kGoldenDir).generic_string();
     if (made.count(rel)) continue;
-    if (updating()) fs::remove(e.path());
-    else ADD_FAILURE() << "stale golden file tests/golden/" << rel << ": no case generates it";
+    if (updating())
+      fs::remove(e.path());
+    else
+      ADD_FAILURE() << "stale golden file tests/golden/" << rel << ": no case generates it";
   }
   if (mismatches > 0)
     ADD_FAILURE() << mismatches << " golden kernel(s) differ; if the change is intended, regenerate them with\n"

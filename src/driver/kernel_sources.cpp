@@ -30,9 +30,9 @@ struct Sources {
     // top/bottom lists: the candidates the kernel appends are selected on the device after it.
     for (const ListOutput& l : inst.plan->lists)
       if ((l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.key != kNoExpr)
-        out.push_back({"select-" + l.name, "// kernel source: selection of " + l.name + " after the kernel",
-                       cuda::select_source(storage_type_of(inst.plan->expr(l.key).type), l.mode == ListMode::Top,
-                                           l.per)});
+        out.push_back(
+            {"select-" + l.name, "// kernel source: selection of " + l.name + " after the kernel",
+             cuda::select_source(storage_type_of(inst.plan->expr(l.key).type), l.mode == ListMode::Top, l.per)});
     return out;
   }
 
@@ -47,29 +47,32 @@ struct Sources {
       const std::string title = "// stage " + std::to_string(s + 1) + " (" + st.name + ")";
       if (st.bitpack) {
         const BitPack& bp = *st.bitpack;
-        out.push_back({tag, title + ": bit pack kernel",
-                       cuda::bit_pack_source(p.bindings.arrays.at(bp.source).dtype)});
+        out.push_back({tag, title + ": bit pack kernel", cuda::bit_pack_source(p.bindings.arrays.at(bp.source).dtype)});
         produced[bp.output] = NDArray::zeros(DType::I32, {bp.rows.end, bp.words()});
         continue;
       }
-      if (st.segment) {   // the GPU runs the segment sum kernel, not the stage query
+      if (st.segment) {  // the GPU runs the segment sum kernel, not the stage query
         const SegmentSum& sg = *st.segment;
-        out.push_back({tag, title + ": segment sum kernel",
-                       cuda::segment_sum_source(p.bindings.arrays.at(sg.source).dtype)});
+        out.push_back(
+            {tag, title + ": segment sum kernel", cuda::segment_sum_source(p.bindings.arrays.at(sg.source).dtype)});
         const int64_t k = sg.k_range.end;
-        produced[sg.output] = NDArray::zeros(storage_type_of(sg.type), sg.group_rows ? std::vector<int64_t>{sg.groups, k}
-                                                                                    : std::vector<int64_t>{k, sg.groups});
+        produced[sg.output] =
+            NDArray::zeros(storage_type_of(sg.type),
+                           sg.group_rows ? std::vector<int64_t>{sg.groups, k} : std::vector<int64_t>{k, sg.groups});
         continue;
       }
       Bindings b;
       for (const std::string& n : st.inputs) {
-        if (auto it = p.bindings.arrays.find(n); it != p.bindings.arrays.end()) b.arrays[n] = it->second;
-        else b.scalars[n] = p.bindings.scalars.at(n);
+        if (auto it = p.bindings.arrays.find(n); it != p.bindings.arrays.end())
+          b.arrays[n] = it->second;
+        else
+          b.scalars[n] = p.bindings.scalars.at(n);
       }
       for (const std::string& n : st.from_stages) b.arrays[n] = produced.at(n);
       for (const auto& [n, d] : st.dims) b.dims[n] = d;
       auto stage = prepare(Source{p.source.name + " [" + st.name + "]", st.text}, std::move(b));
-      for (KernelSource& k : of(*stage)) out.push_back({tag + "-" + k.name, title + "\n" + k.title, std::move(k.source)});
+      for (KernelSource& k : of(*stage))
+        out.push_back({tag + "-" + k.name, title + "\n" + k.title, std::move(k.source)});
       for (size_t d = 0; d < stage->plan.dense.size(); ++d)
         produced[stage->plan.dense[d].name] =
             NDArray::zeros(storage_type_of(stage->plan.dense[d].type), stage->instance.dense_shapes[d]);
@@ -80,8 +83,8 @@ struct Sources {
 
 }  // namespace
 
-std::vector<KernelSource> kernel_sources(const Prepared& p, int sm_count, size_t smem_per_block, const std::string& tile,
-                                         bool masked_joins) {
+std::vector<KernelSource> kernel_sources(const Prepared& p, int sm_count, size_t smem_per_block,
+                                         const std::string& tile, bool masked_joins) {
   Sources s{sm_count, smem_per_block, std::nullopt, masked_joins};
   if (!tile.empty()) s.tile = cuda::parse_tile(tile);
   return s.of(p);

@@ -10,9 +10,9 @@
 namespace gamut {
 
 struct KernelSource {
-  std::string name;     // "main", "select-LIST", "stage2", "stage3-main", ...: unique per query
-  std::string title;    // one comment line: what the kernel is and, for the main kernel, its tile
-  std::string source;   // the CUDA C++ NVRTC compiles
+  std::string name;    // "main", "select-LIST", "stage2", "stage3-main", ...: unique per query
+  std::string title;   // one comment line: what the kernel is and, for the main kernel, its tile
+  std::string source;  // the CUDA C++ NVRTC compiles
 };
 
 // The kernels of `p` in the order they run, for a device of `sm_count` SMs and `smem_per_block`

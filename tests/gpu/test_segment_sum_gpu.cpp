@@ -38,7 +38,9 @@ const char* path_name(cuda::SegmentSumPath p) {
 }
 
 // Runs one case both ways; `path` is the kernel path the shape should take.
-void check(DType t, const cuda::SegmentSumShape& s, int64_t rows_extent, int64_t k_extent, const std::string& path) {
+using Path = cuda::SegmentSumPath;
+
+void check(DType t, const cuda::SegmentSumShape& s, int64_t rows_extent, int64_t k_extent, Path path) {
   SCOPED_TRACE(std::string(dtype_name(t)) + " groups " + std::to_string(s.groups) + (s.src_k_minor ? " X[i,k]" : " X[k,i]") +
                (s.group_rows ? " out[g,k]" : " out[k,g]") + " rows " + range(s.rows.begin, s.rows.end) + " k " +
                range(s.k.begin, s.k.end));
@@ -72,7 +74,7 @@ TEST(SegmentSumGpu, EveryOrientationAndPathMatchesTheStageQuery) {
   for (DType t : {DType::F32, DType::I32})
     for (bool k_minor : {true, false})
       for (bool group_rows : {true, false})
-        for (auto [groups, path] : {std::pair<int64_t, const char*>{1, "tiled"}, {16, "tiled"}, {300, "tiled"}, {5000, "direct"}}) {
+        for (auto [groups, path] : {std::pair<int64_t, Path>{1, Path::Tiled}, {16, Path::Tiled}, {300, Path::Tiled}, {5000, Path::Direct}}) {
           // Ranges not starting at 0 and not multiples of 32; k entries below 5 stay 0.
           cuda::SegmentSumShape s{k_minor, group_rows, groups, {7, 1490}, {5, 70}};
           check(t, s, 1501, 71, path);
@@ -83,17 +85,17 @@ TEST(SegmentSumGpu, OtherElementTypes) {
   if (!cuda::gpu_available()) GTEST_SKIP() << "no CUDA device";
   for (DType t : {DType::F16, DType::BF16, DType::F64, DType::I8, DType::I64})
     for (bool k_minor : {true, false}) {
-      check(t, cuda::SegmentSumShape{k_minor, true, 16, {0, 1000}, {0, 40}}, 1000, 40, "tiled");
+      check(t, cuda::SegmentSumShape{k_minor, true, 16, {0, 1000}, {0, 40}}, 1000, 40, Path::Tiled);
       // 200 groups of 8-byte sums no longer fit one shared copy per warp (about 170 do): direct path.
       const bool wide = dtype_size(storage_type_of(cuda::segment_sum_acc_type(t))) == 8;
-      check(t, cuda::SegmentSumShape{k_minor, false, 200, {1, 999}, {3, 40}}, 1000, 40, wide ? "direct" : "tiled");
+      check(t, cuda::SegmentSumShape{k_minor, false, 200, {1, 999}, {3, 40}}, 1000, 40, wide ? Path::Direct : Path::Tiled);
     }
 }
 
 TEST(SegmentSumGpu, EmptyRanges) {
   if (!cuda::gpu_available()) GTEST_SKIP() << "no CUDA device";
-  check(DType::F32, cuda::SegmentSumShape{true, true, 16, {5, 5}, {0, 40}}, 100, 40, "empty");
-  check(DType::F32, cuda::SegmentSumShape{false, false, 16, {5, 5}, {0, 40}}, 100, 40, "empty");
+  check(DType::F32, cuda::SegmentSumShape{true, true, 16, {5, 5}, {0, 40}}, 100, 40, Path::Empty);
+  check(DType::F32, cuda::SegmentSumShape{false, false, 16, {5, 5}, {0, 40}}, 100, 40, Path::Empty);
 }
 
 TEST(SegmentSumGpu, PushdownQueriesEndToEndMatchTheCpu) {

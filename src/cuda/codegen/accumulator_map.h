@@ -12,12 +12,12 @@
 namespace gamut::cuda::cg {
 
 struct AccumulatorMap {
-  std::string type;          // the device map type, e.g. "gm::ThreadMap<Shape>"
-  std::string object;        // the map in the kernel (its row/col may be static), e.g. "st.tmap"
-  std::string rows, cols;    // the grid's extents (Map::kRows, Map::kCols), as constant expressions
-  std::string col_run;       // grid columns per run of consecutive tile columns (vector stores)
-  std::string tile_row0, tile_col0;   // the block tile's first row and column
-  int pairs = 0;             // rows * cols, as a number
+  std::string type;                  // the device map type, e.g. "gm::ThreadMap<Shape>"
+  std::string object;                // the map in the kernel (its row/col may be static), e.g. "st.tmap"
+  std::string rows, cols;            // the grid's extents (Map::kRows, Map::kCols), as constant expressions
+  std::string col_run;               // grid columns per run of consecutive tile columns (vector stores)
+  std::string tile_row0, tile_col0;  // the block tile's first row and column
+  int pairs = 0;                     // rows * cols, as a number
   // Accumulator `acc` at grid position (m, n), read where the loop variables m and n are in scope.
   std::function<std::string(int acc)> value;
 

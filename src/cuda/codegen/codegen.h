@@ -13,8 +13,8 @@ namespace gamut::cuda {
 
 struct KernelInfo {
   ArgLayout args;
-  int threads = 0;          // block size (1-d)
-  size_t smem_bytes = 0;    // dynamic shared memory per block
+  int threads = 0;        // block size (1-d)
+  size_t smem_bytes = 0;  // dynamic shared memory per block
 };
 
 // Everything the host needs to launch the kernel generate_source(plan, tile) renders.

@@ -8,7 +8,11 @@ namespace gamut::cuda::cg {
 using std::to_string;
 
 KernelContext::KernelContext(const Plan& plan, const TileConfig& tile)
-    : P(plan), T(tile), A(arg_layout(plan)), S(smem_plan(plan, tile)), inner_r(plan, Renderer::Ctx::Inner),
+    : P(plan),
+      T(tile),
+      A(arg_layout(plan)),
+      S(smem_plan(plan, tile)),
+      inner_r(plan, Renderer::Ctx::Inner),
       outer_r(plan, Renderer::Ctx::Outer) {}
 
 void KernelContext::locals(bool inner, Code& out) const {
@@ -22,10 +26,14 @@ std::string KernelContext::out_offset(int d, const std::string& jname) const {
   std::string r;
   for (size_t p = 0; p < idx.size(); ++p) {
     std::string term;
-    if (idx[p].kind == OutIndex::Lookup) term = "gm::to_i64(" + outer_r.load(idx[p].access) + ")";
-    else if (idx[p].axis == AxisRole::Row) term = "gm::i64(i)";
-    else if (idx[p].axis == AxisRole::Col) term = "gm::i64(" + jname + ")";
-    else term = "gm::i64(b)";
+    if (idx[p].kind == OutIndex::Lookup)
+      term = "gm::to_i64(" + outer_r.load(idx[p].access) + ")";
+    else if (idx[p].axis == AxisRole::Row)
+      term = "gm::i64(i)";
+    else if (idx[p].axis == AxisRole::Col)
+      term = "gm::i64(" + jname + ")";
+    else
+      term = "gm::i64(b)";
     r += (r.empty() ? "" : " + ") + term + " * os" + to_string(d) + "_" + to_string(p);
   }
   return r.empty() ? "gm::i64(0)" : r;
@@ -52,7 +60,7 @@ std::string KernelContext::when_condition() const {
   std::string r;
   for (const JoinKey& k : coords->keys_matched() ? std::vector<JoinKey>{} : P.when.keys) {
     const CType tr = access_ctype(P, k.row_access), tc = access_ctype(P, k.col_access);
-    CType t = std::max(tr, tc);        // compared in the common type, as the CPU engine
+    CType t = std::max(tr, tc);  // compared in the common type, as the CPU engine
     if (!is_float(t)) t = CType::I64;
     r += (r.empty() ? "" : " && ") + std::string("(") + Renderer::convert(outer_r.load(k.row_access), tr, t) +
          " == " + Renderer::convert(outer_r.load(k.col_access), tc, t) + ")";
@@ -67,8 +75,6 @@ std::string KernelContext::pass_test() const {
   return " && ((" + map.bit("pass", "m", "n") + " >> " + map.bit_shift("m", "n") + ") & 1u) != 0";
 }
 
-bool KernelContext::runs_along_j(int d) const {
-  return coords->positions_are_indices() && output_runs_along_j(P, d);
-}
+bool KernelContext::runs_along_j(int d) const { return coords->positions_are_indices() && output_runs_along_j(P, d); }
 
 }  // namespace gamut::cuda::cg

@@ -50,7 +50,7 @@ struct KernelContext {
   Code c;
   Renderer inner_r, outer_r;
   std::unique_ptr<TileCoordinates> coords;
-  AccumulatorMap map;   // set by the mainloop
+  AccumulatorMap map;  // set by the mainloop
 
   KernelContext(const Plan& plan, const TileConfig& tile);
 

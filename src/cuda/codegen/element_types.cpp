@@ -11,8 +11,8 @@ namespace {
 struct ComputeType {
   CType type;
   const char* cpp;
-  const char* convert;   // from any compute type
-  const char* arg;       // from a 64-bit argument word
+  const char* convert;  // from any compute type
+  const char* arg;      // from a 64-bit argument word
   size_t bytes;
   const char* wrapping_sum;
 };
@@ -36,7 +36,7 @@ struct StorageType {
 };
 const StorageType kStorageTypes[] = {
     {DType::Bool, "gm::b8"}, {DType::U8, "unsigned char"}, {DType::I8, "signed char"}, {DType::I16, "short"},
-    {DType::I32, "int"},     {DType::I64, "gm::i64"},      {DType::F16, "gm::f16"},     {DType::BF16, "gm::bf16"},
+    {DType::I32, "int"},     {DType::I64, "gm::i64"},      {DType::F16, "gm::f16"},    {DType::BF16, "gm::bf16"},
     {DType::F32, "float"},   {DType::F64, "double"},
 };
 

@@ -25,8 +25,8 @@ std::string dtype_cpp(DType t);
 // The mainloop holds bool operands as bytes 0/1 (shared memory, fragments) and hands them to
 // the inner op as int: bools kept as predicates would exhaust the 7 predicate registers.
 // Rendered code is correct for a Bool value held as bool or as int 0/1.
-std::string frag_cpp(CType t);        // unsigned char for Bool, else ctype_cpp
-std::string inner_arg_cpp(CType t);   // int for Bool, else ctype_cpp
+std::string frag_cpp(CType t);       // unsigned char for Bool, else ctype_cpp
+std::string inner_arg_cpp(CType t);  // int for Bool, else ctype_cpp
 // The aggregate operators' device codes (gm::kAdd, ...; device/core/gamut_constants.cuh).
 const char* store_op_code(StoreOp op);
 

@@ -21,6 +21,13 @@ class OperatorEpilogue final : public Epilogue {
     ops_ = {project_.get(), aggregates_.get(), lists_.get()};
   }
 
+  std::vector<std::string> headers() const override {
+    std::vector<std::string> out;
+    for (const OutputOperator* op : ops_)
+      for (const std::string& h : op->headers()) out.push_back(h);
+    return out;
+  }
+
   void render(Code& c) override {
     for (OutputOperator* op : ops_) op->declare(c);
     for (OutputOperator* op : ops_)

@@ -2,6 +2,8 @@
 // statements into the output operators (outputs/output_operator.h), composed here.
 #pragma once
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cuda/codegen/context.h"
 
@@ -10,6 +12,8 @@ namespace gamut::cuda::cg {
 class Epilogue {
  public:
   virtual ~Epilogue() = default;
+  // The device headers the output operators use.
+  virtual std::vector<std::string> headers() const = 0;
   virtual void render(Code& c) = 0;
 };
 

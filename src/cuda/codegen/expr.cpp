@@ -29,9 +29,7 @@ std::string Renderer::convert(const std::string& e, CType from, CType to) {
   return convert_fn(to) + "(" + e + ")";
 }
 
-std::string Renderer::cond(const std::string& e, CType t) {
-  return t == CType::Bool ? e : "gm::to_bool(" + e + ")";
-}
+std::string Renderer::cond(const std::string& e, CType t) { return t == CType::Bool ? e : "gm::to_bool(" + e + ")"; }
 
 std::string Renderer::literal(const Scalar& value, CType t) {
   const Scalar v = convert_scalar(value, t);
@@ -75,16 +73,14 @@ std::string Renderer::load(int access) const {
     case Pattern::RowCol: off = "gm::i64(i) * gld" + n + " + j"; break;
     case Pattern::ColRow: off = "gm::i64(j) * gld" + n + " + i"; break;
     default:
-      unsupported("an operand indexed by the reduction axis outside reduce (" +
-                  P.operands[size_t(acc.operand)].name + ")");
+      unsupported("an operand indexed by the reduction axis outside reduce (" + P.operands[size_t(acc.operand)].name +
+                  ")");
   }
   if (P.batched) off = "gm::i64(b) * gbs" + n + " + " + off;
   return "gm::widen(gp" + n + "[" + off + "])";
 }
 
-std::string Renderer::expr_as(ExprId id, CType to) const {
-  return convert(expr(id), P.expr(id).type, to);
-}
+std::string Renderer::expr_as(ExprId id, CType to) const { return convert(expr(id), P.expr(id).type, to); }
 
 std::string Renderer::expr(ExprId id) const {
   const Expr& e = P.expr(id);
@@ -97,23 +93,24 @@ std::string Renderer::expr(ExprId id) const {
       if (r == AxisRole::Red && ctx_ == Ctx::Outer) unsupported("the reduction axis outside reduce");
       return convert(name, CType::I32, e.type);
     }
-    case ExprKind::Load:
-      return convert(load(e.index), access_ctype(P, e.index), e.type);
+    case ExprKind::Load: return convert(load(e.index), access_ctype(P, e.index), e.type);
     case ExprKind::Acc: return convert("acc" + std::to_string(e.index), P.accs[size_t(e.index)].type, e.type);
-    case ExprKind::Local:
-      return convert(cat("l", std::to_string(e.index)), P.locals[size_t(e.index)].type, e.type);
+    case ExprKind::Local: return convert(cat("l", std::to_string(e.index)), P.locals[size_t(e.index)].type, e.type);
     case ExprKind::Unary: {
       CType t = P.expr(e.a).type;
       std::string a = expr(e.a);
       if (e.unop == UnOp::Not) return convert("(!" + cond(a, t) + ")", CType::Bool, e.type);
-      if (t == CType::Bool) {   // bool counts as i32 in arithmetic
+      if (t == CType::Bool) {  // bool counts as i32 in arithmetic
         a = convert(a, t, CType::I32);
         t = CType::I32;
       }
       std::string r;
-      if (e.unop == UnOp::Neg) r = is_float(t) ? "(-" + a + ")" : "gm::neg(" + a + ")";
-      else if (is_float(t)) unsupported("~ on a float");
-      else r = "(~" + a + ")";
+      if (e.unop == UnOp::Neg)
+        r = is_float(t) ? "(-" + a + ")" : "gm::neg(" + a + ")";
+      else if (is_float(t))
+        unsupported("~ on a float");
+      else
+        r = "(~" + a + ")";
       return convert(r, t, e.type);
     }
     case ExprKind::Binary: return binary(e);
@@ -127,16 +124,21 @@ std::string Renderer::expr(ExprId id) const {
 
 std::string Renderer::binary(const Expr& e) const {
   CType t = P.expr(e.a).type;
-  std::string a = expr(e.a), b = expr_as(e.b, t);   // sema made both operand types equal
+  std::string a = expr(e.a), b = expr_as(e.b, t);  // sema made both operand types equal
   const BinOp op = e.binop;
   switch (op) {
-    case BinOp::Lt: case BinOp::Le: case BinOp::Gt: case BinOp::Ge: case BinOp::Eq: case BinOp::Ne:
-      return convert("(" + a + " " + binop_symbol(op) + " " + b + ")", CType::Bool, e.type);
-    case BinOp::LogAnd: case BinOp::LogOr:
+    case BinOp::Lt:
+    case BinOp::Le:
+    case BinOp::Gt:
+    case BinOp::Ge:
+    case BinOp::Eq:
+    case BinOp::Ne: return convert("(" + a + " " + binop_symbol(op) + " " + b + ")", CType::Bool, e.type);
+    case BinOp::LogAnd:
+    case BinOp::LogOr:
       return convert(cat("(", cond(a, t), " ", binop_symbol(op), " ", cond(b, t), ")"), CType::Bool, e.type);
     default: break;
   }
-  if (t == CType::Bool) {   // arithmetic and bitwise operators see bools as i32
+  if (t == CType::Bool) {  // arithmetic and bitwise operators see bools as i32
     a = convert(a, t, CType::I32);
     b = convert(b, t, CType::I32);
     t = CType::I32;
@@ -149,11 +151,18 @@ std::string Renderer::binary(const Expr& e) const {
     case BinOp::Mul: r = fl ? "(" + a + " * " + b + ")" : "gm::mul(" + a + ", " + b + ")"; break;
     case BinOp::Div: r = fl ? "(" + a + " / " + b + ")" : "gm::div(" + a + ", " + b + ")"; break;
     case BinOp::Mod: r = "gm::mod(" + a + ", " + b + ")"; break;
-    case BinOp::Shl: case BinOp::Shr: case BinOp::BitAnd: case BinOp::BitOr: case BinOp::BitXor:
+    case BinOp::Shl:
+    case BinOp::Shr:
+    case BinOp::BitAnd:
+    case BinOp::BitOr:
+    case BinOp::BitXor:
       if (fl) unsupported(std::string("the operator ") + binop_symbol(op) + " on floats");
-      if (op == BinOp::Shl) r = "gm::shl(" + a + ", " + b + ")";
-      else if (op == BinOp::Shr) r = "gm::shr(" + a + ", " + b + ")";
-      else r = "(" + a + " " + binop_symbol(op) + " " + b + ")";
+      if (op == BinOp::Shl)
+        r = "gm::shl(" + a + ", " + b + ")";
+      else if (op == BinOp::Shr)
+        r = "gm::shr(" + a + ", " + b + ")";
+      else
+        r = "(" + a + " " + binop_symbol(op) + " " + b + ")";
       break;
     default: unsupported("an unknown binary operator");
   }
@@ -166,12 +175,13 @@ std::string Renderer::call(const Expr& e) const {
     if (args.size() < n) unsupported(std::string("too few arguments to ") + fn_name(e.fn));
   };
   switch (e.fn) {
-    case Fn::Abs: {   // abs/min/max/clamp keep the argument type (bool counts as i32 for abs)
+    case Fn::Abs: {  // abs/min/max/clamp keep the argument type (bool counts as i32 for abs)
       need(1);
       const CType t = e.type == CType::Bool ? CType::I32 : e.type;
       return convert("gm::abs_(" + expr_as(args[0], t) + ")", t, e.type);
     }
-    case Fn::Min: case Fn::Max: {   // bools in i32: a bool value may be held as int 0/1
+    case Fn::Min:
+    case Fn::Max: {  // bools in i32: a bool value may be held as int 0/1
       need(2);
       const CType t = e.type == CType::Bool ? CType::I32 : e.type;
       const char* f = e.fn == Fn::Min ? "gm::min_(" : "gm::max_(";
@@ -182,8 +192,9 @@ std::string Renderer::call(const Expr& e) const {
     case Fn::Clamp: {
       need(3);
       const CType t = e.type == CType::Bool ? CType::I32 : e.type;
-      return convert("gm::clamp_(" + expr_as(args[0], t) + ", " + expr_as(args[1], t) + ", " +
-                     expr_as(args[2], t) + ")", t, e.type);
+      return convert(
+          "gm::clamp_(" + expr_as(args[0], t) + ", " + expr_as(args[1], t) + ", " + expr_as(args[2], t) + ")", t,
+          e.type);
     }
     default: break;
   }

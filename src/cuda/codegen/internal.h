@@ -40,8 +40,8 @@ inline size_t round16(size_t n) { return (n + 15) / 16 * 16; }
 // How the mainloop holds an operand the inner op reads.
 enum class InnerKind { RowTile, ColTile, RowVec, ColVec, RedVec, None };
 InnerKind inner_kind(Pattern p);
-bool k_contiguous(Pattern p);       // X[r,k] / X[c,k]: k is the contiguous dimension
-bool uses_cp_async(DType t);        // stored as its compute type: copied by cp.async
+bool k_contiguous(Pattern p);  // X[r,k] / X[c,k]: k is the contiguous dimension
+bool uses_cp_async(DType t);   // stored as its compute type: copied by cp.async
 // Whether tile operand `access` goes global -> shared by cp.async (else through registers).
 bool async_tile(const Plan& plan, int access);
 CType access_ctype(const Plan& plan, int access);
@@ -50,25 +50,24 @@ DType access_dtype(const Plan& plan, int access);
 // Every expression reachable from `id`, and from a statement list (conditions, values,
 // columns; list keys are not part of statements).
 void walk_expr(const Plan& plan, ExprId id, const std::function<void(const Expr&)>& fn);
-void walk_stmts(const Plan& plan, const std::vector<Stmt>& stmts,
-                const std::function<void(const Expr&)>& fn);
-std::vector<int> inner_accesses(const Plan& plan);              // read by the reduce body
+void walk_stmts(const Plan& plan, const std::vector<Stmt>& stmts, const std::function<void(const Expr&)>& fn);
+std::vector<int> inner_accesses(const Plan& plan);  // read by the reduce body
 std::set<std::pair<int, CType>> params_in(const Plan& plan, bool inner);
 
 // Aggregate outputs whose every (b, i, j) has its own element need no pre-reduction.
 bool output_uses_table(const Plan& plan, int d);
 
 struct SmemPlan {
-  std::vector<long> inner_off;   // per access: byte offset of its kStages buffers, -1: none
+  std::vector<long> inner_off;  // per access: byte offset of its kStages buffers, -1: none
   std::vector<size_t> inner_bytes;
   size_t mainloop = 0;
-  std::vector<long> table_off;   // per dense output: byte offset of its table, -1: none
+  std::vector<long> table_off;  // per dense output: byte offset of its table, -1: none
   int table_slots = kTableSlots;
   // Distinct lists, per list: TileDistinct's slots and row words (0 slots: no pre-dedup). The
   // lists take turns in one region at distinct_off, after the tables.
   std::vector<int> distinct_slots, distinct_words;
   long distinct_off = -1;
-  size_t epilogue = 0;           // (the epilogue reuses the mainloop's space)
+  size_t epilogue = 0;  // (the epilogue reuses the mainloop's space)
   size_t total() const { return mainloop > epilogue ? mainloop : epilogue; }
 };
 SmemPlan smem_plan(const Plan& plan, const TileConfig& tile);
@@ -77,10 +76,11 @@ SmemPlan smem_plan(const Plan& plan, const TileConfig& tile);
 class Code {
  public:
   Code& line(const std::string& s);
-  Code& open(const std::string& s);     // s + " {", then indent
+  Code& open(const std::string& s);  // s + " {", then indent
   Code& close(const std::string& tail = "");
-  Code& mid(const std::string& s);      // "} " + s + " {" at the enclosing depth (else)
+  Code& mid(const std::string& s);  // "} " + s + " {" at the enclosing depth (else)
   std::string str() const { return out_.str(); }
+
  private:
   std::ostringstream out_;
   int depth_ = 0;
@@ -96,14 +96,13 @@ class Renderer {
   Renderer(const Plan& plan, Ctx ctx) : P(plan), ctx_(ctx) {}
   std::string expr(ExprId id) const;
   std::string expr_as(ExprId id, CType to) const;
-  std::string load(int access) const;                 // widened value of the access
+  std::string load(int access) const;  // widened value of the access
   // Statements: Let and If here; everything else goes to `leaf`.
-  void stmts(const std::vector<Stmt>& body, Code& out,
-             const std::function<void(const Stmt&, Code&)>& leaf) const;
+  void stmts(const std::vector<Stmt>& body, Code& out, const std::function<void(const Stmt&, Code&)>& leaf) const;
   static std::string convert(const std::string& e, CType from, CType to);
   static std::string literal(const Scalar& v, CType t);
   static std::string param_name(int param, CType t);
-  static std::string cond(const std::string& e, CType t);   // as a C++ condition
+  static std::string cond(const std::string& e, CType t);  // as a C++ condition
  private:
   std::string call(const Expr& e) const;
   std::string binary(const Expr& e) const;

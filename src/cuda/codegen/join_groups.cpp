@@ -29,8 +29,8 @@ namespace {
 
 // The sides' keys: per index of [begin, end), nkeys values; `valid` false where a key is NaN.
 struct SideKeys {
-  std::vector<int64_t> key;       // (index - begin) * nkeys + n
-  std::vector<int32_t> order;     // indices with valid keys, sorted by (key, index)
+  std::vector<int64_t> key;    // (index - begin) * nkeys + n
+  std::vector<int32_t> order;  // indices with valid keys, sorted by (key, index)
 };
 
 SideKeys side_keys(const Plan& plan, const Instance& inst, bool row) {
@@ -76,8 +76,14 @@ JoinGroups group_join(const Plan& plan, const Instance& inst, int bm, int bn) {
   size_t r = 0, c = 0;
   while (r < R.order.size() && c < C.order.size()) {
     const int d = cmp(rkey(r), ckey(c));
-    if (d < 0) { ++r; continue; }
-    if (d > 0) { ++c; continue; }
+    if (d < 0) {
+      ++r;
+      continue;
+    }
+    if (d > 0) {
+      ++c;
+      continue;
+    }
     size_t r1 = r + 1, c1 = c + 1;
     while (r1 < R.order.size() && cmp(rkey(r1), rkey(r)) == 0) ++r1;
     while (c1 < C.order.size() && cmp(ckey(c1), ckey(c)) == 0) ++c1;
@@ -104,7 +110,8 @@ JoinGroups group_join(const Plan& plan, const Instance& inst, int bm, int bn) {
 }
 
 NDArray gather_along(const NDArray& x, bool p_is_first_dim, const std::vector<int32_t>& perm) {
-  if (x.shape.size() != 2) throw_device_error("internal error: gathering a matrix of rank " + std::to_string(x.shape.size()));
+  if (x.shape.size() != 2)
+    throw_device_error("internal error: gathering a matrix of rank " + std::to_string(x.shape.size()));
   const int64_t rows = x.shape[0], cols = x.shape[1], q = int64_t(perm.size());
   const size_t e = dtype_size(x.dtype);
   NDArray out = NDArray::zeros(x.dtype, p_is_first_dim ? std::vector<int64_t>{q, cols} : std::vector<int64_t>{rows, q});
@@ -112,13 +119,14 @@ NDArray gather_along(const NDArray& x, bool p_is_first_dim, const std::vector<in
   if (p_is_first_dim) {
     for (int64_t a = 0; a < q; ++a)
       if (perm[size_t(a)] >= 0)
-        std::memcpy(out.data.data() + size_t(a * cols) * e,
-                    x.data.data() + size_t(int64_t(perm[size_t(a)]) * cols) * e, size_t(cols) * e);
+        std::memcpy(out.data.data() + size_t(a * cols) * e, x.data.data() + size_t(int64_t(perm[size_t(a)]) * cols) * e,
+                    size_t(cols) * e);
   } else {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t a = 0; a < q; ++a)
         if (perm[size_t(a)] >= 0)
-          std::memcpy(out.data.data() + size_t(r * q + a) * e, x.data.data() + size_t(r * cols + perm[size_t(a)]) * e, e);
+          std::memcpy(out.data.data() + size_t(r * q + a) * e, x.data.data() + size_t(r * cols + perm[size_t(a)]) * e,
+                      e);
   }
   return out;
 }

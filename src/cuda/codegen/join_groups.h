@@ -17,10 +17,10 @@ struct JoinGroups {
   // key-ordered position -> row index (only rows with a partner); groups start at multiples of 4
   // positions, -1 fills the gaps
   std::vector<int32_t> row_perm;
-  std::vector<int32_t> col_perm;   // likewise for columns
-  std::vector<int32_t> tiles;      // 4 per tile: positions [row first, row end), [col first, col end)
-  int64_t groups = 0;              // key values present on both sides
-  int64_t pairs = 0;               // matching (i, j) pairs
+  std::vector<int32_t> col_perm;  // likewise for columns
+  std::vector<int32_t> tiles;     // 4 per tile: positions [row first, row end), [col first, col end)
+  int64_t groups = 0;             // key values present on both sides
+  int64_t pairs = 0;              // matching (i, j) pairs
   int64_t tile_count() const { return int64_t(tiles.size() / 4); }
 };
 

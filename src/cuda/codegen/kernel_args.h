@@ -25,40 +25,40 @@ struct ArgLayout {
     std::string comment;
   };
   struct AccessSlots {
-    int ptr = -1;       // the operand's device pointer
-    int ld = -1;        // elements between rows (2-d patterns)
-    int bstride = -1;   // elements between batch instances
-    int vec = -1;       // 1: chunks of 4 along the contiguous dimension are aligned (ld, begin, bstride)
+    int ptr = -1;      // the operand's device pointer
+    int ld = -1;       // elements between rows (2-d patterns)
+    int bstride = -1;  // elements between batch instances
+    int vec = -1;      // 1: chunks of 4 along the contiguous dimension are aligned (ld, begin, bstride)
   };
   struct ParamSlot {
     int param;
-    CType type;         // the parameter converted to this type (convert_scalar)
+    CType type;  // the parameter converted to this type (convert_scalar)
     int slot;
   };
   struct OutputSlots {
     int ptr = -1;
-    std::vector<int> stride;   // per position of output_index(plan, d), elements
-    int vec = -1;              // project runs along j may use vector stores
-    int elems = -1;            // elements of the (padded) output array
+    std::vector<int> stride;  // per position of output_index(plan, d), elements
+    int vec = -1;             // project runs along j may use vector stores
+    int elems = -1;           // elements of the (padded) output array
   };
   struct ListSlots {
-    int counter = -1;          // u64 rows that reached the emit (may exceed capacity)
-    int capacity = -1;         // rows the buffers hold
-    std::vector<int> cols;     // per column: storage_type_of(column type) buffer
+    int counter = -1;            // u64 rows that reached the emit (may exceed capacity)
+    int capacity = -1;           // rows the buffers hold
+    std::vector<int> cols;       // per column: storage_type_of(column type) buffer
     int b = -1, i = -1, j = -1;  // int32 buffers
-    int key = -1;              // top/bottom: storage_type_of(key type) buffer
-    int threshold = -1;        // top/bottom: u32 rank per group, shared by the tiles (gm::TileSelect)
-    int reservoir = -1;        // top/bottom: u32[groups][N] ranks of kept rows, or 0 (TileSelect::keep)
+    int key = -1;                // top/bottom: storage_type_of(key type) buffer
+    int threshold = -1;          // top/bottom: u32 rank per group, shared by the tiles (gm::TileSelect)
+    int reservoir = -1;          // top/bottom: u32[groups][N] ranks of kept rows, or 0 (TileSelect::keep)
   };
-  std::vector<AccessSlots> access;   // per Plan::accesses
+  std::vector<AccessSlots> access;  // per Plan::accesses
   std::vector<ParamSlot> params;
-  std::vector<OutputSlots> dense;    // per Plan::dense
-  std::vector<ListSlots> lists;      // per Plan::lists
+  std::vector<OutputSlots> dense;  // per Plan::dense
+  std::vector<ListSlots> lists;    // per Plan::lists
   // Key-grouped joins (codegen/join_groups.h): the tile table (4 int32 per block) and the
   // key-ordered position -> index maps of rows and columns.
   int join_tiles = -1, join_rows = -1, join_cols = -1;
-  std::vector<Slot> slots;           // every word, in order
-  int count = 0;                     // slots.size()
+  std::vector<Slot> slots;  // every word, in order
+  int count = 0;            // slots.size()
 
   ArgLayout();
   // Appends a word; returns its position.

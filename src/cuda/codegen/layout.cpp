@@ -17,21 +17,22 @@ void unsupported(const std::string& what) {
 
 InnerKind inner_kind(Pattern p) {
   switch (p) {
-    case Pattern::RowRed: case Pattern::RedRow: return InnerKind::RowTile;
-    case Pattern::RedCol: case Pattern::ColRed: return InnerKind::ColTile;
+    case Pattern::RowRed:
+    case Pattern::RedRow: return InnerKind::RowTile;
+    case Pattern::RedCol:
+    case Pattern::ColRed: return InnerKind::ColTile;
     case Pattern::RowVec: return InnerKind::RowVec;
     case Pattern::ColVec: return InnerKind::ColVec;
     case Pattern::RedVec: return InnerKind::RedVec;
-    case Pattern::RowCol: case Pattern::ColRow: return InnerKind::None;
+    case Pattern::RowCol:
+    case Pattern::ColRow: return InnerKind::None;
   }
   return InnerKind::None;
 }
 
 bool k_contiguous(Pattern p) { return p == Pattern::RowRed || p == Pattern::ColRed; }
 
-bool uses_cp_async(DType t) {
-  return t == DType::F32 || t == DType::I32 || t == DType::I64 || t == DType::F64;
-}
+bool uses_cp_async(DType t) { return t == DType::F32 || t == DType::I32 || t == DType::I64 || t == DType::F64; }
 
 bool async_tile(const Plan& plan, int access) {
   // X[p, k] operands are transposed into shared memory: through registers that is one 16-byte
@@ -57,8 +58,7 @@ void walk_expr(const Plan& plan, ExprId id, const std::function<void(const Expr&
   for (ExprId x : e.args) walk_expr(plan, x, fn);
 }
 
-void walk_stmts(const Plan& plan, const std::vector<Stmt>& stmts,
-                const std::function<void(const Expr&)>& fn) {
+void walk_stmts(const Plan& plan, const std::vector<Stmt>& stmts, const std::function<void(const Expr&)>& fn) {
   for (const Stmt& s : stmts) {
     walk_expr(plan, s.value, fn);
     walk_expr(plan, s.cond, fn);
@@ -119,7 +119,7 @@ SmemPlan smem_plan(const Plan& plan, const TileConfig& t) {
       case InnerKind::RowTile: elems = size_t(t.bk) * (size_t(t.bm) + pad); break;
       case InnerKind::ColTile: elems = size_t(t.bk) * (size_t(t.bn) + pad); break;
       case InnerKind::RedVec: elems = size_t(t.bk); break;
-      default: continue;   // row/column vectors live in registers
+      default: continue;  // row/column vectors live in registers
     }
     s.inner_off[size_t(a)] = long(off);
     s.inner_bytes[size_t(a)] = round16(size_t(kStages) * elems * ctype_bytes(access_ctype(plan, a)));
@@ -133,8 +133,10 @@ SmemPlan smem_plan(const Plan& plan, const TileConfig& t) {
 }
 
 Code& Code::line(const std::string& s) {
-  if (!s.empty() && s[0] == '#') out_ << s << '\n';    // preprocessor lines stay in column 0
-  else out_ << std::string(size_t(2 * depth_), ' ') << s << '\n';
+  if (!s.empty() && s[0] == '#')
+    out_ << s << '\n';  // preprocessor lines stay in column 0
+  else
+    out_ << std::string(size_t(2 * depth_), ' ') << s << '\n';
   return *this;
 }
 Code& Code::open(const std::string& s) {
@@ -157,9 +159,8 @@ Code& Code::close(const std::string& tail) {
 
 std::vector<OutIndex> output_index(const Plan& plan, int d) {
   std::vector<OutIndex> idx = plan.dense[size_t(d)].index;
-  const bool has_batch = std::any_of(idx.begin(), idx.end(), [](const OutIndex& x) {
-    return x.kind == OutIndex::Axis && x.axis == AxisRole::Batch;
-  });
+  const bool has_batch = std::any_of(
+      idx.begin(), idx.end(), [](const OutIndex& x) { return x.kind == OutIndex::Axis && x.axis == AxisRole::Batch; });
   if (plan.batched && !has_batch) idx.insert(idx.begin(), OutIndex{OutIndex::Axis, AxisRole::Batch, -1});
   return idx;
 }

@@ -5,6 +5,8 @@
 // interface and hands its own fragment layout as the map.
 #pragma once
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cuda/codegen/context.h"
 
@@ -13,6 +15,8 @@ namespace gamut::cuda::cg {
 class Mainloop {
  public:
   virtual ~Mainloop() = default;
+  // The device headers its code uses (the generated source includes only what its parts use).
+  virtual std::vector<std::string> headers() const = 0;
   // Types at namespace scope, before the kernel (the SIMT mainloop: the Inner functor, Stage).
   virtual void declare(Code& c) = 0;
   // After the kernel's arguments are read: its state, shared memory, the inner op's parameters.

@@ -12,7 +12,7 @@ using std::to_string;
 
 namespace {
 
-std::string loader(int a) { return "L" + to_string(a); }
+std::string loader(int a) { return cat("L", to_string(a)); }
 
 // Every (m, n) through the Inner functor, on fragments of every operand.
 class GenericStep final : public SimtStep {
@@ -30,7 +30,7 @@ class GenericStep final : public SimtStep {
       const std::string buf = "sm" + n + " + buf * " + loader(a) + "::BUF + kk";
       switch (inner_kind(P.accesses[size_t(a)].pattern)) {
         case InnerKind::RowTile:
-        case InnerKind::ColTile: {   // the thread's TM rows (TN columns) of the slice
+        case InnerKind::ColTile: {  // the thread's TM rows (TN columns) of the slice
           const bool row = inner_kind(P.accesses[size_t(a)].pattern) == InnerKind::RowTile;
           const std::string side = row ? "M" : "N";
           c.line(ct + " x" + n + "[Shape::T" + side + "];");
@@ -72,11 +72,14 @@ class GenericStep final : public SimtStep {
 
 class SimtMainloop final : public Mainloop {
  public:
-  SimtMainloop(KernelContext& ctx, bool packed16)
-      : X(ctx), P(ctx.P), inner_acc(inner_accesses(ctx.P)) {
-    if (packed16) step_ = make_packed16_step(ctx);
-    else step_ = std::make_unique<GenericStep>(ctx.P, inner_acc);
+  SimtMainloop(KernelContext& ctx, bool packed16) : X(ctx), P(ctx.P), inner_acc(inner_accesses(ctx.P)) {
+    if (packed16)
+      step_ = make_packed16_step(ctx);
+    else
+      step_ = std::make_unique<GenericStep>(ctx.P, inner_acc);
   }
+
+  std::vector<std::string> headers() const override { return {"gamut_mainloop.cuh"}; }
 
   void declare(Code& c) override {
     inner_functor(c);
@@ -93,8 +96,8 @@ class SimtMainloop final : public Mainloop {
         const std::string ct = step_->smem_type(a);
         c.line("st.sm" + to_string(a) + " = reinterpret_cast<" + ct + "*>(smem + " +
                to_string(X.S.inner_off[size_t(a)]) + ");");
-        c.line("static_assert(" + to_string(kStages) + " * Stage::" + loader(a) + "::BUF * sizeof(" + ct + ") <= " +
-               to_string(X.S.inner_bytes[size_t(a)]) + ", \"shared memory plan\");");
+        c.line("static_assert(" + to_string(kStages) + " * Stage::" + loader(a) + "::BUF * sizeof(" + ct +
+               ") <= " + to_string(X.S.inner_bytes[size_t(a)]) + ", \"shared memory plan\");");
       }
     for (const auto& [p, t] : params_in(P, true))
       c.line("st.f." + Renderer::param_name(p, t) + " = " + Renderer::param_name(p, t) + ";");
@@ -110,22 +113,24 @@ class SimtMainloop final : public Mainloop {
       const std::string base = "reinterpret_cast<const " + st + "*>(" + X.arg(s.ptr) + ") + gm::i64(b) * gm::arg_i64(" +
                                X.arg(s.bstride) + ")";
       switch (inner_kind(p)) {
-        case InnerKind::RowTile: case InnerKind::ColTile: {
+        case InnerKind::RowTile:
+        case InnerKind::ColTile: {
           const bool row = inner_kind(p) == InnerKind::RowTile;
           c.line("st.ld" + n + ".init(" + base + ", gm::arg_i32(" + X.arg(s.ld) + "), " +
                  (row ? "st.i0, row_end" : "st.j0, col_end") + ", " + X.arg(s.vec) + " != 0);");
           break;
         }
         case InnerKind::RedVec: c.line("st.ld" + n + ".init(" + base + ");"); break;
-        case InnerKind::RowVec: case InnerKind::ColVec: {   // the thread's TM rows (TN columns), once
+        case InnerKind::RowVec:
+        case InnerKind::ColVec: {  // the thread's TM rows (TN columns), once
           const bool row = inner_kind(p) == InnerKind::RowVec;
           const std::string T = row ? "TM" : "TN", v = row ? "i" : "j";
           c.open("");
           c.line("const " + st + "* x = " + base + ";");
           c.line("#pragma unroll");
           c.open(std::string("for (int m = 0; m < Shape::") + T + "; ++m)");
-          c.line("const int " + v + " = " + (row ? tc.row_at("st.i0 + st.tmap.row(m)") : tc.col_at("st.j0 + st.tmap.col(m)")) +
-                 ";");
+          c.line("const int " + v + " = " +
+                 (row ? tc.row_at("st.i0 + st.tmap.row(m)") : tc.col_at("st.j0 + st.tmap.col(m)")) + ";");
           c.line(std::string("st.") + (row ? "rv" : "cv") + n + "[m] = gm::ldg_or_zero(x + " + v + ", " +
                  (row ? tc.row_valid(v) : tc.col_valid(v)) + ");");
           c.close();
@@ -174,7 +179,9 @@ class SimtMainloop final : public Mainloop {
       case UpdateOp::Mul: r = fl ? a + " * " + v : "gm::mul(" + a + ", " + v + ")"; break;
       case UpdateOp::Max: r = "gm::max_(" + a + ", " + v + ")"; break;
       case UpdateOp::Min: r = "gm::min_(" + a + ", " + v + ")"; break;
-      case UpdateOp::Or: case UpdateOp::And: case UpdateOp::Xor:
+      case UpdateOp::Or:
+      case UpdateOp::And:
+      case UpdateOp::Xor:
         if (fl) unsupported(std::string(update_symbol(s.update)) + " on a float accumulator");
         r = a + (s.update == UpdateOp::Or ? " | " : s.update == UpdateOp::And ? " & " : " ^ ") + v;
         break;
@@ -205,14 +212,16 @@ class SimtMainloop final : public Mainloop {
       const std::string st = dtype_cpp(access_dtype(P, a)), ct = step_->smem_type(a);
       const std::string name = P.operands[size_t(acc.operand)].name + pattern_name(acc.pattern);
       switch (inner_kind(acc.pattern)) {
-        case InnerKind::RowTile: case InnerKind::ColTile: {
+        case InnerKind::RowTile:
+        case InnerKind::ColTile: {
           const bool row = inner_kind(acc.pattern) == InnerKind::RowTile;
           // Operands stored in their compute type go to shared memory by cp.async; the others
           // are widened through registers.
-          c.line(std::string("typedef gm::") + (step_->async(a) ? "AsyncTileLoader<" + st : "TileLoader<" + st + ", " + ct) +
+          c.line(std::string("typedef gm::") +
+                 (step_->async(a) ? "AsyncTileLoader<" + st : "TileLoader<" + st + ", " + ct) +
                  (row ? ", Shape::BM" : ", Shape::BN") + ", Shape::BK, Shape::THREADS, " +
-                 (k_contiguous(acc.pattern) ? "true" : "false") + step_->loader_flags(a) + "> " + loader(a) +
-                 ";  // " + name);
+                 (k_contiguous(acc.pattern) ? "true" : "false") + step_->loader_flags(a) + "> " + loader(a) + ";  // " +
+                 name);
           c.line(loader(a) + " ld" + to_string(a) + ";");
           c.line(ct + "* sm" + to_string(a) + ";  // (" + to_string(kStages) + ", BK, " + loader(a) + "::LDS)");
           break;
@@ -222,12 +231,8 @@ class SimtMainloop final : public Mainloop {
           c.line(loader(a) + " ld" + to_string(a) + ";");
           c.line(ct + "* sm" + to_string(a) + ";  // (" + to_string(kStages) + ", BK)");
           break;
-        case InnerKind::RowVec:
-          c.line(ct + " rv" + to_string(a) + "[Shape::TM];  // " + name + ", loaded once");
-          break;
-        case InnerKind::ColVec:
-          c.line(ct + " cv" + to_string(a) + "[Shape::TN];  // " + name + ", loaded once");
-          break;
+        case InnerKind::RowVec: c.line(ct + " rv" + to_string(a) + "[Shape::TM];  // " + name + ", loaded once"); break;
+        case InnerKind::ColVec: c.line(ct + " cv" + to_string(a) + "[Shape::TN];  // " + name + ", loaded once"); break;
         case InnerKind::None: break;
       }
     }
@@ -251,21 +256,25 @@ class SimtMainloop final : public Mainloop {
     c.open("__device__ __forceinline__ void step(int buf, int k, int kk)");
     step_->step(c);
     c.close();
-    // A slice: its steps, unrolled; in the last, partial slice only the first krem exist.
+    // A slice: its steps, unrolled. The last, partial slice (GUARD) runs its first krem steps in
+    // a loop: an unrolled copy with a break per step doubled the code NVVM and ptxas optimise,
+    // most of a cold compile's time (bench/NOTES.md), for one slice per tile.
     c.line("template <bool GUARD>");
     c.open("__device__ __forceinline__ void compute(int buf, int k0, int krem)");
-    c.line("#pragma unroll");
-    c.open("for (int kk = 0; kk < Shape::BK; ++kk)");
-    c.line("if (GUARD && kk >= krem) break;  // past the end of k: no update at all");
-    c.line("step(buf, k0 + kk, kk);");
+    c.open("if (GUARD)");
+    c.line("#pragma unroll 1");
+    c.line("for (int kk = 0; kk < krem; ++kk) step(buf, k0 + kk, kk);  // past krem: no update at all");
+    c.line("return;");
     c.close();
+    c.line("#pragma unroll");
+    c.line("for (int kk = 0; kk < Shape::BK; ++kk) step(buf, k0 + kk, kk);");
     c.close();
     c.close(";");
   }
 
   KernelContext& X;
   const Plan& P;
-  std::vector<int> inner_acc;   // accesses the reduce body reads
+  std::vector<int> inner_acc;  // accesses the reduce body reads
   std::unique_ptr<SimtStep> step_;
 };
 

@@ -50,7 +50,7 @@ bool value_range(const NDArray& a, int64_t& lo, int64_t& hi) {
     default: {
       const auto* p = reinterpret_cast<const int16_t*>(a.data.data());
       int16_t mn = std::numeric_limits<int16_t>::max(), mx = std::numeric_limits<int16_t>::min();
-      for (int64_t e = 0; e < n; ++e) {   // a plain loop vectorises; minmax_element does not
+      for (int64_t e = 0; e < n; ++e) {  // a plain loop vectorises; minmax_element does not
         mn = std::min(mn, p[e]);
         mx = std::max(mx, p[e]);
       }
@@ -87,7 +87,7 @@ bool packed16_data_fits(const Plan& plan, const Instance& inst) {
     const int a = s == 0 ? f.row_access : f.col_access;
     const NDArray* x = inst.inputs[size_t(plan.accesses[size_t(a)].operand)];
     if (!x) return false;
-    if (!value_range(*x, lo[s], hi[s])) return true;   // no data, no step
+    if (!value_range(*x, lo[s], hi[s])) return true;  // no data, no step
   }
   return lo[0] + lo[1] >= std::numeric_limits<int16_t>::min() && hi[0] + hi[1] <= std::numeric_limits<int16_t>::max();
 }
@@ -102,7 +102,7 @@ Tropical tropical_of(const Plan& plan) {
   return semiring_form(plan).op == "add-max" ? Tropical::AddMax : Tropical::AddMin;
 }
 
-std::string loader(int a) { return "L" + std::to_string(a); }
+std::string loader(int a) { return cat("L", std::to_string(a)); }
 
 class Packed16Step final : public SimtStep {
  public:
@@ -141,15 +141,14 @@ class Packed16Step final : public SimtStep {
     c.line("gm::load_frag<Shape::TM, Shape::VM, Shape::THREADS_M>(x" + r + ", sm" + r + " + buf * " + loader(row) +
            "::BUF + kk * " + loader(row) + "::LDS, tmap.tm);");
     c.line("int x" + k + "[Shape::TN / 2];  // (TN/2) column pairs: 16-bit lanes (2p, 2p+1)");
-    c.line("gm::load_frag<Shape::TN / 2, Shape::VN / 2, Shape::THREADS_N>(x" + k +
-           ", reinterpret_cast<const int*>(sm" + k + " + buf * " + loader(col) + "::BUF + kk * " + loader(col) +
-           "::LDS), tmap.tn);");
+    c.line("gm::load_frag<Shape::TN / 2, Shape::VN / 2, Shape::THREADS_N>(x" + k + ", reinterpret_cast<const int*>(sm" +
+           k + " + buf * " + loader(col) + "::BUF + kk * " + loader(col) + "::LDS), tmap.tn);");
     c.line("#pragma unroll");
     c.open("for (int m = 0; m < Shape::TM; ++m)");
     c.line("#pragma unroll");
     c.line(std::string("for (int p = 0; p < Shape::TN / 2; ++p) pk[m][p] = ") +
-           (op == Tropical::AddMax ? "__viaddmax_s16x2" : "__viaddmin_s16x2") + "(unsigned(x" + r + "[m]), unsigned(x" + k +
-           "[p]), pk[m][p]);");
+           (op == Tropical::AddMax ? "__viaddmax_s16x2" : "__viaddmin_s16x2") + "(unsigned(x" + r + "[m]), unsigned(x" +
+           k + "[p]), pk[m][p]);");
     c.close();
   }
 

@@ -6,14 +6,14 @@
 
 #include "core/error.h"
 #include "cuda/codegen/internal.h"
-#include "cuda/gpu_engine.h"
 #include "cuda/codegen/join_groups.h"
+#include "cuda/gpu_engine.h"
 
 namespace gamut::cuda {
 
 std::string TileConfig::str() const {
-  return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "/" +
-         std::to_string(tm) + "x" + std::to_string(tn);
+  return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "/" + std::to_string(tm) + "x" +
+         std::to_string(tn);
 }
 
 namespace {
@@ -38,7 +38,6 @@ bool parse_dims(const std::string& s, std::vector<int>& out) {
 }
 
 int words(CType t) { return cg::ctype_bytes(t) <= 4 ? 1 : 2; }
-
 
 }  // namespace
 
@@ -88,12 +87,16 @@ TileConfig parse_tile(const std::string& text) {
     t.tm = std::min(8, t.bm);
     t.tn = std::min(8, t.bn);
     while (t.tm > 0 && t.tn > 0 && t.threads() < 64 && (t.tm > 1 || t.tn > 1)) {
-      if (t.tm >= t.tn) t.tm /= 2;
-      else t.tn /= 2;
+      if (t.tm >= t.tn)
+        t.tm /= 2;
+      else
+        t.tn /= 2;
     }
     while (t.tm > 0 && t.tn > 0 && t.threads() > 256 && (t.tm < 16 || t.tn < 16)) {
-      if (t.tm <= t.tn) t.tm *= 2;
-      else t.tn *= 2;
+      if (t.tm <= t.tn)
+        t.tm *= 2;
+      else
+        t.tn *= 2;
     }
   }
   std::string why;
@@ -102,15 +105,16 @@ TileConfig parse_tile(const std::string& text) {
 }
 
 int estimate_registers(const Plan& plan, const TileConfig& t) {
-  int regs = 30;   // indices, pointers, loop counters, bounds
+  int regs = 30;  // indices, pointers, loop counters, bounds
   for (const Accumulator& a : plan.accs) regs += words(a.type) * t.tm * t.tn;
-  for (const Local& l : plan.locals) regs += l.inner ? 2 * words(l.type) : 0;   // inner-op temporaries
-  if (plan.when.present()) regs += (t.tm * t.tn + 31) / 32;                       // `when` bits
+  for (const Local& l : plan.locals) regs += l.inner ? 2 * words(l.type) : 0;  // inner-op temporaries
+  if (plan.when.present()) regs += (t.tm * t.tn + 31) / 32;                    // `when` bits
   for (int a : cg::inner_accesses(plan)) {
     const int w = words(cg::access_ctype(plan, a));
     const int storage = int(dtype_size(cg::access_dtype(plan, a)));
     switch (cg::inner_kind(plan.accesses[size_t(a)].pattern)) {
-      case cg::InnerKind::RowTile: case cg::InnerKind::ColTile: {
+      case cg::InnerKind::RowTile:
+      case cg::InnerKind::ColTile: {
         const bool row = cg::inner_kind(plan.accesses[size_t(a)].pattern) == cg::InnerKind::RowTile;
         const int p = row ? t.bm : t.bn;
         const int per = (p * t.bk / cg::kChunk + t.threads() - 1) / t.threads();
@@ -137,14 +141,12 @@ TileConfig choose_tile_sized(const Plan& plan, int64_t rows, int64_t cols, int64
   // 128x256x16/8x16 0.92-0.93 of cuBLAS, 128x128x16/8x8 0.85, 128x128x8/8x8 0.80.
   struct Candidate {
     TileConfig t;
-    int budget;   // largest register estimate that compiles without spills (ptxas, sm_90a)
+    int budget;  // largest register estimate that compiles without spills (ptxas, sm_90a)
   };
-  static const Candidate kCandidates[] = {{{128, 256, 16, 8, 16}, kBigTileBudget},
-                                          {{128, 128, 8, 8, 8}, kRegisterBudget},
-                                          {{128, 64, 8, 8, 4}, kRegisterBudget},
-                                          {{64, 64, 8, 4, 4}, kRegisterBudget},
-                                          {{64, 32, 8, 4, 4}, kRegisterBudget},
-                                          {{32, 32, 8, 4, 4}, kRegisterBudget}};
+  static const Candidate kCandidates[] = {
+      {{128, 256, 16, 8, 16}, kBigTileBudget}, {{128, 128, 8, 8, 8}, kRegisterBudget},
+      {{128, 64, 8, 8, 4}, kRegisterBudget},   {{64, 64, 8, 4, 4}, kRegisterBudget},
+      {{64, 32, 8, 4, 4}, kRegisterBudget},    {{32, 32, 8, 4, 4}, kRegisterBudget}};
   const int n = int(sizeof kCandidates / sizeof kCandidates[0]);
   auto fits = [&](const TileConfig& t) { return cg::smem_plan(plan, t).total() <= smem_per_block; };
   int start = -1;
@@ -158,7 +160,7 @@ TileConfig choose_tile_sized(const Plan& plan, int64_t rows, int64_t cols, int64
   const int first = step_down ? 1 : 0;
   for (int c = first; c < n && start < 0; ++c)
     if (estimate_registers(plan, kCandidates[c].t) <= kCandidates[c].budget && fits(kCandidates[c].t)) start = c;
-  if (start < 0) {   // nothing fits its budget: the smallest tile (with a thinner k-slice if need be)
+  if (start < 0) {  // nothing fits its budget: the smallest tile (with a thinner k-slice if need be)
     TileConfig t = kCandidates[n - 1].t;
     while (t.bk > 4 && !fits(t)) t.bk /= 2;
     return t;

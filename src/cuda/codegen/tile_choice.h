@@ -33,7 +33,7 @@ constexpr int kBigTileBudget = 200;
 // choose_tile with the problem size known (rows, cols of the (i, j) space, batch count):
 // the largest tile that fits registers and shared memory, then smaller ones while the grid
 // would not give every SM a block. rows/cols < 0: unknown (assumed large).
-TileConfig choose_tile_sized(const Plan& plan, int64_t rows, int64_t cols, int64_t batch,
-                             int sm_count, size_t smem_per_block);
+TileConfig choose_tile_sized(const Plan& plan, int64_t rows, int64_t cols, int64_t batch, int sm_count,
+                             size_t smem_per_block);
 
 }  // namespace gamut::cuda

@@ -33,7 +33,9 @@ class PlainTiles final : public TileCoordinates {
     // that made the list kernels spill inside it at 128 registers (128x128x8/8x8).
     c.line("int rb_e = row_begin, re_e = row_end, cb_e = col_begin, ce_e = col_end;");
     c.line("gm::opaque(rb_e); gm::opaque(re_e); gm::opaque(cb_e); gm::opaque(ce_e);");
-    c.line("const int tm_e = (re_e - rb_e + Shape::BM - 1) / Shape::BM, tn_e = (ce_e - cb_e + Shape::BN - 1) / Shape::BN;");
+    c.line(
+        "const int tm_e = (re_e - rb_e + Shape::BM - 1) / Shape::BM, tn_e = (ce_e - cb_e + Shape::BN - 1) / "
+        "Shape::BN;");
     c.line("b = gm::fresh_ctaid() / (tm_e * tn_e);");
     c.line(tile_order() + "(gm::fresh_ctaid() - b * tm_e * tn_e, tm_e, tn_e, tile_m, tile_n);");
   }
@@ -70,7 +72,8 @@ class GroupedJoinTiles final : public TileCoordinates {
   void prologue(Code& c) const override {
     c.line("// A key-grouped join: one block per tile of the table; a tile spans key-ordered positions");
     c.line("// [row_begin, row_end) x [col_begin, col_end) of one key, mapped to indices by jrow / jcol.");
-    c.line("const int* const jt = reinterpret_cast<const int*>(" + A.field(A.join_tiles) + ") + 4 * gm::i64(blockIdx.x);");
+    c.line("const int* const jt = reinterpret_cast<const int*>(" + A.field(A.join_tiles) +
+           ") + 4 * gm::i64(blockIdx.x);");
     c.line("const int row_begin = __ldg(jt), row_end = __ldg(jt + 1);");
     c.line("const int col_begin = __ldg(jt + 2), col_end = __ldg(jt + 3);");
     c.line("const int* const jrow = reinterpret_cast<const int*>(" + A.field(A.join_rows) + ");");

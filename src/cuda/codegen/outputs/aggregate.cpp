@@ -24,7 +24,7 @@ namespace {
 enum class Side { Row, Col, None };
 Side side_of(const Plan& P, const OutIndex& x) {
   if (x.kind == OutIndex::Axis)
-    return x.axis == AxisRole::Col ? Side::Col : Side::Row;   // the batch index goes with the row
+    return x.axis == AxisRole::Col ? Side::Col : Side::Row;  // the batch index goes with the row
   const Pattern p = P.accesses[size_t(x.access)].pattern;
   return p == Pattern::RowVec ? Side::Row : p == Pattern::ColVec ? Side::Col : Side::None;
 }
@@ -32,6 +32,12 @@ Side side_of(const Plan& P, const OutIndex& x) {
 class Aggregates final : public AggregateOperator {
  public:
   explicit Aggregates(KernelContext& ctx) : X(ctx), P(ctx.P) { number(P.outer); }
+
+  std::vector<std::string> headers() const override {
+    for (const DenseOutput& d : P.dense)
+      if (!d.is_project()) return {"gamut_aggregate.cuh"};
+    return {};
+  }
 
   void declare(Code& c) override {
     for (size_t d = 0; d < P.dense.size(); ++d) {
@@ -136,7 +142,8 @@ class Aggregates final : public AggregateOperator {
   // Aggregate Store statements, in source order, with their run combiner's number.
   void number(const std::vector<Stmt>& body) {
     for (const Stmt& s : body) {
-      if (s.kind == StmtKind::Store && !P.dense[size_t(s.target)].is_project()) aggs_.push_back({&s, int(aggs_.size())});
+      if (s.kind == StmtKind::Store && !P.dense[size_t(s.target)].is_project())
+        aggs_.push_back({&s, int(aggs_.size())});
       number(s.body);
     }
   }
@@ -148,8 +155,10 @@ class Aggregates final : public AggregateOperator {
     for (size_t p = 0; p < idx.size(); ++p) {
       if ((side_of(P, idx[p]) == Side::Row) != row) continue;
       std::string term;
-      if (idx[p].kind == OutIndex::Lookup) term = "gm::to_i64(" + X.outer_r.load(idx[p].access) + ")";
-      else term = idx[p].axis == AxisRole::Row ? "gm::i64(i)" : idx[p].axis == AxisRole::Col ? "gm::i64(j)" : "gm::i64(b)";
+      if (idx[p].kind == OutIndex::Lookup)
+        term = "gm::to_i64(" + X.outer_r.load(idx[p].access) + ")";
+      else
+        term = idx[p].axis == AxisRole::Row ? "gm::i64(i)" : idx[p].axis == AxisRole::Col ? "gm::i64(j)" : "gm::i64(b)";
       r += (r.empty() ? "" : " + ") + term + " * os" + to_string(d) + "_" + to_string(p);
     }
     // Positions were checked on the host (every index in range), and the output has at most

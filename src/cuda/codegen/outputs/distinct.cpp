@@ -20,7 +20,7 @@ class DistinctRows final : public ListRows {
   void append(Code& c) override {
     const int slots = X.S.distinct_slots[l_];
     const ListOutput& lo = spec();
-    if (slots == 0 || lo.key != kNoExpr) {   // rows too wide for the table: as a plain list
+    if (slots == 0 || lo.key != kNoExpr) {  // rows too wide for the table: as a plain list
       rows(c);
       return;
     }
@@ -68,7 +68,7 @@ class DistinctRows final : public ListRows {
     c.line("const unsigned* const rs = td.row(s);");
     std::vector<std::string> vals;
     for (size_t k = 0; k < lo.columns.size(); ++k) {
-      const std::string v = "v" + to_string(k);
+      const std::string v = cat("v", to_string(k));
       c.line(ctype_cpp(lo.columns[k].type) + " " + v + "; gm::row_get(rs + " + to_string(at[k]) + ", " + v + ");");
       vals.push_back(v);
     }

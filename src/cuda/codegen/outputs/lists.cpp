@@ -16,11 +16,20 @@ class ListOperator final : public OutputOperator {
   explicit ListOperator(KernelContext& ctx) : X(ctx), P(ctx.P) {
     for (size_t l = 0; l < P.lists.size(); ++l) {
       const ListOutput& lo = P.lists[l];
-      if (lo.mode == ListMode::Distinct) rows_.push_back(make_distinct_rows(ctx, l));
+      if (lo.mode == ListMode::Distinct)
+        rows_.push_back(make_distinct_rows(ctx, l));
       else if ((lo.mode == ListMode::Top || lo.mode == ListMode::Bottom) && lo.key != kNoExpr)
         rows_.push_back(make_top_bottom_rows(ctx, l));
-      else rows_.push_back(std::make_unique<ListRows>(ctx, l));
+      else
+        rows_.push_back(std::make_unique<ListRows>(ctx, l));
     }
+  }
+
+  std::vector<std::string> headers() const override {
+    if (P.lists.empty()) return {};
+    for (int slots : X.S.distinct_slots)
+      if (slots > 0) return {"gamut_list.cuh", "gamut_distinct.cuh"};
+    return {"gamut_list.cuh"};
   }
 
   void declare(Code& c) override {

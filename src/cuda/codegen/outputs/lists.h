@@ -32,7 +32,7 @@ class ListRows {
   // The row of the thread's pair `e` (a run-time m * cols + n) into efN / ecN_k (and ekN), with
   // i, j and that pair's accumulators in scope.
   void pair_row(Code& c);
-  void row_decls(Code& c);   // efN, ecN_k, ekN
+  void row_decls(Code& c);  // efN, ecN_k, ekN
   // The list's Emit statement rendered as the whole row (columns, key).
   void emit_row(const Stmt& s, Code& out) const;
   // Stores of the rendered row at `row` (below the capacity), then ++row. m, n: the names of
@@ -45,7 +45,7 @@ class ListRows {
   KernelContext& X;
   const Plan& P;
   size_t l_;
-  std::string n_;   // the list's number, as the kernel's names carry it
+  std::string n_;  // the list's number, as the kernel's names carry it
 };
 
 std::unique_ptr<ListRows> make_top_bottom_rows(KernelContext& ctx, size_t l);

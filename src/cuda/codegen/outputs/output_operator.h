@@ -24,6 +24,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cuda/codegen/context.h"
 
@@ -32,6 +33,8 @@ namespace gamut::cuda::cg {
 class OutputOperator {
  public:
   virtual ~OutputOperator() = default;
+  // The device headers its code uses, none when the plan has no output of its kind.
+  virtual std::vector<std::string> headers() const { return {}; }
   virtual void declare(Code&) {}
   // A comment for a __syncthreads() after every operator's declarations, or "" for none.
   virtual std::string barrier_after_declare() const { return ""; }

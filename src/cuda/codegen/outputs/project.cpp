@@ -14,6 +14,12 @@ class ProjectOperator final : public OutputOperator {
  public:
   explicit ProjectOperator(KernelContext& ctx) : X(ctx), P(ctx.P) {}
 
+  std::vector<std::string> headers() const override {
+    for (const DenseOutput& d : P.dense)
+      if (d.is_project()) return {"gamut_project.cuh"};
+    return {};
+  }
+
   void run_begin(Code& c) override {
     for (size_t d = 0; d < P.dense.size(); ++d)
       if (X.runs_along_j(int(d)))
@@ -60,8 +66,8 @@ std::unique_ptr<OutputOperator> make_project_operator(KernelContext& ctx) {
 void dense_output_args(ArgLayout& L, const Plan& plan, int d) {
   const std::string o = "out" + to_string(d);
   ArgLayout::OutputSlots s;
-  s.ptr = L.add(o + "_ptr", plan.dense[size_t(d)].name + ": " + std::string(ctype_name(plan.dense[size_t(d)].type)) +
-                                " output");
+  s.ptr = L.add(o + "_ptr",
+                plan.dense[size_t(d)].name + ": " + std::string(ctype_name(plan.dense[size_t(d)].type)) + " output");
   for (size_t p = 0; p < output_index(plan, d).size(); ++p)
     s.stride.push_back(L.add(o + "_stride" + to_string(p), "elements per step of index " + to_string(p)));
   s.vec = L.add(o + "_vec4", "1: runs along j may be stored as vectors");

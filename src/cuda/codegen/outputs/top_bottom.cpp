@@ -62,8 +62,8 @@ class TopBottomRows final : public ListRows {
       c.close(";");
     }
     c.open("const auto rank = [&](int m, int n) -> unsigned");
-    c.line("const int i = " + tc.row_at(M.tile_row0 + " + " + M.row("m")) + ", j = " +
-           tc.col_at(M.tile_col0 + " + " + M.col("n")) + ";");
+    c.line("const int i = " + tc.row_at(M.tile_row0 + " + " + M.row("m")) +
+           ", j = " + tc.col_at(M.tile_col0 + " + " + M.col("n")) + ";");
     c.line("(void)i; (void)j;");
     for (size_t a = 0; a < P.accs.size(); ++a)
       if (!direct || accs.count(int(a)))
@@ -75,7 +75,8 @@ class TopBottomRows final : public ListRows {
       c.line(kt + " ek" + n_ + " = " + kt + "();");
       X.locals(false, c);
       X.outer_r.stmts(P.outer, c, [&](const Stmt& s, Code& out) {
-        if (s.kind == StmtKind::Emit && size_t(s.target) == l_) out.line("ek" + n_ + " = " + X.outer_r.expr(lo.key) + ";");
+        if (s.kind == StmtKind::Emit && size_t(s.target) == l_)
+          out.line("ek" + n_ + " = " + X.outer_r.expr(lo.key) + ";");
       });
       c.line("return gm::rank32(ek" + n_ + ", " + top_ + ");");
     }

@@ -24,8 +24,8 @@ GM_DEV void segment_sum_tiled(const SegmentSumArgs& a) {
   const int* __restrict__ index = reinterpret_cast<const int*>(a.index);
   A* __restrict__ out = reinterpret_cast<A*>(a.out);
   const int groups = int(a.groups), copies = int(a.copies);
-  A* tile = (A*)smem;                                  // [32][33]: padded against bank conflicts
-  A* sums = tile + 32 * 33;                            // [copies][groups][32]
+  A* tile = (A*)smem;                                          // [32][33]: padded against bank conflicts
+  A* sums = tile + 32 * 33;                                    // [copies][groups][32]
   int* gidx = (int*)(sums + (long long)copies * groups * 32);  // [32]: group of each staged row
   const int t = threadIdx.x, c = t & 31, w = t >> 5;
   const long long k0 = a.k_begin + (long long)blockIdx.x * 32;

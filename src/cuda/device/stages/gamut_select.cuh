@@ -14,7 +14,7 @@
 
 namespace gm {
 
-constexpr unsigned kSelAll = 0xffffffffu;   // below[g] of a group that keeps every candidate
+constexpr unsigned kSelAll = 0xffffffffu;  // below[g] of a group that keeps every candidate
 
 template <int PER>
 GM_DEV u64 sel_group(const SelectArgs& a, u64 c) {
@@ -38,7 +38,7 @@ GM_DEV void sel_hist(const SelectArgs& a) {
   const unsigned* below = reinterpret_cast<const unsigned*>(a.below);
   unsigned* hist = reinterpret_cast<unsigned*>(a.hist);
   const unsigned shift = unsigned(a.shift), bits = unsigned(a.bits);
-  const unsigned high = shift + bits;   // rank bits above the digit: fixed by earlier rounds
+  const unsigned high = shift + bits;  // rank bits above the digit: fixed by earlier rounds
   const u64 step = u64(gridDim.x) * blockDim.x;
   // base is the same in the whole block, so every lane runs every iteration (the _sync calls).
   for (u64 base = u64(blockIdx.x) * blockDim.x; base < n; base += step) {
@@ -72,7 +72,7 @@ GM_DEV void sel_digit(const SelectArgs& a) {
   const u64 warps = (u64(gridDim.x) * blockDim.x) >> 5;
   for (u64 g = (u64(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; g < a.groups; g += warps) {
     const unsigned b = below[g];
-    if (b == kSelAll) continue;   // the whole warp: g is the same in every lane
+    if (b == kSelAll) continue;  // the whole warp: g is the same in every lane
     unsigned* h = hist + (g << bits);
     unsigned mine[8], sum = 0;
     for (unsigned k = 0; k < per; ++k) {
@@ -81,7 +81,7 @@ GM_DEV void sel_digit(const SelectArgs& a) {
       if (bin < bins) h[bin] = 0u;
       sum += mine[k];
     }
-    unsigned incl = sum;   // inclusive scan over the lanes
+    unsigned incl = sum;  // inclusive scan over the lanes
     for (unsigned o = 1; o < 32; o <<= 1) {
       const unsigned t = __shfl_up_sync(0xffffffffu, incl, o);
       if (lane >= o) incl += t;
@@ -120,7 +120,7 @@ GM_DEV void sel_keep(const SelectArgs& a) {
   for (u64 base = u64(blockIdx.x) * blockDim.x; base < n; base += step) {
     const u64 c = base + threadIdx.x;
     const bool in = c < n && sel_rank<K, TOP>(a, c) <= thr[sel_group<PER>(a, c)];
-    const u64 slot = out.reserve(in);   // every lane, together
+    const u64 slot = out.reserve(in);  // every lane, together
     if (in) idx[slot] = unsigned(c);
   }
 }

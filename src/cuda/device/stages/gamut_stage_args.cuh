@@ -10,29 +10,29 @@ namespace gm {
 // Segment sum (gamut_segment_sum.cuh): out[g, k] (or out[k, g]) += src[i, k] (or src[k, i]) over
 // the rows i with index[i] == g.
 struct SegmentSumArgs {
-  unsigned long long src;     // source values, storage type
-  unsigned long long index;   // int32 group of each row i
-  unsigned long long out;     // sums, the wrapping sum type (zeroed by the host)
-  long long src_is, src_ks;   // elements between rows i / columns k of src
-  long long out_gs, out_ks;   // elements between groups g / columns k of out
-  long long i_begin, i_end;   // rows
-  long long k_begin, k_end;   // columns
-  long long groups;           // g in [0, groups)
-  long long copies;           // tiled: per-warp copies of the block's sums in shared memory
-  long long chunk_rows;       // tiled: rows per block (grid y)
-  long long k_contig;         // 1: src is [i, k] (k contiguous); 0: [k, i]
+  unsigned long long src;    // source values, storage type
+  unsigned long long index;  // int32 group of each row i
+  unsigned long long out;    // sums, the wrapping sum type (zeroed by the host)
+  long long src_is, src_ks;  // elements between rows i / columns k of src
+  long long out_gs, out_ks;  // elements between groups g / columns k of out
+  long long i_begin, i_end;  // rows
+  long long k_begin, k_end;  // columns
+  long long groups;          // g in [0, groups)
+  long long copies;          // tiled: per-warp copies of the block's sums in shared memory
+  long long chunk_rows;      // tiled: rows per block (grid y)
+  long long k_contig;        // 1: src is [i, k] (k contiguous); 0: [k, i]
 };
 
 // Bit pack (gamut_bit_pack.cuh): out[r, w] bit b = src[r, k] != 0 (or src[k, r]) for
 // k = k_begin + 32 w + b.
 struct BitPackArgs {
-  unsigned long long src;     // source values, storage type
-  unsigned long long out;     // u32 words, rows x words
-  long long ld;               // elements between rows of src
-  long long words;            // words per row of out
-  long long r_begin, r_end;   // rows
-  long long k_begin, k_end;   // the packed range
-  long long k_contig;         // 1: src is [r, k] (k contiguous); 0: [k, r]
+  unsigned long long src;    // source values, storage type
+  unsigned long long out;    // u32 words, rows x words
+  long long ld;              // elements between rows of src
+  long long words;           // words per row of out
+  long long r_begin, r_end;  // rows
+  long long k_begin, k_end;  // the packed range
+  long long k_contig;        // 1: src is [r, k] (k contiguous); 0: [k, r]
 };
 
 // Top/bottom selection (gamut_select.cuh), every kernel of one selection.

@@ -1,32 +1,12 @@
-// Output iterators: they take one accumulator-derived value per (i, j) with its output
-// position and know nothing of the mainloop (a tensor-core mainloop can reuse them).
-//
-//  - Project (C[i, j] = v): runs of consecutive j stored with one vector access.
-//  - Aggregate (C[g[i], h[j]] op= v, C[g[i]], C[i], a scalar): a per-thread run combiner
-//    merges equal consecutive keys, then a shared-memory hash table merges the block's
-//    values per key before one global atomic per key; a crowded table falls back to global
-//    atomics, so nothing is ever lost.
+// Aggregate outputs (C[g[i], h[j]] op= v, C[g[i]], C[i], a scalar): a per-thread run combiner
+// merges equal consecutive keys, then a shared-memory hash table merges the block's values per
+// key before one global atomic per key; a crowded table falls back to global atomics, so nothing
+// is ever lost. They take one accumulator-derived value per (i, j) with its output position and
+// know nothing of the mainloop.
 #pragma once
 #include "gamut_atomics.cuh"
-#include "gamut_loaders.cuh"
 
 namespace gm {
-
-// Project: V consecutive outputs starting at p; ok[e] says which exist. One vector store when
-// all exist and `vec` (the run is aligned), else predicated scalar stores.
-template <class T, int V>
-GM_DEV void store_run(T* p, const T (&v)[V], const bool (&ok)[V], bool vec) {
-  bool all = vec;
-#pragma unroll
-  for (int e = 0; e < V; ++e) all = all && ok[e];
-  if (all) {
-    vec_st<T, V>(p, v);
-  } else {
-#pragma unroll
-    for (int e = 0; e < V; ++e)
-      if (ok[e]) p[e] = v[e];
-  }
-}
 
 // Aggregate sink without pre-reduction: a global atomic per value (outputs whose every (i, j)
 // has its own element, e.g. C[i, j] += v).
