@@ -221,6 +221,9 @@ Instance bind(const Plan& plan, const Bindings& b) {
         }
       shape.push_back(dim ? *dim : maxv + 1);
     }
+    // A scalar aggregate in a batched query (`total += e`) holds one value per batch instance:
+    // both engines address it with b first (spec section 1: with batch every output takes b).
+    if (plan.batched && d.index.empty()) shape.insert(shape.begin(), inst.batch);
     inst.dense_shapes.push_back(shape);
   }
   for (const ListOutput& l : plan.lists) {
