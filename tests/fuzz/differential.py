@@ -27,8 +27,6 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import numpy as np  # noqa: E402
-
 from mmlt_case import compare, gamut_args, load_inputs, param_text, run_gamut, write_case  # noqa: E402
 from mmlt_gen import Generator  # noqa: E402
 from mmlt_model import Model, ModelError  # noqa: E402

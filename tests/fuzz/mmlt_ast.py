@@ -180,9 +180,10 @@ def _lit_text(v):
 class Printer:
     """Text with C precedence; `extra_parens` adds redundant parentheses (a random source)."""
 
-    def __init__(self, q, extra_parens=None):
+    def __init__(self, q, extra_parens=None, comment=None):
         self.q = q
         self.extra = extra_parens or (lambda: False)
+        self.comment = comment or (lambda: None)   # text of a comment to add to a line, or None
 
     def idx(self, roles):
         names = [self.q.names[r] for r in roles]
@@ -297,7 +298,16 @@ class Printer:
         out.append("  }")
         self.stmts(q.outer, 1, out)
         out.append("}")
-        return "\n".join(out) + "\n"
+        # Comments of every form (spec section 1): at line ends, and blocks between lines.
+        text = []
+        for line in out:
+            c = self.comment()
+            if c and line.rstrip().endswith(("{", ";", "}")):
+                line += {0: "  # ", 1: "  // ", 2: "  /* "}[len(c) % 3] + c + (" */" if len(c) % 3 == 2 else "")
+            text.append(line)
+            if self.comment() and line.rstrip().endswith(";"):
+                text.append("  /* " + (self.comment() or "") + "\n     */")
+        return "\n".join(text) + "\n"
 
 
 # ---- typing ----
@@ -365,12 +375,10 @@ def operand_types(e, env):
     if isinstance(e, Bin):
         if e.op in LOGIC_OPS:
             return ["bool", "bool"]
-        ic = e.op in INT_OPS or e.op in SHIFT_OPS
         if e.op in CMP_OPS:
             t = common(*typeof(e.a, env), *typeof(e.b, env))[0]
             return [t, t]
         t = typeof(e, env)[0]
-        del ic
         return [t, t]
     if isinstance(e, Tern):
         t = typeof(e, env)[0]
@@ -443,3 +451,27 @@ def infer_acc_types(q, dtypes):
         types[name] = ("f64" if "f64" in ds else "f32" if any(is_float(COMPUTE_OF[d]) for d in ds)
                        else "i64" if "i64" in ds else "i32")
     return types
+
+
+def walk_stmts(ss):
+    for s in ss:
+        yield s
+        if isinstance(s, If):
+            yield from walk_stmts(s.body)
+
+
+def all_exprs(q):
+    if q.when is not None:
+        yield q.when
+    for _, _, init in q.accs:
+        yield init
+    for s in list(walk_stmts(q.inner)) + list(walk_stmts(q.outer)):
+        if isinstance(s, (Let, Upd, Store)):
+            yield s.e
+        elif isinstance(s, If):
+            yield s.cond
+        elif isinstance(s, Emit):
+            for c, _ in s.cols:
+                yield c
+            if s.key is not None:
+                yield s.key

@@ -383,7 +383,7 @@ class Model:
                 elif isinstance(s, Emit):
                     emits.append(s)
         walk(ss, None)
-        (rb, re), (cb, ce) = self.range["i"], self.range["j"]
+        re, ce = self.range["i"][1], self.range["j"][1]
         for name, d in self.dense.items():
             t = default_type(*d["tw"])
             if t == "bool" and d["op"] != "=":
