@@ -4,6 +4,7 @@ each run by two engines and compared as its rules say.
 
   --backend-pair cpu,gpu    the CPU engine against the GPU engine (exit 77 without a GPU)
   --backend-pair cpu,numpy  the CPU engine against the NumPy model (tests/fuzz/mmlt_model.py)
+  --backend-pair cpu,cpu    the CPU engine on --threads against itself on one thread
   --nvrtc TOOL              also compile every case's kernels with NVRTC (tests/fuzz/fuzz_nvrtc.cpp)
 
 One line per mismatch, with the seed (`--seed S --count 1` reproduces it; `--keep DIR` writes the
@@ -27,6 +28,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import mmlt_case  # noqa: E402
 from mmlt_case import compare, gamut_args, load_inputs, param_text, run_gamut, write_case  # noqa: E402
 from mmlt_gen import Generator  # noqa: E402
 from mmlt_model import Model, ModelError  # noqa: E402
@@ -37,6 +39,8 @@ OPTS = None
 def init_worker(opts):
     global OPTS
     OPTS = opts
+    if opts.rtol:
+        mmlt_case.RTOL["f4"] = opts.rtol
 
 
 def run_case(seed):
@@ -57,6 +61,8 @@ def _run_case(seed):
     case = gen.generate()
     qhash = hashlib.sha1(case.text.split("\n", 1)[1].encode()).hexdigest()[:12]
     variant = random.Random(seed * 7919 + 1)
+    # Some cases force a tile on the GPU side (and in the NVRTC check): partial tiles of every size.
+    tile = variant.choice(o.gpu_tiles) if o.gpu_tiles and variant.random() < 0.3 else None
     d = tempfile.mkdtemp(prefix=f"gamut_fuzz_{seed}_", dir=o.tmp)
     mism, errs, kernels = [], [], 0
     try:
@@ -73,23 +79,24 @@ def _run_case(seed):
                 outs.append(res)
                 labels.append("numpy")
                 continue
-            extra = list(o.gpu_args) if be == "gpu" else []
+            extra = list(o.gpu_args) + (["--tile", tile] if tile else []) if be == "gpu" else []
             # Vary what is compared: a rewritten plan on one side, the query as written on the other.
             # (Not with NaN or inf in the data: push-down may then differ from the query as
             # written, docs/semantics.md.)
             if variant.random() < 0.3 and "special" not in case.tags:
                 extra.append("--no-rewrite")
             out_dir = os.path.join(d, f"out_{side}_{be}")
-            res, err = run_gamut(o.gamut, d, desc, be, out_dir, threads=o.threads if be == "cpu" else None,
-                                 extra=extra, timeout=o.timeout)
+            # cpu,cpu: one side on one thread (the engine's result must not depend on the split).
+            threads = (1 if side == 1 and o.pair == ("cpu", "cpu") else o.threads) if be == "cpu" else None
+            res, err = run_gamut(o.gamut, d, desc, be, out_dir, threads=threads, extra=extra, timeout=o.timeout)
             if err:
                 errs.append(err)
             outs.append(res)
-            labels.append(be + (" --no-rewrite" if "--no-rewrite" in extra else ""))
+            labels.append(be + "".join(f" {x}" for x in extra))
         if outs[0] is not None and outs[1] is not None:
             mism = compare(outs[0], outs[1], desc["rules"], labels=tuple(labels))
         if o.nvrtc:
-            args = [o.nvrtc] + [x for n, v in desc["dims"].items()
+            args = [o.nvrtc] + (["--tile", tile] if tile else []) + [x for n, v in desc["dims"].items()
                                 for x in ("--dim", f"{n}={','.join(str(e) for e in v)}")]
             args += [os.path.join(d, "query.mmlt")]
             args += [f"{n}={os.path.join(d, n + '.npy')}" for n in desc["inputs"]]
@@ -130,13 +137,20 @@ def main():
     ap.add_argument("--keep", help="write failing cases here")
     ap.add_argument("--nvrtc", help="fuzz_nvrtc binary: compile every case's kernels for sm_90a")
     ap.add_argument("--gpu-args", default="", help="extra gamut run arguments for the GPU side")
-    ap.add_argument("--timeout", type=int, default=300)
+    ap.add_argument("--gpu-tiles", default="128x256x16/8x16,128x128x8/8x8,128x64x8/8x4,64x64x8/4x4,64x32x8/4x4,"
+                    "32x32x8/4x4", help="tiles that 30%% of the cases force on the GPU side ('' for none)")
+    ap.add_argument("--timeout", type=int, default=300, help="seconds per gamut run")
+    ap.add_argument("--max-seconds", type=float, default=0,
+                    help="start no new case after this many seconds (the summary counts what ran)")
+    ap.add_argument("--rtol", type=float, default=0,
+                    help="relative bound for inexact f32 outputs (default 1e-4; e.g. 3e-3 with --f32-math tf32)")
     ap.add_argument("--quiet", action="store_true", help="only mismatches and the summary")
     ap.add_argument("--known-defects", action="store_true",
                     help="also generate what open defects break (mmlt_gen.KNOWN_DEFECTS)")
     o = ap.parse_args()
     o.pair = tuple(o.backend_pair.split(","))
     o.gpu_args = shlex.split(o.gpu_args)
+    o.gpu_tiles = [t for t in o.gpu_tiles.split(",") if t]
     o.gamut = os.path.abspath(o.gamut)
     if o.nvrtc:
         o.nvrtc = os.path.abspath(o.nvrtc)
@@ -152,12 +166,13 @@ def main():
         os.makedirs(o.keep, exist_ok=True)
     t0 = time.time()
     seeds = list(range(o.seed, o.seed + o.count))
-    n_mism = n_err = kernels = 0
+    n_mism = n_err = kernels = ran = 0
     no_nvrtc = False
     hashes, tags = set(), {}
     try:
         with multiprocessing.Pool(o.jobs, initializer=init_worker, initargs=(o,)) as pool:
             for seed, qh, tg, mism, errs, nk, secs in pool.imap_unordered(run_case, seeds):
+                ran += 1
                 hashes.add(qh)
                 no_nvrtc |= nk < 0
                 kernels += max(nk, 0)
@@ -172,9 +187,13 @@ def main():
                     print(f"ERROR seed={seed} [{','.join(tg)}]: " + " | ".join(errs[:3]), flush=True)
                 if not o.quiet and not mism and not errs and secs > 30:
                     print(f"slow seed={seed}: {secs:.1f} s", flush=True)
+                if o.max_seconds and time.time() - t0 > o.max_seconds:
+                    print(f"differential: --max-seconds {o.max_seconds:.0f} reached; stopping", flush=True)
+                    pool.terminate()
+                    break
     finally:
         shutil.rmtree(o.tmp, ignore_errors=True)
-    print(f"differential {o.pair[0]} vs {o.pair[1]}: {len(seeds)} cases (seeds {o.seed}..{o.seed + o.count - 1}), "
+    print(f"differential {o.pair[0]} vs {o.pair[1]}: {ran} cases run of {len(seeds)} (seeds {o.seed}..{o.seed + o.count - 1}), "
           f"{len(hashes)} distinct queries, {n_mism} mismatches, {n_err} with errors"
           + (f", {kernels} kernels compiled with NVRTC" if o.nvrtc else "")
           + f", {time.time() - t0:.0f} s")

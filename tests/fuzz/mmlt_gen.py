@@ -286,6 +286,8 @@ class Generator(QueryParts):
         q.batched = template not in ("bitpack",) and r.random() < 0.15
         self.B = r.choice([1, 2, 3]) if q.batched else 1
         self.M, self.N, self.K = (0 if r.random() < 0.02 else r.choice(self.sizes) for _ in range(3))
+        if self.sizes is SIZES_DEVICE and r.random() < 0.03:
+            self.M, self.N = 1031, r.choice([1031, 517])   # lists past the GPU's first 2^20 rows
         if template == "bitpack":
             self.K = r.choice([64, 65, 96, 100, 128, 129, 200])
         selfjoin = template in ("knn", "general") and r.random() < 0.25

@@ -197,7 +197,7 @@ class QueryParts:
             self.step(q.inner, mon)
         an.locals = saved
 
-    def step(self, ss, mon, guarded=False):
+    def step(self, ss, mon):
         an = self.an
         for s in ss:
             if isinstance(s, Let):
@@ -205,7 +205,7 @@ class QueryParts:
             elif isinstance(s, If):
                 an.need(an.an(s.cond))
                 before = dict(an.accs)
-                self.step(s.body, mon, True)
+                self.step(s.body, mon)
                 for n, i in an.accs.items():
                     b = before[n]
                     an.accs[n] = Info(i.t, False, max(i.B, b.B), fmax(i.F, b.F), i.det and b.det, i.fma or b.fma)
