@@ -29,7 +29,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import mmlt_case  # noqa: E402
-from mmlt_case import compare, gamut_args, load_inputs, param_text, run_gamut, write_case  # noqa: E402
+from mmlt_case import binding_args, compare, gamut_args, load_inputs, run_gamut, write_case  # noqa: E402
 from mmlt_gen import Generator  # noqa: E402
 from mmlt_model import Model, ModelError  # noqa: E402
 
@@ -95,12 +95,14 @@ def _run_case(seed):
             labels.append(be + "".join(f" {x}" for x in extra))
         if outs[0] is not None and outs[1] is not None:
             mism = compare(outs[0], outs[1], desc["rules"], labels=tuple(labels))
+        # `check` (no data) and `explain --source` (the plan and the generated kernel) succeed too.
+        q = os.path.join(d, "query.mmlt")
+        for args in ([o.gamut, "check", q], [o.gamut, "explain", q] + binding_args(d, desc) + ["--source"]):
+            p = subprocess.run(args, capture_output=True, text=True, timeout=o.timeout)
+            if p.returncode != 0:
+                errs.append(f"{args[1]}: exit {p.returncode}: {(p.stderr.strip().splitlines() or [''])[0]}")
         if o.nvrtc:
-            args = [o.nvrtc] + (["--tile", tile] if tile else []) + [x for n, v in desc["dims"].items()
-                                for x in ("--dim", f"{n}={','.join(str(e) for e in v)}")]
-            args += [os.path.join(d, "query.mmlt")]
-            args += [f"{n}={os.path.join(d, n + '.npy')}" for n in desc["inputs"]]
-            args += [f"{n}={param_text(v)}" for n, v in desc["params"].items()]
+            args = [o.nvrtc] + (["--tile", tile] if tile else []) + [q] + binding_args(d, desc)
             p = subprocess.run(args, capture_output=True, text=True, timeout=o.timeout)
             if p.returncode == 77:
                 kernels = -1   # this build has no NVRTC

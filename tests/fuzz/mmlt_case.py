@@ -51,14 +51,17 @@ def load_inputs(d, desc):
     return out
 
 
-def gamut_args(gamut, d, desc, backend, out_dir, threads=None, extra=()):
-    args = [gamut, "run", os.path.join(d, "query.mmlt"), "-o", out_dir, "--backend", backend]
-    for name in desc["inputs"]:
-        args.append(f"{name}={os.path.join(d, name + '.npy')}")
-    for name, v in desc["params"].items():
-        args.append(f"{name}={param_text(v)}")
+def binding_args(d, desc):
+    """NAME=FILE / NAME=VALUE bindings and --dim options of a case."""
+    args = [f"{name}={os.path.join(d, name + '.npy')}" for name in desc["inputs"]]
+    args += [f"{name}={param_text(v)}" for name, v in desc["params"].items()]
     for name, ext in desc["dims"].items():
         args += ["--dim", f"{name}={','.join(str(e) for e in ext)}"]
+    return args
+
+
+def gamut_args(gamut, d, desc, backend, out_dir, threads=None, extra=()):
+    args = [gamut, "run", os.path.join(d, "query.mmlt"), "-o", out_dir, "--backend", backend] + binding_args(d, desc)
     if threads:
         args += ["--threads", str(threads)]
     return args + list(extra)
