@@ -97,7 +97,9 @@ def _run_case(seed):
             mism = compare(outs[0], outs[1], desc["rules"], labels=tuple(labels))
         # `check` (no data) and `explain --source` (the plan and the generated kernel) succeed too.
         q = os.path.join(d, "query.mmlt")
-        for args in ([o.gamut, "check", q], [o.gamut, "explain", q] + binding_args(d, desc) + ["--source"]):
+        # (A query without inputs or parameters: `explain --source` asks for bindings there are none of.)
+        bound = binding_args(d, desc)
+        for args in [[o.gamut, "check", q]] + ([[o.gamut, "explain", q] + bound + ["--source"]] if bound else []):
             p = subprocess.run(args, capture_output=True, text=True, timeout=o.timeout)
             if p.returncode != 0:
                 errs.append(f"{args[1]}: exit {p.returncode}: {(p.stderr.strip().splitlines() or [''])[0]}")
