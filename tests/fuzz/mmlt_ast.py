@@ -180,8 +180,9 @@ def _lit_text(v):
 class Printer:
     """Text with C precedence; `extra_parens` adds redundant parentheses (a random source)."""
 
-    def __init__(self, q, extra_parens=None, comment=None):
+    def __init__(self, q, extra_parens=None, comment=None, spell=None):
         self.q = q
+        self.spell = spell or (lambda options: options[0])   # picks one spelling of a float literal
         self.extra = extra_parens or (lambda: False)
         self.comment = comment or (lambda: None)   # text of a comment to add to a line, or None
 
@@ -200,6 +201,14 @@ class Printer:
     def _expr(self, e):
         if isinstance(e, Lit):
             t = _lit_text(e.v)
+            if isinstance(e.v, float) and t[0].isdigit() and "e" not in t:
+                whole, frac = t.split(".")
+                alts = [t, f"{t}e0", f"{whole}{frac}e-{len(frac)}"]
+                if frac == "0":
+                    alts.append(whole + ".")
+                if whole == "0":
+                    alts.append("." + frac)
+                t = self.spell(alts)
             return t, (11 if t.startswith("-") else 12)
         if isinstance(e, Inf):
             return "inf", 12

@@ -150,6 +150,13 @@ class Generator(QueryParts):
             return Lit(r.choice([0, 1, 2, -1, 3, 0.5, 2.0]))
         return r.choice(cands)
 
+    def int_operand(self, ctx, d):
+        """Right operand of % & | ^ << >>: sometimes a bare parameter, which is then an integer one."""
+        ps = [p for p, v in self.params.items() if isinstance(v, int) and p not in self.range_params]
+        if ps and self.r.random() < 0.3:
+            return Param(self.r.choice(ps))
+        return self.gen(ctx, "int", d)
+
     def visible_locals(self, ctx):
         return [n for n in self.scope if (self.local_ctx[n] == "inner") == (ctx == "inner")]
 
@@ -185,12 +192,14 @@ class Generator(QueryParts):
         if kind == "int":
             c = r.random()
             if c < 0.3:
-                return Bin(r.choice(["/", "%"]), self.gen(ctx, "int", d), self.gen(ctx, "int", d))
+                if r.random() < 0.5:
+                    return Bin("/", self.gen(ctx, "int", d), self.gen(ctx, "int", d))
+                return Bin("%", self.gen(ctx, "int", d), self.int_operand(ctx, d))
             if c < 0.6:
-                return Bin(r.choice(["&", "|", "^"]), self.gen(ctx, "int", d), self.gen(ctx, "int", d))
+                return Bin(r.choice(["&", "|", "^"]), self.gen(ctx, "int", d), self.int_operand(ctx, d))
             if c < 0.8:
                 return Bin(r.choice(["<<", ">>"]), self.gen(ctx, "int", d),
-                           Lit(r.randint(0, 4)) if r.random() < 0.7 else self.gen(ctx, "int", d))
+                           Lit(r.randint(0, 4)) if r.random() < 0.6 else self.int_operand(ctx, d))
             if c < 0.9:
                 return Un("~", self.gen(ctx, "int", d))
             return Call(r.choice(["i32", "i64"]), [Call(r.choice(["floor", "ceil"]), [self.gen(ctx, "num", d)])])

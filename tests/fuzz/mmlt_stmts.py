@@ -473,7 +473,7 @@ class QueryParts:
                     ext.append(int(g.max()) + 1 if g.size else 0)
             dims[name] = [e + self.r.choice([0, 0, 1, 3]) for e in ext]
         comments = ["sum of products", "x", "per (i, j)", "TODO", "é ü", "k order", "a /* b"]
-        text = Printer(q, extra_parens=lambda: self.r.random() < 0.05,
+        text = Printer(q, extra_parens=lambda: self.r.random() < 0.05, spell=self.r.choice,
                        comment=lambda: self.r.choice(comments) if self.r.random() < 0.04 else None).query(
             comment=f"differential fuzz case, seed {self.seed}")
         return Case(self.seed, q, text, ops, params, dims, self.rules, sorted(self.tags))
