@@ -8,8 +8,9 @@ import subprocess
 
 import numpy as np
 
-# f64 values may come from f32 math (exp of an f32 cast to f64): not much tighter than f32.
-RTOL = {"f4": 1e-4, "f8": 1e-5, "f2": 1e-2}
+# Relative bound on the norm for outputs that are not deterministic (mmlt_info). f64 values may come
+# from f32 math (an f32 sum or exp cast to f64), so f64 gets the f32 bound: an engine bug is far off.
+RTOL = {"f4": 1e-4, "f8": 1e-4, "f2": 1e-2}
 
 
 def save_input(path, dtype, data):
