@@ -229,6 +229,9 @@ Instance bind(const Plan& plan, const Bindings& b) {
         throw_data_error(g.name, "index value " + std::to_string(maxv) + " leaves no room for an output extent (it is the largest int64)");
       shape.push_back(dim ? *dim : maxv + 1);
     }
+    // A scalar aggregate in a batched query (`total += e`) holds one value per batch instance:
+    // both engines address it with b first (spec section 1: with batch every output takes b).
+    if (plan.batched && d.index.empty()) shape.insert(shape.begin(), inst.batch);
     // The output is allocated from this shape: its byte count must fit before anything multiplies it.
     const DType st = storage_type_of(d.type);
     if (!shape_bytes(shape, dtype_size(st)))

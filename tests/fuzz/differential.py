@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""Differential fuzzing of gamut: random queries over the whole language (tests/fuzz/mmlt_gen.py),
+each run by two engines and compared as its rules say.
+
+  --backend-pair cpu,gpu    the CPU engine against the GPU engine (exit 77 without a GPU)
+  --backend-pair cpu,numpy  the CPU engine against the NumPy model (tests/fuzz/mmlt_model.py)
+  --backend-pair cpu,cpu    the CPU engine on --threads against itself on one thread
+  --nvrtc TOOL              also compile every case's kernels with NVRTC (tests/fuzz/fuzz_nvrtc.cpp)
+
+One line per mismatch, with the seed (`--seed S --count 1` reproduces it; `--keep DIR` writes the
+case as query + .npy + case.json), then a summary with the counts. Exit 1 when anything mismatched
+or failed.
+
+usage: differential.py --gamut build/gamut [--count N] [--seed S] [--backend-pair cpu,gpu]
+                       [--jobs J] [--device-sizes] [--keep DIR] [--nvrtc TOOL] [--gpu-args ARGS]
+"""
+import argparse
+import hashlib
+import multiprocessing
+import os
+import random
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import mmlt_case  # noqa: E402
+from mmlt_case import binding_args, compare, gamut_args, load_inputs, run_gamut, write_case  # noqa: E402
+from mmlt_gen import Generator  # noqa: E402
+from mmlt_model import Model, ModelError  # noqa: E402
+
+OPTS = None
+
+
+def init_worker(opts):
+    global OPTS
+    OPTS = opts
+    if opts.rtol:
+        mmlt_case.RTOL["f4"] = opts.rtol
+
+
+def run_case(seed):
+    """One case: (seed, query hash, tags, mismatch lines, error lines, nvrtc kernels, seconds)."""
+    try:
+        return _run_case(seed)
+    except Exception as e:   # a fuzzer bug: report it with the seed, go on
+        import traceback
+        tb = traceback.extract_tb(e.__traceback__)[-1]
+        return seed, f"crash{seed}", ["fuzzer-crash"], [], [f"fuzzer: {type(e).__name__}: {e} "
+                                                            f"({os.path.basename(tb.filename)}:{tb.lineno})"], 0, 0.0
+
+
+def _run_case(seed):
+    o = OPTS
+    t0 = time.time()
+    gen = Generator(seed, device_sizes=o.device_sizes, known_defects=o.known_defects)
+    case = gen.generate()
+    qhash = hashlib.sha1(case.text.split("\n", 1)[1].encode()).hexdigest()[:12]
+    variant = random.Random(seed * 7919 + 1)
+    # Some cases force a tile on the GPU side (and in the NVRTC check): partial tiles of every size.
+    tile = variant.choice(o.gpu_tiles) if o.gpu_tiles and variant.random() < 0.3 else None
+    d = tempfile.mkdtemp(prefix=f"gamut_fuzz_{seed}_", dir=o.tmp)
+    mism, errs, kernels = [], [], 0
+    try:
+        desc = write_case(case, d)
+        a_name, b_name = o.pair
+        outs, labels = [], []
+        for side, be in enumerate((a_name, b_name)):
+            if be == "numpy":
+                try:
+                    res = Model(case.query, load_inputs(d, desc), desc["params"], desc["dims"]).run()
+                except ModelError as e:
+                    errs.append(f"numpy model: {e}")
+                    res = None
+                outs.append(res)
+                labels.append("numpy")
+                continue
+            extra = list(o.gpu_args) + (["--tile", tile] if tile else []) if be == "gpu" else []
+            # Vary what is compared: a rewritten plan on one side, the query as written on the other.
+            # (Not with NaN or inf in the data: push-down may then differ from the query as
+            # written, docs/semantics.md.)
+            if variant.random() < 0.3 and "special" not in case.tags:
+                extra.append("--no-rewrite")
+            out_dir = os.path.join(d, f"out_{side}_{be}")
+            # cpu,cpu: one side on one thread (the engine's result must not depend on the split).
+            threads = (1 if side == 1 and o.pair == ("cpu", "cpu") else o.threads) if be == "cpu" else None
+            res, err = run_gamut(o.gamut, d, desc, be, out_dir, threads=threads, extra=extra, timeout=o.timeout)
+            if err:
+                errs.append(err)
+            outs.append(res)
+            labels.append(be + "".join(f" {x}" for x in extra))
+        if outs[0] is not None and outs[1] is not None:
+            mism = compare(outs[0], outs[1], desc["rules"], labels=tuple(labels))
+        # `check` (no data) and `explain --source` (the plan and the generated kernel) succeed too.
+        q = os.path.join(d, "query.mmlt")
+        # (A query without inputs or parameters: `explain --source` asks for bindings there are none of.)
+        bound = binding_args(d, desc)
+        for args in [[o.gamut, "check", q]] + ([[o.gamut, "explain", q] + bound + ["--source"]] if bound else []):
+            p = subprocess.run(args, capture_output=True, text=True, timeout=o.timeout)
+            if p.returncode != 0:
+                errs.append(f"{args[1]}: exit {p.returncode}: {(p.stderr.strip().splitlines() or [''])[0]}")
+        if o.nvrtc:
+            args = [o.nvrtc] + (["--tile", tile] if tile else []) + [q] + binding_args(d, desc)
+            p = subprocess.run(args, capture_output=True, text=True, timeout=o.timeout)
+            if p.returncode == 77:
+                kernels = -1   # this build has no NVRTC
+            elif p.returncode != 0:
+                fail = [ln for ln in p.stdout.splitlines() if ln.startswith("FAIL")] or [p.stderr.strip()[:300]]
+                errs.append(f"nvrtc: {fail[0][:400]}")
+            kernels = sum(1 for ln in p.stdout.splitlines() if ln.startswith("ok "))
+        if (mism or errs) and o.keep:
+            keep = os.path.join(o.keep, f"seed_{seed}")
+            shutil.rmtree(keep, ignore_errors=True)
+            shutil.copytree(d, keep, ignore=shutil.ignore_patterns("out_*"))
+            with open(os.path.join(keep, "run.sh"), "w") as f:
+                for be in (a_name, b_name):
+                    if be != "numpy":
+                        f.write(shlex.join(gamut_args(o.gamut, keep, desc, be, os.path.join(keep, "out_" + be))) + "\n")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    return seed, qhash, case.tags, mism, errs, kernels, time.time() - t0
+
+
+def gpu_present(gamut):
+    return subprocess.run([gamut, "device"], capture_output=True).returncode == 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gamut", required=True)
+    ap.add_argument("--count", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--backend-pair", default="cpu,gpu")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--threads", type=int, default=2, help="CPU engine threads per run")
+    ap.add_argument("--device-sizes", action="store_true", help="also tile multiples +-1 up to 257")
+    ap.add_argument("--keep", help="write failing cases here")
+    ap.add_argument("--nvrtc", help="fuzz_nvrtc binary: compile every case's kernels for sm_90a")
+    ap.add_argument("--gpu-args", default="", help="extra gamut run arguments for the GPU side")
+    ap.add_argument("--gpu-tiles", default="128x256x16/8x16,128x128x8/8x8,128x64x8/8x4,64x64x8/4x4,64x32x8/4x4,"
+                    "32x32x8/4x4", help="tiles that 30%% of the cases force on the GPU side ('' for none)")
+    ap.add_argument("--timeout", type=int, default=300, help="seconds per gamut run")
+    ap.add_argument("--max-seconds", type=float, default=0,
+                    help="start no new case after this many seconds (the summary counts what ran)")
+    ap.add_argument("--rtol", type=float, default=0,
+                    help="relative bound for inexact f32 outputs (default 1e-4; e.g. 3e-3 with --f32-math tf32)")
+    ap.add_argument("--quiet", action="store_true", help="only mismatches and the summary")
+    ap.add_argument("--known-defects", action="store_true",
+                    help="also generate what open defects break (mmlt_gen.KNOWN_DEFECTS)")
+    o = ap.parse_args()
+    o.pair = tuple(o.backend_pair.split(","))
+    o.gpu_args = shlex.split(o.gpu_args)
+    o.gpu_tiles = [t for t in o.gpu_tiles.split(",") if t]
+    o.gamut = os.path.abspath(o.gamut)
+    if o.nvrtc:
+        o.nvrtc = os.path.abspath(o.nvrtc)
+    if len(o.pair) != 2 or any(b not in ("cpu", "gpu", "numpy") for b in o.pair):
+        ap.error("--backend-pair takes two of cpu, gpu, numpy")
+    if "gpu" in o.pair and not gpu_present(o.gamut):
+        print("differential: no GPU (gamut device failed): skipped")
+        return 77
+    o.tmp = tempfile.mkdtemp(prefix="gamut_fuzz_")
+    if "gpu" in o.pair and not os.environ.get("GAMUT_CACHE_DIR"):
+        os.environ["GAMUT_CACHE_DIR"] = os.path.join(o.tmp, "kernel-cache")   # not the user's cache
+    if o.keep:
+        os.makedirs(o.keep, exist_ok=True)
+    t0 = time.time()
+    seeds = list(range(o.seed, o.seed + o.count))
+    n_mism = n_err = kernels = ran = 0
+    no_nvrtc = False
+    hashes, tags = set(), {}
+    try:
+        with multiprocessing.Pool(o.jobs, initializer=init_worker, initargs=(o,)) as pool:
+            for seed, qh, tg, mism, errs, nk, secs in pool.imap_unordered(run_case, seeds):
+                ran += 1
+                hashes.add(qh)
+                no_nvrtc |= nk < 0
+                kernels += max(nk, 0)
+                for t in tg:
+                    tags[t] = tags.get(t, 0) + 1
+                if mism:
+                    n_mism += 1
+                    print(f"MISMATCH seed={seed} [{','.join(tg)}] {o.pair[0]} vs {o.pair[1]}: " + " | ".join(mism[:3]),
+                          flush=True)
+                if errs:
+                    n_err += 1
+                    print(f"ERROR seed={seed} [{','.join(tg)}]: " + " | ".join(errs[:3]), flush=True)
+                if not o.quiet and not mism and not errs and secs > 30:
+                    print(f"slow seed={seed}: {secs:.1f} s", flush=True)
+                if o.max_seconds and time.time() - t0 > o.max_seconds:
+                    print(f"differential: --max-seconds {o.max_seconds:.0f} reached; stopping", flush=True)
+                    pool.terminate()
+                    break
+    finally:
+        shutil.rmtree(o.tmp, ignore_errors=True)
+    print(f"differential {o.pair[0]} vs {o.pair[1]}: {ran} cases run of {len(seeds)} (seeds {o.seed}..{o.seed + o.count - 1}), "
+          f"{len(hashes)} distinct queries, {n_mism} mismatches, {n_err} with errors"
+          + (f", {kernels} kernels compiled with NVRTC" if o.nvrtc else "")
+          + f", {time.time() - t0:.0f} s")
+    print("templates: " + ", ".join(f"{k} {v}" for k, v in sorted(tags.items())))
+    if n_mism or n_err:
+        return 1
+    if no_nvrtc:
+        print("differential: this build has no NVRTC: the compile check was skipped")
+        return 77
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

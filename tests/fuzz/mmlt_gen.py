@@ -1,0 +1,399 @@
+"""Random gamut queries with data, seeded and reproducible (one seed, one case).
+
+A case is a Query (mmlt_ast), its inputs, scalar bindings, --dim extents and, per output, the
+comparison rule. The rule comes from an abstract interpretation of the query on the data's value
+ranges (Info): a value is *deterministic* when every correct engine computes it bit for bit (integer
+arithmetic; floating sums whose partial results are exact small dyadic numbers; single IEEE
+operations in a fixed order); a float value that is not is compared with a relative bound. A value
+that could change discretely with rounding (a comparison, a cast to an integer, a list order or key,
+an `if`) must be deterministic: such queries are not generated.
+"""
+import random
+
+import numpy as np
+
+from mmlt_ast import (AccRef, AxisV, Bin, Call, CMP_OPS, COMPUTE_OF, Lit, Load, LocalRef, Param, Query,
+                      STORAGE_RANGE, Tern, TypeEnv, Un, children, default_type, is_float, typeof, walk_expr)
+from mmlt_info import HUGE, Analyzer, Bad, finite_bound, frac_bits
+from mmlt_stmts import QueryParts
+
+# Open defects the generator steers around unless asked (Generator(known_defects=True)), so that a
+# bounded run stays green; each is a case in tests/fuzz/cases and in the fuzzing notes.
+KNOWN_DEFECTS = {
+    # `f64(s)` / `f64(2.5)` / `i64(2)`: a cast of a weak value to its own default type stays weak
+    # (src/sema/typing.cpp), so `f32(a) * f64(s)` is f32 where C promotion gives f64.
+    "weak_cast": "tests/fuzz/cases/cast_of_weak_value.json",
+    # A computed NaN's bits differ between engines (x86's default NaN is negative, CUDA's is
+    # 0x7fffffff) but plain/distinct lists order and compare rows by bits: NaN stays out of them.
+    "nan_bits": "tests/fuzz/cases/nan_payload_in_distinct.json",
+}
+SIZES_SMALL = [1, 2, 3, 5, 7, 8, 9, 13, 16, 17, 31, 32, 33]
+SIZES_DEVICE = SIZES_SMALL + [63, 64, 65, 127, 128, 129, 255, 257]
+AXIS_NAMES = [("i", "j", "k", "b"), ("r", "c", "t", "n"), ("row", "col", "red", "bat"), ("x", "y", "z", "w")]
+
+
+class Operand:
+    def __init__(self, name, dtype, pats, shape, data):
+        self.name, self.dtype, self.pats, self.shape, self.data = name, dtype, pats, shape, data
+
+
+class Generator(QueryParts):
+    def __init__(self, seed, device_sizes=False, known_defects=False):
+        self.seed = seed
+        self.known_defects = known_defects
+        self.r = random.Random(seed)
+        self.np = np.random.default_rng(seed)
+        self.sizes = SIZES_DEVICE if device_sizes else SIZES_SMALL
+
+    # ---- names and data ----
+    def fresh(self, base):
+        n = base
+        while n in self.used_names:
+            n = f"{base}{self.r.randint(0, 99)}"
+        self.used_names.add(n)
+        return n
+
+    def make_data(self, dtype, shape, kind):
+        r, g = self.r, self.np
+        if kind == "index":
+            hi = r.randint(1, 6)
+            return g.integers(0, hi, size=shape)
+        if dtype == "bool" or kind == "bits":
+            return g.integers(0, 2, size=shape)
+        if kind == "wide" and dtype in STORAGE_RANGE:
+            lo, hi = STORAGE_RANGE[dtype]
+            if dtype in ("i32", "i64"):
+                lo, hi = (-2 ** 20, 2 ** 20) if r.random() < 0.5 else (lo // 2, hi // 2)
+            return g.integers(lo, hi, size=shape, endpoint=True)
+        if kind == "frac" and is_float(COMPUTE_OF[dtype]):
+            return g.standard_normal(size=shape) * 2
+        if kind == "dyadic" and is_float(COMPUTE_OF[dtype]):
+            return g.integers(-16, 17, size=shape) / 4.0
+        if kind == "special" and is_float(COMPUTE_OF[dtype]):
+            # Small integers with some NaN, +-inf and -0.0: IEEE arithmetic on them is still exact.
+            v = g.integers(-3, 4, size=shape).astype(np.float64)
+            pick = g.random(size=shape) < 0.08
+            v[pick] = g.choice([np.nan, np.inf, -np.inf, -0.0], size=int(pick.sum()))
+            self.tags.add("special")
+            self.special_data = True
+            return v
+        lo = 0 if dtype == "u8" or kind == "pos" else -3
+        return g.integers(lo, 4, size=shape)
+
+    def operand(self, base, pats, dtype=None, kind=None):
+        r = self.r
+        name = self.fresh(base)
+        if dtype is None:
+            dtype = r.choices(["f32", "i32", "f64", "i64", "f16", "bf16", "i8", "u8", "i16", "bool"],
+                              [8, 4, 2, 2, 2, 2, 2, 2, 1, 1])[0]
+        if kind is None:
+            kind = r.choices(["small", "bits", "wide", "frac", "dyadic", "pos", "special"], [8, 1, 1, 2, 1, 1, 1])[0]
+        ext = {"i": self.M, "j": self.N, "k": self.K}
+        shape = ([self.B] if self.q.batched else []) + [ext[p] for p in pats[0]]
+        self.special_data = False
+        data = store_as(self.make_data(dtype, shape, kind), dtype)
+        if self.special_data:
+            self.nonfinite_names.add(name)
+        op = Operand(name, dtype, list(pats), tuple(shape), data)   # a list: reproducible order
+        self.ops[name] = op
+        return op
+
+    # ---- expressions ----
+    def loads(self, ctx):
+        out = []
+        for op in self.ops.values():
+            for p in op.pats:
+                if ctx == "inner" and p in ("ij", "ji"):
+                    continue
+                if ctx != "inner" and p not in ("i", "j", "ij", "ji"):
+                    continue
+                out.append(Load(op.name, p))
+        return out
+
+    def typed(self, e):
+        return typeof(e, self.env)[0]
+
+    def leaf(self, ctx, kind):
+        r = self.r
+        cands = []
+        for ld in self.loads(ctx):
+            t = COMPUTE_OF[self.ops[ld.name].dtype]
+            if (kind == "int" and is_float(t)) or (kind == "float" and not is_float(t)) or \
+               (kind == "bool" and t != "bool"):
+                continue
+            cands += [ld] * 3
+        if kind != "bool":
+            roles = ["i", "j"] + (["k"] if ctx == "inner" else []) + (["b"] if self.q.batched else [])
+            if kind != "float":
+                cands += [AxisV(rr) for rr in roles]
+            for name in self.visible_locals(ctx):
+                t = self.env.locals[name]
+                if (kind == "int") == (not is_float(t)) or kind == "num":
+                    cands.append(LocalRef(name))
+            if ctx == "outer":
+                for name, t in self.env.accs.items():
+                    if (kind == "int") == (not is_float(t)) or kind == "num":
+                        cands += [AccRef(name)] * 3
+        if not cands or r.random() < 0.25:
+            if kind == "bool":
+                return Bin(r.choice(CMP_OPS), self.leaf(ctx, "num"), Lit(r.randint(-1, 2)))
+            if kind == "int":
+                ps = [p for p, v in self.params.items() if isinstance(v, int) and p not in self.range_params]
+                if ps and r.random() < 0.3:
+                    return Call(r.choice(["i32", "i64"]), [Param(r.choice(ps))])
+                return Lit(r.choice([0, 1, 2, 3, -1, -2, 5, 7]))
+            ps = [p for p in self.params if p not in self.range_params]
+            if ps and r.random() < 0.4:
+                return Param(r.choice(ps))
+            if kind == "float":
+                return Lit(r.choice([0.5, 1.5, 2.0, -0.25, 0.1, 3.0]))
+            return Lit(r.choice([0, 1, 2, -1, 3, 0.5, 2.0]))
+        return r.choice(cands)
+
+    def int_operand(self, ctx, d):
+        """Right operand of % & | ^ << >>: sometimes a bare parameter, which is then an integer one."""
+        ps = [p for p, v in self.params.items() if isinstance(v, int) and p not in self.range_params]
+        if ps and self.r.random() < 0.3:
+            return Param(self.r.choice(ps))
+        return self.gen(ctx, "int", d)
+
+    def visible_locals(self, ctx):
+        return [n for n in self.scope if (self.local_ctx[n] == "inner") == (ctx == "inner")]
+
+    def gen(self, ctx, kind, depth):
+        r = self.r
+        if depth <= 0 or r.random() < 0.3:
+            return self.leaf(ctx, kind)
+        d = depth - 1
+        if kind == "bool":
+            c = r.random()
+            if c < 0.6:
+                return Bin(r.choice(CMP_OPS), self.gen(ctx, "num", d), self.gen(ctx, "num", d))
+            if c < 0.8:
+                return Bin(r.choice(["&&", "||"]), self.gen(ctx, "bool", d), self.gen(ctx, "bool", d))
+            if c < 0.9:
+                return Un("!", self.gen(ctx, "bool", d))
+            return self.gen(ctx, "int", d)
+        sub = "int" if kind == "int" else "num"
+        c = r.random()
+        if c < 0.45:
+            return Bin(r.choice(["+", "-", "*", "+", "*"]), self.gen(ctx, kind, d), self.gen(ctx, sub, d))
+        if c < 0.55:
+            return Tern(self.gen(ctx, "bool", d), self.gen(ctx, kind, d), self.gen(ctx, sub, d))
+        if c < 0.65:
+            fn = r.choice(["min", "max", "abs", "clamp", "max"])
+            if fn == "abs":
+                return Call(fn, [self.gen(ctx, kind, d)])
+            if fn == "clamp":
+                return Call(fn, [self.gen(ctx, kind, d), Lit(r.randint(-3, 0)), Lit(r.randint(1, 4))])
+            return Call(fn, [self.gen(ctx, kind, d) for _ in range(r.choice([2, 2, 3]))])
+        if c < 0.7:
+            return Un("-", self.gen(ctx, kind, d))
+        if kind == "int":
+            c = r.random()
+            if c < 0.3:
+                if r.random() < 0.5:
+                    return Bin("/", self.gen(ctx, "int", d), self.gen(ctx, "int", d))
+                return Bin("%", self.gen(ctx, "int", d), self.int_operand(ctx, d))
+            if c < 0.6:
+                return Bin(r.choice(["&", "|", "^"]), self.gen(ctx, "int", d), self.int_operand(ctx, d))
+            if c < 0.8:
+                return Bin(r.choice(["<<", ">>"]), self.gen(ctx, "int", d),
+                           Lit(r.randint(0, 4)) if r.random() < 0.6 else self.int_operand(ctx, d))
+            if c < 0.9:
+                return Un("~", self.gen(ctx, "int", d))
+            return Call(r.choice(["i32", "i64"]), [Call(r.choice(["floor", "ceil"]), [self.gen(ctx, "num", d)])])
+        c = r.random()
+        if c < 0.3:
+            div = r.choice([Lit(2), Lit(4), Lit(3), Lit(0.5),
+                            Bin("+", Call("abs", [self.gen(ctx, "num", d)]), Lit(1))])
+            return Bin("/", self.gen(ctx, kind, d), div)
+        if c < 0.5:
+            return Call(r.choice(["f32", "f64", "f32"]), [self.gen(ctx, "num", d)])
+        if c < 0.65:
+            return Call(r.choice(["floor", "ceil"]), [self.gen(ctx, kind, d)])
+        if c < 0.8 and self.inexact_ok:
+            fn = r.choice(["sqrt", "exp", "log", "tanh", "pow"])
+            a = self.gen(ctx, kind, d)
+            if fn == "sqrt":
+                return Call(fn, [Call("abs", [a])])
+            if fn == "exp":
+                return Call(fn, [Bin("/", Call("clamp", [a, Lit(-8), Lit(8)]), Lit(4))])
+            if fn == "log":
+                return Call(fn, [Bin("+", Call("abs", [a]), Lit(1))])
+            if fn == "pow":
+                return Call(fn, [Bin("+", Call("abs", [Call("clamp", [a, Lit(-8), Lit(8)])]), Lit(1)),
+                                 Lit(r.choice([2, 0.5, 3]))])
+            return Call(fn, [a])
+        return self.gen(ctx, kind, d)
+
+    def expr(self, ctx, kind, depth=3, det=False, tries=12, need=None):
+        """An expression of the wanted kind that passes the analysis (deterministic if det) and reads
+        what `need` says: 'var' something that varies (data, an axis, an accumulator), 'acc' an
+        accumulator."""
+        if need is None:
+            need = "var" if kind == "bool" else None
+        for _ in range(tries):
+            d = depth + 2 if self.r.random() < 0.1 else depth
+            e = self.gen(ctx, kind, self.r.randint(0 if need is None else 1, d))
+            if not self.known_defects and self.weak_cast(e):
+                continue
+            leaves = [n for n in walk_expr(e) if not children(n)]
+            if need == "var" and not any(isinstance(n, (Load, AccRef, LocalRef, AxisV)) for n in leaves):
+                continue
+            if need == "acc" and not any(isinstance(n, AccRef) for n in leaves):
+                continue
+            try:
+                i = self.an.an(e)
+            except Bad:
+                continue
+            t = i.t
+            if kind == "int" and is_float(t):
+                continue
+            if kind == "float" and not is_float(t):
+                e = Call("f32" if self.r.random() < 0.7 or (i.w and not self.known_defects) else "f64", [e])
+                i = self.an.an(e)
+            if det and not i.det:
+                continue
+            if is_float(i.t) and i.B > HUGE[i.t] / 1e6:
+                continue
+            if kind == "bool":
+                self.an.need(i)
+            return e
+        return {"int": Lit(1), "num": Lit(2), "float": Lit(1.5), "bool": Bin("<", AxisV("i"), AxisV("j"))}[kind]
+
+    def weak_cast(self, e):
+        for n in walk_expr(e):
+            if isinstance(n, Call) and n.fn in ("f32", "f64", "i32", "i64"):
+                t, w = typeof(n.args[0], self.env)
+                if w and default_type(t, w) == n.fn:
+                    return True
+        return False
+
+    # ---- query ----
+    def generate(self):
+        for attempt in range(40):
+            try:
+                return self._generate(attempt)
+            except Bad:
+                continue
+        raise RuntimeError(f"seed {self.seed}: no valid query in 40 attempts")
+
+    def _generate(self, attempt):
+        r = self.r
+        q = self.q = Query()
+        self.tags = set()
+        self.used_names = {"inf", "abs", "min", "max", "clamp", "sqrt", "exp", "log", "pow", "floor", "ceil",
+                           "tanh", "f32", "f64", "i32", "i64", "batch", "where", "when", "in", "reduce", "let",
+                           "if", "emit", "top", "bottom", "by", "per", "distinct", "as"}
+        names = r.choice(AXIS_NAMES)
+        q.names = dict(zip("ijkb", names))
+        self.used_names |= set(names)
+        template = r.choice(["gemm", "gemm", "tropical", "bitpack", "pushdown", "join", "knn", "general", "general",
+                             "general", "select"])
+        self.tags.add(template)
+        q.batched = template not in ("bitpack",) and r.random() < 0.15
+        self.B = r.choice([1, 2, 3]) if q.batched else 1
+        self.M, self.N, self.K = (0 if r.random() < 0.02 else r.choice(self.sizes) for _ in range(3))
+        if self.sizes is SIZES_DEVICE and r.random() < 0.03:
+            self.M, self.N = 1031, r.choice([1031, 517])   # lists past the GPU's first 2^20 rows
+        if template == "bitpack":
+            self.K = r.choice([64, 65, 96, 100, 128, 129, 200])
+        selfjoin = template in ("knn", "general") and r.random() < 0.25
+        if selfjoin:
+            self.N = self.M
+        self.inexact_ok = r.random() < 0.4
+        self.ops, self.params, self.range_params = {}, {}, set()
+        self.env = TypeEnv({})
+        self.scope, self.local_ctx, self.inner_lets = [], {}, []
+        self.rules, self.dims = {}, {}
+        self.primary_used = False
+        self.nonfinite_names = set()   # inputs with NaN or inf, accumulators and lets that may hold them
+        # Inputs of the reduce body.
+        bits = template == "bitpack"
+        dt = r.choice(["i32", "bool", "u8", "i8"]) if bits else None
+        trop = template == "tropical"
+        tdt = r.choice(["i8", "i16", "u8", "i32", "f32", "i16"]) if trop else None
+        if template == "gemm" and r.random() < 0.5:
+            tdt = r.choice(["f16", "bf16", "i8", "u8", "f32", "f16", "bf16", "i8"])   # tensor-core inputs
+        X = self.operand("A" if r.random() < 0.5 else "X", [r.choice(["ik", "ki"])], dtype=dt or tdt,
+                         kind="bits" if bits else ("wide" if trop and r.random() < 0.3 else None))
+        Y = self.operand("B" if r.random() < 0.5 else "Y", [r.choice(["kj", "jk"])], dtype=dt or tdt,
+                         kind="bits" if bits else None)
+        if selfjoin:
+            X.pats.append("jk" if "ik" in X.pats else "kj")
+            self.tags.add("selfjoin")
+        for base, pat, p in (("u", "i", 0.25), ("v", "j", 0.25), ("w", "k", 0.2)):
+            if not bits and r.random() < p:
+                self.operand(base, [pat])
+        if template in ("pushdown", "join") or r.random() < 0.2:
+            self.operand("g", ["i"], dtype=r.choice(["i32", "i64", "u8", "i16"]), kind="index")
+            self.operand("h", ["j"], dtype=r.choice(["i32", "i64", "u8", "i8"]), kind="index")
+        if r.random() < 0.2:
+            self.operand("Z", [r.choice(["ij", "ji"])])
+        for _ in range(r.choice([0, 1, 1, 2])):
+            v = r.choice([0, 1, 2, 3, -1, 5]) if r.random() < 0.7 else r.choice([0.5, 1.5, -2.5])
+            self.params[self.fresh(r.choice(["thr", "alpha", "p", "s"]))] = v
+        self.ranges_and_extents()
+        self.env.dtypes = {n: o.dtype for n, o in self.ops.items()}
+        data_info = {n: (finite_bound(o.data), frac_bits(o.data) if is_float(COMPUTE_OF[o.dtype]) else 0)
+                     for n, o in self.ops.items()}
+        self.an = Analyzer(self.env, data_info, self.params, self.axis_ends)
+        self.accumulators(template, X, Y)
+        self.fixpoint()
+        self.when_clause(template)
+        self.outputs(template)
+        return self.finish()
+
+    def ranges_and_extents(self):
+        """Ranges: mostly inferred; sometimes literal, `[0, M]` (symbol) or `[1, N - 1)`."""
+        r, q = self.r, self.q
+        ext = {"i": self.M, "j": self.N, "k": self.K, "b": self.B}
+        for role in ("i", "j", "k", "b") if q.batched else ("i", "j", "k"):
+            if r.random() > 0.2:
+                continue
+            e = ext[role]
+            c = r.random()
+            close = r.choice(["]", ")"])
+            if role == "b":
+                q.ranges[role] = (0, r.randint(0, e), close)
+            elif c < 0.4:
+                lo = r.randint(0, e)
+                q.ranges[role] = (lo, r.randint(lo, e), close)
+            elif c < 0.7 or e < 3:
+                sym = self.fresh(r.choice(["M", "N", "K", "L"]))
+                self.range_params.add(sym)
+                if r.random() < 0.5:
+                    self.params[sym] = r.randint(0, e)
+                q.ranges[role] = (0, (sym, 0), close)
+            else:
+                sym = self.fresh(r.choice(["M", "N", "K", "L"]))
+                self.range_params.add(sym)
+                q.ranges[role] = (1, (sym, -1), close)
+        self.axis_ends = {}
+        self.range_of = {}
+        for role in ("i", "j", "k", "b"):
+            rg = q.ranges.get(role)
+            lo, hi = 0, ext[role]
+            if rg:
+                def val(x):
+                    return x if isinstance(x, int) else self.params.get(x[0], ext[role]) + x[1]
+                lo, hi = val(rg[0]), val(rg[1])
+            self.range_of[role] = (lo, hi)
+            self.axis_ends[role] = max(hi, 1)
+
+    # ---- accumulators and the reduce body ----
+
+def store_as(values, dtype):
+    """Values in the storage dtype (bf16: f32 values rounded to bf16, kept as f32 here)."""
+    v = np.asarray(values)
+    if dtype == "bool":
+        return v.astype(np.bool_)
+    if dtype == "bf16":
+        f = v.astype(np.float32)
+        bits = f.view(np.uint32).astype(np.uint64)
+        bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+        return bits.astype(np.uint32).view(np.float32)
+    np_t = {"u8": np.uint8, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
+            "f16": np.float16, "f32": np.float32, "f64": np.float64}[dtype]
+    return v.astype(np_t)
