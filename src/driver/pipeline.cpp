@@ -70,6 +70,19 @@ Bindings parse_bindings(const std::vector<std::string>& args, const std::vector<
   return b;
 }
 
+// Bound rewrites: push-down depends on the group counts, bit packing on the data's values,
+// known only now.
+static void apply_bound_rewrites(Prepared* p, bool bound_rewrites) {
+  if (auto prog = bound_rewrites ? aggregate_pushdown(p->plan, p->instance) : std::nullopt) {
+    p->program = std::move(prog);
+    p->plan.rewrites.push_back("aggregate-pushdown");
+  } else if (auto bits = bound_rewrites ? bitpack_orand(p->plan, p->instance, p->source, p->bindings) : std::nullopt) {
+    // Boolean products: exact only on 0/1 data, which is known only now.
+    p->program = std::move(bits);
+    p->plan.rewrites.push_back("bitpack-orand");
+  }
+}
+
 Plan plan_with_rewrites(const Source& source, const TypeEnv& env) {
   Plan plan = build_plan(source, env);
   apply_rewrites(plan);
@@ -83,15 +96,17 @@ std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, bool bound_r
   p->plan = build_plan(p->source, type_env(p->bindings));
   p->instance = bind(p->plan, p->bindings);
   if (apply_rewrites(p->plan)) p->instance = bind(p->plan, p->bindings);
-  // Bound rewrites: push-down depends on the group counts, known only now.
-  if (auto prog = bound_rewrites ? aggregate_pushdown(p->plan, p->instance) : std::nullopt) {
-    p->program = std::move(prog);
-    p->plan.rewrites.push_back("aggregate-pushdown");
-  } else if (auto bits = bound_rewrites ? bitpack_orand(p->plan, p->instance, p->source, p->bindings) : std::nullopt) {
-    // Boolean products: exact only on 0/1 data, which is known only now.
-    p->program = std::move(bits);
-    p->plan.rewrites.push_back("bitpack-orand");
-  }
+  apply_bound_rewrites(p.get(), bound_rewrites);
+  return p;
+}
+
+std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, const Plan& typed, bool bound_rewrites) {
+  auto p = std::make_unique<Prepared>();
+  p->source = std::move(source);
+  p->bindings = std::move(bindings);
+  p->plan = typed;
+  p->instance = bind(p->plan, p->bindings);
+  apply_bound_rewrites(p.get(), bound_rewrites);
   return p;
 }
 

@@ -50,6 +50,10 @@ Source read_query_file(const std::string& path);
 Bindings parse_bindings(const std::vector<std::string>& args, const std::vector<std::string>& dims);
 // Typed plan from source + bindings, with the rewrite passes applied; then bind.
 std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, bool bound_rewrites = true);
+// prepare() for a plan already typed for these bindings' element types (plan_with_rewrites of
+// type_env(bindings)): the library builds that once per signature of input types and binds it
+// for every call.
+std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, const Plan& typed, bool bound_rewrites = true);
 // Plan with the rewrite passes applied (also used by `explain` without data).
 Plan plan_with_rewrites(const Source& source, const TypeEnv& env);
 // Run on the chosen backend.
