@@ -188,7 +188,8 @@ NB_MODULE(_gamut, m) {
       },
       "query"_a, "usage"_a, "data"_a, "device"_a);
 
-  nb::class_<gamut::Query>(m, "Query", "A compiled query: call it with arrays and scalars as keywords.")
+  nb::class_<gamut::Query>(m, "Query", "A compiled query: call it with arrays and scalars as keywords.",
+                          nb::is_weak_referenceable())
       .def(
           "__call__",
           [](const gamut::Query& q, nb::kwargs kwargs) {
