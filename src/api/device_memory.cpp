@@ -28,12 +28,12 @@ void require_device() {
 
 }  // namespace
 
-void copy_bytes(void* dst, const void* src, size_t bytes, void* stream) {
+void copy_bytes(void* dst, const void* src, size_t bytes, void* stream, bool wait) {
   if (bytes == 0) return;
   require_device();
   auto s = static_cast<cudaStream_t>(stream);
   check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s), "copying " + std::to_string(bytes) + " bytes");
-  check(cudaStreamSynchronize(s), "waiting for a copy");
+  if (wait) check(cudaStreamSynchronize(s), "waiting for a copy");
 }
 
 DeviceAllocation device_alloc(size_t bytes, int device_id, void* stream) {
@@ -62,7 +62,7 @@ DeviceAllocation device_alloc(size_t bytes, int device_id, void* stream) {
 
 #else
 
-void copy_bytes(void*, const void*, size_t bytes, void*) {
+void copy_bytes(void*, const void*, size_t bytes, void*, bool) {
   if (bytes) throw_device_error("an array in device memory, but this build has no CUDA");
 }
 

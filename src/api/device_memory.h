@@ -8,8 +8,10 @@
 namespace gamut::api {
 
 // Bytes from anywhere (host or device, unified addressing) to anywhere, ordered on `stream`
-// (cudaStream_t; nullptr: the legacy default stream), waiting for the copy to finish.
-void copy_bytes(void* dst, const void* src, size_t bytes, void* stream);
+// (cudaStream_t; nullptr: the legacy default stream). With `wait` this returns when the copy is
+// done (a copy to the host); without, in stream order (a copy from pageable host memory is
+// staged before this returns, so the source may go at once).
+void copy_bytes(void* dst, const void* src, size_t bytes, void* stream, bool wait = true);
 
 // Device memory on GPU `device_id`, freed when the owner goes.
 struct DeviceAllocation {

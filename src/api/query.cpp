@@ -4,6 +4,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "api/device_memory.h"
 #include "api/staging.h"
 #include "core/error.h"
 #include "cuda/gpu_engine.h"
@@ -17,6 +18,7 @@ namespace gamut {
 struct Query::Impl {
   Source source;
   QueryInfo info;
+  std::vector<std::string> index_operands;   // g in C[g[i]] or `when` keys: their values are read on the host
   std::mutex mu;
   // Typed plans by the element types of the bound arrays ("A:8;B:8;"): typing and the plan
   // rewrites run once per signature. Bounded: a caller cycling through types rebuilds.
@@ -31,6 +33,21 @@ struct Query::Impl {
     if (typed.size() >= 64) typed.clear();
     typed.emplace(sig, plan);
     return plan;
+  }
+
+  // Bound for one call. Inputs the GPU engine reads in device memory are never read on the host,
+  // so the bound rewrites, which read the data, stay off for them.
+  std::unique_ptr<Prepared> prepare_call(api::StagedInputs& staged, const Options& options) {
+    const std::shared_ptr<const Plan> plan = typed_plan(staged.bindings);
+    const bool in_place = !staged.device.empty();
+    auto prep = prepare(source, std::move(staged.bindings), *plan, options.rewrites && !in_place);
+    if (in_place) {
+      prep->instance.device_inputs.resize(prep->plan.operands.size());
+      for (size_t o = 0; o < prep->plan.operands.size(); ++o)
+        if (auto it = staged.device.find(prep->plan.operands[o].name); it != staged.device.end())
+          prep->instance.device_inputs[o] = it->second;
+    }
+    return prep;
   }
 };
 
@@ -50,6 +67,11 @@ RunOptions engine_options(const Options& o) {
   r.tile = o.tile;
   r.repeats = o.repeats;
   return r;
+}
+
+// Whether the GPU engine runs (auto: when a GPU is usable).
+bool gpu_engine(const RunOptions& r) {
+  return r.backend == Backend::Gpu || (r.backend == Backend::Auto && cuda::gpu_available(nullptr));
 }
 
 std::string shape_text(const std::vector<int64_t>& s) {
@@ -91,7 +113,10 @@ Query Query::compile(const std::string& text, const std::string& name) {
   const Plan plan = build_plan(impl->source, {});
   QueryInfo& info = impl->info;
   info.name = name;
-  for (const Operand& o : plan.operands) info.inputs.push_back(o.name);
+  for (const Operand& o : plan.operands) {
+    info.inputs.push_back(o.name);
+    if (o.is_index) impl->index_operands.push_back(o.name);
+  }
   for (const Param& p : plan.params) info.params.push_back(p.name);
   for (const DenseOutput& d : plan.dense) info.outputs.emplace_back(d.name, false);
   for (const ListOutput& l : plan.lists) info.outputs.emplace_back(l.name, true);
@@ -108,19 +133,39 @@ const std::string& Query::text() const { return impl_->source.text; }
 
 Result Query::run(const Inputs& inputs, const Options& options) const {
   const auto t0 = std::chrono::steady_clock::now();
-  const RunOptions ro = engine_options(options);
-  api::StagedInputs staged = api::stage_inputs(inputs, options.stream);
-  const std::shared_ptr<const Plan> typed = impl_->typed_plan(staged.bindings);
-  const auto prep = prepare(impl_->source, std::move(staged.bindings), *typed, options.rewrites);
+  RunOptions ro = engine_options(options);
+  const bool gpu = gpu_engine(ro);
+  api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu, impl_->index_operands);
+  const auto prep = impl_->prepare_call(staged, options);
+  const Plan& plan = prep->plan;
+  // Device inputs in, device outputs out: the GPU engine writes dense outputs into the caller's
+  // memory (its Allocator, else cudaMalloc) in order on its stream, and nothing waits.
+  ro.stream = options.stream;
+  std::vector<Allocation> written;
+  if (gpu && staged.output_device.is_gpu()) {
+    written.resize(plan.dense.size());
+    ro.asynchronous = true;
+    ro.dense_output = [&](size_t d, size_t bytes) -> void* {
+      const DType t = storage_type_of(plan.dense[d].type);
+      const std::vector<int64_t>& shape = prep->instance.dense_shapes[d];
+      if (options.allocator) {
+        written[d] = options.allocator(t, shape, staged.output_device);
+      } else {
+        api::DeviceAllocation m = api::device_alloc(bytes, staged.output_device.id, options.stream);
+        written[d] = Allocation{m.data, m.owner};
+      }
+      if (!written[d].data && bytes) throw_device_error("the output allocator returned no memory for " + plan.dense[d].name);
+      return written[d].data;
+    };
+  }
   RunReport rep;
   Results res = execute(*prep, ro, &rep);
-  const Plan& plan = prep->plan;
   if (res.dense.size() != plan.dense.size() || res.lists.size() != plan.lists.size())
     throw_device_error("internal error: the engine returned " + std::to_string(res.dense.size() + res.lists.size()) +
                        " outputs for " + std::to_string(plan.dense.size() + plan.lists.size()));
 
   Result r;
-  r.outputs = api::make_outputs(plan, std::move(res), staged.output_device, options);
+  r.outputs = api::make_outputs(plan, std::move(res), staged.output_device, options, ro.dense_output ? &written : nullptr);
   RunStats& s = r.stats;
   s.backend = rep.backend;
   s.seconds = rep.seconds;
@@ -144,11 +189,11 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
 
 std::string Query::explain(const Inputs& inputs, const Options& options) const {
   if (inputs.empty()) return print_plan(plan_with_rewrites(impl_->source, {}));
-  engine_options(options);
-  api::StagedInputs staged = api::stage_inputs(inputs, options.stream);
-  const std::vector<std::string> copies = std::move(staged.copies);
-  const auto typed = impl_->typed_plan(staged.bindings);
-  const auto prep = prepare(impl_->source, std::move(staged.bindings), *typed, options.rewrites);
+  const bool gpu = gpu_engine(engine_options(options));
+  api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu, impl_->index_operands);
+  const std::vector<std::string> copies = staged.copies;
+  const bool in_place = !staged.device.empty();
+  const auto prep = impl_->prepare_call(staged, options);
   const Plan& plan = prep->plan;
   const Instance& inst = prep->instance;
   std::ostringstream out;
@@ -172,6 +217,9 @@ std::string Query::explain(const Inputs& inputs, const Options& options) const {
     out << "  " << name << ": " << dtype_name(a.dtype) << " " << shape_text(a.shape) << " on " << device_text(a.device)
         << ", " << how << "\n";
   }
+  if (in_place)
+    out << "  (inputs read in device memory: no bound rewrites, packed 16-bit steps or key-grouped joins, which read "
+           "the data on the host)\n";
   std::string why;
   if (cuda::gpu_available(&why))
     out << "gpu: " << cuda::device().name << ", tile " << variant_text(kernel_for(inst, options.tile)) << "\n";
@@ -181,10 +229,9 @@ std::string Query::explain(const Inputs& inputs, const Options& options) const {
 }
 
 std::string Query::kernel_source(const Inputs& inputs, const Options& options) const {
-  engine_options(options);
-  api::StagedInputs staged = api::stage_inputs(inputs, options.stream);
-  const auto typed = impl_->typed_plan(staged.bindings);
-  const auto prep = prepare(impl_->source, std::move(staged.bindings), *typed, options.rewrites);
+  const bool gpu = gpu_engine(engine_options(options));
+  api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu, impl_->index_operands);
+  const auto prep = impl_->prepare_call(staged, options);
   const cuda::KernelChoice k = kernel_for(prep->instance, options.tile);
   return "// kernel source, tile " + variant_text(k) + "\n" + cuda::generate_source(prep->plan, k.tile, k.options);
 }

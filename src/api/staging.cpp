@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 
 #include "api/device_memory.h"
 #include "core/error.h"
@@ -69,7 +70,23 @@ void gather_c_order(const ArrayRef& a, const std::byte* base, std::byte* out, in
   }
 }
 
-NDArray stage_one(const std::string& name, const ArrayRef& a, void* stream, std::vector<std::string>& copies) {
+// Rows contiguous, no negative strides: what the GPU engine reads in place (it takes any row
+// and batch stride).
+bool device_readable(const ArrayRef& a) {
+  if (a.strides.empty()) return true;
+  for (size_t d = 0; d < a.strides.size(); ++d)
+    if (a.strides[d] < 0 || (d + 1 == a.strides.size() && a.strides[d] != 1 && a.shape[d] > 1)) return false;
+  return true;
+}
+
+std::vector<int64_t> c_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> st(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) st[d - 1] = st[d] * shape[d];
+  return st;
+}
+
+NDArray stage_one(const std::string& name, const ArrayRef& a, void* stream, std::vector<std::string>& copies,
+                  bool gpu_engine, bool is_index, std::map<std::string, Instance::DeviceInput>& device) {
   if (!valid_dtype(a.dtype)) throw_data_error(name, "unknown element type code " + std::to_string(int(a.dtype)));
   if (!a.strides.empty() && a.strides.size() != a.shape.size())
     throw_data_error(name, std::to_string(a.strides.size()) + " strides for " + std::to_string(a.shape.size()) + " dimensions");
@@ -88,6 +105,10 @@ NDArray stage_one(const std::string& name, const ArrayRef& a, void* stream, std:
   x.shape = a.shape;
   if (on_host && contiguous) {
     x.data = Bytes::view(a.data, size_t(elements) * e);
+  } else if (!on_host && gpu_engine && !is_index && device_readable(a) && elements > 0) {
+    // The GPU engine reads it where it is; the host never touches these bytes.
+    x.data = Bytes::view(a.data, size_t(elements) * e);
+    device[name] = Instance::DeviceInput{a.data, a.strides.empty() ? c_strides(a.shape) : a.strides};
   } else {
     std::vector<std::byte> c(size_t(elements) * e);
     if (contiguous) {
@@ -106,6 +127,8 @@ NDArray stage_one(const std::string& name, const ArrayRef& a, void* stream, std:
     }
     x.data = std::move(c);
     std::string why = on_host ? "" : "in device memory (cuda:" + std::to_string(a.device.id) + "): read to the host";
+    if (!on_host && gpu_engine && is_index) why += " (an index vector: bind checks its values there)";
+    else if (!on_host && gpu_engine && elements > 0) why += " (rows not contiguous: " + dims_text(a.strides) + ")";
     if (!contiguous) why += (why.empty() ? "" : "; ") + std::string("strides ") + dims_text(a.strides) + " are not C order: copied to C order";
     copies.push_back(name + ": " + why);
   }
@@ -135,7 +158,7 @@ std::string number_text(const Number& n) {
   return t;
 }
 
-StagedInputs stage_inputs(const Inputs& inputs, void* stream) {
+StagedInputs stage_inputs(const Inputs& inputs, void* stream, bool gpu_engine, const std::vector<std::string>& index_operands) {
   StagedInputs s;
   bool gpu_seen = false;
   for (const auto& [name, a] : inputs.arrays) {
@@ -147,7 +170,11 @@ StagedInputs stage_inputs(const Inputs& inputs, void* stream) {
       gpu_seen = true;
       s.output_device = a.device;
     }
-    s.bindings.arrays.emplace(name, stage_one(name, a, stream, s.copies));
+    bool is_index = false;
+    for (const std::string& n : index_operands) is_index |= n == name;
+    if (gpu_engine && a.device.is_gpu() && a.device.id != 0)
+      throw_usage_error(name + " is on cuda:" + std::to_string(a.device.id) + "; gamut's GPU backend runs on cuda:0");
+    s.bindings.arrays.emplace(name, stage_one(name, a, stream, s.copies, gpu_engine, is_index, s.device));
   }
   for (const auto& [name, v] : inputs.scalars) s.bindings.scalars.emplace(name, number_text(v));
   for (const auto& [name, d] : inputs.extents) s.bindings.dims.emplace(name, d);
@@ -155,12 +182,6 @@ StagedInputs stage_inputs(const Inputs& inputs, void* stream) {
 }
 
 namespace {
-
-std::vector<int64_t> c_strides(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> st(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;) st[d - 1] = st[d] * shape[d];
-  return st;
-}
 
 // One output array from host bytes the engine made (`keep` owns them).
 Array place(DType t, std::vector<int64_t> shape, std::byte* host, std::shared_ptr<void> keep, Device device,
@@ -186,17 +207,31 @@ Array place(DType t, std::vector<int64_t> shape, std::byte* host, std::shared_pt
     a.data = m.data;
     a.owner = std::move(m.owner);
   }
-  if (device.is_gpu()) copy_bytes(a.data, host, bytes, options.stream);
+  if (device.is_gpu()) copy_bytes(a.data, host, bytes, options.stream, false);
   else if (bytes) std::memcpy(a.data, host, bytes);
   return a;
 }
 
 }  // namespace
 
-std::vector<Output> make_outputs(const Plan& plan, Results&& results, Device device, const Options& options) {
+std::vector<Output> make_outputs(const Plan& plan, Results&& results, Device device, const Options& options,
+                                 const std::vector<Allocation>* written) {
   std::vector<Output> out;
   out.reserve(plan.dense.size() + plan.lists.size());
   for (size_t d = 0; d < plan.dense.size(); ++d) {
+    if (written) {   // the GPU engine wrote it there
+      Output o;
+      o.name = plan.dense[d].name;
+      Array& a = o.array;
+      a.dtype = results.dense[d].dtype;
+      a.shape = results.dense[d].shape;
+      a.strides = c_strides(a.shape);
+      a.device = device;
+      a.data = (*written)[d].data;
+      a.owner = (*written)[d].owner;
+      out.push_back(std::move(o));
+      continue;
+    }
     auto keep = std::make_shared<NDArray>(std::move(results.dense[d]));
     Output o;
     o.name = plan.dense[d].name;

@@ -1,6 +1,7 @@
 // The CUDA engine: plan -> generated CUDA C++ -> NVRTC (cached) -> launch -> Results.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +25,13 @@ struct GpuRunOptions {
   int warmup = 0;                    // benchmarks: untimed launches after the result run
   int repeats = 0;                   // benchmarks: timed launches, each in GpuRunStats::runs_ms
   bool masked_joins = false;         // run `when` keys as a mask over every tile (no key grouping)
+  // Dense outputs in memory the caller provides: dense_output(d, bytes) gives device memory for
+  // output d in C order (Instance::dense_shapes[d]). Results::dense[d] then views it (bytes the
+  // host does not read).
+  std::function<void*(size_t d, size_t bytes)> dense_output;
+  // No CUDA-event timing and no waiting: the results are ready in order on current_stream().
+  // (List outputs still wait for their row counts.)
+  bool asynchronous = false;
 };
 
 struct GpuRunStats {

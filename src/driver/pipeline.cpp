@@ -168,6 +168,9 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
       continue;
     }
 #endif
+    RunOptions stage_options = options;   // intermediate results stay gamut's, on the host
+    stage_options.dense_output = nullptr;
+    stage_options.asynchronous = false;
     Bindings b;
     for (const std::string& n : st.inputs) {
       if (auto it = p.bindings.arrays.find(n); it != p.bindings.arrays.end()) b.arrays[n] = it->second;
@@ -177,7 +180,7 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
     for (const auto& [n, d] : st.dims) b.dims[n] = d;
     auto stage = prepare(Source{p.source.name + " [" + st.name + "]", st.text}, std::move(b));
     RunReport sr;
-    last = execute(*stage, options, &sr);
+    last = execute(*stage, stage_options, &sr);
     seconds += sr.seconds;
     compile_ms += sr.compile_ms;
     r.backend = sr.backend;
@@ -193,6 +196,7 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
 }
 
 Results execute(const Prepared& p, const RunOptions& options, RunReport* report) {
+  cuda::StreamScope stream(options.stream);
   RunReport local;
   RunReport& r = report ? *report : local;
   if (p.program) {
@@ -210,6 +214,8 @@ Results execute(const Prepared& p, const RunOptions& options, RunReport* report)
     if (!cuda::gpu_available(&why)) throw_device_error("--backend gpu: no usable CUDA device: " + why);
     cuda::GpuRunOptions go;
     if (!options.tile.empty()) go.tile = cuda::parse_tile(options.tile);
+    go.dense_output = options.dense_output;
+    go.asynchronous = options.asynchronous && options.repeats == 0;
     if (options.repeats > 0) {
       go.warmup = 1;
       go.repeats = options.repeats;

@@ -1,5 +1,6 @@
 // The whole path from query text and bindings to results, shared by the CLI, tests and benches.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +19,12 @@ struct RunOptions {
   int threads = 0;                 // CPU engine threads (0: all)
   std::string tile;                // GPU tile override, "" = chosen per query
   int repeats = 0;                 // GPU: time this many launches after one warm-up (median)
+  // The library's callers: the CUDA stream (cudaStream_t) every GPU operation goes to (nullptr:
+  // the legacy default stream); dense outputs in the caller's device memory and no waiting
+  // (cuda::GpuRunOptions::dense_output, asynchronous).
+  void* stream = nullptr;
+  std::function<void*(size_t d, size_t bytes)> dense_output;
+  bool asynchronous = false;
 };
 
 struct RunReport {
