@@ -36,10 +36,37 @@ struct Call {
   gamut::Inputs inputs;
   gamut::Options options;
   std::vector<nb::ndarray<nb::ro>> keep;
-  bool have_array = false, have_gpu_array = false;
+  std::vector<nb::object> relaid;               // device copies the framework made (below)
+  std::vector<std::string> notes;               // and why
+  bool have_array = false, have_gpu_array = false, stream_given = false;
+  int gpu_id = 0;
   Framework framework = Framework::NumPy;       // of the first array
   Framework gpu_framework = Framework::Other;   // of the first array in device memory
 };
+
+// Rows contiguous and no negative strides: what the GPU engine reads in place.
+bool rows_contiguous(const gamut::ArrayRef& a) {
+  for (size_t d = 0; d < a.strides.size(); ++d)
+    if (a.strides[d] < 0 || (d + 1 == a.strides.size() && a.strides[d] != 1 && a.shape[d] > 1)) return false;
+  return true;
+}
+
+std::string dims_text(const std::vector<int64_t>& v) {
+  std::string t = "(";
+  for (size_t k = 0; k < v.size(); ++k) t += (k ? ", " : "") + std::to_string(v[k]);
+  return t + (v.size() == 1 ? ",)" : ")");
+}
+
+// A device array whose rows are not contiguous (a transpose, a column slice with steps): a
+// contiguous copy on the device, made by its own framework in order on its stream.
+nb::object relayout_on_device(Framework f, nb::handle v) {
+  if (f == Framework::Torch) return v.attr("contiguous")();
+  if (f == Framework::CuPy) {
+    static nb::object cupy = nb::module_::import_("cupy");
+    return cupy.attr("ascontiguousarray")(v);
+  }
+  return nb::object();
+}
 
 bool is_numpy_scalar(nb::handle v) {
   return gamut::py::framework_of(v) == Framework::NumPy && nb::hasattr(v, "item") &&
@@ -65,9 +92,18 @@ void bind_value(Call& c, const std::string& name, nb::handle v) {
   }
   gamut::ArrayRef a = gamut::py::import_array(name, v, c.keep);
   const Framework f = gamut::py::framework_of(v);
+  if (a.device.is_gpu() && !rows_contiguous(a)) {
+    if (nb::object copy = relayout_on_device(f, v); copy.is_valid()) {
+      c.notes.push_back(name + ": strides " + dims_text(a.strides) + " on cuda:" + std::to_string(a.device.id) +
+                        ": copied to a contiguous layout on the device (by " + (f == Framework::Torch ? "torch" : "cupy") + ")");
+      a = gamut::py::import_array(name, copy, c.keep);
+      c.relaid.push_back(std::move(copy));
+    }
+  }
   if (!c.have_array) c.framework = f;
   if (a.device.is_gpu() && !c.have_gpu_array) {
     c.gpu_framework = f;
+    c.gpu_id = a.device.id;
     c.have_gpu_array = true;
   }
   c.have_array = true;
@@ -89,7 +125,7 @@ bool set_option(gamut::Options& o, const std::string& key, nb::handle v) {
   if (key == "backend") o.backend = nb::cast<std::string>(nb::str(v));
   else if (key == "f32_math") o.f32_math = nb::cast<std::string>(nb::str(v));
   else if (key == "threads") o.threads = nb::cast<int>(v);
-  else if (key == "stream") o.stream = stream_of(v);
+  else if (key == "stream") o.stream = stream_of(v);   // (Call::stream_given notes it)
   else return false;
   return true;
 }
@@ -98,7 +134,10 @@ void bind_mapping(Call& c, nb::handle mapping, bool options_too) {
   for (auto [k, v] : nb::borrow<nb::dict>(mapping)) {
     if (!nb::isinstance<nb::str>(k)) usage("binding names are strings");
     const std::string key = nb::cast<std::string>(k);
-    if (options_too && set_option(c.options, key, v)) continue;
+    if (options_too && set_option(c.options, key, v)) {
+      c.stream_given |= key == "stream";
+      continue;
+    }
     bind_value(c, key, v);
   }
 }
@@ -124,7 +163,31 @@ nb::dict stats_dict(const gamut::RunStats& s) {
   return d;
 }
 
+// The framework's current stream on the inputs' GPU: torch.cuda.current_stream(),
+// cupy.cuda.get_current_stream(); otherwise the legacy default stream.
+void* framework_stream(Framework f, int device) {
+  if (f == Framework::Torch) {
+    static nb::object torch_c = nb::module_::import_("torch").attr("_C");
+    static nb::object raw = nb::getattr(torch_c, "_cuda_getCurrentRawStream", nb::none());
+    if (!raw.is_none()) return reinterpret_cast<void*>(nb::cast<uintptr_t>(raw(device)));
+    static nb::object current = nb::module_::import_("torch").attr("cuda").attr("current_stream");
+    return reinterpret_cast<void*>(nb::cast<uintptr_t>(current(device).attr("cuda_stream")));
+  }
+  if (f == Framework::CuPy) {
+    static nb::object current = nb::module_::import_("cupy").attr("cuda").attr("get_current_stream");
+    return reinterpret_cast<void*>(nb::cast<uintptr_t>(current().attr("ptr")));
+  }
+  return nullptr;
+}
+
+// Runs the call: on the GPU, in order on the caller's stream (the framework's current one
+// unless stream= was given).
+void prepare_stream(Call& c) {
+  if (c.have_gpu_array && !c.stream_given) c.options.stream = framework_stream(c.gpu_framework, c.gpu_id);
+}
+
 nb::dict run_call(const gamut::Query& q, Call& c, gamut::RunStats* stats) {
+  prepare_stream(c);
   // Outputs go where the inputs are, in their framework: the first device array's, else the
   // first array's. Device outputs come from that framework's allocator where it has one.
   const Framework out_fw = c.have_gpu_array ? c.gpu_framework : c.framework;
@@ -154,7 +217,10 @@ nb::dict run_call(const gamut::Query& q, Call& c, gamut::RunStats* stats) {
     for (const auto& [name, a] : o.columns) cols[name.c_str()] = gamut::py::export_array(a, out_fw, alloc.get());
     out[o.name.c_str()] = cols;
   }
-  if (stats) *stats = std::move(r.stats);
+  if (stats) {
+    *stats = std::move(r.stats);
+    stats->copies.insert(stats->copies.begin(), c.notes.begin(), c.notes.end());
+  }
   return out;
 }
 
@@ -217,7 +283,10 @@ NB_MODULE(_gamut, m) {
           [](const gamut::Query& q, nb::kwargs kwargs) {
             Call c;
             bind_mapping(c, kwargs, true);
-            return q.explain(c.inputs, c.options);
+            prepare_stream(c);
+            std::string text = q.explain(c.inputs, c.options);
+            for (const std::string& n : c.notes) text += "  " + n + "\n";
+            return text;
           },
           "The plan; with bindings the typed plan, extents, rewrites, kernel and input placement.")
       .def(
