@@ -20,27 +20,34 @@ struct Query::Impl {
   QueryInfo info;
   std::vector<std::string> index_operands;   // g in C[g[i]] or `when` keys: their values are read on the host
   std::mutex mu;
-  // Typed plans by the element types of the bound arrays ("A:8;B:8;"): typing and the plan
-  // rewrites run once per signature. Bounded: a caller cycling through types rebuilds.
-  std::map<std::string, std::shared_ptr<const Plan>> typed;
+  // Per signature of input element types ("A:8;B:8;"): the typed plan (typing and the plan
+  // rewrites run once) and the GPU engine's kernel memo for it (no code generation or hashing
+  // on a repeated run). Bounded: a caller cycling through types rebuilds.
+  struct Typed {
+    Plan plan;
+    std::shared_ptr<void> kernel_memo;
+  };
+  std::map<std::string, std::shared_ptr<Typed>> typed;
 
-  std::shared_ptr<const Plan> typed_plan(const Bindings& b) {
+  std::shared_ptr<Typed> typed_plan(const Bindings& b) {
     std::string sig;
     for (const auto& [name, a] : b.arrays) sig += name + ":" + std::to_string(int(a.dtype)) + ";";
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = typed.find(sig); it != typed.end()) return it->second;
-    auto plan = std::make_shared<const Plan>(plan_with_rewrites(source, type_env(b)));
+    auto t = std::make_shared<Typed>(Typed{plan_with_rewrites(source, type_env(b)), cuda::new_kernel_memo()});
     if (typed.size() >= 64) typed.clear();
-    typed.emplace(sig, plan);
-    return plan;
+    typed.emplace(sig, t);
+    return t;
   }
 
   // Bound for one call. Inputs the GPU engine reads in device memory are never read on the host,
   // so the bound rewrites, which read the data, stay off for them.
-  std::unique_ptr<Prepared> prepare_call(api::StagedInputs& staged, const Options& options) {
-    const std::shared_ptr<const Plan> plan = typed_plan(staged.bindings);
+  std::unique_ptr<Prepared> prepare_call(api::StagedInputs& staged, const Options& options,
+                                         std::shared_ptr<Typed>* typed_out = nullptr) {
+    std::shared_ptr<Typed> t = typed_plan(staged.bindings);
     const bool in_place = !staged.device.empty();
-    auto prep = prepare(source, std::move(staged.bindings), *plan, options.rewrites && !in_place);
+    auto prep = prepare(source, std::move(staged.bindings), t->plan, options.rewrites && !in_place);
+    if (typed_out) *typed_out = std::move(t);
     if (in_place) {
       prep->instance.device_inputs.resize(prep->plan.operands.size());
       for (size_t o = 0; o < prep->plan.operands.size(); ++o)
@@ -136,8 +143,10 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
   RunOptions ro = engine_options(options);
   const bool gpu = gpu_engine(ro);
   api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu, impl_->index_operands);
-  const auto prep = impl_->prepare_call(staged, options);
+  std::shared_ptr<Impl::Typed> typed;
+  const auto prep = impl_->prepare_call(staged, options, &typed);
   const Plan& plan = prep->plan;
+  ro.kernel_memo = &typed->kernel_memo;   // (the typed entry outlives this call: `typed` holds it)
   // Device inputs in, device outputs out: the GPU engine writes dense outputs into the caller's
   // memory (its Allocator, else cudaMalloc) in order on its stream, and nothing waits.
   ro.stream = options.stream;

@@ -120,7 +120,20 @@ Kernel& loaded_kernel(const CompiledModule& module, size_t smem_bytes) {
   return *k;
 }
 
+// What a run of one plan with one tile variant needs from code generation and the caches.
+struct Compiled {
+  KernelInfo info;
+  Kernel* kernel = nullptr;
+  std::string key;
+};
+struct KernelMemo {
+  std::mutex mu;
+  std::map<std::string, Compiled> by_variant;   // tile, code options, arch
+};
+
 }  // namespace
+
+std::shared_ptr<void> new_kernel_memo() { return std::make_shared<KernelMemo>(); }
 
 Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats* stats) {
   if (!inst.plan) throw_device_error("internal error: run_gpu without a plan");
@@ -135,27 +148,47 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   const TileConfig tile = choice.tile;
   std::string why;
   if (!tile_valid(tile, &why)) throw_usage_error("--tile " + tile.str() + ": " + why);
-  const KernelInfo info = kernel_info(P, tile);
-  if (info.smem_bytes > dev.smem_per_block_optin)
-    throw_device_error("tile " + tile.str() + " needs " + std::to_string(info.smem_bytes) +
-                       " bytes of shared memory per block; the device has " + std::to_string(dev.smem_per_block_optin));
-
-  // Compile (or find in the caches).
+  // Compile (or find in the caches: the caller's memo, then the in-process and disk caches).
   const CodegenOptions& cgo = choice.options;
+  CompileOptions co;
+  co.arch = options.arch.empty() ? arch_for(dev.cc_major, dev.cc_minor) : options.arch;
+  const std::string variant = tile.str() + (cgo.packed16 ? " packed16" : "") + (cgo.grouped_join ? " grouped-join" : "") +
+                              " " + co.arch;
+  KernelMemo* memo = options.kernel_memo ? static_cast<KernelMemo*>(options.kernel_memo->get()) : nullptr;
+  Compiled compiled;
+  bool memo_hit = false;
+  if (memo) {
+    std::lock_guard<std::mutex> lock(memo->mu);
+    if (auto it = memo->by_variant.find(variant); it != memo->by_variant.end()) {
+      compiled = it->second;
+      memo_hit = true;
+    }
+  }
+  CompiledModule module;
+  if (!memo_hit) {
+    compiled.info = kernel_info(P, tile);
+    if (compiled.info.smem_bytes > dev.smem_per_block_optin)
+      throw_device_error("tile " + tile.str() + " needs " + std::to_string(compiled.info.smem_bytes) +
+                         " bytes of shared memory per block; the device has " + std::to_string(dev.smem_per_block_optin));
+    module = compile_cached(generate_source(P, tile, cgo), co, schema_text(P, tile));
+    compiled.kernel = &loaded_kernel(module, compiled.info.smem_bytes);
+    compiled.key = module.key;
+    if (memo) {
+      std::lock_guard<std::mutex> lock(memo->mu);
+      memo->by_variant.emplace(variant, compiled);
+    }
+  }
+  const KernelInfo& info = compiled.info;
   // Joins: only the tiles of matching key groups run (join_groups.h).
   std::optional<JoinGroups> groups;
   if (cgo.grouped_join) groups = group_join(P, inst, tile.bm, tile.bn);
-  const std::string source = generate_source(P, tile, cgo);
-  CompileOptions co;
-  co.arch = options.arch.empty() ? arch_for(dev.cc_major, dev.cc_minor) : options.arch;
-  const CompiledModule module = compile_cached(source, co, schema_text(P, tile));
   if (stats) {
-    stats->compile_ms = module.compile_ms;
-    stats->cache_hit = module.hit == CacheHit::Compiled ? "compiled" : module.hit == CacheHit::Disk ? "disk" : "memory";
-    stats->cache_key = module.key;
+    stats->compile_ms = memo_hit ? 0 : module.compile_ms;
+    stats->cache_hit = memo_hit || module.hit == CacheHit::Memory ? "memory" : module.hit == CacheHit::Disk ? "disk" : "compiled";
+    stats->cache_key = compiled.key;
     stats->tile = tile.str() + (cgo.packed16 ? " packed16" : "") + (groups ? " grouped-join" : "");
   }
-  Kernel& kernel = loaded_kernel(module, info.smem_bytes);
+  Kernel& kernel = *compiled.kernel;
 
   const ArgLayout& L = info.args;
   std::vector<uint64_t> w(size_t(L.count), 0);

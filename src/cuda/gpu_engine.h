@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,7 +33,12 @@ struct GpuRunOptions {
   // No CUDA-event timing and no waiting: the results are ready in order on current_stream().
   // (List outputs still wait for their row counts.)
   bool asynchronous = false;
+  // A slot the caller keeps for one typed plan (the library: one per query and signature of
+  // input types): the kernel info and loaded kernel per tile variant, so that a repeated run
+  // skips code generation and the cache-key hash. Never shared between plans.
+  std::shared_ptr<void>* kernel_memo = nullptr;   // from new_kernel_memo()
 };
+std::shared_ptr<void> new_kernel_memo();
 
 struct GpuRunStats {
   double kernel_ms = 0;              // device time of the launches (CUDA events)

@@ -171,6 +171,7 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
     RunOptions stage_options = options;   // intermediate results stay gamut's, on the host
     stage_options.dense_output = nullptr;
     stage_options.asynchronous = false;
+    stage_options.kernel_memo = nullptr;
     Bindings b;
     for (const std::string& n : st.inputs) {
       if (auto it = p.bindings.arrays.find(n); it != p.bindings.arrays.end()) b.arrays[n] = it->second;
@@ -216,6 +217,7 @@ Results execute(const Prepared& p, const RunOptions& options, RunReport* report)
     if (!options.tile.empty()) go.tile = cuda::parse_tile(options.tile);
     go.dense_output = options.dense_output;
     go.asynchronous = options.asynchronous && options.repeats == 0;
+    if (!p.program) go.kernel_memo = options.kernel_memo;
     if (options.repeats > 0) {
       go.warmup = 1;
       go.repeats = options.repeats;

@@ -25,6 +25,7 @@ struct RunOptions {
   void* stream = nullptr;
   std::function<void*(size_t d, size_t bytes)> dense_output;
   bool asynchronous = false;
+  std::shared_ptr<void>* kernel_memo = nullptr;   // cuda::GpuRunOptions::kernel_memo, for this plan only
 };
 
 struct RunReport {
