@@ -128,7 +128,11 @@ Framework framework_of(nb::handle obj) {
 
 ArrayRef import_array(const std::string& name, nb::handle obj, std::vector<nb::ndarray<nb::ro>>& keep) {
   nb::ndarray<nb::ro> nd;
-  if (!nb::try_cast(obj, nd, false))
+  bool ok = nb::try_cast(obj, nd, false);
+  // A tensor that requires grad refuses DLPack export: read its data (gamut makes no graph).
+  if (!ok && framework_of(obj) == Framework::Torch && nb::hasattr(obj, "detach"))
+    ok = nb::try_cast(obj.attr("detach")(), nd, false);
+  if (!ok)
     usage(name + ": a " + py_type_name(obj) + " is neither an array (DLPack or the buffer protocol) nor a number");
   ArrayRef a;
   if (!to_dtype(nd.dtype(), a.dtype))
