@@ -9,6 +9,9 @@ using namespace nb::literals;
 
 namespace {
 
+// Python objects cached in function statics are released handles, kept for the process: a static
+// nb::object would be released after the interpreter is gone.
+
 [[noreturn]] void usage(const std::string& m) { throw Error(ExitCode::Usage, "usage error: " + m); }
 [[noreturn]] void data(const std::string& name, const std::string& m) {
   throw Error(ExitCode::Data, "data error: " + name + ": " + m);
@@ -162,13 +165,13 @@ Allocation FrameworkAllocator::allocate(DType dtype, const std::vector<int64_t>&
   nb::object obj;
   void* ptr = nullptr;
   if (framework_ == Framework::Torch) {
-    static nb::object torch = nb::module_::import_("torch");
-    static nb::object empty = torch.attr("empty");
+    static nb::handle torch = nb::object(nb::module_::import_("torch")).release();
+    static nb::handle empty = nb::object(torch.attr("empty")).release();
     nb::object dev = device.is_gpu() ? torch.attr("device")("cuda", device.id) : torch.attr("device")("cpu");
     obj = empty(shape_tuple(shape), "dtype"_a = torch.attr(np_name(dtype)), "device"_a = dev);
     ptr = reinterpret_cast<void*>(nb::cast<uintptr_t>(obj.attr("data_ptr")()));
   } else if (framework_ == Framework::CuPy) {
-    static nb::object cupy = nb::module_::import_("cupy");
+    static nb::handle cupy = nb::object(nb::module_::import_("cupy")).release();
     nb::object ctx = cupy.attr("cuda").attr("Device")(device.id);
     ctx.attr("__enter__")();
     obj = cupy.attr("empty")(shape_tuple(shape), "dtype"_a = np_name(dtype));

@@ -16,6 +16,9 @@ using gamut::py::Framework;
 
 namespace {
 
+// Python objects cached in function statics are released handles, kept for the process: a static
+// nb::object would be released after the interpreter is gone.
+
 // The Python exception classes (gamut/_errors.py), by exit status; registered at import.
 PyObject* g_error_class[5] = {};
 
@@ -62,7 +65,7 @@ std::string dims_text(const std::vector<int64_t>& v) {
 nb::object relayout_on_device(Framework f, nb::handle v) {
   if (f == Framework::Torch) return v.attr("contiguous")();
   if (f == Framework::CuPy) {
-    static nb::object cupy = nb::module_::import_("cupy");
+    static nb::handle cupy = nb::object(nb::module_::import_("cupy")).release();
     return cupy.attr("ascontiguousarray")(v);
   }
   return nb::object();
@@ -167,14 +170,14 @@ nb::dict stats_dict(const gamut::RunStats& s) {
 // cupy.cuda.get_current_stream(); otherwise the legacy default stream.
 void* framework_stream(Framework f, int device) {
   if (f == Framework::Torch) {
-    static nb::object torch_c = nb::module_::import_("torch").attr("_C");
-    static nb::object raw = nb::getattr(torch_c, "_cuda_getCurrentRawStream", nb::none());
+    static nb::handle torch_c = nb::object(nb::module_::import_("torch").attr("_C")).release();
+    static nb::handle raw = nb::object(nb::getattr(torch_c, "_cuda_getCurrentRawStream", nb::none())).release();
     if (!raw.is_none()) return reinterpret_cast<void*>(nb::cast<uintptr_t>(raw(device)));
-    static nb::object current = nb::module_::import_("torch").attr("cuda").attr("current_stream");
+    static nb::handle current = nb::object(nb::module_::import_("torch").attr("cuda").attr("current_stream")).release();
     return reinterpret_cast<void*>(nb::cast<uintptr_t>(current(device).attr("cuda_stream")));
   }
   if (f == Framework::CuPy) {
-    static nb::object current = nb::module_::import_("cupy").attr("cuda").attr("get_current_stream");
+    static nb::handle current = nb::object(nb::module_::import_("cupy").attr("cuda").attr("get_current_stream")).release();
     return reinterpret_cast<void*>(nb::cast<uintptr_t>(current().attr("ptr")));
   }
   return nullptr;
