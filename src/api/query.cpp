@@ -42,12 +42,10 @@ struct Query::Impl {
 
   // Bound for one call. Inputs the GPU engine reads in device memory are never read on the host,
   // so the bound rewrites, which read the data, stay off for them.
-  std::unique_ptr<Prepared> prepare_call(api::StagedInputs& staged, const Options& options,
-                                         std::shared_ptr<Typed>* typed_out = nullptr) {
+  std::unique_ptr<Prepared> prepare_call(api::StagedInputs& staged, const Options& options) {
     std::shared_ptr<Typed> t = typed_plan(staged.bindings);
     const bool in_place = !staged.device.empty();
     auto prep = prepare(source, std::move(staged.bindings), t->plan, options.rewrites && !in_place);
-    if (typed_out) *typed_out = std::move(t);
     if (in_place) {
       prep->instance.device_inputs.resize(prep->plan.operands.size());
       for (size_t o = 0; o < prep->plan.operands.size(); ++o)
@@ -143,10 +141,23 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
   RunOptions ro = engine_options(options);
   const bool gpu = gpu_engine(ro);
   api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu, impl_->index_operands);
-  std::shared_ptr<Impl::Typed> typed;
-  const auto prep = impl_->prepare_call(staged, options, &typed);
-  const Plan& plan = prep->plan;
-  ro.kernel_memo = &typed->kernel_memo;   // (the typed entry outlives this call: `typed` holds it)
+  // The cached typed plan is bound as it is (no copy); only where a bound rewrite applies does
+  // the call go through a Prepared of its own (the rewrite's stage program).
+  const std::shared_ptr<Impl::Typed> typed = impl_->typed_plan(staged.bindings);
+  const bool in_place = !staged.device.empty();
+  Bindings bindings = std::move(staged.bindings);
+  Instance bound = bind(typed->plan, bindings);
+  std::unique_ptr<Prepared> prep;
+  if (options.rewrites && !in_place && bound_rewrite(typed->plan, bound, impl_->source, bindings))
+    prep = prepare(impl_->source, std::move(bindings), typed->plan, true);
+  const Plan& plan = prep ? prep->plan : typed->plan;
+  Instance& inst = prep ? prep->instance : bound;
+  if (in_place) {
+    inst.device_inputs.resize(plan.operands.size());
+    for (size_t o = 0; o < plan.operands.size(); ++o)
+      if (auto it = staged.device.find(plan.operands[o].name); it != staged.device.end()) inst.device_inputs[o] = it->second;
+  }
+  if (!prep) ro.kernel_memo = &typed->kernel_memo;   // (`typed` keeps it alive for this call)
   // Device inputs in, device outputs out: the GPU engine writes dense outputs into the caller's
   // memory (its Allocator, else cudaMalloc) in order on its stream, and nothing waits.
   ro.stream = options.stream;
@@ -156,7 +167,7 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
     ro.asynchronous = true;
     ro.dense_output = [&](size_t d, size_t bytes) -> void* {
       const DType t = storage_type_of(plan.dense[d].type);
-      const std::vector<int64_t>& shape = prep->instance.dense_shapes[d];
+      const std::vector<int64_t>& shape = inst.dense_shapes[d];
       if (options.allocator) {
         written[d] = options.allocator(t, shape, staged.output_device);
       } else {
@@ -168,7 +179,7 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
     };
   }
   RunReport rep;
-  Results res = execute(*prep, ro, &rep);
+  Results res = prep ? execute(*prep, ro, &rep) : execute(inst, ro, &rep);
   if (res.dense.size() != plan.dense.size() || res.lists.size() != plan.lists.size())
     throw_device_error("internal error: the engine returned " + std::to_string(res.dense.size() + res.lists.size()) +
                        " outputs for " + std::to_string(plan.dense.size() + plan.lists.size()));
@@ -185,7 +196,6 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
   s.threads = rep.threads;
   s.device_peak_bytes = rep.device_peak_bytes;
   s.list_rows_appended = rep.list_rows_appended;
-  const Instance& inst = prep->instance;
   s.m = inst.row.size();
   s.n = inst.col.size();
   s.k = inst.red.size();

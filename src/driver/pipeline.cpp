@@ -72,14 +72,18 @@ Bindings parse_bindings(const std::vector<std::string>& args, const std::vector<
 
 // Bound rewrites: push-down depends on the group counts, bit packing on the data's values,
 // known only now.
+std::optional<BoundRewrite> bound_rewrite(const Plan& plan, const Instance& inst, const Source& source, const Bindings& b) {
+  if (auto prog = aggregate_pushdown(plan, inst)) return BoundRewrite{std::move(*prog), "aggregate-pushdown"};
+  // Boolean products: exact only on 0/1 data, which is known only now.
+  if (auto bits = bitpack_orand(plan, inst, source, b)) return BoundRewrite{std::move(*bits), "bitpack-orand"};
+  return std::nullopt;
+}
+
 static void apply_bound_rewrites(Prepared* p, bool bound_rewrites) {
-  if (auto prog = bound_rewrites ? aggregate_pushdown(p->plan, p->instance) : std::nullopt) {
-    p->program = std::move(prog);
-    p->plan.rewrites.push_back("aggregate-pushdown");
-  } else if (auto bits = bound_rewrites ? bitpack_orand(p->plan, p->instance, p->source, p->bindings) : std::nullopt) {
-    // Boolean products: exact only on 0/1 data, which is known only now.
-    p->program = std::move(bits);
-    p->plan.rewrites.push_back("bitpack-orand");
+  if (!bound_rewrites) return;
+  if (auto rw = bound_rewrite(p->plan, p->instance, p->source, p->bindings)) {
+    p->program = std::move(rw->program);
+    p->plan.rewrites.push_back(rw->name);
   }
 }
 
@@ -197,15 +201,20 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
 }
 
 Results execute(const Prepared& p, const RunOptions& options, RunReport* report) {
+  if (!p.program) return execute(p.instance, options, report);
   cuda::StreamScope stream(options.stream);
   RunReport local;
   RunReport& r = report ? *report : local;
-  if (p.program) {
-    auto t0 = std::chrono::steady_clock::now();
-    Results res = execute_program(p, options, r);
-    r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return res;
-  }
+  auto t0 = std::chrono::steady_clock::now();
+  Results res = execute_program(p, options, r);
+  r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return res;
+}
+
+Results execute(const Instance& inst, const RunOptions& options, RunReport* report) {
+  cuda::StreamScope stream(options.stream);
+  RunReport local;
+  RunReport& r = report ? *report : local;
   Backend be = options.backend;
   std::string why;
   if (be == Backend::Auto) be = cuda::gpu_available(&why) ? Backend::Gpu : Backend::Cpu;
@@ -217,14 +226,14 @@ Results execute(const Prepared& p, const RunOptions& options, RunReport* report)
     if (!options.tile.empty()) go.tile = cuda::parse_tile(options.tile);
     go.dense_output = options.dense_output;
     go.asynchronous = options.asynchronous && options.repeats == 0;
-    if (!p.program) go.kernel_memo = options.kernel_memo;
+    go.kernel_memo = options.kernel_memo;
     if (options.repeats > 0) {
       go.warmup = 1;
       go.repeats = options.repeats;
     }
     cuda::GpuRunStats st;
     cuda::reset_device_bytes_peak();
-    res = cuda::run_gpu(p.instance, go, &st);
+    res = cuda::run_gpu(inst, go, &st);
     r.device_peak_bytes = std::max(r.device_peak_bytes, cuda::device_bytes_peak());
     r.backend = "gpu";
     r.seconds = st.kernel_ms / 1e3;
@@ -241,7 +250,7 @@ Results execute(const Prepared& p, const RunOptions& options, RunReport* report)
     r.tile = st.tile;
   } else {
     int threads = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
-    res = run_cpu(p.instance, threads);
+    res = run_cpu(inst, threads);
     r.backend = "cpu";
     r.threads = threads;
   }

@@ -62,9 +62,19 @@ std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, bool bound_r
 // type_env(bindings)): the library builds that once per signature of input types and binds it
 // for every call.
 std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, const Plan& typed, bool bound_rewrites = true);
+// The bound rewrite (aggregate push-down, then bit packing) of a plan bound to data, if one
+// applies; prepare() records it in Prepared::program. They read the data on the host.
+struct BoundRewrite {
+  PushdownProgram program;
+  std::string name;
+};
+std::optional<BoundRewrite> bound_rewrite(const Plan& plan, const Instance& inst, const Source& source, const Bindings& b);
 // Plan with the rewrite passes applied (also used by `explain` without data).
 Plan plan_with_rewrites(const Source& source, const TypeEnv& env);
 // Run on the chosen backend.
 Results execute(const Prepared& p, const RunOptions& options, RunReport* report);
+// The same for a bound instance without a rewrite program (the library binds its cached typed
+// plan per call, without copying it into a Prepared).
+Results execute(const Instance& inst, const RunOptions& options, RunReport* report);
 
 }  // namespace gamut
