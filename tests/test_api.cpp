@@ -12,6 +12,8 @@
 #include <thread>
 #include <tuple>
 
+#include "test_api_data.h"
+
 namespace {
 
 using gamut::ArrayRef;
@@ -21,17 +23,9 @@ using gamut::Inputs;
 using gamut::Options;
 using gamut::Query;
 
-const char* kSgemm = "where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } C[i, j] = a; }";
-
-// Integer values in [-3, 3], not all zero: sums are exact in f32.
-std::vector<float> ints(size_t n, unsigned seed) {
-  std::vector<float> v(n);
-  for (auto& x : v) {
-    seed = seed * 1103515245u + 12345u;
-    x = float(int((seed >> 16) % 7u) - 3);
-  }
-  return v;
-}
+using gamut::api_test::cpu;
+using gamut::api_test::ints;
+using gamut::api_test::kSgemm;
 
 // C = A B by three loops; A (M,K) and B (K,N) read through element strides.
 std::vector<double> product(const float* A, int64_t sa0, int64_t sa1, const float* B, int64_t sb0, int64_t sb1,
@@ -41,13 +35,6 @@ std::vector<double> product(const float* A, int64_t sa0, int64_t sa1, const floa
     for (int64_t j = 0; j < N; ++j)
       for (int64_t k = 0; k < K; ++k) C[size_t(i * N + j)] += double(A[i * sa0 + k * sa1]) * double(B[k * sb0 + j * sb1]);
   return C;
-}
-
-Options cpu(int threads = 1) {
-  Options o;
-  o.backend = "cpu";
-  o.threads = threads;
-  return o;
 }
 
 ExitCode code_of(const std::function<void()>& f, std::string* what = nullptr) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gpu/gpu_skip.h"
+#include "test_api_data.h"
 
 #if GAMUT_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -19,16 +20,9 @@ using gamut::Inputs;
 using gamut::Options;
 using gamut::Query;
 
-const char* kSgemm = "where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } C[i, j] = a; }";
-
-std::vector<float> ints(size_t n, unsigned seed) {
-  std::vector<float> v(n);
-  for (auto& x : v) {
-    seed = seed * 1103515245u + 12345u;
-    x = float(int((seed >> 16) % 7u) - 3);
-  }
-  return v;
-}
+using gamut::api_test::cpu;
+using gamut::api_test::ints;
+using gamut::api_test::kSgemm;
 
 // Device memory holding `host`, freed at scope exit.
 struct DeviceCopy {
@@ -45,12 +39,6 @@ template <class T> std::vector<T> to_host(const gamut::Array& a, cudaStream_t s 
   EXPECT_EQ(cudaMemcpyAsync(v.data(), a.data, v.size() * sizeof(T), cudaMemcpyDefault, s), cudaSuccess);
   EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   return v;
-}
-
-Options cpu() {
-  Options o;
-  o.backend = "cpu";
-  return o;
 }
 
 TEST(ApiDevice, DeviceInputsInPlaceOutputsOnTheDevice) {
