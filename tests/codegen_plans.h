@@ -3,8 +3,10 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "plan/plan.h"
@@ -446,6 +448,32 @@ inline Plan masked_emit() {
   b.p.outer.push_back(PlanBuilder::emit(L, {b.axis(AxisRole::Row), b.axis(AxisRole::Col),
                                             b.bin(BinOp::Gt, b.acc(acc), b.lit(CType::F32, 0)), b.cast(b.acc(acc), CType::F64)}));
   return b.done();
+}
+
+// Every plan above, by name: what the NVRTC compile checks and the golden kernels cover.
+inline std::vector<std::pair<std::string, std::function<Plan()>>> all_plans() {
+  return {
+      {"sgemm", [] { return sgemm(); }},
+      {"q1", [] { return q1(); }},
+      {"maxplus_i32", [] { return maxplus_i32(); }},
+      {"minplus_batched", [] { return minplus_batched(); }},
+      {"or_and_i32", [] { return or_and_i32(); }},
+      {"or_and_bool", [] { return or_and_i32(DType::Bool); }},
+      {"zip_aggregate", [] { return zip_aggregate(); }},
+      {"join_area", [] { return join_area(); }},
+      {"select_list", [] { return select_list(); }},
+      {"topk", [] { return topk(); }},
+      {"knn", [] { return knn(); }},
+      {"selfjoin", [] { return selfjoin(); }},
+      {"vectors_i32", [] { return vectors_i32(); }},
+      {"sequential_f64", [] { return sequential_f64(); }},
+      {"aggregates", [] { return aggregates(); }},
+      {"masked_emit", [] { return masked_emit(); }},
+      {"f16_bf16_transposed", [] { return product(DType::F16, DType::BF16, Pattern::RedRow, Pattern::ColRed, true); }},
+      {"i8_u8", [] { return product(DType::I8, DType::U8); }},
+      {"i64_f64", [] { return product(DType::I64, DType::F64, Pattern::RowRed, Pattern::ColRed); }},
+      {"bool_i16", [] { return product(DType::Bool, DType::I16, Pattern::RedRow, Pattern::RedCol); }},
+  };
 }
 
 }  // namespace gamut::testplans

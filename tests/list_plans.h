@@ -3,6 +3,7 @@
 // several lists in one query. The reduce is accum += P[i,k] * R[k,j] in the inputs' compute type.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codegen_plans.h"
@@ -142,6 +143,78 @@ inline Plan distinct_query(const DistinctQuery& q) {
     b.p.outer.insert(b.p.outer.end(), emits.begin(), emits.end());
   if (q.join_keys) b.p.when.keys.push_back({b.access(G, Pattern::RowVec), b.access(H, Pattern::ColVec)});
   return b.done();
+}
+
+// A list query of mode and grouping `per`, N = 10, key `key` (Unknown: accum), inputs `in`.
+inline ListQuery list_query_of(ListMode mode, PerGroup per, CType key = CType::Unknown, DType in = DType::F32) {
+  ListQuery q;
+  q.mode = mode;
+  q.per = per;
+  q.limit = 10;
+  q.key = key;
+  q.input = in;
+  return q;
+}
+
+// Distinct lists of one column, several, and 64-bit / float / bool ones (6 row words).
+inline std::vector<std::pair<std::string, DistinctQuery>> distinct_queries() {
+  using C = DistinctCol;
+  std::vector<std::pair<std::string, DistinctQuery>> v;
+  DistinctQuery q;
+  q.cols = {C::G};
+  v.push_back({"distinct_one_column", q});
+  q.cols = {C::AccPositive};
+  v.push_back({"distinct_bool", q});
+  q.cols = {C::G, C::H, C::I, C::J, C::Acc};
+  v.push_back({"distinct_several", q});
+  q.cols = {C::G, C::H, C::Acc, C::AccPositive};
+  q.g = DType::I64;
+  q.h = DType::F64;
+  v.push_back({"distinct_wide", q});
+  q = {};
+  q.under_if = q.batched = true;
+  v.push_back({"distinct_if_batched", q});
+  q = {};
+  q.aggregate = true;
+  q.second = {C::H, C::AccPositive};
+  v.push_back({"two_distinct_and_table", q});
+  return v;
+}
+
+// Every list mode and grouping, keys of every type, emits under `if` and `when`, batch, several
+// lists: what the list compile checks and the golden kernels cover.
+inline std::vector<std::pair<std::string, Plan>> list_plans() {
+  std::vector<std::pair<std::string, Plan>> v;
+  ListQuery q = list_query_of(ListMode::Plain, PerGroup::None);
+  v.push_back({"plain", list_query(q)});
+  q.under_if = true;
+  v.push_back({"plain_if", list_query(q)});
+  q.when_mask = true;
+  q.batched = true;
+  v.push_back({"plain_if_when_batched", list_query(q)});
+  v.push_back({"distinct", list_query(list_query_of(ListMode::Distinct, PerGroup::None))});
+  for (PerGroup g : {PerGroup::None, PerGroup::Row, PerGroup::Col})
+    for (ListMode m : {ListMode::Top, ListMode::Bottom})
+      v.push_back({std::string(m == ListMode::Top ? "top" : "bottom") + "_per" + std::to_string(int(g)),
+                   list_query(list_query_of(m, g))});
+  v.push_back({"top_f64_key", list_query(list_query_of(ListMode::Top, PerGroup::Row, CType::F64))});
+  v.push_back({"bottom_i64_key_i32_in",
+               list_query(list_query_of(ListMode::Bottom, PerGroup::Col, CType::I64, DType::I32))});
+  v.push_back({"top_i32", list_query(list_query_of(ListMode::Top, PerGroup::None, CType::Unknown, DType::I32))});
+  v.push_back({"top_bool_key", list_query(list_query_of(ListMode::Top, PerGroup::Row, CType::Bool))});
+  ListQuery w = list_query_of(ListMode::Bottom, PerGroup::Row);
+  w.under_if = w.when_mask = w.batched = true;
+  v.push_back({"bottom_if_when_batched", list_query(w)});
+  for (PerGroup g : {PerGroup::None, PerGroup::Row, PerGroup::Col}) {
+    ListQuery h = list_query_of(ListMode::Top, g, CType::F64);
+    h.key_via_let = true;
+    v.push_back({"top_let_key_per" + std::to_string(int(g)), list_query(h)});
+  }
+  v.push_back({"three_lists", three_lists()});
+  v.push_back({"three_lists_batched", three_lists(true)});
+  v.push_back({"masked_emit", masked_emit()});
+  for (const auto& [name, q] : distinct_queries()) v.push_back({name, distinct_query(q)});
+  return v;
 }
 
 }  // namespace gamut::testplans

@@ -8,7 +8,7 @@
 #include "driver/pipeline.h"
 #include "rewrite/bitpack_orand.h"
 #if GAMUT_HAVE_CUDA
-#include "cuda/bit_pack.h"
+#include "cuda/stages/bit_pack.h"
 #include "cuda/runtime.h"
 #endif
 

@@ -9,10 +9,10 @@
 
 #include "codegen_plans.h"
 #include "core/error.h"
-#include "cuda/codegen.h"
+#include "cuda/codegen/codegen.h"
 #include "cuda/gpu_engine.h"
 #include "nvrtc_check.h"
-#include "cuda/tile_choice.h"
+#include "cuda/codegen/tile_choice.h"
 #if GAMUT_HAVE_CUDA
 #include "cuda/runtime.h"
 #endif
@@ -20,36 +20,12 @@
 using namespace gamut;
 using namespace gamut::cuda;
 namespace tp = gamut::testplans;
+using tp::all_plans;
 
 namespace {
 
 using testnvrtc::kH100Sms;
 using testnvrtc::kH100Smem;
-
-std::vector<std::pair<std::string, std::function<Plan()>>> all_plans() {
-  return {
-      {"sgemm", [] { return tp::sgemm(); }},
-      {"q1", [] { return tp::q1(); }},
-      {"maxplus_i32", [] { return tp::maxplus_i32(); }},
-      {"minplus_batched", [] { return tp::minplus_batched(); }},
-      {"or_and_i32", [] { return tp::or_and_i32(); }},
-      {"or_and_bool", [] { return tp::or_and_i32(DType::Bool); }},
-      {"zip_aggregate", [] { return tp::zip_aggregate(); }},
-      {"join_area", [] { return tp::join_area(); }},
-      {"select_list", [] { return tp::select_list(); }},
-      {"topk", [] { return tp::topk(); }},
-      {"knn", [] { return tp::knn(); }},
-      {"selfjoin", [] { return tp::selfjoin(); }},
-      {"vectors_i32", [] { return tp::vectors_i32(); }},
-      {"sequential_f64", [] { return tp::sequential_f64(); }},
-      {"aggregates", [] { return tp::aggregates(); }},
-      {"masked_emit", [] { return tp::masked_emit(); }},
-      {"f16_bf16_transposed", [] { return tp::product(DType::F16, DType::BF16, Pattern::RedRow, Pattern::ColRed, true); }},
-      {"i8_u8", [] { return tp::product(DType::I8, DType::U8); }},
-      {"i64_f64", [] { return tp::product(DType::I64, DType::F64, Pattern::RowRed, Pattern::ColRed); }},
-      {"bool_i16", [] { return tp::product(DType::Bool, DType::I16, Pattern::RedRow, Pattern::RedCol); }},
-  };
-}
 
 #if GAMUT_HAVE_CUDA
 using testnvrtc::compile;
@@ -225,11 +201,11 @@ TEST(TileChoice, ParseTile) {
 }
 
 #if GAMUT_HAVE_CUDA
-#include "cuda/list_select.h"
+#include "cuda/lists/select.h"
 #endif
 
 // top/bottom lists pre-select per tile (gm::TileSelect) and reduce on the device
-// (gamut_select.cuh): the kernels for every grouping, N beyond a tile, and every key type.
+// (device/stages/gamut_select.cuh): the kernels for every grouping, N beyond a tile, and every key type.
 TEST(Codegen, TopBottomListKernelsCompile) {
 #if !GAMUT_HAVE_CUDA
   GTEST_SKIP() << "built without CUDA: no NVRTC";

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "codegen_plans.h"
-#include "cuda/codegen.h"
-#include "cuda/codegen_internal.h"
+#include "cuda/codegen/codegen.h"
+#include "cuda/codegen/internal.h"
 #include "cuda/gpu_engine.h"
 #include "nvrtc_check.h"
 #include "list_plans.h"
@@ -22,80 +22,14 @@
 using namespace gamut;
 using namespace gamut::cuda;
 namespace tp = gamut::testplans;
+using tp::distinct_queries;
+using tp::list_plans;
+using tp::list_query_of;
 
 namespace {
 
 using testnvrtc::kH100Sms;
 using testnvrtc::kH100Smem;
-
-tp::ListQuery query(ListMode mode, PerGroup per, CType key = CType::Unknown, DType in = DType::F32) {
-  tp::ListQuery q;
-  q.mode = mode;
-  q.per = per;
-  q.limit = 10;
-  q.key = key;
-  q.input = in;
-  return q;
-}
-
-// Distinct lists of one column, several, and 64-bit / float / bool ones (6 row words).
-std::vector<std::pair<std::string, tp::DistinctQuery>> distinct_queries() {
-  using C = tp::DistinctCol;
-  std::vector<std::pair<std::string, tp::DistinctQuery>> v;
-  tp::DistinctQuery q;
-  q.cols = {C::G};
-  v.push_back({"distinct_one_column", q});
-  q.cols = {C::AccPositive};
-  v.push_back({"distinct_bool", q});
-  q.cols = {C::G, C::H, C::I, C::J, C::Acc};
-  v.push_back({"distinct_several", q});
-  q.cols = {C::G, C::H, C::Acc, C::AccPositive};
-  q.g = DType::I64;
-  q.h = DType::F64;
-  v.push_back({"distinct_wide", q});
-  q = {};
-  q.under_if = q.batched = true;
-  v.push_back({"distinct_if_batched", q});
-  q = {};
-  q.aggregate = true;
-  q.second = {C::H, C::AccPositive};
-  v.push_back({"two_distinct_and_table", q});
-  return v;
-}
-
-std::vector<std::pair<std::string, Plan>> list_plans() {
-  std::vector<std::pair<std::string, Plan>> v;
-  tp::ListQuery q = query(ListMode::Plain, PerGroup::None);
-  v.push_back({"plain", tp::list_query(q)});
-  q.under_if = true;
-  v.push_back({"plain_if", tp::list_query(q)});
-  q.when_mask = true;
-  q.batched = true;
-  v.push_back({"plain_if_when_batched", tp::list_query(q)});
-  v.push_back({"distinct", tp::list_query(query(ListMode::Distinct, PerGroup::None))});
-  for (PerGroup g : {PerGroup::None, PerGroup::Row, PerGroup::Col})
-    for (ListMode m : {ListMode::Top, ListMode::Bottom})
-      v.push_back({std::string(m == ListMode::Top ? "top" : "bottom") + "_per" + std::to_string(int(g)),
-                   tp::list_query(query(m, g))});
-  v.push_back({"top_f64_key", tp::list_query(query(ListMode::Top, PerGroup::Row, CType::F64))});
-  v.push_back({"bottom_i64_key_i32_in",
-               tp::list_query(query(ListMode::Bottom, PerGroup::Col, CType::I64, DType::I32))});
-  v.push_back({"top_i32", tp::list_query(query(ListMode::Top, PerGroup::None, CType::Unknown, DType::I32))});
-  v.push_back({"top_bool_key", tp::list_query(query(ListMode::Top, PerGroup::Row, CType::Bool))});
-  tp::ListQuery w = query(ListMode::Bottom, PerGroup::Row);
-  w.under_if = w.when_mask = w.batched = true;
-  v.push_back({"bottom_if_when_batched", tp::list_query(w)});
-  for (PerGroup g : {PerGroup::None, PerGroup::Row, PerGroup::Col}) {
-    tp::ListQuery h = query(ListMode::Top, g, CType::F64);
-    h.key_via_let = true;
-    v.push_back({"top_let_key_per" + std::to_string(int(g)), tp::list_query(h)});
-  }
-  v.push_back({"three_lists", tp::three_lists()});
-  v.push_back({"three_lists_batched", tp::three_lists(true)});
-  v.push_back({"masked_emit", tp::masked_emit()});
-  for (const auto& [name, q] : distinct_queries()) v.push_back({name, tp::distinct_query(q)});
-  return v;
-}
 
 size_t count(const std::string& s, const std::string& what) {
   size_t n = 0;
@@ -202,7 +136,7 @@ TEST(ListCodegen, GroupedJoinKernelsCompile) {
   CodegenOptions o;
   o.grouped_join = true;
   for (ListMode mode : {ListMode::Plain, ListMode::Top}) {
-    tp::ListQuery q = query(mode, PerGroup::None);
+    tp::ListQuery q = list_query_of(mode, PerGroup::None);
     q.join_keys = true;
     q.under_if = true;
     const std::string src = generate_source(tp::list_query(q), parse_tile("64x64x8/4x4"), o);

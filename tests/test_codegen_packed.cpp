@@ -1,13 +1,13 @@
-// Packed 16-bit tropical steps (src/cuda/codegen_packed.cpp) without a GPU: when the plan and
+// Packed 16-bit tropical steps (src/cuda/codegen/packed16.cpp) without a GPU: when the plan and
 // the data allow them, and that the packed kernels compile with NVRTC without spilling.
 #include <gtest/gtest.h>
 
 #include <limits>
 
 #include "bind/bind.h"
-#include "cuda/codegen.h"
+#include "cuda/codegen/codegen.h"
 #include "cuda/gpu_engine.h"
-#include "cuda/tile_choice.h"
+#include "cuda/codegen/tile_choice.h"
 #include "driver/pipeline.h"
 #if GAMUT_HAVE_CUDA
 #include "cuda/runtime.h"

@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "cuda/runtime.h"
 #if GAMUT_HAVE_CUDA
-#include "cuda/embedded_headers.h"
+#include "cuda/runtime/embedded_headers.h"
 #endif
 
 namespace fs = std::filesystem;
@@ -184,7 +184,7 @@ TEST(CudaRuntime, BadOptionIsDeviceErrorNotCrash) {
 }
 
 TEST(CudaRuntime, EmbeddedHeaderIncludes) {
-  if (kEmbeddedHeaderCount == 0) GTEST_SKIP() << "src/cuda/device has no headers yet";
+  if (kEmbeddedHeaderCount == 0) GTEST_SKIP() << "src/cuda/device has no headers";
   for (int i = 0; i < kEmbeddedHeaderCount; ++i) {
     const std::string src = std::string("#include \"") + kEmbeddedHeaders[i].name +
                             "\"\nextern \"C\" __global__ void probe(float* o) { o[0] = 1.0f; }\n";

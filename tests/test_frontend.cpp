@@ -237,3 +237,17 @@ TEST(Errors, RangeBoundsAndRankMismatch) {
   std::string k = errors_of("where (i, j) { a = 0; reduce (k) { a += A[i,k] * A[k]; } C[i,j] = a; }");
   EXPECT_NE(k.find("array 'A' is used with 1 indices here but 2 at 1:41"), std::string::npos) << k;
 }
+
+TEST(Errors, AccumulatorDeclaredTwiceKeepsTheOthersInitialValues) {
+  // The second 'a' has no accumulator of its own: 'b' must still get its own declaration.
+  std::string e = errors_of("where (i, j) { a = 0; a = 2.5; b: i32 = 1; reduce (k) { a += A[i,k]; b += A[i,k]; } C[i,j] = a + b; }");
+  EXPECT_NE(e.find("q.mmlt:1:23: error: accumulator 'a' is declared twice"), std::string::npos) << e;
+  EXPECT_EQ(e.find("\nq.mmlt:"), std::string::npos) << "one error: " << e;
+}
+
+TEST(Errors, TooManyArgumentsToMinSaysTheLimit) {
+  std::string args = "A[i,k]";
+  for (int n = 0; n < 1000; ++n) args += ", A[i,k]";
+  std::string e = errors_of("where (i, j) { a = 0; reduce (k) { a += min(" + args + "); } C[i,j] = a; }");
+  EXPECT_NE(e.find("error: 'min' takes at most 1000 arguments, got 1001"), std::string::npos) << e.substr(0, 200);
+}

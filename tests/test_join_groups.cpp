@@ -1,4 +1,4 @@
-// Key grouping of joins for the GPU (src/cuda/join_groups.h), without a GPU: the tiles cover
+// Key grouping of joins for the GPU (src/cuda/codegen/join_groups.h), without a GPU: the tiles cover
 // exactly the matching (i, j) pairs, each once, whatever the keys (skewed, several keys, axis
 // ranges), only integer keys group, and gather_along permutes operands as the kernel expects.
 #include <gtest/gtest.h>
@@ -10,8 +10,8 @@
 
 #include "bind/bind.h"
 #include "cuda/gpu_engine.h"
-#include "cuda/join_groups.h"
-#include "cuda/tile_choice.h"
+#include "cuda/codegen/join_groups.h"
+#include "cuda/codegen/tile_choice.h"
 #include "driver/pipeline.h"
 #if GAMUT_HAVE_CUDA
 #include "cuda/runtime.h"

@@ -5,7 +5,7 @@
 #include "driver/pipeline.h"
 #if GAMUT_HAVE_CUDA
 #include "cuda/runtime.h"
-#include "cuda/segment_sum.h"
+#include "cuda/stages/segment_sum.h"
 #endif
 
 #include "integer_data.h"

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/sizes.h"
 
 namespace gamut {
 
@@ -15,12 +16,6 @@ namespace {
 
 std::string at(const Plan& p, Span s) {
   return " (" + p.source_name + ":" + std::to_string(s.line) + ":" + std::to_string(s.col) + ")";
-}
-
-std::string shape_text(const std::vector<int64_t>& s) {
-  std::string t = "(";
-  for (size_t k = 0; k < s.size(); ++k) t += (k ? ", " : "") + std::to_string(s[k]);
-  return t + (s.size() == 1 ? ",)" : ")");
 }
 
 // Which axis each dimension of an access pattern runs along (batch first when batched).
@@ -150,7 +145,11 @@ Instance bind(const Plan& plan, const Bindings& b) {
           inst.params[p] = Scalar::of_int(CType::I64, smallest);
           bound[p] = true;
         }
-        return bd.scale * inst.params[p].i + bd.offset;
+        int64_t v;
+        if (__builtin_mul_overflow(bd.scale, inst.params[p].i, &v) || __builtin_add_overflow(v, bd.offset, &v))
+          throw_data_error(plan.params[p].name, "range bound " + bd.text + " of axis '" + ax.name + "' overflows 64 bits with " +
+                                                    plan.params[p].name + " = " + std::to_string(inst.params[p].i));
+        return v;
       };
       r.begin = value(ax.begin);
       r.end = value(ax.end);
@@ -160,6 +159,13 @@ Instance bind(const Plan& plan, const Bindings& b) {
         if (x.extent < r.end)
           throw_data_error(x.operand, "extent " + std::to_string(x.extent) + " along axis '" + ax.name + "' is smaller than its range end " +
                                           std::to_string(r.end));
+    }
+    // Both engines index an axis with 32-bit integers.
+    if (r.end > kMaxAxisEnd) {
+      const Bound& e = ax.end;
+      std::string who = !ax.has_range && inferred ? inferred->operand : e.param >= 0 ? plan.params[size_t(e.param)].name : ax.name;
+      throw_data_error(who, "axis '" + ax.name + "' would run to " + std::to_string(r.end) + "; gamut supports axis ranges up to " +
+                                std::to_string(kMaxAxisEnd) + " (2^31 - 2^16)");
     }
     return r;
   };
@@ -219,8 +225,15 @@ Instance bind(const Plan& plan, const Bindings& b) {
                                          " is not below the extent " + std::to_string(*dim) + " of output " + d.name);
           maxv = std::max(maxv, val);
         }
+      if (!dim && maxv == INT64_MAX)
+        throw_data_error(g.name, "index value " + std::to_string(maxv) + " leaves no room for an output extent (it is the largest int64)");
       shape.push_back(dim ? *dim : maxv + 1);
     }
+    // The output is allocated from this shape: its byte count must fit before anything multiplies it.
+    const DType st = storage_type_of(d.type);
+    if (!shape_bytes(shape, dtype_size(st)))
+      throw_data_error(d.name, "output shape " + shape_text(shape) + " of " + std::string(dtype_name(st)) +
+                                   " needs more than 2^63-1 bytes" + (given ? " (extents from --dim)" : ""));
     inst.dense_shapes.push_back(shape);
   }
   for (const ListOutput& l : plan.lists) {

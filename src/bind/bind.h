@@ -20,7 +20,9 @@ struct Bindings {
 TypeEnv type_env(const Bindings& b);
 
 // Validate `b` against a typed plan and resolve every extent. Throws Error: Data (exit 3) for a
-// missing, mis-shaped or out-of-range binding; Usage (exit 2) for a binding the query lacks.
+// missing, mis-shaped or out-of-range binding, for an axis range beyond kMaxAxisEnd and for an
+// output whose bytes do not fit in 64 bits (core/sizes.h); Usage (exit 2) for a binding the
+// query lacks. Whether the run fits in memory is checked later (bind/footprint.h).
 // The Instance points into `b` (and `plan`), which must outlive it.
 Instance bind(const Plan& plan, const Bindings& b);
 

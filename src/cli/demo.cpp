@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "cuda/gpu_engine.h"
 
 namespace gamut::cli {
 
@@ -101,6 +102,8 @@ int cmd_demo(const RunOptions& opt, int size, const std::string& examples_dir, b
   for (const auto& e : fs::directory_iterator(dir, ec))
     if (e.path().extension() == ".mmlt") files.push_back(e.path());
   if (ec || files.empty()) throw_usage_error("no .mmlt examples in '" + dir + "'");
+  // Said once, not once per example.
+  if (opt.backend == Backend::Gpu && !cuda::gpu_available()) throw_device_error("--backend gpu: " + no_device_reason());
   std::sort(files.begin(), files.end());
   int failures = 0;
   for (const fs::path& f : files) {
@@ -147,7 +150,9 @@ int cmd_demo(const RunOptions& opt, int size, const std::string& examples_dir, b
       }
     } catch (const Error& e) {
       ++failures;
-      std::cout << name << ": FAILED: " << std::string(e.what()).substr(0, std::string(e.what()).find('\n')) << "\n";
+      const std::string line = std::string(e.what()).substr(0, std::string(e.what()).find('\n'));
+      if (json) std::cout << nlohmann::json{{"query", name}, {"failed", line}}.dump() << "\n";
+      else std::cout << name << ": FAILED: " << line << "\n";
     }
   }
   return failures ? 1 : 0;

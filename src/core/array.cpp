@@ -1,20 +1,28 @@
 #include "core/array.h"
 
 #include <cstring>
+#include <stdexcept>
+
+#include "core/error.h"
+#include "core/sizes.h"
 
 namespace gamut {
 
 int64_t NDArray::size() const {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
+  // Every array is made by zeros() or read_npy(), which check the shape.
+  std::optional<int64_t> n = shape_elements(shape);
+  if (!n) throw std::length_error("array shape " + shape_text(shape) + " overflows 64 bits");
+  return *n;
 }
 
 NDArray NDArray::zeros(DType t, std::vector<int64_t> shape) {
+  std::optional<int64_t> bytes = shape_bytes(shape, dtype_size(t));
+  if (!bytes) throw_resource_error("an array of shape " + shape_text(shape) + " and type " + std::string(dtype_name(t)) +
+                                   " needs more than 2^63-1 bytes");
   NDArray a;
   a.dtype = t;
   a.shape = std::move(shape);
-  a.data.assign(size_t(a.size()) * dtype_size(t), std::byte{0});
+  a.data.assign(size_t(*bytes), std::byte{0});
   return a;
 }
 

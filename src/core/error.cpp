@@ -11,5 +11,8 @@ void throw_device_error(const std::string& message) {
 void throw_usage_error(const std::string& message) {
   throw Error(ExitCode::Usage, "usage error: " + message);
 }
+void throw_resource_error(const std::string& message) {
+  throw Error(ExitCode::Device, "resource error: " + message);
+}
 
 }  // namespace gamut

@@ -11,5 +11,7 @@ namespace gamut {
 [[noreturn]] void throw_data_error(const std::string& binding, const std::string& message);
 [[noreturn]] void throw_device_error(const std::string& message);
 [[noreturn]] void throw_usage_error(const std::string& message);
+// Not enough memory (or a size beyond any memory): exit 4, "resource error: ...".
+[[noreturn]] void throw_resource_error(const std::string& message);
 
 }  // namespace gamut

@@ -6,6 +6,7 @@
 // merged in thread order at the end, which makes every result a function of the thread count
 // only (integer results not even of that).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <exception>
@@ -106,6 +107,8 @@ struct Worker {
   std::vector<RowLanes> rows;
   std::vector<std::vector<double>> accs;   // per tile row: kLanes lanes per accumulator
   std::vector<int32_t> jbuf, cand;
+  ListMemoryGuard* guard = nullptr;
+  int64_t reported = 0;                    // list bytes last reported to the guard
 
   Worker(const Instance& in, const Module& mod, const JoinIndex* j)
       : inst(in), P(*in.plan), m(mod), join(j), c(mod), rows(size_t(kTileRows)),
@@ -196,6 +199,27 @@ struct Worker {
       }
     }
     prune_lists();
+    report_lists();
+  }
+
+  // Host memory the lists hold (vector capacities), reported when it changed by a step.
+  void report_lists() {
+    if (!guard || lists.empty()) return;
+    auto held = [](const ListCandidates& c) {
+      int64_t n = int64_t(c.key.data.capacity() + (c.b.capacity() + c.i.capacity() + c.j.capacity()) * sizeof(int32_t));
+      for (const Column& col : c.table.columns) n += int64_t(col.data.capacity());
+      return n;
+    };
+    int64_t bytes = 0, largest = -1;
+    size_t which = 0;
+    for (size_t l = 0; l < lists.size(); ++l) {
+      const int64_t b = held(lists[l]);
+      bytes += b;
+      if (b > largest) largest = b, which = l;
+    }
+    if (bytes - reported < guard->report_step() && reported - bytes < guard->report_step()) return;
+    guard->report(reported, bytes, P.lists[which].name);
+    reported = bytes;
   }
 
   void init_acc(size_t a) {
@@ -226,7 +250,24 @@ struct Worker {
 }  // namespace
 }  // namespace cpu
 
-Results run_cpu(const Instance& inst, int threads) {
+int cpu_thread_count(const Instance& inst, int threads, int64_t host_available) {
+  using namespace cpu;
+  const Plan& P = *inst.plan;
+  const int64_t tiles = inst.batch * ((inst.row.size() + kTileRows - 1) / kTileRows);
+  int64_t T = threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
+  // A `=` store that several pairs could hit has no defined merge: run it in order, alone.
+  for (size_t d = 0; d < P.dense.size(); ++d)
+    if (dense_output_shared(P, d) && P.dense[d].op == StoreOp::Assign) T = 1;
+  T = std::max<int64_t>(1, std::min(T, tiles));
+  if (T == 1 || cpu_host_memory(inst, int(T)).total() <= host_available) return int(T);
+  // need(T) = base + T * per_thread copies.
+  const int64_t base = cpu_host_memory(inst, 1).total(), per_thread = (cpu_host_memory(inst, 2).total() - base) / 2;
+  if (per_thread <= 0 || base >= host_available) return 1;
+  return int(std::clamp<int64_t>((host_available - base) / per_thread, 1, T));
+}
+
+Results run_cpu(const Instance& inst, int threads, ListMemoryGuard* lists_guard,
+                const std::function<void(int64_t, int64_t)>& progress) {
   using namespace cpu;
   if (!inst.plan) internal_error("no plan");
   const Plan& P = *inst.plan;
@@ -241,11 +282,7 @@ Results run_cpu(const Instance& inst, int threads) {
   const int64_t rows = inst.row.size();
   const int64_t tiles_per_batch = (rows + kTileRows - 1) / kTileRows;
   const int64_t tiles = inst.batch * tiles_per_batch;
-  int64_t T = threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
-  // A `=` store that several pairs could hit has no defined merge: run it in order, alone.
-  for (size_t d = 0; d < P.dense.size(); ++d)
-    if (!m.dense_unique[d] && P.dense[d].op == StoreOp::Assign) T = 1;
-  T = std::max<int64_t>(1, std::min(T, tiles));
+  const int64_t T = cpu_thread_count(inst, threads);
 
   std::unique_ptr<JoinIndex> join;
   if (!P.when.keys.empty() && tiles > 0) join = std::make_unique<JoinIndex>(inst);
@@ -253,6 +290,7 @@ Results run_cpu(const Instance& inst, int threads) {
   std::vector<std::unique_ptr<Worker>> workers;
   for (int64_t t = 0; t < T; ++t) {
     auto w = std::make_unique<Worker>(inst, m, join.get());
+    w->guard = lists_guard;
     w->partial.resize(P.dense.size());
     for (size_t d = 0; d < P.dense.size(); ++d) {
       NDArray* target = &res.dense[d];
@@ -267,15 +305,19 @@ Results run_cpu(const Instance& inst, int threads) {
   }
 
   std::vector<std::exception_ptr> errors(static_cast<size_t>(T));
+  std::atomic<int64_t> tiles_done{0};
+  std::atomic<bool> failed{false};   // one thread's error (e.g. out of memory) stops the others
   auto body = [&](int64_t t) {
     try {
-      for (int64_t tile = t; tile < tiles; tile += T) {
+      for (int64_t tile = t; tile < tiles && !failed.load(std::memory_order_relaxed); tile += T) {
         int64_t b = tile / tiles_per_batch;
         int64_t i0 = inst.row.begin + (tile % tiles_per_batch) * kTileRows;
         workers[size_t(t)]->run_tile(int32_t(b), i0, std::min(inst.row.end, i0 + kTileRows));
+        if (progress) progress(++tiles_done, tiles);
       }
     } catch (...) {
       errors[size_t(t)] = std::current_exception();
+      failed = true;
     }
   };
   if (T == 1) {
@@ -294,7 +336,10 @@ Results run_cpu(const Instance& inst, int threads) {
 
   for (size_t l = 0; l < P.lists.size(); ++l) {
     ListCandidates all = empty_candidates(P.lists[l], m.key_type[l]);
-    for (auto& w : workers) append_candidates(all, w->lists[l]);
+    for (auto& w : workers) {
+      append_candidates(all, w->lists[l]);
+      w->lists[l] = ListCandidates{};   // the rows are in `all` now
+    }
     res.lists.push_back(finalize_list(P.lists[l], inst.list_limits[l], std::move(all)));
   }
   return res;

@@ -37,6 +37,9 @@ struct GpuRunOptions {
   // input types): the kernel info and loaded kernel per tile variant, so that a repeated run
   // skips code generation and the cache-key hash. Never shared between plans.
   std::shared_ptr<void>* kernel_memo = nullptr;   // from new_kernel_memo()
+  // Called with (steps done, steps in all) after the compilation, the result launch and each
+  // benchmark launch (a progress bar's steps).
+  std::function<void(int64_t done, int64_t total)> progress;
 };
 std::shared_ptr<void> new_kernel_memo();
 
@@ -69,7 +72,7 @@ struct CodegenOptions {
   // with one DPX instruction (__viaddmax_s16x2): only where packed16_form() holds for the plan
   // and packed16_data_fits() for the data, so the result is the exact i32 one.
   bool packed16 = false;
-  // Key-grouped join (join_groups.h): blocks read their rows and columns from a tile table and
+  // Key-grouped join (codegen/join_groups.h): blocks read their rows and columns from a tile table and
   // position -> index maps; the tile operands are gathered into key order.
   bool grouped_join = false;
 };
@@ -78,7 +81,7 @@ std::string generate_source(const Plan& plan, const TileConfig& tile, const Code
 
 // The tile packed 16-bit steps run with unless --tile says otherwise (or the grid is small).
 inline const TileConfig kPacked16Tile{128, 128, 8, 8, 8};
-// The plan-level conditions of CodegenOptions::packed16 (src/cuda/codegen_packed.cpp).
+// The plan-level conditions of CodegenOptions::packed16 (src/cuda/codegen/packed16.cpp).
 bool packed16_form(const Plan& plan, const TileConfig& tile);
 // The data-level condition: every sum of a row and a column operand value fits in 16 bits.
 bool packed16_data_fits(const Plan& plan, const Instance& inst);

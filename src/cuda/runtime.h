@@ -29,6 +29,13 @@ bool device_available(std::string* why = nullptr);
 // The current device (ordinal 0). Throws Error(ExitCode::Device) when there is none.
 const DeviceInfo& device();
 
+// Device memory a new allocation can get: free memory (cudaMemGetInfo) plus what the memory pool
+// keeps unused; and the device's total.
+struct DeviceMemory {
+  size_t free = 0, total = 0;
+};
+DeviceMemory device_memory();
+
 // The arch string NVRTC gets for a device: "sm_90a" for cc 9.0, else "sm_XY".
 std::string arch_for(int cc_major, int cc_minor);
 
@@ -79,6 +86,9 @@ struct CompileOptions {
 
 // Where a module came from, for `--json` and the compile-latency benchmark.
 enum class CacheHit { Compiled, Disk, Memory };
+inline const char* cache_hit_name(CacheHit h) {
+  return h == CacheHit::Compiled ? "compiled" : h == CacheHit::Disk ? "disk" : "memory";
+}
 
 struct CompiledModule {
   std::string key;                         // hex hash: the cache key

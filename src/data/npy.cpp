@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "core/sizes.h"
 
 namespace gamut {
 namespace {
@@ -378,21 +379,13 @@ Header read_header(InFile& in) {
   return h;
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "(";
-  for (size_t k = 0; k < shape.size(); ++k) s += (k ? ", " : "") + std::to_string(shape[k]);
-  return s + (shape.size() == 1 ? ",)" : ")");
-}
-
-// Bytes of data the header promises: product of dims times item size, overflow checked.
+// Bytes of data the header promises. As NumPy does, the product of the non-zero dimensions must
+// fit too, so that an empty array cannot carry extents whose product wraps later (strides, the
+// shapes of outputs sized by its extents).
 uint64_t data_bytes(const std::vector<int64_t>& shape, uint64_t itemsize) {
-  uint64_t n = itemsize;
-  for (int64_t d : shape)
-    if (d == 0) return 0;
-  for (int64_t d : shape)
-    if (__builtin_mul_overflow(n, uint64_t(d), &n) || n > uint64_t(INT64_MAX))
-      bad("shape " + shape_text(shape) + " is too large");
-  return n;
+  std::optional<int64_t> n = shape_bytes(shape, size_t(itemsize));
+  if (!n) bad("shape " + shape_text(shape) + " is too large");
+  return uint64_t(*n);
 }
 
 // Reads exactly `need` bytes and checks that nothing follows. For regular files the size is

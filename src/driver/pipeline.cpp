@@ -1,19 +1,26 @@
 #include "driver/pipeline.h"
 
+#include <cerrno>
 #include <chrono>
-#include <map>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <sstream>
 #include <thread>
 
+#include "bind/footprint.h"
 #include "core/error.h"
+#include "core/host_memory.h"
+#include "core/sizes.h"
 #include "cpu/bit_pack.h"
 #include "cpu/engine.h"
 #include "cuda/gpu_engine.h"
 #include "cuda/runtime.h"
 #if GAMUT_HAVE_CUDA
-#include "cuda/bit_pack.h"
-#include "cuda/segment_sum.h"
+#include "cuda/stages/bit_pack.h"
+#include "cuda/stages/segment_sum.h"
 #endif
 #include <algorithm>
 #include "data/npy.h"
@@ -23,10 +30,13 @@
 namespace gamut {
 
 Source read_query_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw_usage_error("query file '" + path + "' is a directory");
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw_usage_error("cannot read query file '" + path + "'");
+  if (!f) throw_usage_error("cannot read query file '" + path + "': " + std::strerror(errno));
   std::stringstream ss;
   ss << f.rdbuf();
+  if (f.bad()) throw_usage_error("cannot read query file '" + path + "': " + std::strerror(errno));
   return Source{path, ss.str()};
 }
 
@@ -43,28 +53,86 @@ static std::vector<int64_t> parse_dims(const std::string& name, const std::strin
   std::string part;
   while (std::getline(ss, part, ',')) {
     char* end = nullptr;
+    errno = 0;
     long long v = std::strtoll(part.c_str(), &end, 10);
     if (part.empty() || *end != '\0' || v < 0) throw_usage_error("--dim " + name + "=" + text + ": extents are non-negative integers");
+    if (errno == ERANGE) throw_usage_error("--dim " + name + "=" + text + ": extent " + part + " is too large");
     out.push_back(v);
   }
   if (out.empty()) throw_usage_error("--dim " + name + ": give at least one extent");
   return out;
 }
 
-Bindings parse_bindings(const std::vector<std::string>& args, const std::vector<std::string>& dims) {
+static std::string at(const Plan& p, Span s) {
+  return p.source_name + ":" + std::to_string(s.line) + ":" + std::to_string(s.col);
+}
+
+namespace {
+// What the query says about its bindings (from a plan built without input types).
+struct QueryNames {
+  std::map<std::string, Span> params, arrays, output_index;   // name -> first use
+  std::vector<std::string> all;
+  explicit QueryNames(const Plan& plan) {
+    for (const Param& p : plan.params) params.emplace(p.name, p.span), all.push_back(p.name);
+    for (const Operand& o : plan.operands) arrays.emplace(o.name, o.span), all.push_back(o.name);
+    for (const DenseOutput& d : plan.dense)
+      for (const OutIndex& x : d.index)
+        if (x.kind == OutIndex::Lookup) {
+          const Operand& g = plan.operands[size_t(plan.accesses[size_t(x.access)].operand)];
+          output_index.emplace(g.name, g.span);
+        }
+  }
+};
+}  // namespace
+
+Bindings parse_bindings(const std::vector<std::string>& args, const std::vector<std::string>& dims, const Plan* query,
+                        std::vector<std::string>* array_paths) {
+  std::optional<QueryNames> names;
+  if (query) names.emplace(*query);
   Bindings b;
   for (const std::string& a : args) {
     size_t eq = a.find('=');
     if (eq == std::string::npos || eq == 0) throw_usage_error("binding '" + a + "' is not NAME=VALUE");
     std::string name = a.substr(0, eq), value = a.substr(eq + 1);
     if (b.arrays.count(name) || b.scalars.count(name)) throw_usage_error("'" + name + "' is bound twice");
-    if (looks_numeric(value)) b.scalars[name] = value;
-    else b.arrays[name] = read_npy(value, name);
+    if (!names) {
+      if (looks_numeric(value)) {
+        b.scalars[name] = value;
+      } else {
+        b.arrays[name] = read_npy(value, name);
+        if (array_paths) array_paths->push_back(value);
+      }
+      continue;
+    }
+    if (auto p = names->params.find(name); p != names->params.end()) {
+      if (!looks_numeric(value))
+        throw_data_error(name, "'" + value + "' is not a number (" + name + " is a scalar parameter of the query, " +
+                                   at(*query, p->second) + ")");
+      b.scalars[name] = value;
+      continue;
+    }
+    auto arr = names->arrays.find(name);
+    if (arr == names->arrays.end()) {
+      std::string near = closest_name(name, names->all);
+      throw_usage_error("binding '" + name + "' matches no input or parameter of the query" +
+                        (near.empty() ? "" : " (did you mean '" + near + "'?)"));
+    }
+    if (looks_numeric(value)) {   // bind() says that an array wants a file
+      b.scalars[name] = value;
+      continue;
+    }
+    NDArray x = read_npy(value, name);
+    if (auto g = names->output_index.find(name); g != names->output_index.end() && is_float(x.dtype))
+      throw_data_error(name, "an index vector must hold integers, got " + std::string(dtype_name(x.dtype)) + " (" + value +
+                                 "; used as an output index at " + at(*query, g->second) + ")");
+    b.arrays[name] = std::move(x);
+    if (array_paths) array_paths->push_back(value);
   }
   for (const std::string& d : dims) {
     size_t eq = d.find('=');
     if (eq == std::string::npos || eq == 0) throw_usage_error("--dim '" + d + "' is not NAME=D1[,D2]");
     std::string name = d.substr(0, eq);
+    if (b.dims.count(name)) throw_usage_error("--dim " + name + " is given twice");
     b.dims[name] = parse_dims(name, d.substr(eq + 1));
   }
   return b;
@@ -114,6 +182,14 @@ std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, const Plan& 
   return p;
 }
 
+// Stages that are not queries allocate their output directly: check it first.
+static void require_host_bytes(const std::string& what, int64_t bytes) {
+  const HostMemory host = host_memory();
+  MemoryEstimate need;
+  need.add(what, bytes);
+  require_fits(need, host.available, "host memory", host.limited_by);
+}
+
 // Run the stage queries of a push-down program; each stage's outputs feed the later ones.
 static Results execute_program(const Prepared& p, const RunOptions& options, RunReport& r) {
   std::map<std::string, NDArray> produced;
@@ -125,10 +201,14 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
   Backend be = options.backend;
   if (be == Backend::Auto) be = cuda::gpu_available() ? Backend::Gpu : Backend::Cpu;
   const bool gpu_segments = be == Backend::Gpu && cuda::gpu_available();
-  for (const StageQuery& st : p.program->stages) {
+  const size_t stages = p.program->stages.size();
+  for (size_t s = 0; s < stages; ++s) {
+    if (options.progress && s > 0) options.progress(double(s) / double(stages));
+    const StageQuery& st = p.program->stages[s];
     if (st.bitpack) {  // no query: the CPU loop, or its GPU kernel
       const BitPack& bp = *st.bitpack;
       const NDArray& src = p.bindings.arrays.at(bp.source);
+      require_host_bytes("output " + bp.output, shape_bytes({bp.rows.end, bp.words()}, sizeof(int32_t)).value_or(INT64_MAX));
 #if GAMUT_HAVE_CUDA
       if (gpu_segments) {
         cuda::BitPackStats bs;
@@ -154,6 +234,7 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
     if (gpu_segments && st.segment) {
       const SegmentSum& sg = *st.segment;
       cuda::SegmentSumShape shape{sg.src_k_minor, sg.group_rows, sg.groups, sg.group_range, sg.k_range};
+      require_host_bytes("output " + sg.output, shape_bytes({sg.groups, sg.k_range.end}, dtype_size(storage_type_of(sg.type))).value_or(INT64_MAX));
       cuda::SegmentSumStats ss;
       cuda::reset_device_bytes_peak();
       produced[sg.output] = cuda::segment_sum(p.bindings.arrays.at(sg.source), p.bindings.arrays.at(sg.index), shape,
@@ -185,6 +266,8 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
     for (const auto& [n, d] : st.dims) b.dims[n] = d;
     auto stage = prepare(Source{p.source.name + " [" + st.name + "]", st.text}, std::move(b));
     RunReport sr;
+    if (options.progress)   // the stage's own progress is its share of the whole
+      stage_options.progress = [&options, s, stages](double f) { options.progress((double(s) + f) / double(stages)); };
     last = execute(*stage, stage_options, &sr);
     seconds += sr.seconds;
     compile_ms += sr.compile_ms;
@@ -195,9 +278,18 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
     r.device_peak_bytes = std::max(r.device_peak_bytes, sr.device_peak_bytes);
     for (size_t d = 0; d < stage->plan.dense.size(); ++d) produced[stage->plan.dense[d].name] = last.dense[d];
   }
+  if (options.progress) options.progress(1.0);
   r.seconds = seconds;
   r.compile_ms = compile_ms;
   return last;
+}
+
+std::string no_device_reason() {
+  std::string why;
+  if (cuda::gpu_available(&why)) return "";
+  // The CUDA build's reason already starts with this; the build without CUDA's does not.
+  const std::string lead = "no usable CUDA device";
+  return why.rfind(lead, 0) == 0 ? why : lead + ": " + why;
 }
 
 Results execute(const Prepared& p, const RunOptions& options, RunReport* report) {
@@ -216,12 +308,18 @@ Results execute(const Instance& inst, const RunOptions& options, RunReport* repo
   RunReport local;
   RunReport& r = report ? *report : local;
   Backend be = options.backend;
-  std::string why;
-  if (be == Backend::Auto) be = cuda::gpu_available(&why) ? Backend::Gpu : Backend::Cpu;
+  if (be == Backend::Auto) be = cuda::gpu_available() ? Backend::Gpu : Backend::Cpu;
   auto t0 = std::chrono::steady_clock::now();
   Results res;
+  // What the run will hold is checked before anything is allocated (bind/footprint.h). (A
+  // library call on device arrays, asynchronous, holds no host copies of them: it skips the
+  // /proc reads of host_memory().)
   if (be == Backend::Gpu) {
-    if (!cuda::gpu_available(&why)) throw_device_error("--backend gpu: no usable CUDA device: " + why);
+    if (!cuda::gpu_available()) throw_device_error("--backend gpu: " + no_device_reason());
+    if (!options.asynchronous) {
+      const HostMemory host = host_memory();
+      require_fits(gpu_host_memory(inst), host.available, "host memory", host.limited_by);
+    }
     cuda::GpuRunOptions go;
     if (!options.tile.empty()) go.tile = cuda::parse_tile(options.tile);
     go.dense_output = options.dense_output;
@@ -231,6 +329,8 @@ Results execute(const Instance& inst, const RunOptions& options, RunReport* repo
       go.warmup = 1;
       go.repeats = options.repeats;
     }
+    if (options.progress)
+      go.progress = [&options](int64_t done, int64_t total) { options.progress(double(done) / double(total)); };
     cuda::GpuRunStats st;
     cuda::reset_device_bytes_peak();
     res = cuda::run_gpu(inst, go, &st);
@@ -249,8 +349,16 @@ Results execute(const Instance& inst, const RunOptions& options, RunReport* repo
     r.cache_hit = st.cache_hit;
     r.tile = st.tile;
   } else {
-    int threads = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
-    res = run_cpu(inst, threads);
+    const HostMemory host = host_memory();
+    const int threads = cpu_thread_count(inst, options.threads, host.available);
+    const MemoryEstimate need = cpu_host_memory(inst, threads);
+    require_fits(need, host.available, "host memory", host.limited_by);
+    // The lists, top/bottom ones too, are counted as they grow, in what the rest leaves.
+    ListMemoryGuard lists_guard(host.available - need.total_fixed(), host.limited_by);
+    std::function<void(int64_t, int64_t)> on_tile;
+    if (options.progress)
+      on_tile = [&options](int64_t done, int64_t total) { options.progress(double(done) / double(total)); };
+    res = run_cpu(inst, threads, &lists_guard, on_tile);
     r.backend = "cpu";
     r.threads = threads;
   }

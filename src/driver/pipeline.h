@@ -26,6 +26,10 @@ struct RunOptions {
   std::function<void*(size_t d, size_t bytes)> dense_output;
   bool asynchronous = false;
   std::shared_ptr<void>* kernel_memo = nullptr;   // cuda::GpuRunOptions::kernel_memo, for this plan only
+  // Called with the fraction of the run done (0..1): CPU row tiles, GPU launches, push-down
+  // stages. The CPU engine calls it from its worker threads, concurrently: it must be
+  // thread-safe and cheap (a progress bar checks the clock and returns).
+  std::function<void(double fraction)> progress;
 };
 
 struct RunReport {
@@ -52,10 +56,16 @@ struct Prepared {
   std::optional<PushdownProgram> program;
 };
 
-// Read a query file (usage error, exit 2, when unreadable).
+// Read a query file (usage error, exit 2, when missing, unreadable or a directory).
 Source read_query_file(const std::string& path);
-// Parse `NAME=VALUE` texts: numbers bind scalars, anything else is a .npy path.
-Bindings parse_bindings(const std::vector<std::string>& args, const std::vector<std::string>& dims);
+// Parse `NAME=VALUE` texts and `--dim NAME=D1[,D2]` texts. Without `query`, numbers bind scalars
+// and anything else is a .npy path. With the query's plan (build_plan without types is enough),
+// the query decides: a scalar parameter's value must be a number, an input array's a file
+// (read as .npy), an output index vector must hold integers, and a name the query does not
+// have is a usage error before any file is read. `array_paths`, when given, receives the file
+// path of every array binding (for the outputs' overwrite check).
+Bindings parse_bindings(const std::vector<std::string>& args, const std::vector<std::string>& dims,
+                        const Plan* query = nullptr, std::vector<std::string>* array_paths = nullptr);
 // Typed plan from source + bindings, with the rewrite passes applied; then bind.
 std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, bool bound_rewrites = true);
 // prepare() for a plan already typed for these bindings' element types (plan_with_rewrites of
@@ -71,6 +81,8 @@ struct BoundRewrite {
 std::optional<BoundRewrite> bound_rewrite(const Plan& plan, const Instance& inst, const Source& source, const Bindings& b);
 // Plan with the rewrite passes applied (also used by `explain` without data).
 Plan plan_with_rewrites(const Source& source, const TypeEnv& env);
+// Why no GPU can be used, as "no usable CUDA device: REASON" (said once); "" when one can.
+std::string no_device_reason();
 // Run on the chosen backend.
 Results execute(const Prepared& p, const RunOptions& options, RunReport* report);
 // The same for a bound instance without a rewrite program (the library binds its cached typed

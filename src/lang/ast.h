@@ -13,6 +13,15 @@ namespace gamut {
 struct AstExpr;
 using AstExprPtr = std::unique_ptr<AstExpr>;
 
+// Nesting limits (docs/semantics.md, "Limits"). Every pass after the parser walks expressions
+// and statement blocks recursively; these bounds keep that recursion within a known stack
+// budget (tests/test_query_limits.cpp runs every pass at the limits on a small stack).
+// An expression's depth counts every operator, call, cast, subscript, `?:` and parenthesis
+// level; each operator of a flat chain `a + b + c` adds one level (the tree is left-deep).
+constexpr int kMaxExprDepth = 256;
+// `if` statements nested inside one another.
+constexpr int kMaxIfDepth = 100;
+
 struct AstExpr {
   enum Kind { Int, Float, Ident, Index, Unary, Binary, Ternary, Call } kind;
   Span span;
@@ -21,6 +30,7 @@ struct AstExpr {
   int64_t ival = 0;              // Int
   double fval = 0;               // Int and Float
   std::vector<AstExprPtr> args;  // Index: subscripts; Call: arguments; Unary/Binary/Ternary: operands
+  int depth = 1;                 // height of this subtree (a leaf is 1), at most kMaxExprDepth
 };
 
 struct AstRange {

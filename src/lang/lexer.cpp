@@ -1,5 +1,8 @@
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <unordered_map>
 
@@ -54,9 +57,18 @@ struct Lexer {
   Lexer(const Source& src_, Diagnostics& d) : src(src_), diags(d), s(src_.text) {}
 
   char peek(size_t o = 0) const { return p + o < s.size() ? s[p + o] : '\0'; }
+  // Moves over n characters: columns count characters (a UTF-8 sequence is one, and so is a
+  // byte that is not UTF-8), not bytes.
   void advance(size_t n = 1) {
-    for (size_t q = 0; q < n && p < s.size(); ++q, ++p) {
-      if (s[p] == '\n') { ++line; col = 1; } else ++col;
+    for (size_t q = 0; q < n && p < s.size(); ++q) {
+      if (s[p] == '\n') {
+        ++line;
+        col = 1;
+        ++p;
+      } else {
+        p += size_t(std::max(1, utf8_length(s, p)));
+        ++col;
+      }
     }
   }
   void push(Tok k, size_t start, int l, int c) {
@@ -64,10 +76,12 @@ struct Lexer {
     t.kind = k;
     t.text = s.substr(start, p - start);
     t.span = {l, c, int(p - start)};
+    t.offset = start;
     out.push_back(std::move(t));
   }
 
   void run() {
+    if (s.compare(0, 3, "\xEF\xBB\xBF") == 0) p = 3;  // a UTF-8 byte order mark: not part of line 1
     while (p < s.size()) {
       char ch = peek();
       if (ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n') { advance(); continue; }
@@ -110,6 +124,26 @@ struct Lexer {
     out.push_back(end);
   }
 
+  // The character at p for a message: itself where printable, with its code point where it is
+  // not ASCII, the byte in hex where the text is not UTF-8.
+  std::string describe_character() const {
+    char buf[64];
+    int n = utf8_length(s, p);
+    if (n == 0) {
+      std::snprintf(buf, sizeof buf, "unexpected byte 0x%02X (the query is not valid UTF-8)",
+                    unsigned(static_cast<unsigned char>(s[p])));
+      return buf;
+    }
+    uint32_t cp = utf8_decode(s, p);
+    if (cp < 32 || cp == 127 || (cp >= 0x80 && cp < 0xA0)) {
+      std::snprintf(buf, sizeof buf, "unexpected control character U+%04X", unsigned(cp));
+      return buf;
+    }
+    if (n == 1) return "unexpected character '" + std::string(1, s[p]) + "'";
+    std::snprintf(buf, sizeof buf, " (U+%04X)", unsigned(cp));
+    return "unexpected character '" + s.substr(p, size_t(n)) + "'" + buf;
+  }
+
   void lex_number(size_t start, int l, int c) {
     bool is_float = false;
     while (std::isdigit(static_cast<unsigned char>(peek()))) advance();
@@ -131,6 +165,7 @@ struct Lexer {
     errno = 0;
     if (is_float) {
       t.fval = std::strtod(t.text.c_str(), nullptr);
+      if (std::isinf(t.fval)) diags.error(t.span, "number '" + t.text + "' is too large (beyond the range of f64)");
     } else {
       unsigned long long v = std::strtoull(t.text.c_str(), nullptr, 10);
       if (errno == ERANGE || v > 9223372036854775807ull)
@@ -165,9 +200,7 @@ struct Lexer {
       case '>': return n1 == '>' ? two(Tok::Shr) : n1 == '=' ? two(Tok::Ge) : one(Tok::Gt);
       default: break;
     }
-    unsigned char uc = static_cast<unsigned char>(ch);
-    std::string shown = uc >= 32 && uc < 127 ? std::string(1, ch) : "\\x" + std::to_string(int(uc));
-    diags.error({l, c, 1}, "unexpected character '" + shown + "'");
+    diags.error({l, c, 1}, describe_character());
     advance();
   }
 };

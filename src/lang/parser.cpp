@@ -1,5 +1,6 @@
 // Recursive-descent parser with C precedence (spec section 4) and statement-level recovery.
 #include <algorithm>
+#include <string>
 
 #include "lang/ast.h"
 
@@ -46,6 +47,7 @@ class Parser {
       return q;  // a broken header makes the rest meaningless
     }
     // Accumulator declarations up to `reduce`.
+    bool declared = false;
     while (!at(Tok::KwReduce) && !at(Tok::End) && !at(Tok::RBrace)) {
       // `reduse (k)`: a misspelled keyword, not a declaration; report it and read on as `reduce`.
       if (at(Tok::Ident) && peek(1).kind == Tok::LParen) {
@@ -55,13 +57,14 @@ class Parser {
         toks_[pos_].kind = Tok::KwReduce;
         break;
       }
+      declared = true;
       try {
         q.accs.push_back(acc_decl());
       } catch (SyntaxError&) {
         recover();
       }
     }
-    if (q.accs.empty() && !stopped())
+    if (!declared && !stopped())
       diags_.error(peek().span, "expected at least one accumulator declaration (NAME = VALUE;) before 'reduce'");
     try {
       expect_keyword(Tok::KwReduce, "expected 'reduce' after the accumulator declarations");
@@ -85,6 +88,25 @@ class Parser {
   std::vector<Token> toks_;
   size_t pos_ = 0;
   Diagnostics& diags_;
+  int nest_ = 0;     // active expression recursion levels (parentheses, unary operators, calls, ?:)
+  int if_depth_ = 0; // enclosing `if` statements
+  bool resynced_ = false;  // skip_statement() already moved to the next statement
+
+  // One level of the parser's own recursion; more than kMaxExprDepth is an error, so that
+  // neither this parser nor a later pass can run out of stack on nested input.
+  struct Nest {
+    Parser& p;
+    Nest(Parser& parser, Span at) : p(parser) {
+      if (p.nest_ >= kMaxExprDepth) p.too_deep(at);
+      ++p.nest_;
+    }
+    ~Nest() { --p.nest_; }
+  };
+  [[noreturn]] void too_deep(Span at) {
+    fail(at, "expression nested too deeply: more than " + std::to_string(kMaxExprDepth) +
+                 " levels (each operator of a chain like a + b + c, each call and each parenthesis counts one);"
+                 " split it with 'let'");
+  }
 
   const Token& peek(size_t o = 0) const { return toks_[std::min(pos_ + o, toks_.size() - 1)]; }
   bool at(Tok k) const { return peek().kind == k; }
@@ -93,7 +115,7 @@ class Parser {
     if (pos_ < toks_.size() - 1) ++pos_;
     return t;
   }
-  bool stopped() const { return diags_.count() >= 20; }
+  bool stopped() const { return diags_.full(); }
 
   static std::string describe(const Token& t) {
     if (t.kind == Tok::End) return "end of input";
@@ -127,6 +149,18 @@ class Parser {
     try { expect(k, where); } catch (SyntaxError&) {}
   }
 
+  // A missing ';' before a token that cannot continue the statement (a token on a later line,
+  // '}', a statement keyword, the end) is reported and taken as read: the next statement then
+  // parses normally instead of being skipped by recovery.
+  void expect_semi(const std::string& where) {
+    if (at(Tok::Semi)) { next(); return; }
+    bool ends_statement = pos_ > 0 && (peek().span.line > toks_[pos_ - 1].span.line || at(Tok::RBrace) ||
+                                       at(Tok::End) || at(Tok::KwReduce) || at(Tok::KwLet) || at(Tok::KwIf) ||
+                                       at(Tok::KwEmit));
+    if (!ends_statement) expect(Tok::Semi, where);  // throws: recovery skips the rest
+    diags_.error(after_previous(), "expected ';' " + where + ", found " + describe(peek()));
+  }
+
   void expect_keyword(Tok k, const std::string& msg) {
     if (at(k)) { next(); return; }
     std::string m = msg + ", found " + describe(peek());
@@ -137,11 +171,21 @@ class Parser {
     fail(peek().span, m);
   }
 
-  // Skip to just after the next ';' at this nesting level, or to a '}' that closes a block.
+  // Skip to just after the next ';' at this nesting level, to a '}' that closes a block, or to a
+  // keyword that starts a statement (these never occur inside an expression).
   void recover() {
+    if (resynced_) {
+      resynced_ = false;
+      return;
+    }
     int depth = 0;
+    bool moved = false;
     while (!at(Tok::End)) {
       Tok k = peek().kind;
+      if (depth == 0 && moved &&
+          (k == Tok::KwReduce || k == Tok::KwLet || k == Tok::KwIf || k == Tok::KwEmit))
+        return;
+      moved = true;
       if (k == Tok::LBrace) ++depth;
       if (k == Tok::RBrace) {
         if (depth == 0) return;
@@ -150,6 +194,20 @@ class Parser {
       next();
       if (k == Tok::Semi && depth == 0) return;
     }
+  }
+
+  // Moves past the statement that starts here (to its ';', or its block's closing '}'); the
+  // next recover() then has nothing to skip.
+  void skip_statement() {
+    int depth = 0;
+    while (!at(Tok::End)) {
+      Tok k = peek().kind;
+      if (k == Tok::RBrace && depth == 0) break;  // closes an enclosing block: not ours
+      next();
+      if (k == Tok::LBrace) ++depth;
+      if ((k == Tok::RBrace && --depth == 0) || (k == Tok::Semi && depth == 0)) break;
+    }
+    resynced_ = true;
   }
 
   AstAxis axis() {
@@ -189,7 +247,7 @@ class Parser {
       fail(peek().span, "expected '=' after accumulator '" + d.name + "', found " + describe(peek()));
     next();
     d.init = expr();
-    expect(Tok::Semi, "after the accumulator declaration");
+    expect_semi("after the accumulator declaration");
     return d;
   }
 
@@ -217,10 +275,20 @@ class Parser {
       s.name_span = n.span;
       expect(Tok::Assign, "after the 'let' name");
       s.value = expr();
-      expect(Tok::Semi, "after the 'let' statement");
+      expect_semi("after the 'let' statement");
       return s;
     }
     if (at(Tok::KwIf)) {
+      if (if_depth_ >= kMaxIfDepth) {
+        Span at = peek().span;
+        skip_statement();  // all of it: the levels inside are not reported again
+        fail(at, "'if' statements nested too deeply: more than " + std::to_string(kMaxIfDepth) + " levels");
+      }
+      struct Level {
+        int& d;
+        explicit Level(int& depth) : d(depth) { ++d; }
+        ~Level() { --d; }
+      } level(if_depth_);
       next();
       s.kind = AstStmt::If;
       expect(Tok::LParen, "after 'if'");
@@ -260,7 +328,7 @@ class Parser {
       }
     }
     s.value = expr();
-    expect(Tok::Semi, "after the statement");
+    expect_semi("after the statement");
     return s;
   }
 
@@ -304,7 +372,7 @@ class Parser {
       next();
       s.mode = AstStmt::Distinct;
     }
-    expect(Tok::Semi, "after 'emit'");
+    expect_semi("after 'emit'");
     return s;
   }
 
@@ -319,13 +387,23 @@ class Parser {
     if (a.line != b.line) return a;
     return {a.line, a.col, std::max(1, b.col + b.length - a.col)};
   }
+  // Sets e's height from its operands; a tree deeper than kMaxExprDepth is an error at `at`
+  // (checked as each node is built, so no deeper tree ever exists).
+  AstExprPtr finish(AstExprPtr e, Span at) {
+    int d = 0;
+    for (const auto& a : e->args) d = std::max(d, a->depth);
+    e->depth = d + 1;
+    if (e->depth > kMaxExprDepth) too_deep(at);
+    return e;
+  }
 
   AstExprPtr expr() { return ternary(); }
 
   AstExprPtr ternary() {
+    Nest nest(*this, peek().span);
     AstExprPtr c = binary(0);
     if (!at(Tok::Question)) return c;
-    next();
+    Span q = next().span;
     AstExprPtr a = expr();
     expect(Tok::Colon, "in '?:'");
     AstExprPtr b = ternary();
@@ -333,7 +411,7 @@ class Parser {
     e->args.push_back(std::move(c));
     e->args.push_back(std::move(a));
     e->args.push_back(std::move(b));
-    return e;
+    return finish(std::move(e), q);
   }
 
   static int precedence(Tok k) {
@@ -349,7 +427,8 @@ class Parser {
     }
   }
 
-  // Precedence climbing over the left-associative binary levels.
+  // Precedence climbing over the left-associative binary levels: a chain of one level is built
+  // in this loop (recursion only for a higher level on the right), as a left-deep tree.
   AstExprPtr binary(int min_prec) {
     AstExprPtr lhs = unary();
     for (;;) {
@@ -361,20 +440,21 @@ class Parser {
       e->op = op.kind;
       e->args.push_back(std::move(lhs));
       e->args.push_back(std::move(rhs));
-      lhs = std::move(e);
+      lhs = finish(std::move(e), op.span);
     }
     return lhs;
   }
 
   AstExprPtr unary() {
     if (at(Tok::Minus) || at(Tok::Bang) || at(Tok::Tilde) || at(Tok::Plus)) {
+      Nest nest(*this, peek().span);
       Token op = next();
       AstExprPtr a = unary();
       if (op.kind == Tok::Plus) return a;
       auto e = make(AstExpr::Unary, join(op.span, a->span));
       e->op = op.kind;
       e->args.push_back(std::move(a));
-      return e;
+      return finish(std::move(e), op.span);
     }
     return postfix();
   }
@@ -408,7 +488,7 @@ class Parser {
       }
       Span close = expect(Tok::RBracket, "to close the index list").span;
       e->span = join(name.span, close);
-      return e;
+      return finish(std::move(e), name.span);
     }
     if (at(Tok::LParen)) {
       next();
@@ -422,7 +502,7 @@ class Parser {
         }
       }
       expect(Tok::RParen, "to close the argument list");
-      return e;
+      return finish(std::move(e), name.span);
     }
     auto e = make(AstExpr::Ident, name.span);
     e->name = name.text;

@@ -1,5 +1,6 @@
 // Tokens of the query language.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,7 +26,8 @@ enum class Tok : uint8_t {
 struct Token {
   Tok kind = Tok::End;
   std::string text;      // as written
-  Span span;
+  Span span;             // columns count characters
+  size_t offset = 0;     // byte offset of the token in Source::text
   int64_t ival = 0;      // Int
   double fval = 0;       // Float (and Int, converted)
 };

@@ -24,10 +24,7 @@ std::optional<QueryText> split_query(const Source& src) {
   Diagnostics diags(src);
   const std::vector<Token> toks = lex(src, diags);
   if (diags.any()) return std::nullopt;
-  std::vector<size_t> line_start{0};
-  for (size_t c = 0; c < src.text.size(); ++c)
-    if (src.text[c] == '\n') line_start.push_back(c + 1);
-  auto begin_of = [&](size_t t) { return line_start[size_t(toks[t].span.line - 1)] + size_t(toks[t].span.col - 1); };
+  auto begin_of = [&](size_t t) { return toks[t].offset; };  // (columns count characters, not bytes)
   auto end_of = [&](size_t t) { return begin_of(t) + toks[t].text.size(); };
   // The token closing the bracket opened at `open`, or 0 when unmatched. Any closer closes the
   // innermost opener: a range `[0, N)` closes its `[` with `)`.

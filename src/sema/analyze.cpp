@@ -1,4 +1,5 @@
 // Query-level analysis: axes, accumulators, statements, outputs, `when`, monoids.
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <set>
@@ -78,7 +79,7 @@ void Analyzer::analyze_axes() {
 // Range bounds: LIT, P, P + LIT, P - LIT, LIT + P.
 Bound Analyzer::lower_bound(const AstExpr& e) {
   Bound b;
-  b.text = src_.line(e.span.line).substr(size_t(std::max(0, e.span.col - 1)), size_t(e.span.length));
+  b.text = src_.slice(e.span);
   auto param = [&](const AstExpr& x) {
     int p = find_or_add_param(x.name, x.span);
     plan_.params[size_t(p)].integer_only = true;
@@ -146,6 +147,7 @@ void Analyzer::declare_accs() {
     }
     acc_index_[d.name] = int(plan_.accs.size());
     plan_.accs.push_back(acc);
+    acc_decl_.push_back(&d);
   }
   acc_updates_.assign(plan_.accs.size(), {});
   acc_read_inner_.assign(plan_.accs.size(), false);
@@ -196,14 +198,32 @@ void Analyzer::infer_acc_types() {
       acc.type = f64 ? CType::F64 : (unknown ? CType::Unknown : flt ? CType::F32 : i64 ? CType::I64 : CType::I32);
       if (unknown && !f64) acc.type = CType::Unknown;
     }
-    const AstAccDecl& d = ast_.accs[a];
+    const AstAccDecl& d = *acc_decl_[a];  // (a name declared twice has one entry)
     auto v = const_value(*d.init);
     if (!v) {
       diags_.error(d.init->span, "an accumulator's initial value must be a constant (a number, inf or -inf)");
       continue;
     }
+    if (acc.type != CType::Unknown && !init_fits(*v, acc, d.init->span)) continue;
     acc.init = acc.type == CType::Unknown ? *v : convert_scalar(*v, acc.type);
   }
+}
+
+// An initial value must be representable in the accumulator's type: an integer accumulator
+// takes an integral value in its range (or inf / -inf: its limits), f32 a finite value below
+// f32's maximum.
+bool Analyzer::init_fits(const Scalar& v, const Accumulator& acc, Span span) {
+  std::string ctx = "the type of accumulator '" + acc.name + "'";
+  if (is_integer(acc.type) && v.type == CType::F64 && std::isfinite(v.f)) {
+    bool in_range = acc.type == CType::I32 ? std::fabs(v.f) <= 2147483648.0 : std::fabs(v.f) <= 9223372036854775808.0;
+    if (v.f != std::trunc(v.f) || !in_range) {
+      diags_.error(span, "initial value " + src_.slice(span) + " is not an integer of " + std::string(ctype_name(acc.type)) +
+                             ", " + ctx);
+      return false;
+    }
+    return check_literal(Scalar::of_int(CType::I64, int64_t(v.f)), acc.type, span, ctx);
+  }
+  return check_literal(v, acc.type, span, ctx);
 }
 
 Stmt Analyzer::lower_let(const AstStmt& s, bool inner) {
@@ -299,6 +319,8 @@ std::vector<Stmt> Analyzer::lower_inner(const std::vector<AstStmt>& stmts) {
                                       std::string(ctype_name(acc.type)) +
                                       (acc.declared_type ? "" : " (inferred from the inputs; declare it, e.g. " + acc.name + ": i32 = 0)"));
         ExprId v = lower(*value, Ctx::Inner);
+        if (st.update == UpdateOp::Add || st.update == UpdateOp::Sub || st.update == UpdateOp::Mul)
+          v = integer_update_value(v, acc, s, *value);
         if (st.update == UpdateOp::Or || st.update == UpdateOp::And || st.update == UpdateOp::Xor) {
           if (type(v) != CType::Unknown && is_float(type(v)) && !is_float(acc.type))
             diags_.error(value->span, "'" + acc.name + "' is updated with bitwise operator but the value is " +
@@ -312,6 +334,24 @@ std::vector<Stmt> Analyzer::lower_inner(const std::vector<AstStmt>& stmts) {
     }
   }
   return out;
+}
+
+// `ACC += e` (-=, *=) with an integer ACC and a floating e: C would compute ACC + e in floating
+// point and truncate the sum at every step; converting e first would give another result. Both
+// are easy to misread, so it is an error (docs/semantics.md); a bare parameter becomes an
+// integer parameter instead. `=`, `max=` and `min=` convert as C does (for max/min both orders
+// agree).
+ExprId Analyzer::integer_update_value(ExprId v, const Accumulator& acc, const AstStmt& s, const AstExpr& value) {
+  if (acc.type == CType::Unknown || !is_integer(acc.type) || type(v) == CType::Unknown || !is_float(type(v))) return v;
+  const Expr& e = plan_.exprs[size_t(v)];
+  if (e.kind == ExprKind::Param && weak(v)) return integer_operand(v, value, "an update of an integer accumulator");
+  if (e.kind == ExprKind::Const && weak(v) && std::isinf(e.value.f)) return v;  // inf, -inf: the type's limits
+  std::string op = tok_name(s.op);
+  diags_.error(value.span, "'" + acc.name + "' is " + std::string(ctype_name(acc.type)) + " but this value is " +
+                               std::string(ctype_name(type(v))) + "; " + op.substr(1, op.size() - 2) +
+                               " would truncate at every step: convert the value (" + std::string(ctype_name(acc.type)) +
+                               "(...)) or declare '" + acc.name + ": f64'");
+  return error_expr(value.span);
 }
 
 void Analyzer::classify_monoids() {

@@ -21,7 +21,11 @@ class Analyzer {
 
   // ---- typing.cpp: expressions ----
   ExprId lower(const AstExpr& e, Ctx ctx);
-  ExprId coerce(ExprId id, CType to);
+  // Converts to `to` (a Cast node, or a converted constant). A literal that does not fit `to`
+  // (an integer beyond i32, a number beyond f32) is an error unless `explicit_cast`.
+  ExprId coerce(ExprId id, CType to, bool explicit_cast = false);
+  // Does literal value v fit type t? Reports at span where it does not.
+  bool check_literal(const Scalar& v, CType t, Span span, const std::string& context);
   ExprId to_bool(ExprId id);
   CType type(ExprId id) const { return plan_.exprs[size_t(id)].type; }
   bool weak(ExprId id) const { return weak_[size_t(id)]; }
@@ -46,6 +50,8 @@ class Analyzer {
   Bound lower_bound(const AstExpr& e);
   void collect_outputs(const std::vector<AstStmt>& stmts);
   void infer_acc_types();
+  bool init_fits(const Scalar& v, const Accumulator& acc, Span span);
+  ExprId integer_update_value(ExprId v, const Accumulator& acc, const AstStmt& s, const AstExpr& value);
   void declare_accs();
   std::vector<Stmt> lower_inner(const std::vector<AstStmt>& stmts);
   std::vector<Stmt> lower_outer(const std::vector<AstStmt>& stmts);
@@ -66,6 +72,7 @@ class Analyzer {
   std::vector<bool> weak_;
   // Scope
   std::map<std::string, int> acc_index_;
+  std::vector<const AstAccDecl*> acc_decl_;       // per Plan::accs, its declaration
   std::map<std::string, int> local_index_;        // visible lets of the block being lowered
   std::map<std::string, int> output_index_;       // dense outputs
   std::map<std::string, Span> output_names_;      // every array written (dense) and its first span

@@ -9,6 +9,8 @@ namespace gamut::sema {
 
 namespace {
 
+const char* const kTakesHere = "the type it takes here";
+
 int rank_of(CType t) {
   switch (t) {
     case CType::Bool: case CType::I32: return 0;
@@ -72,11 +74,17 @@ CType Analyzer::common(ExprId a, ExprId b, bool* weak_out) const {
   return of_rank(std::max(rank_of(ta), rank_of(tb)));
 }
 
-ExprId Analyzer::coerce(ExprId id, CType to) {
+ExprId Analyzer::coerce(ExprId id, CType to, bool explicit_cast) {
   CType from = type(id);
   if (to == CType::Unknown || from == CType::Unknown || from == to) return id;
   const Expr& e = plan_.exprs[size_t(id)];
-  if (e.kind == ExprKind::Const) return constant(to, e.value, false, e.span);
+  if (e.kind == ExprKind::Const) {
+    // A literal takes the type of the operation it is used in (docs/semantics.md); one that
+    // would wrap or overflow there is an error, not a silent change of value.
+    if (!explicit_cast && weak(id) && !check_literal(e.value, to, e.span, kTakesHere))
+      return error_expr(e.span);
+    return constant(to, e.value, false, e.span);
+  }
   if (e.kind == ExprKind::Param) {
     Expr p = e;
     p.type = to;
@@ -91,6 +99,21 @@ ExprId Analyzer::coerce(ExprId id, CType to) {
 }
 
 ExprId Analyzer::to_bool(ExprId id) { return coerce(id, CType::Bool); }
+
+bool Analyzer::check_literal(const Scalar& v, CType t, Span span, const std::string& context) {
+  if (v.type == CType::Unknown) return true;
+  if (t == CType::I32 && is_integer(v.type) &&
+      (v.i < std::numeric_limits<int32_t>::min() || v.i > std::numeric_limits<int32_t>::max())) {
+    std::string hint = context == kTakesHere ? "; write i64(" + std::to_string(v.i) + ") to compute in i64" : "";
+    diags_.error(span, "integer " + std::to_string(v.i) + " does not fit in i32, " + context + hint);
+    return false;
+  }
+  if (t == CType::F32 && is_float(v.type) && std::isfinite(v.f) && std::isinf(float(v.f))) {
+    diags_.error(span, "number " + src_.slice(span) + " is too large for f32, " + context + " (it would become inf)");
+    return false;
+  }
+  return true;
+}
 
 int Analyzer::find_or_add_param(const std::string& name, Span span) {
   for (size_t n = 0; n < plan_.params.size(); ++n)
@@ -326,8 +349,9 @@ ExprId Analyzer::lower_call(const AstExpr& e, Ctx ctx) {
   const std::string& n = e.name;
   auto arity = [&](size_t lo, size_t hi) {
     if (e.args.size() >= lo && e.args.size() <= hi) return true;
-    std::string want = lo == hi ? std::to_string(lo) : hi > 100 ? std::to_string(lo) + " or more"
-                                                                : std::to_string(lo) + " to " + std::to_string(hi);
+    std::string want = lo == hi ? std::to_string(lo)
+                     : hi > 100 ? (e.args.size() > hi ? "at most " + std::to_string(hi) : std::to_string(lo) + " or more")
+                                : std::to_string(lo) + " to " + std::to_string(hi);
     diags_.error(e.span, "'" + n + "' takes " + want + " argument" + (lo == 1 && hi == 1 ? "" : "s") + ", got " +
                              std::to_string(e.args.size()));
     return false;
@@ -340,7 +364,7 @@ ExprId Analyzer::lower_call(const AstExpr& e, Ctx ctx) {
   if (cast) {
     if (!arity(1, 1)) return error_expr(e.span);
     ExprId a = lower(*e.args[0], ctx);
-    ExprId r = coerce(a, *cast);
+    ExprId r = coerce(a, *cast, true);  // an explicit conversion wraps / rounds as C does
     if (type(a) == CType::Unknown) {  // keep the cast's type visible even before types are known
       Expr c;
       c.kind = ExprKind::Cast;

@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "cpu/bit_pack.h"
-#include "cuda/bit_pack.h"
+#include "cuda/stages/bit_pack.h"
 #include "cuda/gpu_engine.h"
 #include "driver/pipeline.h"
 

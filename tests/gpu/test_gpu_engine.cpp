@@ -14,7 +14,7 @@
 
 #include "../codegen_plans.h"
 #include "cpu/engine.h"
-#include "cuda/codegen.h"
+#include "cuda/codegen/codegen.h"
 #include "cuda/gpu_engine.h"
 #include "cuda/runtime.h"
 #include "driver/pipeline.h"
@@ -254,7 +254,7 @@ TEST(GpuEngine, AggregatesAndJoins) {
 }
 
 // Aggregate outputs small enough for the direct block tables take the compact pair loop
-// (codegen_tables.cpp): every operator and type of tp::aggregates with 1 and 3 groups (all
+// (codegen/direct_tables.cpp): every operator and type of tp::aggregates with 1 and 3 groups (all
 // outputs direct), 25 groups (some outputs too large: the general loop), with a `when` mask,
 // batched (the batch index in the row part), and on tiles with partial edges.
 TEST(GpuEngine, DirectTableAggregates) {

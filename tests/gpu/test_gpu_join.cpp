@@ -1,4 +1,4 @@
-// Key-grouped joins on the GPU (src/cuda/join_groups.h) against the CPU engine and against the
+// Key-grouped joins on the GPU (src/cuda/codegen/join_groups.h) against the CPU engine and against the
 // masked launch: exact on integer-valued data, for aggregates, project outputs (pairs that do
 // not match keep the output's initial value), selects with a further mask, global top-N,
 // skewed keys, keys without partners, one key, every row its own key, and empty joins.

@@ -1,4 +1,4 @@
-// top/bottom lists on the GPU (tile pre-selection + device selection, src/cuda/list_select.h)
+// top/bottom lists on the GPU (tile pre-selection + device selection, src/cuda/lists/select.h)
 // against run_cpu on the same Instance: every row must be identical. Data are small integers,
 // so sums are exact and keys tie a lot; some cases put NaN into the inputs.
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 
 #include "../codegen_plans.h"
 #include "cpu/engine.h"
-#include "cuda/codegen.h"
+#include "cuda/codegen/codegen.h"
 #include "cuda/gpu_engine.h"
 #include "cuda/runtime.h"
 

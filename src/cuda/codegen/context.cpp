@@ -1,0 +1,74 @@
+// What the parts of one kernel's generation share (context.h).
+#include "cuda/codegen/context.h"
+
+#include <algorithm>
+
+namespace gamut::cuda::cg {
+
+using std::to_string;
+
+KernelContext::KernelContext(const Plan& plan, const TileConfig& tile)
+    : P(plan), T(tile), A(arg_layout(plan)), S(smem_plan(plan, tile)), inner_r(plan, Renderer::Ctx::Inner),
+      outer_r(plan, Renderer::Ctx::Outer) {}
+
+void KernelContext::locals(bool inner, Code& out) const {
+  for (size_t n = 0; n < P.locals.size(); ++n)
+    if (P.locals[n].inner == inner)
+      out.line(ctype_cpp(P.locals[n].type) + " l" + to_string(n) + " = " + ctype_cpp(P.locals[n].type) + "();");
+}
+
+std::string KernelContext::out_offset(int d, const std::string& jname) const {
+  const std::vector<OutIndex> idx = output_index(P, d);
+  std::string r;
+  for (size_t p = 0; p < idx.size(); ++p) {
+    std::string term;
+    if (idx[p].kind == OutIndex::Lookup) term = "gm::to_i64(" + outer_r.load(idx[p].access) + ")";
+    else if (idx[p].axis == AxisRole::Row) term = "gm::i64(i)";
+    else if (idx[p].axis == AxisRole::Col) term = "gm::i64(" + jname + ")";
+    else term = "gm::i64(b)";
+    r += (r.empty() ? "" : " + ") + term + " * os" + to_string(d) + "_" + to_string(p);
+  }
+  return r.empty() ? "gm::i64(0)" : r;
+}
+
+std::set<int> KernelContext::outer_accesses() const {
+  std::set<int> out;
+  auto visit = [&](const Expr& e) {
+    if (e.kind == ExprKind::Load) out.insert(e.index);
+  };
+  walk_stmts(P, P.outer, visit);
+  walk_expr(P, P.when.mask, visit);
+  for (const ListOutput& l : P.lists) walk_expr(P, l.key, visit);
+  for (const JoinKey& k : P.when.keys) out.insert({k.row_access, k.col_access});
+  for (const DenseOutput& d : P.dense)
+    for (const OutIndex& x : d.index)
+      if (x.kind == OutIndex::Lookup) out.insert(x.access);
+  return out;
+}
+
+bool KernelContext::has_pass() const { return coords->keys_matched() ? P.when.mask != kNoExpr : P.when.present(); }
+
+std::string KernelContext::when_condition() const {
+  std::string r;
+  for (const JoinKey& k : coords->keys_matched() ? std::vector<JoinKey>{} : P.when.keys) {
+    const CType tr = access_ctype(P, k.row_access), tc = access_ctype(P, k.col_access);
+    CType t = std::max(tr, tc);        // compared in the common type, as the CPU engine
+    if (!is_float(t)) t = CType::I64;
+    r += (r.empty() ? "" : " && ") + std::string("(") + Renderer::convert(outer_r.load(k.row_access), tr, t) +
+         " == " + Renderer::convert(outer_r.load(k.col_access), tc, t) + ")";
+  }
+  if (P.when.mask != kNoExpr)
+    r += (r.empty() ? "" : " && ") + Renderer::cond(outer_r.expr(P.when.mask), P.expr(P.when.mask).type);
+  return r;
+}
+
+std::string KernelContext::pass_test() const {
+  if (!has_pass()) return "";
+  return " && ((" + map.bit("pass", "m", "n") + " >> " + map.bit_shift("m", "n") + ") & 1u) != 0";
+}
+
+bool KernelContext::runs_along_j(int d) const {
+  return coords->positions_are_indices() && output_runs_along_j(P, d);
+}
+
+}  // namespace gamut::cuda::cg

@@ -1,0 +1,76 @@
+// The state one kernel's generation shares between its parts: the plan and tile, the argument
+// layout and shared-memory plan, the renderers, the source being written, the tile coordinates
+// (plain tiles or a key-grouped join's tile table) and the accumulator map the mainloop hands
+// to the output operators. kernel.cpp composes the parts: the mainloop (mainloop.h), the `when`
+// passes, and the output operators (outputs/output_operator.h).
+#pragma once
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cuda/codegen/accumulator_map.h"
+#include "cuda/codegen/internal.h"
+
+namespace gamut::cuda::cg {
+
+// Which tile a block runs and how its positions become (i, j): plain tiles of the (i, j)
+// ranges, or the tiles of a key-grouped join (codegen/join_groups.h), whose positions are
+// key-ordered and mapped to indices through tables. A strategy, chosen once per kernel.
+class TileCoordinates {
+ public:
+  virtual ~TileCoordinates() = default;
+  // The kernel's first lines: the ranges, b, tile_m, tile_n (the grid's block -> tile).
+  virtual void prologue(Code& c) const = 0;
+  // After the mainloop: b, tile_m, tile_n again rather than held through it (may be nothing).
+  virtual void refresh(Code& c) const = 0;
+  // Row / column index at tile position `pos` (an expression); -1 where a position has none.
+  virtual std::string row_at(const std::string& pos) const = 0;
+  virtual std::string col_at(const std::string& pos) const = 0;
+  // Whether the pair (i, j) exists in the range, and whether index v (of row_at / col_at) does.
+  virtual std::string in_range() const = 0;
+  virtual std::string row_valid(const std::string& v) const = 0;
+  virtual std::string col_valid(const std::string& v) const = 0;
+  // The first index and the end of the instance's row (column) range.
+  virtual std::string range_first(bool row) const = 0;
+  virtual std::string range_end(bool row) const = 0;
+  // True when positions are the indices themselves (in order): runs of consecutive j and the
+  // direct-table loop rely on it. False for a grouped join.
+  virtual bool positions_are_indices() const = 0;
+  // True when the `when` keys hold for every pair the tiles reach (a grouped join's tiles are
+  // pairs of equal keys).
+  virtual bool keys_matched() const = 0;
+};
+
+struct KernelContext {
+  const Plan& P;
+  const TileConfig& T;
+  ArgLayout A;
+  SmemPlan S;
+  Code c;
+  Renderer inner_r, outer_r;
+  std::unique_ptr<TileCoordinates> coords;
+  AccumulatorMap map;   // set by the mainloop
+
+  KernelContext(const Plan& plan, const TileConfig& tile);
+
+  // The kernel's read of argument word s (kernel_args.h): `a.NAME`.
+  std::string arg(int s) const { return A.field(s); }
+  std::string acc_type(int n) const { return ctype_cpp(P.accs[size_t(n)].type); }
+  std::string out_type(int d) const { return ctype_cpp(P.dense[size_t(d)].type); }
+  // Declarations of the plan's locals of the inner op (inner) or of the output statements.
+  void locals(bool inner, Code& out) const;
+  // Linear element offset of dense output d at (b, i, jname).
+  std::string out_offset(int d, const std::string& jname) const;
+  // Accesses read outside the mainloop: `when`, output statements, list keys, output indices.
+  std::set<int> outer_accesses() const;
+  // Whether the `when` pass bits exist (join keys a grouped join matches need none).
+  bool has_pass() const;
+  std::string when_condition() const;
+  // " && (pass bit (m, n) set)" when there are pass bits, else "".
+  std::string pass_test() const;
+  // Project outputs stored in vector runs along j.
+  bool runs_along_j(int d) const;
+};
+
+}  // namespace gamut::cuda::cg

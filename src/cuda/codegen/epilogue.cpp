@@ -1,0 +1,89 @@
+// The epilogue (epilogue.h): the pair loop over the accumulator map and the output operators'
+// hooks in the order of outputs/output_operator.h. With lists, the accumulators are read through
+// gm::opaque: nothing computed here is carried into the lists' pass 2. When the aggregates'
+// direct-table loop applies, it runs instead of the pair loop where its run-time condition holds.
+#include "cuda/codegen/epilogue.h"
+
+#include "cuda/codegen/outputs/output_operator.h"
+
+namespace gamut::cuda::cg {
+
+using std::to_string;
+
+namespace {
+
+class OperatorEpilogue final : public Epilogue {
+ public:
+  explicit OperatorEpilogue(KernelContext& ctx) : X(ctx), P(ctx.P) {
+    project_ = make_project_operator(ctx);
+    aggregates_ = make_aggregate_operator(ctx);
+    lists_ = make_list_operator(ctx);
+    ops_ = {project_.get(), aggregates_.get(), lists_.get()};
+  }
+
+  void render(Code& c) override {
+    for (OutputOperator* op : ops_) op->declare(c);
+    for (OutputOperator* op : ops_)
+      if (const std::string why = op->barrier_after_declare(); !why.empty()) {
+        c.line("__syncthreads();  // " + why);
+        break;
+      }
+    const std::string direct = aggregates_->direct_condition();
+    if (!direct.empty()) {
+      c.open("if (" + direct + ")");
+      aggregates_->direct_loop(c);
+      c.close();
+      c.open("else");
+    }
+    pair_loop(c);
+    if (!direct.empty()) c.close();  // else
+    for (OutputOperator* op : ops_) op->finish(c);
+  }
+
+ private:
+  void pair_loop(Code& c) {
+    const AccumulatorMap& M = X.map;
+    const TileCoordinates& tc = *X.coords;
+    c.line("#pragma unroll");
+    c.open("for (int m = 0; m < " + M.rows + "; ++m)");
+    c.line("const int i = " + tc.row_at(M.tile_row0 + " + " + M.row("m")) + ";");
+    c.line("#pragma unroll");
+    c.open("for (int c = 0; c < " + M.cols + " / " + M.col_run + "; ++c)");
+    for (OutputOperator* op : ops_) op->run_begin(c);
+    c.line("#pragma unroll");
+    c.open("for (int v = 0; v < " + M.col_run + "; ++v)");
+    c.line("const int n = c * " + M.col_run + " + v;");
+    c.line("const int j = " + tc.col_at(M.tile_col0 + " + " + M.col("n")) + ";");
+    for (OutputOperator* op : ops_) op->pair_begin(c);
+    c.open("if (" + tc.in_range() + X.pass_test() + ")");
+    const bool lists = !P.lists.empty();
+    for (size_t n = 0; n < P.accs.size(); ++n)
+      c.line((lists ? "" : "const ") + X.acc_type(int(n)) + " acc" + to_string(n) + " = " + M.value(int(n)) + ";" +
+             (lists ? " gm::opaque(acc" + to_string(n) + ");" : ""));
+    X.locals(false, c);
+    X.outer_r.stmts(P.outer, c, [&](const Stmt& s, Code& out) {
+      if (s.kind == StmtKind::Update) unsupported("an accumulator update outside reduce");
+      for (OutputOperator* op : ops_)
+        if (op->leaf(s, out)) return;
+      unsupported("an output statement of an unknown kind");
+    });
+    c.close();
+    for (OutputOperator* op : ops_) op->pair_end(c);
+    c.close();  // v
+    for (OutputOperator* op : ops_) op->run_end(c);
+    c.close();  // c
+    c.close();  // m
+  }
+
+  KernelContext& X;
+  const Plan& P;
+  std::unique_ptr<OutputOperator> project_, lists_;
+  std::unique_ptr<AggregateOperator> aggregates_;
+  std::vector<OutputOperator*> ops_;
+};
+
+}  // namespace
+
+std::unique_ptr<Epilogue> make_epilogue(KernelContext& ctx) { return std::make_unique<OperatorEpilogue>(ctx); }
+
+}  // namespace gamut::cuda::cg

@@ -1,0 +1,114 @@
+// Pieces shared by the code generator's files: classification of accesses and outputs, the
+// shared-memory plan, the expression renderer and a small indenting text builder.
+#pragma once
+#include <cstddef>
+#include <functional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cuda/codegen/codegen.h"
+#include "cuda/codegen/element_types.h"
+#include "cuda/device/core/gamut_constants.cuh"
+
+namespace gamut::cuda::cg {
+
+// The constants the host shares with the device code (table slots, chunk size, stages, ...).
+using gm::kChunk;
+using gm::kDistinctBudget;
+using gm::kDistinctMinSlots;
+using gm::kDistinctSlots;
+using gm::kStages;
+using gm::kTableBudget;
+using gm::kTableSlots;
+
+[[noreturn]] void unsupported(const std::string& what);
+
+// Concatenation by appending ("x" + std::string temporaries trip a GCC 12 -Wrestrict false
+// positive at -O3).
+template <class... A>
+std::string cat(const A&... parts) {
+  std::string s;
+  (s.append(parts), ...);
+  return s;
+}
+
+inline size_t round16(size_t n) { return (n + 15) / 16 * 16; }
+
+// How the mainloop holds an operand the inner op reads.
+enum class InnerKind { RowTile, ColTile, RowVec, ColVec, RedVec, None };
+InnerKind inner_kind(Pattern p);
+bool k_contiguous(Pattern p);       // X[r,k] / X[c,k]: k is the contiguous dimension
+bool uses_cp_async(DType t);        // stored as its compute type: copied by cp.async
+// Whether tile operand `access` goes global -> shared by cp.async (else through registers).
+bool async_tile(const Plan& plan, int access);
+CType access_ctype(const Plan& plan, int access);
+DType access_dtype(const Plan& plan, int access);
+
+// Every expression reachable from `id`, and from a statement list (conditions, values,
+// columns; list keys are not part of statements).
+void walk_expr(const Plan& plan, ExprId id, const std::function<void(const Expr&)>& fn);
+void walk_stmts(const Plan& plan, const std::vector<Stmt>& stmts,
+                const std::function<void(const Expr&)>& fn);
+std::vector<int> inner_accesses(const Plan& plan);              // read by the reduce body
+std::set<std::pair<int, CType>> params_in(const Plan& plan, bool inner);
+
+// Aggregate outputs whose every (b, i, j) has its own element need no pre-reduction.
+bool output_uses_table(const Plan& plan, int d);
+
+struct SmemPlan {
+  std::vector<long> inner_off;   // per access: byte offset of its kStages buffers, -1: none
+  std::vector<size_t> inner_bytes;
+  size_t mainloop = 0;
+  std::vector<long> table_off;   // per dense output: byte offset of its table, -1: none
+  int table_slots = kTableSlots;
+  // Distinct lists, per list: TileDistinct's slots and row words (0 slots: no pre-dedup). The
+  // lists take turns in one region at distinct_off, after the tables.
+  std::vector<int> distinct_slots, distinct_words;
+  long distinct_off = -1;
+  size_t epilogue = 0;           // (the epilogue reuses the mainloop's space)
+  size_t total() const { return mainloop > epilogue ? mainloop : epilogue; }
+};
+SmemPlan smem_plan(const Plan& plan, const TileConfig& tile);
+
+// Indented source text.
+class Code {
+ public:
+  Code& line(const std::string& s);
+  Code& open(const std::string& s);     // s + " {", then indent
+  Code& close(const std::string& tail = "");
+  Code& mid(const std::string& s);      // "} " + s + " {" at the enclosing depth (else)
+  std::string str() const { return out_.str(); }
+ private:
+  std::ostringstream out_;
+  int depth_ = 0;
+};
+
+// Renders plan expressions as device C++ of the exact compute type (docs/semantics.md).
+// Inner context: loads are the inner op's arguments x<access>. Outer context (when, output
+// statements): loads read global memory through g<access> with strides ld<access>,
+// bs<access>, at the names b, i, j.
+class Renderer {
+ public:
+  enum class Ctx { Inner, Outer };
+  Renderer(const Plan& plan, Ctx ctx) : P(plan), ctx_(ctx) {}
+  std::string expr(ExprId id) const;
+  std::string expr_as(ExprId id, CType to) const;
+  std::string load(int access) const;                 // widened value of the access
+  // Statements: Let and If here; everything else goes to `leaf`.
+  void stmts(const std::vector<Stmt>& body, Code& out,
+             const std::function<void(const Stmt&, Code&)>& leaf) const;
+  static std::string convert(const std::string& e, CType from, CType to);
+  static std::string literal(const Scalar& v, CType t);
+  static std::string param_name(int param, CType t);
+  static std::string cond(const std::string& e, CType t);   // as a C++ condition
+ private:
+  std::string call(const Expr& e) const;
+  std::string binary(const Expr& e) const;
+  const Plan& P;
+  Ctx ctx_;
+};
+
+}  // namespace gamut::cuda::cg

@@ -1,0 +1,73 @@
+// The generated kernel's one argument: an array of 64-bit words (pointers, sizes, strides,
+// flags, parameter values as the bits of their compute type), described once here. The code
+// generator renders it as `struct Args` with one named, commented field per word (the kernel
+// reads `a.row_end`, `a.x0_ptr`, ...); the launcher (engine/) writes the words by position.
+// No CUDA headers: built with and without the CUDA backend.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/types.h"
+
+namespace gamut {
+struct Plan;
+}
+
+namespace gamut::cuda {
+
+struct ArgLayout {
+  // The Instance's ranges and batch count come first, in every kernel.
+  static constexpr int kRowBegin = 0, kRowEnd = 1, kColBegin = 2, kColEnd = 3;
+  static constexpr int kRedBegin = 4, kRedEnd = 5, kBatch = 6;
+  // One word of the argument: its field name in `struct Args` and what it holds.
+  struct Slot {
+    std::string name;
+    std::string comment;
+  };
+  struct AccessSlots {
+    int ptr = -1;       // the operand's device pointer
+    int ld = -1;        // elements between rows (2-d patterns)
+    int bstride = -1;   // elements between batch instances
+    int vec = -1;       // 1: chunks of 4 along the contiguous dimension are aligned (ld, begin, bstride)
+  };
+  struct ParamSlot {
+    int param;
+    CType type;         // the parameter converted to this type (convert_scalar)
+    int slot;
+  };
+  struct OutputSlots {
+    int ptr = -1;
+    std::vector<int> stride;   // per position of output_index(plan, d), elements
+    int vec = -1;              // project runs along j may use vector stores
+    int elems = -1;            // elements of the (padded) output array
+  };
+  struct ListSlots {
+    int counter = -1;          // u64 rows that reached the emit (may exceed capacity)
+    int capacity = -1;         // rows the buffers hold
+    std::vector<int> cols;     // per column: storage_type_of(column type) buffer
+    int b = -1, i = -1, j = -1;  // int32 buffers
+    int key = -1;              // top/bottom: storage_type_of(key type) buffer
+    int threshold = -1;        // top/bottom: u32 rank per group, shared by the tiles (gm::TileSelect)
+    int reservoir = -1;        // top/bottom: u32[groups][N] ranks of kept rows, or 0 (TileSelect::keep)
+  };
+  std::vector<AccessSlots> access;   // per Plan::accesses
+  std::vector<ParamSlot> params;
+  std::vector<OutputSlots> dense;    // per Plan::dense
+  std::vector<ListSlots> lists;      // per Plan::lists
+  // Key-grouped joins (codegen/join_groups.h): the tile table (4 int32 per block) and the
+  // key-ordered position -> index maps of rows and columns.
+  int join_tiles = -1, join_rows = -1, join_cols = -1;
+  std::vector<Slot> slots;           // every word, in order
+  int count = 0;                     // slots.size()
+
+  ArgLayout();
+  // Appends a word; returns its position.
+  int add(const std::string& name, const std::string& comment);
+  // The kernel's read of word s: "a.NAME".
+  std::string field(int s) const { return "a." + slots[size_t(s)].name; }
+};
+
+// The layout of the kernel generate_source(plan, ...) renders (the same for every tile).
+ArgLayout arg_layout(const Plan& plan);
+
+}  // namespace gamut::cuda

@@ -1,0 +1,183 @@
+// How a plan maps onto the kernel (which operands the mainloop stages,
+// which outputs are pre-reduced, the shared-memory plan).
+#include <algorithm>
+
+#include "core/error.h"
+#include "cuda/codegen/codegen.h"
+#include "cuda/codegen/internal.h"
+#include "cuda/codegen/outputs/output_operator.h"
+
+namespace gamut::cuda {
+
+namespace cg {
+
+void unsupported(const std::string& what) {
+  throw Error(ExitCode::Query, "query error: the GPU code generator does not support " + what);
+}
+
+InnerKind inner_kind(Pattern p) {
+  switch (p) {
+    case Pattern::RowRed: case Pattern::RedRow: return InnerKind::RowTile;
+    case Pattern::RedCol: case Pattern::ColRed: return InnerKind::ColTile;
+    case Pattern::RowVec: return InnerKind::RowVec;
+    case Pattern::ColVec: return InnerKind::ColVec;
+    case Pattern::RedVec: return InnerKind::RedVec;
+    case Pattern::RowCol: case Pattern::ColRow: return InnerKind::None;
+  }
+  return InnerKind::None;
+}
+
+bool k_contiguous(Pattern p) { return p == Pattern::RowRed || p == Pattern::ColRed; }
+
+bool uses_cp_async(DType t) {
+  return t == DType::F32 || t == DType::I32 || t == DType::I64 || t == DType::F64;
+}
+
+bool async_tile(const Plan& plan, int access) {
+  // X[p, k] operands are transposed into shared memory: through registers that is one 16-byte
+  // load and four stores per chunk, by cp.async four 4-byte copies, which measured 15% slower
+  // on the f32 product (H200).
+  return uses_cp_async(access_dtype(plan, access)) && !k_contiguous(plan.accesses[size_t(access)].pattern);
+}
+
+DType access_dtype(const Plan& plan, int access) {
+  const Operand& op = plan.operands[size_t(plan.accesses[size_t(access)].operand)];
+  if (!op.dtype) unsupported("an operand of unknown type (" + op.name + ")");
+  return *op.dtype;
+}
+CType access_ctype(const Plan& plan, int access) { return compute_type_of(access_dtype(plan, access)); }
+
+void walk_expr(const Plan& plan, ExprId id, const std::function<void(const Expr&)>& fn) {
+  if (id == kNoExpr) return;
+  const Expr& e = plan.expr(id);
+  fn(e);
+  walk_expr(plan, e.a, fn);
+  walk_expr(plan, e.b, fn);
+  walk_expr(plan, e.c, fn);
+  for (ExprId x : e.args) walk_expr(plan, x, fn);
+}
+
+void walk_stmts(const Plan& plan, const std::vector<Stmt>& stmts,
+                const std::function<void(const Expr&)>& fn) {
+  for (const Stmt& s : stmts) {
+    walk_expr(plan, s.value, fn);
+    walk_expr(plan, s.cond, fn);
+    for (ExprId c : s.columns) walk_expr(plan, c, fn);
+    walk_stmts(plan, s.body, fn);
+  }
+}
+
+std::vector<int> inner_accesses(const Plan& plan) {
+  std::set<int> seen;
+  walk_stmts(plan, plan.inner, [&](const Expr& e) {
+    if (e.kind == ExprKind::Load) seen.insert(e.index);
+  });
+  for (int a : seen)
+    if (inner_kind(plan.accesses[size_t(a)].pattern) == InnerKind::None)
+      unsupported("an output-shaped operand inside reduce (" +
+                  plan.operands[size_t(plan.accesses[size_t(a)].operand)].name + ")");
+  return {seen.begin(), seen.end()};
+}
+
+std::set<std::pair<int, CType>> params_in(const Plan& plan, bool inner) {
+  std::set<std::pair<int, CType>> out;
+  auto visit = [&](const Expr& e) {
+    if (e.kind == ExprKind::Param) out.insert({e.index, e.type});
+  };
+  if (inner) {
+    walk_stmts(plan, plan.inner, visit);
+  } else {
+    walk_stmts(plan, plan.outer, visit);
+    walk_expr(plan, plan.when.mask, visit);
+    for (const ListOutput& l : plan.lists) walk_expr(plan, l.key, visit);
+  }
+  return out;
+}
+
+bool output_uses_table(const Plan& plan, int d) {
+  const DenseOutput& o = plan.dense[size_t(d)];
+  if (o.is_project()) return false;
+  bool row = false, col = false;
+  for (const OutIndex& x : o.index) {
+    if (x.kind != OutIndex::Axis) continue;
+    row = row || x.axis == AxisRole::Row;
+    col = col || x.axis == AxisRole::Col;
+  }
+  return !(row && col);
+}
+
+SmemPlan smem_plan(const Plan& plan, const TileConfig& t) {
+  SmemPlan s;
+  s.inner_off.assign(plan.accesses.size(), -1);
+  s.inner_bytes.assign(plan.accesses.size(), 0);
+  size_t off = 0;
+  for (int a : inner_accesses(plan)) {
+    const Pattern p = plan.accesses[size_t(a)].pattern;
+    const size_t pad = k_contiguous(p) ? 4 : 0;
+    size_t elems = 0;
+    switch (inner_kind(p)) {
+      case InnerKind::RowTile: elems = size_t(t.bk) * (size_t(t.bm) + pad); break;
+      case InnerKind::ColTile: elems = size_t(t.bk) * (size_t(t.bn) + pad); break;
+      case InnerKind::RedVec: elems = size_t(t.bk); break;
+      default: continue;   // row/column vectors live in registers
+    }
+    s.inner_off[size_t(a)] = long(off);
+    s.inner_bytes[size_t(a)] = round16(size_t(kStages) * elems * ctype_bytes(access_ctype(plan, a)));
+    off += s.inner_bytes[size_t(a)];
+  }
+  s.mainloop = off;
+  // The output operators' regions, after the mainloop's (whose space they reuse).
+  s.epilogue = plan_aggregate_tables(plan, s);
+  s.epilogue = plan_distinct_tables(plan, t, s.epilogue, s);
+  return s;
+}
+
+Code& Code::line(const std::string& s) {
+  if (!s.empty() && s[0] == '#') out_ << s << '\n';    // preprocessor lines stay in column 0
+  else out_ << std::string(size_t(2 * depth_), ' ') << s << '\n';
+  return *this;
+}
+Code& Code::open(const std::string& s) {
+  line(s + " {");
+  ++depth_;
+  return *this;
+}
+Code& Code::mid(const std::string& s) {
+  --depth_;
+  line("} " + s + " {");
+  ++depth_;
+  return *this;
+}
+Code& Code::close(const std::string& tail) {
+  --depth_;
+  return line("}" + tail);
+}
+
+}  // namespace cg
+
+std::vector<OutIndex> output_index(const Plan& plan, int d) {
+  std::vector<OutIndex> idx = plan.dense[size_t(d)].index;
+  const bool has_batch = std::any_of(idx.begin(), idx.end(), [](const OutIndex& x) {
+    return x.kind == OutIndex::Axis && x.axis == AxisRole::Batch;
+  });
+  if (plan.batched && !has_batch) idx.insert(idx.begin(), OutIndex{OutIndex::Axis, AxisRole::Batch, -1});
+  return idx;
+}
+
+bool output_runs_along_j(const Plan& plan, int d) {
+  if (!plan.dense[size_t(d)].is_project()) return false;
+  const std::vector<OutIndex> idx = output_index(plan, d);
+  if (idx.empty() || idx.back().kind != OutIndex::Axis || idx.back().axis != AxisRole::Col) return false;
+  return std::all_of(idx.begin(), idx.end(), [](const OutIndex& x) { return x.kind == OutIndex::Axis; });
+}
+
+KernelInfo kernel_info(const Plan& plan, const TileConfig& tile) {
+  if (!plan.typed) cg::unsupported("an untyped plan");
+  KernelInfo k;
+  k.args = arg_layout(plan);
+  k.threads = tile.threads();
+  k.smem_bytes = cg::smem_plan(plan, tile).total();
+  return k;
+}
+
+}  // namespace gamut::cuda

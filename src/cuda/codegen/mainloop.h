@@ -1,0 +1,52 @@
+// A mainloop: the kernel's k loop and the accumulators it leaves, behind the interface the
+// kernel generator (kernel.cpp) composes. What the output operators get from it is only its
+// accumulator map (accumulator_map.h). The SIMT mainloop (mainloop_simt.cpp) runs the plan's
+// inner op on a TM x TN register tile per thread; a tensor-core mainloop implements the same
+// interface and hands its own fragment layout as the map.
+#pragma once
+#include <memory>
+
+#include "cuda/codegen/context.h"
+
+namespace gamut::cuda::cg {
+
+class Mainloop {
+ public:
+  virtual ~Mainloop() = default;
+  // Types at namespace scope, before the kernel (the SIMT mainloop: the Inner functor, Stage).
+  virtual void declare(Code& c) = 0;
+  // After the kernel's arguments are read: its state, shared memory, the inner op's parameters.
+  virtual void prologue(Code& c) = 0;
+  // Loaders, the accumulators' initial values, the k loop; afterwards the map is valid.
+  virtual void run(Code& c) = 0;
+  // Where the accumulators lie and how to read them (the same before and after run()).
+  virtual AccumulatorMap map() const = 0;
+};
+
+// The SIMT mainloop; `packed16` steps on 16-bit lane pairs (CodegenOptions::packed16, throws
+// unsupported when the plan or tile has no such form).
+std::unique_ptr<Mainloop> make_simt_mainloop(KernelContext& ctx, bool packed16);
+
+// How one k step of the SIMT mainloop updates the accumulators: every (m, n) through the Inner
+// functor, or packed 16-bit tropical steps (packed16.cpp). A strategy of the SIMT mainloop.
+class SimtStep {
+ public:
+  virtual ~SimtStep() = default;
+  // Element type of access a's shared buffers (compute type, or as stored for packed columns).
+  virtual std::string smem_type(int a) const = 0;
+  // Whether access a goes global -> shared by cp.async (else widened through registers).
+  virtual bool async(int a) const = 0;
+  // Extra template arguments of access a's tile loader ("" or ", true": values in both halves).
+  virtual std::string loader_flags(int a) const = 0;
+  // Stage members after the accumulators, and the body of Stage::step(buf, k, kk).
+  virtual void members(Code& c) const = 0;
+  virtual void step(Code& c) const = 0;
+  // The accumulators' initial values (in the kernel, through `st.`).
+  virtual void init(Code& c) const = 0;
+  // Accumulator n at fragment (m, n) after the loop.
+  virtual std::string value(int n) const = 0;
+};
+
+std::unique_ptr<SimtStep> make_packed16_step(const KernelContext& ctx);
+
+}  // namespace gamut::cuda::cg

@@ -1,0 +1,278 @@
+// The SIMT mainloop (mainloop.h): an Inner functor (the reduce body for one (i, j, k)), a Stage
+// holding the plan's loaders, fragments and TM x TN accumulators per thread, driven by the
+// device library's gm::mainloop (device/mainloop/gamut_mainloop.cuh). Its accumulator map is
+// gm::ThreadMap: runs of VM rows and VN columns, THREADS_M * VM (THREADS_N * VN) apart.
+#include <algorithm>
+
+#include "cuda/codegen/mainloop.h"
+
+namespace gamut::cuda::cg {
+
+using std::to_string;
+
+namespace {
+
+std::string loader(int a) { return "L" + to_string(a); }
+
+// Every (m, n) through the Inner functor, on fragments of every operand.
+class GenericStep final : public SimtStep {
+ public:
+  GenericStep(const Plan& plan, const std::vector<int>& inner) : P(plan), inner_acc(inner) {}
+  std::string smem_type(int a) const override { return frag_cpp(access_ctype(P, a)); }
+  bool async(int a) const override { return async_tile(P, a); }
+  std::string loader_flags(int) const override { return ""; }
+  void members(Code&) const override {}
+  void step(Code& c) const override {
+    std::string args = "i0 + tmap.row(m), j0 + tmap.col(n), k";
+    for (size_t n = 0; n < P.accs.size(); ++n) args += ", acc" + to_string(n) + "[m][n]";
+    for (int a : inner_acc) {
+      const std::string n = to_string(a), ct = frag_cpp(access_ctype(P, a));
+      const std::string buf = "sm" + n + " + buf * " + loader(a) + "::BUF + kk";
+      switch (inner_kind(P.accesses[size_t(a)].pattern)) {
+        case InnerKind::RowTile:
+        case InnerKind::ColTile: {   // the thread's TM rows (TN columns) of the slice
+          const bool row = inner_kind(P.accesses[size_t(a)].pattern) == InnerKind::RowTile;
+          const std::string side = row ? "M" : "N";
+          c.line(ct + " x" + n + "[Shape::T" + side + "];");
+          c.line("gm::load_frag<Shape::T" + side + ", Shape::V" + side + ", Shape::THREADS_" + side + ">(x" + n + ", " +
+                 buf + " * " + loader(a) + "::LDS, tmap.t" + (row ? "m" : "n") + ");");
+          args += ", x" + n + (row ? "[m]" : "[n]");
+          break;
+        }
+        case InnerKind::RedVec:
+          c.line("const " + ct + " x" + n + " = sm" + n + "[buf * " + loader(a) + "::BUF + kk];");
+          args += ", x" + n;
+          break;
+        case InnerKind::RowVec: args += ", rv" + n + "[m]"; break;
+        case InnerKind::ColVec: args += ", cv" + n + "[n]"; break;
+        case InnerKind::None: break;
+      }
+    }
+    c.line("#pragma unroll");
+    c.open("for (int m = 0; m < Shape::TM; ++m)");
+    c.line("#pragma unroll");
+    c.line("for (int n = 0; n < Shape::TN; ++n) f(" + args + ");");
+    c.close();
+  }
+  void init(Code& c) const override {
+    for (size_t n = 0; n < P.accs.size(); ++n) {
+      const std::string init = Renderer::literal(P.accs[n].init, P.accs[n].type);
+      c.line("#pragma unroll");
+      c.line("for (int m = 0; m < Shape::TM; ++m)");
+      c.line("#pragma unroll");
+      c.line("  for (int n = 0; n < Shape::TN; ++n) st.acc" + to_string(n) + "[m][n] = " + init + ";");
+    }
+  }
+  std::string value(int n) const override { return "st.acc" + to_string(n) + "[m][n]"; }
+
+ private:
+  const Plan& P;
+  std::vector<int> inner_acc;
+};
+
+class SimtMainloop final : public Mainloop {
+ public:
+  SimtMainloop(KernelContext& ctx, bool packed16)
+      : X(ctx), P(ctx.P), inner_acc(inner_accesses(ctx.P)) {
+    if (packed16) step_ = make_packed16_step(ctx);
+    else step_ = std::make_unique<GenericStep>(ctx.P, inner_acc);
+  }
+
+  void declare(Code& c) override {
+    inner_functor(c);
+    c.line("");
+    stage(c);
+  }
+
+  void prologue(Code& c) override {
+    c.line("Stage st(int(threadIdx.x));");
+    c.line("st.i0 = row_begin + tile_m * Shape::BM;");
+    c.line("st.j0 = col_begin + tile_n * Shape::BN;");
+    for (int a : inner_acc)
+      if (X.S.inner_off[size_t(a)] >= 0) {
+        const std::string ct = step_->smem_type(a);
+        c.line("st.sm" + to_string(a) + " = reinterpret_cast<" + ct + "*>(smem + " +
+               to_string(X.S.inner_off[size_t(a)]) + ");");
+        c.line("static_assert(" + to_string(kStages) + " * Stage::" + loader(a) + "::BUF * sizeof(" + ct + ") <= " +
+               to_string(X.S.inner_bytes[size_t(a)]) + ", \"shared memory plan\");");
+      }
+    for (const auto& [p, t] : params_in(P, true))
+      c.line("st.f." + Renderer::param_name(p, t) + " = " + Renderer::param_name(p, t) + ";");
+    c.line("st.f.b = b;");
+  }
+
+  void run(Code& c) override {
+    const TileCoordinates& tc = *X.coords;
+    for (int a : inner_acc) {
+      const auto& s = X.A.access[size_t(a)];
+      const Pattern p = P.accesses[size_t(a)].pattern;
+      const std::string n = to_string(a), st = dtype_cpp(access_dtype(P, a));
+      const std::string base = "reinterpret_cast<const " + st + "*>(" + X.arg(s.ptr) + ") + gm::i64(b) * gm::arg_i64(" +
+                               X.arg(s.bstride) + ")";
+      switch (inner_kind(p)) {
+        case InnerKind::RowTile: case InnerKind::ColTile: {
+          const bool row = inner_kind(p) == InnerKind::RowTile;
+          c.line("st.ld" + n + ".init(" + base + ", gm::arg_i32(" + X.arg(s.ld) + "), " +
+                 (row ? "st.i0, row_end" : "st.j0, col_end") + ", " + X.arg(s.vec) + " != 0);");
+          break;
+        }
+        case InnerKind::RedVec: c.line("st.ld" + n + ".init(" + base + ");"); break;
+        case InnerKind::RowVec: case InnerKind::ColVec: {   // the thread's TM rows (TN columns), once
+          const bool row = inner_kind(p) == InnerKind::RowVec;
+          const std::string T = row ? "TM" : "TN", v = row ? "i" : "j";
+          c.open("");
+          c.line("const " + st + "* x = " + base + ";");
+          c.line("#pragma unroll");
+          c.open(std::string("for (int m = 0; m < Shape::") + T + "; ++m)");
+          c.line("const int " + v + " = " + (row ? tc.row_at("st.i0 + st.tmap.row(m)") : tc.col_at("st.j0 + st.tmap.col(m)")) +
+                 ";");
+          c.line(std::string("st.") + (row ? "rv" : "cv") + n + "[m] = gm::ldg_or_zero(x + " + v + ", " +
+                 (row ? tc.row_valid(v) : tc.col_valid(v)) + ");");
+          c.close();
+          c.close();
+          break;
+        }
+        case InnerKind::None: break;
+      }
+    }
+    step_->init(c);
+    if (P.inner.empty()) return;
+    c.line("gm::mainloop<Shape::BK>(st, red_begin, red_end);");
+    c.line("// Coordinates again, rather than held in registers through the mainloop.");
+    c.line("st.tmap = gm::ThreadMap<Shape>(gm::fresh_tid());");
+    tc.refresh(c);
+    c.line("st.i0 = row_begin + tile_m * Shape::BM;");
+    c.line("st.j0 = col_begin + tile_n * Shape::BN;");
+  }
+
+  AccumulatorMap map() const override {
+    AccumulatorMap m;
+    m.type = "gm::ThreadMap<Shape>";
+    m.object = "st.tmap";
+    m.rows = "Shape::TM";
+    m.cols = "Shape::TN";
+    m.col_run = "Shape::VN";
+    m.tile_row0 = "st.i0";
+    m.tile_col0 = "st.j0";
+    m.pairs = X.T.tm * X.T.tn;
+    const SimtStep* step = step_.get();
+    m.value = [step](int n) { return step->value(n); };
+    return m;
+  }
+
+ private:
+  void inner_update(const Stmt& s, Code& out) const {
+    if (s.kind != StmtKind::Update) unsupported("an output statement inside reduce");
+    const CType t = P.accs[size_t(s.target)].type;
+    const std::string a = "acc" + to_string(s.target), v = X.inner_r.expr_as(s.value, t);
+    const bool fl = is_float(t);
+    std::string r;
+    switch (s.update) {
+      case UpdateOp::Assign: r = v; break;
+      case UpdateOp::Add: r = fl ? a + " + " + v : "gm::add(" + a + ", " + v + ")"; break;
+      case UpdateOp::Sub: r = fl ? a + " - " + v : "gm::sub(" + a + ", " + v + ")"; break;
+      case UpdateOp::Mul: r = fl ? a + " * " + v : "gm::mul(" + a + ", " + v + ")"; break;
+      case UpdateOp::Max: r = "gm::max_(" + a + ", " + v + ")"; break;
+      case UpdateOp::Min: r = "gm::min_(" + a + ", " + v + ")"; break;
+      case UpdateOp::Or: case UpdateOp::And: case UpdateOp::Xor:
+        if (fl) unsupported(std::string(update_symbol(s.update)) + " on a float accumulator");
+        r = a + (s.update == UpdateOp::Or ? " | " : s.update == UpdateOp::And ? " & " : " ^ ") + v;
+        break;
+    }
+    out.line(a + " = " + r + ";");
+  }
+
+  void inner_functor(Code& c) const {
+    c.line("// The inner op: the reduce body for one (i, j, k), on register values.");
+    c.open("struct Inner");
+    c.line("int b;");
+    for (const auto& [p, t] : params_in(P, true)) c.line(ctype_cpp(t) + " " + Renderer::param_name(p, t) + ";");
+    std::string sig = "__device__ __forceinline__ void operator()(int i, int j, int k";
+    for (size_t n = 0; n < P.accs.size(); ++n) sig += ", " + X.acc_type(int(n)) + "& acc" + to_string(n);
+    for (int a : inner_acc) sig += ", " + inner_arg_cpp(access_ctype(P, a)) + " x" + to_string(a);
+    c.open(sig + ") const");
+    X.locals(true, c);
+    X.inner_r.stmts(P.inner, c, [&](const Stmt& s, Code& out) { inner_update(s, out); });
+    c.close();
+    c.close(";");
+  }
+
+  void stage(Code& c) const {
+    c.line("// The plan's operands in the mainloop: staged tiles (shared memory), vectors (registers).");
+    c.open("struct Stage");
+    for (int a : inner_acc) {
+      const Access& acc = P.accesses[size_t(a)];
+      const std::string st = dtype_cpp(access_dtype(P, a)), ct = step_->smem_type(a);
+      const std::string name = P.operands[size_t(acc.operand)].name + pattern_name(acc.pattern);
+      switch (inner_kind(acc.pattern)) {
+        case InnerKind::RowTile: case InnerKind::ColTile: {
+          const bool row = inner_kind(acc.pattern) == InnerKind::RowTile;
+          // Operands stored in their compute type go to shared memory by cp.async; the others
+          // are widened through registers.
+          c.line(std::string("typedef gm::") + (step_->async(a) ? "AsyncTileLoader<" + st : "TileLoader<" + st + ", " + ct) +
+                 (row ? ", Shape::BM" : ", Shape::BN") + ", Shape::BK, Shape::THREADS, " +
+                 (k_contiguous(acc.pattern) ? "true" : "false") + step_->loader_flags(a) + "> " + loader(a) +
+                 ";  // " + name);
+          c.line(loader(a) + " ld" + to_string(a) + ";");
+          c.line(ct + "* sm" + to_string(a) + ";  // (" + to_string(kStages) + ", BK, " + loader(a) + "::LDS)");
+          break;
+        }
+        case InnerKind::RedVec:
+          c.line("typedef gm::KVecLoader<" + st + ", " + ct + ", Shape::BK> " + loader(a) + ";  // " + name);
+          c.line(loader(a) + " ld" + to_string(a) + ";");
+          c.line(ct + "* sm" + to_string(a) + ";  // (" + to_string(kStages) + ", BK)");
+          break;
+        case InnerKind::RowVec:
+          c.line(ct + " rv" + to_string(a) + "[Shape::TM];  // " + name + ", loaded once");
+          break;
+        case InnerKind::ColVec:
+          c.line(ct + " cv" + to_string(a) + "[Shape::TN];  // " + name + ", loaded once");
+          break;
+        case InnerKind::None: break;
+      }
+    }
+    c.line("gm::ThreadMap<Shape> tmap;");
+    c.line("int i0, j0;  // the block tile's first row and column");
+    c.line("Inner f;");
+    for (size_t n = 0; n < P.accs.size(); ++n)
+      c.line(X.acc_type(int(n)) + " acc" + to_string(n) + "[Shape::TM][Shape::TN];  // " + P.accs[n].name);
+    step_->members(c);
+    c.line("__device__ __forceinline__ explicit Stage(int tid) : tmap(tid) {}");
+    std::string ld, stv;
+    for (int a : inner_acc) {
+      const InnerKind k = inner_kind(P.accesses[size_t(a)].pattern);
+      if (k != InnerKind::RowTile && k != InnerKind::ColTile && k != InnerKind::RedVec) continue;
+      ld += " ld" + to_string(a) + ".load(sm" + to_string(a) + " + buf * " + loader(a) + "::BUF, k0, k_end);";
+      stv += " ld" + to_string(a) + ".store(sm" + to_string(a) + " + buf * " + loader(a) + "::BUF);";
+    }
+    c.line("__device__ __forceinline__ void load(int k0, int k_end, int buf) {" + ld + " }");
+    c.line("__device__ __forceinline__ void store(int buf) {" + stv + " }");
+    c.line("// One k of a slice: fragments from shared buffer buf, the inner op on every (m, n).");
+    c.open("__device__ __forceinline__ void step(int buf, int k, int kk)");
+    step_->step(c);
+    c.close();
+    // A slice: its steps, unrolled; in the last, partial slice only the first krem exist.
+    c.line("template <bool GUARD>");
+    c.open("__device__ __forceinline__ void compute(int buf, int k0, int krem)");
+    c.line("#pragma unroll");
+    c.open("for (int kk = 0; kk < Shape::BK; ++kk)");
+    c.line("if (GUARD && kk >= krem) break;  // past the end of k: no update at all");
+    c.line("step(buf, k0 + kk, kk);");
+    c.close();
+    c.close();
+    c.close(";");
+  }
+
+  KernelContext& X;
+  const Plan& P;
+  std::vector<int> inner_acc;   // accesses the reduce body reads
+  std::unique_ptr<SimtStep> step_;
+};
+
+}  // namespace
+
+std::unique_ptr<Mainloop> make_simt_mainloop(KernelContext& ctx, bool packed16) {
+  return std::make_unique<SimtMainloop>(ctx, packed16);
+}
+
+}  // namespace gamut::cuda::cg

@@ -1,0 +1,147 @@
+// Distinct lists (outputs/lists.h): the block tile's rows are de-duplicated in shared memory
+// (gm::TileDistinct, src/cuda/device/outputs/gamut_distinct.cuh) before the block appends them,
+// so a tile whose pairs emit few distinct rows appends each of them once instead of once per
+// pair. The device hash set after the kernel (lists/order.cpp) still removes repeats across
+// tiles. A list whose table does not fit (rows too wide) appends its rows as a plain list does.
+#include <algorithm>
+
+#include "cuda/codegen/outputs/lists.h"
+
+namespace gamut::cuda::cg {
+
+using std::to_string;
+
+namespace {
+
+class DistinctRows final : public ListRows {
+ public:
+  using ListRows::ListRows;
+
+  void append(Code& c) override {
+    const int slots = X.S.distinct_slots[l_];
+    const ListOutput& lo = spec();
+    if (slots == 0 || lo.key != kNoExpr) {   // rows too wide for the table: as a plain list
+      rows(c);
+      return;
+    }
+    const AccumulatorMap& M = X.map;
+    const std::string words = to_string(X.S.distinct_words[l_]);
+    // Column k's first word in the row.
+    std::vector<int> at;
+    int w = 0;
+    for (const ListColumn& col : lo.columns) {
+      at.push_back(w);
+      w += ctype_bytes(col.type) > 4 ? 2 : 1;
+    }
+    c.open("");
+    c.line("// " + lo.name + ": each distinct row of the tile once (gm::TileDistinct), then the rows that");
+    c.line("// found no room in the table.");
+    c.line("typedef gm::TileDistinct<Shape, " + words + ", " + to_string(slots) + "> TD;");
+    c.line("static_assert(TD::BYTES <= " + to_string(X.S.epilogue - size_t(X.S.distinct_off)) +
+           ", \"shared memory plan\");");
+    c.line("TD td(smem + " + to_string(X.S.distinct_off) + ");");
+    c.line("unsigned todo[TD::W], ov[TD::W];");
+    c.line("#pragma unroll");
+    c.line("for (int w = 0; w < TD::W; ++w) { todo[w] = pr" + n_ + "[w]; ov[w] = 0u; }");
+    c.line("gm::opaque_bits(todo);");
+    c.line("#pragma unroll 1");
+    c.open("for (;;)");
+    c.line("int e = 0;");
+    c.line("const bool has = TD::next(todo, e);");
+    c.line("unsigned rw[" + words + "] = {};");
+    c.open("if (has)");
+    pair_row(c);
+    for (size_t k = 0; k < lo.columns.size(); ++k)
+      c.line("gm::row_put(rw + " + to_string(at[k]) + ", ec" + n_ + "_" + to_string(k) + ");");
+    c.close();
+    c.line("if (!td.round(has, e, rw, todo, ov)) break;  // every thread, together");
+    c.close();
+    c.line("gm::u64 row;");
+    c.line("// Every thread, together; false in all of them when the block has no row.");
+    c.open("if (td.reserve(ov, la" + n_ + ".counter, row))");
+    // The slots' rows, with the (b, i, j) of the pair that claimed the slot.
+    c.line("#pragma unroll 1");
+    c.open("for (int s = int(threadIdx.x); s < " + to_string(slots) + "; s += Shape::THREADS)");
+    c.line("const unsigned x = td.table[s];");
+    c.line("if (x == TD::kEmpty) continue;");
+    c.open("if (row < la" + n_ + ".capacity)");
+    c.line("const unsigned* const rs = td.row(s);");
+    std::vector<std::string> vals;
+    for (size_t k = 0; k < lo.columns.size(); ++k) {
+      const std::string v = "v" + to_string(k);
+      c.line(ctype_cpp(lo.columns[k].type) + " " + v + "; gm::row_get(rs + " + to_string(at[k]) + ", " + v + ");");
+      vals.push_back(v);
+    }
+    // The map of the thread that claimed the slot.
+    c.line("const " + M.type + " om(TD::owner(x));");
+    c.line("const int e = TD::pair(x);");
+    store(c, vals, X.coords->row_at(M.tile_row0 + " + om.row(e / " + M.cols + ")"),
+          X.coords->col_at(M.tile_col0 + " + om.col(e % " + M.cols + ")"));
+    c.close();
+    c.line("++row;");
+    c.close();  // slots
+    // Overflow rows: rendered again, as a plain list's.
+    c.line("#pragma unroll 1");
+    c.open("for (;;)");
+    c.line("int e = 0;");
+    c.line("if (!TD::next(ov, e)) break;");
+    pair_row(c);
+    vals.clear();
+    for (size_t k = 0; k < lo.columns.size(); ++k) vals.push_back("ec" + n_ + "_" + to_string(k));
+    c.open("if (row < la" + n_ + ".capacity)");
+    store(c, vals, "i", "j");
+    c.close();
+    c.line("++row;");
+    c.close();  // overflow
+    c.close();  // reserve
+    c.close();
+  }
+
+ private:
+  // Stores of row `row`: columns from `vals[k]`, then b, i, j.
+  void store(Code& c, const std::vector<std::string>& vals, const std::string& i, const std::string& j) {
+    const ListOutput& lo = spec();
+    const auto& ls = X.A.lists[l_];
+    for (size_t k = 0; k < lo.columns.size(); ++k)
+      c.line("reinterpret_cast<" + ctype_cpp(lo.columns[k].type) + "*>(" + X.arg(ls.cols[k]) + ")[row] = " + vals[k] +
+             ";");
+    c.line("reinterpret_cast<int*>(" + X.arg(ls.b) + ")[row] = b;");
+    c.line("reinterpret_cast<int*>(" + X.arg(ls.i) + ")[row] = " + i + ";");
+    c.line("reinterpret_cast<int*>(" + X.arg(ls.j) + ")[row] = " + j + ";");
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ListRows> make_distinct_rows(KernelContext& ctx, size_t l) {
+  return std::make_unique<DistinctRows>(ctx, l);
+}
+
+// gm::TileDistinct's table, slot rows and per-thread staging, one list at a time after the
+// aggregate tables (which are flushed before the lists). A tile of BM x BN pairs gets a quarter
+// as many slots (at most kDistinctSlots): more distinct rows than that make the table overflow,
+// and then the rows are appended as they are anyway. A list whose table does not fit
+// kDistinctBudget bytes even at kDistinctMinSlots gets none (its rows append as a plain list's).
+size_t plan_distinct_tables(const Plan& plan, const TileConfig& t, size_t off, SmemPlan& s) {
+  s.distinct_slots.assign(plan.lists.size(), 0);
+  s.distinct_words.assign(plan.lists.size(), 0);
+  size_t region = 0;
+  for (size_t l = 0; l < plan.lists.size(); ++l) {
+    const ListOutput& lo = plan.lists[l];
+    if (lo.mode != ListMode::Distinct || lo.key != kNoExpr || lo.columns.empty()) continue;
+    int words = 0;
+    for (const ListColumn& c : lo.columns) words += ctype_bytes(c.type) > 4 ? 2 : 1;
+    int slots = std::min(kDistinctSlots, std::max(kDistinctMinSlots, t.bm * t.bn / 4));
+    auto bytes = [&](int n) { return size_t(4) * size_t(n + n * words + t.threads() * words); };
+    while (slots > kDistinctMinSlots && bytes(slots) > kDistinctBudget) slots /= 2;
+    if (bytes(slots) > kDistinctBudget) continue;
+    s.distinct_slots[l] = slots;
+    s.distinct_words[l] = words;
+    region = std::max(region, bytes(slots));
+  }
+  if (region == 0) return off;
+  s.distinct_off = long(round16(off));
+  return size_t(s.distinct_off) + region;
+}
+
+}  // namespace gamut::cuda::cg

@@ -1,0 +1,205 @@
+// List outputs (`emit`, outputs/lists.h): rows are appended to column buffers through one
+// global counter per list, with one reservation per block. Pass 1 (in the pair loop) only marks
+// the pairs whose row reached the emit; pass 2 (after it) renders the emit's columns again for
+// the marked pairs (no stores, no other lists) and stores them at consecutive rows. The counter
+// counts rows past the capacity too: the host grows the buffers and runs again.
+#include "cuda/codegen/outputs/lists.h"
+
+namespace gamut::cuda::cg {
+
+using std::to_string;
+
+namespace {
+
+class ListOperator final : public OutputOperator {
+ public:
+  explicit ListOperator(KernelContext& ctx) : X(ctx), P(ctx.P) {
+    for (size_t l = 0; l < P.lists.size(); ++l) {
+      const ListOutput& lo = P.lists[l];
+      if (lo.mode == ListMode::Distinct) rows_.push_back(make_distinct_rows(ctx, l));
+      else if ((lo.mode == ListMode::Top || lo.mode == ListMode::Bottom) && lo.key != kNoExpr)
+        rows_.push_back(make_top_bottom_rows(ctx, l));
+      else rows_.push_back(std::make_unique<ListRows>(ctx, l));
+    }
+  }
+
+  void declare(Code& c) override {
+    for (size_t l = 0; l < P.lists.size(); ++l)
+      c.line("const gm::ListAppend la" + to_string(l) + "{reinterpret_cast<gm::u64*>(" + X.arg(X.A.lists[l].counter) +
+             "), " + X.arg(X.A.lists[l].capacity) + "};");
+    // Per-thread marks, one bit per pair: the row reached the emit (pass 1 sets them).
+    for (size_t l = 0; l < P.lists.size(); ++l) {
+      const std::string n = to_string(l);
+      c.line("unsigned pr" + n + "[" + X.map.words() + "];  // " + P.lists[l].name + ": rows that reached the emit");
+      c.line("#pragma unroll");
+      c.line("for (int w = 0; w < " + X.map.words() + "; ++w) pr" + n + "[w] = 0u;");
+    }
+  }
+  void pair_begin(Code& c) override {
+    for (size_t l = 0; l < P.lists.size(); ++l) c.line("bool ef" + to_string(l) + " = false;");
+  }
+  // Pass 1: only that the row exists (columns and keys come later).
+  bool leaf(const Stmt& s, Code& out) override {
+    if (s.kind != StmtKind::Emit) return false;
+    out.line("ef" + to_string(s.target) + " = true;");
+    return true;
+  }
+  void pair_end(Code& c) override {
+    for (size_t l = 0; l < P.lists.size(); ++l)
+      c.line("pr" + to_string(l) + X.map.bit("", "m", "n") + " |= unsigned(ef" + to_string(l) + ") << " +
+             X.map.bit_shift("m", "n") + ";");
+  }
+  void finish(Code& c) override {
+    for (auto& r : rows_) r->append(c);
+  }
+
+ private:
+  KernelContext& X;
+  const Plan& P;
+  std::vector<std::unique_ptr<ListRows>> rows_;
+};
+
+}  // namespace
+
+std::unique_ptr<OutputOperator> make_list_operator(KernelContext& ctx) { return std::make_unique<ListOperator>(ctx); }
+
+void ListRows::rows(Code& c) {
+  const AccumulatorMap& M = X.map;
+  const TileCoordinates& tc = *X.coords;
+  c.open("");
+  c.line("gm::u64 row;");
+  c.line("// Every thread, together; false in all of them when the block has no row.");
+  c.open("if (gm::BlockAppend<Shape>::reserve(pr" + n_ + ", la" + n_ + ".counter, row))");
+  if (M.pairs >= kCompactPairs) {
+    rows_compact(c);
+    c.close();  // reserve
+    c.close();
+    return;
+  }
+  c.line("#pragma unroll");
+  c.open("for (int m = 0; m < " + M.rows + "; ++m)");
+  c.line("const int i = " + tc.row_at(M.tile_row0 + " + " + M.row("m")) + ";");
+  c.line("#pragma unroll");
+  c.open("for (int n = 0; n < " + M.cols + "; ++n)");
+  c.line("if (((pr" + n_ + M.bit("", "m", "n") + " >> " + M.bit_shift("m", "n") + ") & 1u) == 0u) continue;");
+  c.line("const int j = " + tc.col_at(M.tile_col0 + " + " + M.col("n")) + ";");
+  row_decls(c);
+  for (size_t a = 0; a < P.accs.size(); ++a)
+    c.line(X.acc_type(int(a)) + " acc" + to_string(a) + " = " + M.value(int(a)) + "; gm::opaque(acc" + to_string(a) +
+           ");");
+  X.locals(false, c);
+  X.outer_r.stmts(P.outer, c, [&](const Stmt& s, Code& out) {
+    if (s.kind == StmtKind::Emit && size_t(s.target) == l_) emit_row(s, out);
+  });
+  c.line("(void)ef" + n_ + ";  // marked in pass 1: the row exists");
+  row_stores(c, "m", "n");
+  c.close();  // n
+  c.close();  // m
+  c.close();  // reserve
+  c.close();
+}
+
+// Pass 2 for threads of 128 pairs and more: a loop over the marked pairs with one copy of the
+// row's code (the accumulators picked by static indices, pair_row), instead of rows x cols
+// unrolled copies. Unrolled, the epilogue of the one-block tile 128x256x16/8x16 was ~12K
+// instructions and its warps waited on the instruction cache with no other block to hide it
+// (Q5 4.44 ms there against 3.04 for the product, bench/NOTES.md).
+void ListRows::rows_compact(Code& c) {
+  c.line("unsigned todo[" + X.map.words() + "];");
+  c.line("#pragma unroll");
+  c.line("for (int w = 0; w < " + X.map.words() + "; ++w) todo[w] = pr" + n_ + "[w];");
+  c.line("gm::opaque_bits(todo);");
+  c.line("int e = 0;");
+  c.line("#pragma unroll 1");
+  c.open("while (gm::next_bit(todo, e))");
+  pair_row(c);
+  row_stores(c, "em", "en");
+  c.close();
+}
+
+// The accumulators are picked with static indices (a run-time index would move every
+// accumulator to local memory); one copy of the statements then serves every pair, where rows()
+// unrolls them rows x cols times.
+void ListRows::pair_row(Code& c) {
+  const AccumulatorMap& M = X.map;
+  c.line("const int em = e / " + M.cols + ", en = e % " + M.cols + ";");
+  c.line("const int i = " + X.coords->row_at(M.tile_row0 + " + " + M.row("em")) + ";");
+  c.line("const int j = " + X.coords->col_at(M.tile_col0 + " + " + M.col("en")) + ";");
+  row_decls(c);
+  if (!P.accs.empty()) {
+    for (size_t a = 0; a < P.accs.size(); ++a)
+      c.line(X.acc_type(int(a)) + " acc" + to_string(a) + " = " + X.acc_type(int(a)) + "();");
+    c.line("#pragma unroll");
+    c.open("for (int m = 0; m < " + M.rows + "; ++m)");
+    c.line("#pragma unroll");
+    c.open("for (int n = 0; n < " + M.cols + "; ++n)");
+    c.open("if (m == em && n == en)");
+    for (size_t a = 0; a < P.accs.size(); ++a) c.line("acc" + to_string(a) + " = " + M.value(int(a)) + ";");
+    c.close();
+    c.close();
+    c.close();
+  }
+  X.locals(false, c);
+  X.outer_r.stmts(P.outer, c, [&](const Stmt& s, Code& out) {
+    if (s.kind == StmtKind::Emit && size_t(s.target) == l_) emit_row(s, out);
+  });
+  c.line("(void)ef" + n_ + ";  // marked in pass 1: the row exists");
+}
+
+// The row's variables, before the output statements render into them.
+void ListRows::row_decls(Code& c) {
+  const ListOutput& lo = spec();
+  c.line("bool ef" + n_ + " = false;");
+  for (size_t k = 0; k < lo.columns.size(); ++k)
+    c.line(ctype_cpp(lo.columns[k].type) + " ec" + n_ + "_" + to_string(k) + " = " + ctype_cpp(lo.columns[k].type) +
+           "();");
+  if (lo.key != kNoExpr)
+    c.line(ctype_cpp(P.expr(lo.key).type) + " ek" + n_ + " = " + ctype_cpp(P.expr(lo.key).type) + "();");
+}
+
+void ListRows::emit_row(const Stmt& s, Code& out) const {
+  const ListOutput& lo = spec();
+  out.line("ef" + n_ + " = true;");
+  for (size_t k = 0; k < lo.columns.size(); ++k)
+    out.line("ec" + n_ + "_" + to_string(k) + " = " + X.outer_r.expr_as(s.columns[k], lo.columns[k].type) + ";");
+  if (lo.key != kNoExpr) out.line("ek" + n_ + " = " + X.outer_r.expr(lo.key) + ";");
+}
+
+void ListRows::row_stores(Code& c, const std::string& m, const std::string& n) {
+  const ListOutput& lo = spec();
+  const auto& ls = X.A.lists[l_];
+  c.open("if (row < la" + n_ + ".capacity)");
+  for (size_t k = 0; k < lo.columns.size(); ++k)
+    c.line("reinterpret_cast<" + ctype_cpp(lo.columns[k].type) + "*>(" + X.arg(ls.cols[k]) + ")[row] = ec" + n_ + "_" +
+           to_string(k) + ";");
+  c.line("reinterpret_cast<int*>(" + X.arg(ls.b) + ")[row] = b;");
+  c.line("reinterpret_cast<int*>(" + X.arg(ls.i) + ")[row] = i;");
+  c.line("reinterpret_cast<int*>(" + X.arg(ls.j) + ")[row] = j;");
+  if (lo.key != kNoExpr)
+    c.line("reinterpret_cast<" + ctype_cpp(P.expr(lo.key).type) + "*>(" + X.arg(ls.key) + ")[row] = ek" + n_ + ";");
+  stored(c, m, n);
+  c.close();
+  c.line("++row;");
+}
+
+void list_output_args(ArgLayout& L, const Plan& plan, int l) {
+  const ListOutput& lo = plan.lists[size_t(l)];
+  const std::string n = "list" + to_string(l);
+  ArgLayout::ListSlots s;
+  s.counter = L.add(n + "_counter", lo.name + ": u64 [rows that reached the emit, N]");
+  s.capacity = L.add(n + "_capacity", "rows the buffers hold");
+  for (size_t c = 0; c < lo.columns.size(); ++c)
+    s.cols.push_back(L.add(n + "_col" + to_string(c),
+                           "column " + lo.columns[c].name + " (" + std::string(ctype_name(lo.columns[c].type)) + ")"));
+  s.b = L.add(n + "_b", "int32 b of each row");
+  s.i = L.add(n + "_i", "int32 i of each row");
+  s.j = L.add(n + "_j", "int32 j of each row");
+  if (lo.key != kNoExpr) s.key = L.add(n + "_key", "the key of each row");
+  if (lo.key != kNoExpr && (lo.mode == ListMode::Top || lo.mode == ListMode::Bottom)) {
+    s.threshold = L.add(n + "_threshold", "u32 rank per group, lowered by the tiles");
+    s.reservoir = L.add(n + "_reservoir", "u32 [groups][slots] ranks of kept rows, or 0");
+  }
+  L.lists.push_back(s);
+}
+
+}  // namespace gamut::cuda::cg

@@ -1,0 +1,54 @@
+// Lists (`emit`), shared by outputs/lists.cpp, top_bottom.cpp and distinct.cpp. The list
+// operator marks, in pass 1 of the pair loop, the pairs whose row reached the emit (one bit per
+// pair); after the loop each list appends its rows (pass 2) with a strategy of its own:
+//   ListRows         plain lists: one reservation per block (gm::BlockAppend), then the marked
+//                    pairs' rows rendered again and stored in order;
+//   TopBottomRows    top/bottom lists: the tile's candidates selected first against the group
+//                    thresholds (gm::TileSelect), the kept rows also go into the reservoirs;
+//   DistinctRows     distinct lists: the tile's rows de-duplicated in shared memory
+//                    (gm::TileDistinct) before they are appended.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cuda/codegen/outputs/output_operator.h"
+
+namespace gamut::cuda::cg {
+
+class ListRows {
+ public:
+  ListRows(KernelContext& ctx, size_t l) : X(ctx), P(ctx.P), l_(l), n_(std::to_string(l)) {}
+  virtual ~ListRows() = default;
+  // Pass 2: the list's rows appended after the pair loop.
+  virtual void append(Code& c) { rows(c); }
+
+ protected:
+  // One reservation per block for the marked pairs, then their rows: unrolled over the map,
+  // or, for threads of at least kCompactPairs pairs, a loop over the marked pairs.
+  void rows(Code& c);
+  static constexpr int kCompactPairs = 128;
+  void rows_compact(Code& c);
+  // The row of the thread's pair `e` (a run-time m * cols + n) into efN / ecN_k (and ekN), with
+  // i, j and that pair's accumulators in scope.
+  void pair_row(Code& c);
+  void row_decls(Code& c);   // efN, ecN_k, ekN
+  // The list's Emit statement rendered as the whole row (columns, key).
+  void emit_row(const Stmt& s, Code& out) const;
+  // Stores of the rendered row at `row` (below the capacity), then ++row. m, n: the names of
+  // the pair's map indices.
+  void row_stores(Code& c, const std::string& m, const std::string& n);
+  // After a row is stored (top/bottom: into its group's reservoir).
+  virtual void stored(Code&, const std::string& /*m*/, const std::string& /*n*/) {}
+  const ListOutput& spec() const { return P.lists[l_]; }
+
+  KernelContext& X;
+  const Plan& P;
+  size_t l_;
+  std::string n_;   // the list's number, as the kernel's names carry it
+};
+
+std::unique_ptr<ListRows> make_top_bottom_rows(KernelContext& ctx, size_t l);
+std::unique_ptr<ListRows> make_distinct_rows(KernelContext& ctx, size_t l);
+
+}  // namespace gamut::cuda::cg

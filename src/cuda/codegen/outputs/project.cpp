@@ -1,0 +1,84 @@
+// Project outputs (C[i, j] = v): each value stored at its position, or, where the output's last
+// index is j (and positions are the indices themselves), collected over a run of the map's
+// consecutive columns and stored with one vector access (gm::store_run). Also the argument
+// words and kernel pointers of every dense output, project or aggregate.
+#include "cuda/codegen/outputs/output_operator.h"
+
+namespace gamut::cuda::cg {
+
+using std::to_string;
+
+namespace {
+
+class ProjectOperator final : public OutputOperator {
+ public:
+  explicit ProjectOperator(KernelContext& ctx) : X(ctx), P(ctx.P) {}
+
+  void run_begin(Code& c) override {
+    for (size_t d = 0; d < P.dense.size(); ++d)
+      if (X.runs_along_j(int(d)))
+        c.line(X.out_type(int(d)) + " pv" + to_string(d) + "[" + X.map.col_run + "]; bool pm" + to_string(d) + "[" +
+               X.map.col_run + "];");
+  }
+  void pair_begin(Code& c) override {
+    for (size_t d = 0; d < P.dense.size(); ++d)
+      if (X.runs_along_j(int(d)))
+        c.line("pv" + to_string(d) + "[v] = " + X.out_type(int(d)) + "(0); pm" + to_string(d) + "[v] = false;");
+  }
+  bool leaf(const Stmt& s, Code& out) override {
+    if (s.kind != StmtKind::Store || !P.dense[size_t(s.target)].is_project()) return false;
+    const int d = s.target;
+    const std::string n = to_string(d), v = X.outer_r.expr_as(s.value, P.dense[size_t(d)].type);
+    if (X.runs_along_j(d)) {
+      out.line("pv" + n + "[v] = " + v + ";");
+      out.line("pm" + n + "[v] = true;");
+    } else {
+      out.line("out" + n + "[" + X.out_offset(d, "j") + "] = " + v + ";");
+    }
+    return true;
+  }
+  void run_end(Code& c) override {
+    const AccumulatorMap& M = X.map;
+    for (size_t d = 0; d < P.dense.size(); ++d)
+      if (X.runs_along_j(int(d)))
+        c.line("gm::store_run<" + X.out_type(int(d)) + ", " + M.col_run + ">(out" + to_string(d) + " + " +
+               X.out_offset(int(d), M.tile_col0 + " + " + M.col("c * " + M.col_run)) + ", pv" + to_string(d) + ", pm" +
+               to_string(d) + ", ov" + to_string(d) + ");");
+  }
+
+ private:
+  KernelContext& X;
+  const Plan& P;
+};
+
+}  // namespace
+
+std::unique_ptr<OutputOperator> make_project_operator(KernelContext& ctx) {
+  return std::make_unique<ProjectOperator>(ctx);
+}
+
+void dense_output_args(ArgLayout& L, const Plan& plan, int d) {
+  const std::string o = "out" + to_string(d);
+  ArgLayout::OutputSlots s;
+  s.ptr = L.add(o + "_ptr", plan.dense[size_t(d)].name + ": " + std::string(ctype_name(plan.dense[size_t(d)].type)) +
+                                " output");
+  for (size_t p = 0; p < output_index(plan, d).size(); ++p)
+    s.stride.push_back(L.add(o + "_stride" + to_string(p), "elements per step of index " + to_string(p)));
+  s.vec = L.add(o + "_vec4", "1: runs along j may be stored as vectors");
+  s.elems = L.add(o + "_elems", "elements of the (padded) array");
+  L.dense.push_back(s);
+}
+
+void dense_output_pointers(const KernelContext& X, Code& c) {
+  for (size_t d = 0; d < X.P.dense.size(); ++d) {
+    const auto& s = X.A.dense[d];
+    const std::string n = to_string(d);
+    c.line(X.out_type(int(d)) + "* out" + n + " = reinterpret_cast<" + X.out_type(int(d)) + "*>(" + X.arg(s.ptr) +
+           ");  // " + X.P.dense[d].name);
+    for (size_t p = 0; p < s.stride.size(); ++p)
+      c.line("const gm::i64 os" + n + "_" + to_string(p) + " = gm::arg_i64(" + X.arg(s.stride[p]) + ");");
+    if (X.runs_along_j(int(d))) c.line("const bool ov" + n + " = " + X.arg(s.vec) + " != 0;");
+  }
+}
+
+}  // namespace gamut::cuda::cg

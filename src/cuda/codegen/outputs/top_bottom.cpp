@@ -1,0 +1,101 @@
+// top/bottom lists (outputs/lists.h): before pass 2 the tile's candidates are selected per group
+// (gm::TileSelect, src/cuda/device/outputs/gamut_list.cuh): the tile's per-group thresholds
+// (from and into the global ones) clear the marks of the rows that cannot be among their
+// group's N best, and every kept row also goes into its group's reservoir. The selection
+// computes each pair's rank again where it needs it rather than holding rows x cols ranks (which
+// spill on the largest tiles): from the accumulators when the key reads nothing else, else by
+// rendering the statements that lead to the emit (lets, ifs) for the key alone.
+#include <set>
+
+#include "cuda/codegen/outputs/lists.h"
+
+namespace gamut::cuda::cg {
+
+using std::to_string;
+
+namespace {
+
+class TopBottomRows final : public ListRows {
+ public:
+  TopBottomRows(KernelContext& ctx, size_t l) : ListRows(ctx, l) {
+    const PerGroup g = spec().per;
+    const gm::ListGroup group = g == PerGroup::Row ? gm::kGroupRow : g == PerGroup::Col ? gm::kGroupCol : gm::kGroupAll;
+    select_ = "gm::TileSelect<Shape, " + to_string(int(group)) + ">";
+    top_ = spec().mode == ListMode::Top ? "true" : "false";
+  }
+
+  // One scope: the rows pass 2 keeps go into the group reservoirs of the selection.
+  void append(Code& c) override {
+    c.open("");
+    preselect(c);
+    rows(c);
+    c.line(select_ + "::refresh(gthr, rsv, la" + n_ + ".limit(), at, ss);");
+    c.close();
+  }
+
+ private:
+  void preselect(Code& c) {
+    const ListOutput& lo = spec();
+    const AccumulatorMap& M = X.map;
+    const TileCoordinates& tc = *X.coords;
+    const std::string kt = ctype_cpp(P.expr(lo.key).type);
+    std::set<int> accs;
+    bool direct = true;
+    walk_expr(P, lo.key, [&](const Expr& e) {
+      if (e.kind == ExprKind::Acc) accs.insert(e.index);
+      direct = direct && e.kind != ExprKind::Load && e.kind != ExprKind::Local;
+    });
+    c.line("__shared__ " + select_ + "::Smem ss;");
+    c.line("unsigned* const gthr = reinterpret_cast<unsigned*>(" + X.arg(X.A.lists[l_].threshold) + ");");
+    c.line("unsigned* const rsv = reinterpret_cast<unsigned*>(" + X.arg(X.A.lists[l_].reservoir) + ");");
+    // Group g of the tile in the global thresholds: (b, i - row begin) per i, (b, j - col begin)
+    // per j, from the Instance's ranges (a grouped join's tile ranges are positions).
+    if (lo.per == PerGroup::None) {
+      c.line("const auto at = [&](int) -> gm::i64 { return 0; };");
+    } else {
+      const bool row = lo.per == PerGroup::Row;
+      const std::string pos = (row ? M.tile_row0 : M.tile_col0) + " + g", end = row ? "row_end" : "col_end";
+      c.line("const int gfirst = " + tc.range_first(row) + ", gextent = " + tc.range_end(row) + " - gfirst;");
+      c.open("const auto at = [&](int g) -> gm::i64");
+      c.line("if (" + pos + " >= " + end + ") return -1;");
+      c.line("return gm::i64(b) * gextent + (" + (row ? tc.row_at(pos) : tc.col_at(pos)) + " - gfirst);");
+      c.close(";");
+    }
+    c.open("const auto rank = [&](int m, int n) -> unsigned");
+    c.line("const int i = " + tc.row_at(M.tile_row0 + " + " + M.row("m")) + ", j = " +
+           tc.col_at(M.tile_col0 + " + " + M.col("n")) + ";");
+    c.line("(void)i; (void)j;");
+    for (size_t a = 0; a < P.accs.size(); ++a)
+      if (!direct || accs.count(int(a)))
+        c.line(X.acc_type(int(a)) + " acc" + to_string(a) + " = " + M.value(int(a)) + "; gm::opaque(acc" +
+               to_string(a) + ");");
+    if (direct) {
+      c.line("return gm::rank32(" + X.outer_r.expr(lo.key) + ", " + top_ + ");");
+    } else {
+      c.line(kt + " ek" + n_ + " = " + kt + "();");
+      X.locals(false, c);
+      X.outer_r.stmts(P.outer, c, [&](const Stmt& s, Code& out) {
+        if (s.kind == StmtKind::Emit && size_t(s.target) == l_) out.line("ek" + n_ + " = " + X.outer_r.expr(lo.key) + ";");
+      });
+      c.line("return gm::rank32(ek" + n_ + ", " + top_ + ");");
+    }
+    c.close(";");
+    c.line(select_ + "::select(" + M.object + ", rank, pr" + n_ + ", la" + n_ + ".limit(), gthr, at, ss);");
+  }
+
+  void stored(Code& c, const std::string& m, const std::string& n) override {
+    const AccumulatorMap& M = X.map;
+    c.line("const int g = " + select_ + "::group(" + M.row(m) + ", " + M.col(n) + ");");
+    c.line(select_ + "::keep(rsv, la" + n_ + ".limit(), at(g), g, i, j, gm::rank32(ek" + n_ + ", " + top_ + "), ss);");
+  }
+
+  std::string select_, top_;
+};
+
+}  // namespace
+
+std::unique_ptr<ListRows> make_top_bottom_rows(KernelContext& ctx, size_t l) {
+  return std::make_unique<TopBottomRows>(ctx, l);
+}
+
+}  // namespace gamut::cuda::cg

@@ -1,0 +1,24 @@
+// The CUDA C++ of the stage kernels: thin extern "C" instantiations of the device headers
+// (device/stages/) per element type. No CUDA needed: `explain --source` and the golden kernels
+// use them without the toolkit; the launchers are stages/ and lists/.
+#pragma once
+#include <string>
+
+#include "core/types.h"
+#include "plan/plan.h"
+
+namespace gamut::cuda {
+
+// The accumulator type of a segment sum over `t`: the stage query's `pd_s` type (loads widen,
+// bool counts as i32).
+CType segment_sum_acc_type(DType t);
+// Kernels segment_sum_tiled and segment_sum_direct for source element type `t`.
+std::string segment_sum_source(DType t);
+// Kernel bit_pack_tiled for source element type `t` (integer or bool; a float type is a device
+// error).
+std::string bit_pack_source(DType t);
+// The top/bottom selection kernels for a key stored as `key`, top or bottom, grouped by `per`:
+// gm_sel_hist, gm_sel_digit, gm_sel_keep, gm_gather{1,2,4,8}.
+std::string select_source(DType key, bool top, PerGroup per);
+
+}  // namespace gamut::cuda

@@ -1,0 +1,51 @@
+// Constants the host and the device code share: the host's code generator and launcher include
+// this header ("cuda/device/core/gamut_constants.cuh"), generated kernels and the device headers
+// get it embedded. Plain C++: no CUDA extensions outside GM_HOST_DEVICE.
+#pragma once
+
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+#define GM_HOST_DEVICE __host__ __device__
+#else
+#define GM_HOST_DEVICE
+#endif
+
+namespace gm {
+
+// ---- the mainloop --------------------------------------------------------------------------
+// Shared buffers per staged operand: slice t + 2 is fetched while slice t is computed
+// (gm::mainloop, written for exactly three).
+constexpr int kStages = 3;
+// Elements per global load chunk along an operand's contiguous dimension (gm::TileLoader): one
+// 16/8/4-byte access when aligned. Matrix rows are padded to a multiple of it on the device.
+constexpr int kChunk = 4;
+
+// ---- aggregates ----------------------------------------------------------------------------
+// Shared hash table slots per pre-reduced aggregate output (gm::TableSink): at most this many,
+// fewer when the plan has so many such outputs that their tables would pass kTableBudget bytes.
+constexpr int kTableSlots = 512;
+constexpr unsigned kTableBudget = 32 * 1024;
+// The aggregate operators (gamut::StoreOp on the host has the same numbering).
+enum StoreOpCode : int { kAssign = 0, kAdd = 1, kMax = 2, kMin = 3, kOr = 4, kAnd = 5 };
+
+// ---- lists ---------------------------------------------------------------------------------
+// A list's counter: word 0 counts the rows that reached the emit, word 1 holds N (top/bottom).
+constexpr int kListCounterWords = 2;
+// Per-tile pre-deduplication of distinct lists (gm::TileDistinct): table slots, at most this
+// many, fewer for small tiles or wide rows; a list whose table does not fit kDistinctBudget
+// bytes even at kDistinctMinSlots appends its rows as a plain list does.
+constexpr int kDistinctSlots = 1024;
+constexpr int kDistinctMinSlots = 64;
+constexpr unsigned kDistinctBudget = 32 * 1024;
+// Groups of a top/bottom list (gm::TileSelect's PER): the whole list, each row (per i), each
+// column (per j).
+enum ListGroup : int { kGroupAll = 0, kGroupRow = 1, kGroupCol = 2 };
+// Reservoir slots per top/bottom group (gm::TileSelect::keep / refresh): 32 for N <= 16, else N.
+GM_HOST_DEVICE constexpr int reservoir_slots(long long limit) { return limit <= 16 ? 32 : int(limit); }
+
+// ---- stage kernels -------------------------------------------------------------------------
+// Threads per block of the stage kernels (segment sum, bit pack, top/bottom selection).
+constexpr int kStageThreads = 256;
+// Rows x columns a segment sum or bit pack block stages in shared memory per step.
+constexpr int kStageTile = 32;
+
+}  // namespace gm

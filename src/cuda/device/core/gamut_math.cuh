@@ -1,0 +1,143 @@
+// Scalar semantics of gamut (docs/semantics.md) for generated device code: wrapping integer
+// arithmetic, division by zero giving 0, shifts modulo the width, saturating float->int casts,
+// storage types and their widening loads. NVRTC-clean: no standard headers.
+#pragma once
+
+// Every helper is a device function (nvcc needs the annotation; NVRTC runs -default-device).
+#define GM_DEV __device__ __forceinline__
+
+namespace gm {
+
+typedef long long i64;
+typedef unsigned long long u64;
+
+// ---- storage types (what arrays hold) -------------------------------------------------------
+// bool, f16 and bf16 get distinct types so that overloads can widen them.
+struct b8 { unsigned char x; };
+struct f16 { unsigned short x; };
+struct bf16 { unsigned short x; };
+
+// Widening on load (compute_type_of): small integers -> int, f16/bf16 -> float, bool -> bool.
+GM_DEV bool widen(b8 v) { return v.x != 0; }
+GM_DEV int widen(unsigned char v) { return v; }
+GM_DEV int widen(signed char v) { return v; }
+GM_DEV int widen(short v) { return v; }
+GM_DEV int widen(int v) { return v; }
+GM_DEV i64 widen(i64 v) { return v; }
+GM_DEV float widen(float v) { return v; }
+GM_DEV double widen(double v) { return v; }
+GM_DEV float widen(f16 v) {
+  float r;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"(v.x));
+  return r;
+}
+GM_DEV float widen(bf16 v) { return __int_as_float(int(unsigned(v.x) << 16)); }
+
+// Limits of the compute types (what -inf / inf mean for integers).
+constexpr int kI32Min = -2147483647 - 1;
+constexpr int kI32Max = 2147483647;
+constexpr i64 kI64Min = -9223372036854775807LL - 1;
+constexpr i64 kI64Max = 9223372036854775807LL;
+
+// ---- integer arithmetic: wraps (computed unsigned, where C++ defines overflow) --------------
+GM_DEV int add(int a, int b) { return int(unsigned(a) + unsigned(b)); }
+GM_DEV i64 add(i64 a, i64 b) { return i64(u64(a) + u64(b)); }
+GM_DEV float add(float a, float b) { return a + b; }
+GM_DEV double add(double a, double b) { return a + b; }
+GM_DEV int sub(int a, int b) { return int(unsigned(a) - unsigned(b)); }
+GM_DEV i64 sub(i64 a, i64 b) { return i64(u64(a) - u64(b)); }
+GM_DEV int mul(int a, int b) { return int(unsigned(a) * unsigned(b)); }
+GM_DEV i64 mul(i64 a, i64 b) { return i64(u64(a) * u64(b)); }
+GM_DEV int neg(int a) { return int(0u - unsigned(a)); }
+GM_DEV i64 neg(i64 a) { return i64(0ull - u64(a)); }
+GM_DEV int abs_(int a) { return a < 0 ? neg(a) : a; }      // abs(INT_MIN) == INT_MIN
+GM_DEV i64 abs_(i64 a) { return a < 0 ? neg(a) : a; }
+GM_DEV float abs_(float a) { return fabsf(a); }
+GM_DEV double abs_(double a) { return fabs(a); }
+// Division / remainder by zero give 0; MIN / -1 wraps to MIN (C leaves both undefined).
+GM_DEV int div(int a, int b) { return b == 0 ? 0 : b == -1 ? neg(a) : a / b; }
+GM_DEV i64 div(i64 a, i64 b) { return b == 0 ? 0 : b == -1 ? neg(a) : a / b; }
+GM_DEV int mod(int a, int b) { return (b == 0 || b == -1) ? 0 : a % b; }
+GM_DEV i64 mod(i64 a, i64 b) { return (b == 0 || b == -1) ? 0 : a % b; }
+GM_DEV float mod(float a, float b) { return fmodf(a, b); }
+GM_DEV double mod(double a, double b) { return fmod(a, b); }
+// Shift counts are taken modulo the width; >> is arithmetic for signed types.
+GM_DEV int shl(int a, int b) { return int(unsigned(a) << (unsigned(b) & 31u)); }
+GM_DEV i64 shl(i64 a, i64 b) { return i64(u64(a) << (u64(b) & 63u)); }
+GM_DEV int shr(int a, int b) { return a >> (unsigned(b) & 31u); }
+GM_DEV i64 shr(i64 a, i64 b) { return a >> (u64(b) & 63u); }
+
+// min / max: floats ignore a NaN argument (fminf / fmaxf), integers compare. The hardware's
+// FMNMX also orders -0.0 below +0.0 whatever the argument order (checked on sm_90), which is
+// what the CPU engine does, so no fix-up is needed.
+GM_DEV int min_(int a, int b) { return a < b ? a : b; }
+GM_DEV i64 min_(i64 a, i64 b) { return a < b ? a : b; }
+GM_DEV float min_(float a, float b) { return fminf(a, b); }
+GM_DEV double min_(double a, double b) { return fmin(a, b); }
+GM_DEV bool min_(bool a, bool b) { return a && b; }
+GM_DEV int max_(int a, int b) { return a > b ? a : b; }
+GM_DEV i64 max_(i64 a, i64 b) { return a > b ? a : b; }
+GM_DEV float max_(float a, float b) { return fmaxf(a, b); }
+GM_DEV double max_(double a, double b) { return fmax(a, b); }
+GM_DEV bool max_(bool a, bool b) { return a || b; }
+// clamp(x, lo, hi) = min(max(x, lo), hi), as the CPU engine evaluates it.
+template <class T>
+GM_DEV T clamp_(T x, T lo, T hi) { return min_(max_(x, lo), hi); }
+
+// ---- conversions (explicit Cast nodes and stores) ------------------------------------------
+// Float -> integer truncates toward zero, saturates and maps NaN to 0: exactly cvt.rzi.
+GM_DEV bool to_bool(bool v) { return v; }
+GM_DEV bool to_bool(int v) { return v != 0; }
+GM_DEV bool to_bool(i64 v) { return v != 0; }
+GM_DEV bool to_bool(float v) { return v != 0.0f; }     // NaN -> true, as C
+GM_DEV bool to_bool(double v) { return v != 0.0; }
+GM_DEV int to_i32(bool v) { return v ? 1 : 0; }
+GM_DEV int to_i32(int v) { return v; }
+GM_DEV int to_i32(i64 v) { return int(unsigned(u64(v))); }  // wraps
+GM_DEV int to_i32(float v) { return __float2int_rz(v); }
+GM_DEV int to_i32(double v) { return __double2int_rz(v); }
+GM_DEV i64 to_i64(bool v) { return v ? 1 : 0; }
+GM_DEV i64 to_i64(int v) { return v; }
+GM_DEV i64 to_i64(i64 v) { return v; }
+GM_DEV i64 to_i64(float v) { return __float2ll_rz(v); }
+GM_DEV i64 to_i64(double v) { return __double2ll_rz(v); }
+GM_DEV float to_f32(bool v) { return v ? 1.0f : 0.0f; }
+GM_DEV float to_f32(int v) { return __int2float_rn(v); }
+GM_DEV float to_f32(i64 v) { return __ll2float_rn(v); }
+GM_DEV float to_f32(float v) { return v; }
+GM_DEV float to_f32(double v) { return __double2float_rn(v); }
+GM_DEV double to_f64(bool v) { return v ? 1.0 : 0.0; }
+GM_DEV double to_f64(int v) { return __int2double_rn(v); }
+GM_DEV double to_f64(i64 v) { return __ll2double_rn(v); }
+GM_DEV double to_f64(float v) { return double(v); }
+GM_DEV double to_f64(double v) { return v; }
+
+// Kernel arguments are 64-bit words (the fields of a kernel's Args); these read one as a compute
+// type.
+GM_DEV bool arg_bool(u64 s) { return s != 0; }
+GM_DEV int arg_i32(u64 s) { return int(unsigned(s)); }
+GM_DEV i64 arg_i64(u64 s) { return i64(s); }
+GM_DEV float arg_f32(u64 s) { return __int_as_float(int(unsigned(s))); }
+GM_DEV double arg_f64(u64 s) { return __longlong_as_double(i64(s)); }
+
+// An empty asm the compiler must assume changes v. The passes read accumulators and marks
+// through it, so that the compiler neither carries pass-1 results (a predicate or value per
+// pair, TM x TN of them) into pass 2 nor hoists ranks out of the selection rounds: either
+// needs more registers than the largest tiles have, and spills.
+GM_DEV void opaque(float& v) { asm volatile("" : "+f"(v)); }
+GM_DEV void opaque(double& v) { asm volatile("" : "+d"(v)); }
+GM_DEV void opaque(int& v) { asm volatile("" : "+r"(v)); }
+GM_DEV void opaque(unsigned& v) { asm volatile("" : "+r"(v)); }
+GM_DEV void opaque(i64& v) { asm volatile("" : "+l"(v)); }
+GM_DEV void opaque(bool& v) {
+  unsigned u = v ? 1u : 0u;
+  asm volatile("" : "+r"(u));
+  v = u != 0u;
+}
+template <int W>
+GM_DEV void opaque_bits(unsigned (&bits)[W]) {
+#pragma unroll
+  for (int w = 0; w < W; ++w) opaque(bits[w]);
+}
+
+}  // namespace gm

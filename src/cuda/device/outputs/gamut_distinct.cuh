@@ -1,0 +1,186 @@
+// Per-tile pre-deduplication of `distinct` list rows (TileDistinct). Where a tile's pairs emit
+// few distinct rows (e.g. 16384 pairs, 20 values), the block appends each distinct row once
+// instead of once per pair; the device hash set and sort after the kernel (src/cuda/lists/sort.cu) still
+// remove the repeats across tiles and any that get through here, so this only has to be exact
+// in one direction: a row is dropped only when a bit-identical row of the tile is appended.
+//
+// Rows are compared as WORDS 32-bit words, the emitted columns' bits (row_put): so -0.0 and 0.0
+// differ, as do NaNs with different bits, exactly as finalize_list's distinct. A hash only
+// picks where to look; equality is always the full comparison of the words.
+//
+// Rounds, with no thread ever waiting on another except at the block's barriers: in each, every
+// thread with a marked pair left renders the next one's row into `stage`; after a barrier each
+// such thread (the lowest lane of the warp's lanes with that row) probes the shared table from
+// the row's hash. An atomicCAS on an empty slot makes it the slot's owner (the entry holds its
+// thread id); a taken slot holds either a row of an earlier round (in `uniq`) or another
+// thread's candidate of this round (in `stage`): equal rows are dropped, other rows probe on.
+// After the second barrier the owners copy their rows to `uniq` and mark their entries final
+// (kFinal | thread | pair). A row that finds neither its
+// equal nor an empty slot within PROBES slots overflows: it is appended as it is, like a plain
+// list's row. When more than 3/4 of a round's rows overflow, the table is full of other rows
+// and every remaining pair of the tile overflows at once: no more rounds are spent on it, and
+// no row is rendered twice in vain. (A tile of all-distinct rows stops after about SLOTS /
+// THREADS + 1 rounds; one with twice SLOTS values, each repeated, keeps going and still drops
+// about half its rows.)
+//
+// At the end, one reservation per block (BlockAppend::reserve_rows) covers every final slot's
+// row and every overflow row; slot rows are stored from `uniq` with the (b, i, j) of the pair
+// that claimed the slot, overflow rows are rendered again. The list's counter counts all of
+// them, also past the capacity (the host grows the buffers and runs again).
+#pragma once
+#include "gamut_list.cuh"
+
+namespace gm {
+
+// ---- column bits as row words ------------------------------------------------------------
+// bool as 0/1 (what list buffers hold), 32-bit types as they are, 64-bit types low word first.
+GM_DEV void row_put(unsigned* w, bool v) { w[0] = v ? 1u : 0u; }
+GM_DEV void row_put(unsigned* w, int v) { w[0] = unsigned(v); }
+GM_DEV void row_put(unsigned* w, float v) { w[0] = __float_as_uint(v); }
+GM_DEV void row_put(unsigned* w, i64 v) {
+  w[0] = unsigned(u64(v));
+  w[1] = unsigned(u64(v) >> 32);
+}
+GM_DEV void row_put(unsigned* w, double v) { row_put(w, i64(__double_as_longlong(v))); }
+GM_DEV void row_get(const unsigned* w, bool& v) { v = w[0] != 0u; }
+GM_DEV void row_get(const unsigned* w, int& v) { v = int(w[0]); }
+GM_DEV void row_get(const unsigned* w, float& v) { v = __uint_as_float(w[0]); }
+GM_DEV void row_get(const unsigned* w, i64& v) { v = i64(u64(w[0]) | (u64(w[1]) << 32)); }
+GM_DEV void row_get(const unsigned* w, double& v) {
+  i64 x;
+  row_get(w, x);
+  v = __longlong_as_double(x);
+}
+
+template <class Shape, int WORDS, int SLOTS>
+struct TileDistinct {
+  static_assert(SLOTS >= 32 && (SLOTS & (SLOTS - 1)) == 0, "SLOTS must be a power of two");
+  static_assert(Shape::THREADS <= 1024 && Shape::TM * Shape::TN <= 256, "entry layout: 10 + 8 bits");
+  static constexpr int W = (Shape::TM * Shape::TN + 31) / 32;
+  static constexpr int PROBES = 16;   // linear probing at half load still finds room
+  static constexpr unsigned kEmpty = 0xffffffffu;
+  static constexpr unsigned kFinal = 0x80000000u;   // | thread << 8 | pair: a slot of an earlier round
+  // Shared memory used, at a 16-byte aligned offset (the code generator's smem_plan).
+  static constexpr int BYTES = 4 * (SLOTS + SLOTS * WORDS + Shape::THREADS * WORDS);
+
+  unsigned* table;   // (SLOTS,): kEmpty, a thread id (claimed this round), or a final entry
+  unsigned* uniq;    // (SLOTS, WORDS): the row of each final slot
+  unsigned* stage;   // (WORDS, THREADS): this round's candidates, word-major (no bank conflicts)
+
+  // Every thread calls it; `smem` may be what the mainloop or an earlier list used.
+  GM_DEV explicit TileDistinct(unsigned char* smem)
+      : table(reinterpret_cast<unsigned*>(smem)),
+        uniq(reinterpret_cast<unsigned*>(smem) + SLOTS),
+        stage(reinterpret_cast<unsigned*>(smem) + SLOTS + SLOTS * WORDS) {
+    __syncthreads();   // earlier users of the space are done
+    for (int s = int(threadIdx.x); s < SLOTS; s += Shape::THREADS) table[s] = kEmpty;
+    // (the first round's barrier orders these before any probe)
+  }
+
+  // The lowest pair e set in bits, cleared; false when none is left. Static indices only (the
+  // bits stay in registers).
+  GM_DEV static bool next(unsigned (&bits)[W], int& e) { return next_bit(bits, e); }
+  GM_DEV static void set(unsigned (&bits)[W], int e) {
+#pragma unroll
+    for (int w = 0; w < W; ++w)
+      if (w == e / 32) bits[w] |= 1u << (e % 32);
+  }
+
+  GM_DEV static unsigned hash(const unsigned (&r)[WORDS]) {
+    unsigned h = 0x9e3779b9u;
+#pragma unroll
+    for (int k = 0; k < WORDS; ++k) {
+      h = (h ^ r[k]) * 0xcc9e2d51u;
+      h ^= h >> 15;
+    }
+    h ^= h >> 16;   // murmur3's finaliser: every word bit reaches the low (slot) bits
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    return h ^ (h >> 16);
+  }
+  // Row r equals the words at o, o[stride], ...
+  GM_DEV static bool same(const unsigned (&r)[WORDS], const unsigned* o, int stride) {
+    bool eq = true;
+#pragma unroll
+    for (int k = 0; k < WORDS; ++k) eq = eq && o[k * stride] == r[k];
+    return eq;
+  }
+
+  // One round; every thread calls it. has: this thread's candidate is pair e with row r.
+  // Overflow rows go to ov; when the table is found full, so does the rest of todo. Returns
+  // false when no thread had a candidate or the table is full (no further rounds).
+  GM_DEV bool round(bool has, int e, const unsigned (&r)[WORDS], unsigned (&todo)[W], unsigned (&ov)[W]) {
+    const int tid = int(threadIdx.x);
+    if (has) {
+#pragma unroll
+      for (int k = 0; k < WORDS; ++k) stage[k * Shape::THREADS + tid] = r[k];
+    }
+    const int live = __syncthreads_count(has);   // stage and the last round's slots are visible
+    if (live == 0) return false;
+    // Lanes of a warp with the same row: only the lowest one probes, the others are its
+    // duplicates (a match over every word is the full comparison). With heavy repetition this
+    // spares most probes, and the atomics of a warp's lanes on one slot.
+    const unsigned lane_lt = (1u << (tid & 31)) - 1u;
+    unsigned twins = __ballot_sync(0xffffffffu, has);
+#pragma unroll
+    for (int k = 0; k < WORDS; ++k) twins &= __match_any_sync(0xffffffffu, r[k]);
+    int slot = -1;
+    bool over = false;
+    if (has && (twins & lane_lt) == 0u) {
+      unsigned h = hash(r) & unsigned(SLOTS - 1);
+      over = true;
+#pragma unroll 1
+      for (int p = 0; p < PROBES; ++p) {
+        // A taken slot needs no atomic: its entry never changes again in this round.
+        unsigned prev = *reinterpret_cast<volatile unsigned*>(&table[h]);
+        if (prev == kEmpty) prev = atomicCAS(&table[h], kEmpty, unsigned(tid));
+        if (prev == kEmpty) {
+          slot = int(h);
+          over = false;
+          break;
+        }
+        const bool dup = (prev & kFinal) ? same(r, uniq + h * WORDS, 1) : same(r, stage + prev, Shape::THREADS);
+        if (dup) {
+          over = false;
+          break;
+        }
+        h = (h + 1u) & unsigned(SLOTS - 1);
+      }
+    }
+    const int overflowed = __syncthreads_count(over);   // every probe of the round is done
+    if (over) set(ov, e);
+    if (slot >= 0) {
+#pragma unroll
+      for (int k = 0; k < WORDS; ++k) uniq[slot * WORDS + k] = r[k];
+      table[slot] = kFinal | (unsigned(tid) << 8) | unsigned(e);
+    }
+    if (4 * overflowed > 3 * live) {   // the same in every thread
+#pragma unroll
+      for (int w = 0; w < W; ++w) {
+        ov[w] |= todo[w];
+        todo[w] = 0u;
+      }
+      return false;
+    }
+    return true;
+  }
+
+  // After the rounds, every thread: reserves the rows of this thread's slots (s = tid + x *
+  // THREADS) and of its overflow pairs, one global atomic per block. As BlockAppend::reserve.
+  GM_DEV bool reserve(const unsigned (&ov)[W], u64* counter, u64& first) const {
+    __syncthreads();   // the last round's slots are final
+    unsigned mine = 0;
+    for (int s = int(threadIdx.x); s < SLOTS; s += Shape::THREADS) mine += table[s] != kEmpty ? 1u : 0u;
+#pragma unroll
+    for (int w = 0; w < W; ++w) mine += unsigned(__popc(ov[w]));
+    return BlockAppend<Shape>::reserve_rows(mine, counter, first);
+  }
+
+  // A final entry's thread and pair (m * TN + n): where the slot's (i, j) come from.
+  GM_DEV static int owner(unsigned entry) { return int((entry >> 8) & 1023u); }
+  GM_DEV static int pair(unsigned entry) { return int(entry & 255u); }
+  GM_DEV const unsigned* row(int s) const { return uniq + s * WORDS; }
+};
+
+}  // namespace gm

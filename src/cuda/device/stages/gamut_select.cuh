@@ -1,0 +1,138 @@
+// Device-side selection of top/bottom list candidates (src/cuda/lists/select.cpp drives it;
+// the kernels are instantiated by src/cuda/codegen/stage_sources.cpp). Arguments: gm::SelectArgs.
+// The candidates are the rows the main kernel appended (unordered). Per group (the whole list,
+// each (b, i) for `per i`, each (b, j) for `per j`) a radix select over gm::rank32 finds T_g,
+// the smallest rank with at least N candidates at or below it; only candidates with
+// rank <= T_g are kept (the N best plus ties of rank), the host orders them (finalize_list).
+// Rounds, one digit of the rank each from the top (8 bits when the per-group histograms fit,
+// else fewer): a histogram of the digit over the candidates that match T_g's digits so far,
+// then a warp per group picks the digit where the running count reaches N. No sorting, no
+// shared memory: every kernel is a grid-stride loop over candidates or groups.
+#pragma once
+#include "gamut_list.cuh"
+#include "gamut_stage_args.cuh"
+
+namespace gm {
+
+constexpr unsigned kSelAll = 0xffffffffu;   // below[g] of a group that keeps every candidate
+
+template <int PER>
+GM_DEV u64 sel_group(const SelectArgs& a, u64 c) {
+  if (PER == kGroupAll) return 0;
+  const int* bv = reinterpret_cast<const int*>(a.b);
+  const int* xv = reinterpret_cast<const int*>(PER == kGroupRow ? a.i : a.j);
+  return u64(i64(bv[c]) * i64(a.extent) + (i64(xv[c]) - i64(a.begin)));
+}
+
+template <class K, bool TOP>
+GM_DEV unsigned sel_rank(const SelectArgs& a, u64 c) {
+  return rank32(widen(reinterpret_cast<const K*>(a.key)[c]), TOP);
+}
+
+// hist[g][digit] += candidates of g whose rank matches T_g above the digit. Lanes with the
+// same bin add once.
+template <class K, bool TOP, int PER>
+GM_DEV void sel_hist(const SelectArgs& a) {
+  const u64 n = a.n;
+  const unsigned* thr = reinterpret_cast<const unsigned*>(a.thr);
+  const unsigned* below = reinterpret_cast<const unsigned*>(a.below);
+  unsigned* hist = reinterpret_cast<unsigned*>(a.hist);
+  const unsigned shift = unsigned(a.shift), bits = unsigned(a.bits);
+  const unsigned high = shift + bits;   // rank bits above the digit: fixed by earlier rounds
+  const u64 step = u64(gridDim.x) * blockDim.x;
+  // base is the same in the whole block, so every lane runs every iteration (the _sync calls).
+  for (u64 base = u64(blockIdx.x) * blockDim.x; base < n; base += step) {
+    const u64 c = base + threadIdx.x;
+    u64 bin = ~0ull;
+    bool in = false;
+    if (c < n) {
+      const u64 g = sel_group<PER>(a, c);
+      if (below[g] != kSelAll) {
+        const unsigned r = sel_rank<K, TOP>(a, c);
+        in = high >= 32 || (r >> high) == (thr[g] >> high);
+        bin = (g << bits) | ((r >> shift) & ((1u << bits) - 1u));
+      }
+    }
+    const unsigned peers = __match_any_sync(0xffffffffu, in ? bin : ~0ull);
+    if (in && int(threadIdx.x & 31u) == __ffs(int(peers)) - 1) atomicAdd(&hist[bin], unsigned(__popc(peers)));
+  }
+}
+
+// A warp per group: the digit of T_g is the first whose running count (from below[g]) reaches
+// N; the first round also finds the groups with at most N candidates, which keep them all.
+// Each lane reads (and zeroes, for the next round) `per` bins.
+GM_DEV void sel_digit(const SelectArgs& a) {
+  unsigned* thr = reinterpret_cast<unsigned*>(a.thr);
+  unsigned* below = reinterpret_cast<unsigned*>(a.below);
+  unsigned* hist = reinterpret_cast<unsigned*>(a.hist);
+  const u64 limit = a.limit;
+  const unsigned shift = unsigned(a.shift), bits = unsigned(a.bits);
+  const unsigned bins = 1u << bits, per = bins > 32 ? bins / 32 : 1;
+  const unsigned lane = threadIdx.x & 31u;
+  const u64 warps = (u64(gridDim.x) * blockDim.x) >> 5;
+  for (u64 g = (u64(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; g < a.groups; g += warps) {
+    const unsigned b = below[g];
+    if (b == kSelAll) continue;   // the whole warp: g is the same in every lane
+    unsigned* h = hist + (g << bits);
+    unsigned mine[8], sum = 0;
+    for (unsigned k = 0; k < per; ++k) {
+      const unsigned bin = lane * per + k;
+      mine[k] = bin < bins ? h[bin] : 0u;
+      if (bin < bins) h[bin] = 0u;
+      sum += mine[k];
+    }
+    unsigned incl = sum;   // inclusive scan over the lanes
+    for (unsigned o = 1; o < 32; o <<= 1) {
+      const unsigned t = __shfl_up_sync(0xffffffffu, incl, o);
+      if (lane >= o) incl += t;
+    }
+    if (shift + bits == 32 && u64(__shfl_sync(0xffffffffu, incl, 31)) <= limit) {
+      if (lane == 0) {
+        below[g] = kSelAll;
+        thr[g] = 0xffffffffu;
+      }
+      continue;
+    }
+    // The first lane whose running count reaches N holds the digit (the counts always do).
+    const unsigned hit = __ballot_sync(0xffffffffu, u64(b) + incl >= limit);
+    if (hit != 0 && int(lane) == __ffs(int(hit)) - 1) {
+      u64 acc = u64(b) + (incl - sum);
+      for (unsigned k = 0; k < per; ++k) {
+        if (acc + mine[k] >= limit) {
+          thr[g] |= (lane * per + k) << shift;
+          below[g] = unsigned(acc);
+          break;
+        }
+        acc += mine[k];
+      }
+    }
+  }
+}
+
+// idx[...] = every candidate with rank <= T_g (in no particular order).
+template <class K, bool TOP, int PER>
+GM_DEV void sel_keep(const SelectArgs& a) {
+  const u64 n = a.n;
+  const unsigned* thr = reinterpret_cast<const unsigned*>(a.thr);
+  unsigned* idx = reinterpret_cast<unsigned*>(a.idx);
+  const ListAppend out{reinterpret_cast<u64*>(a.kept), n};
+  const u64 step = u64(gridDim.x) * blockDim.x;
+  for (u64 base = u64(blockIdx.x) * blockDim.x; base < n; base += step) {
+    const u64 c = base + threadIdx.x;
+    const bool in = c < n && sel_rank<K, TOP>(a, c) <= thr[sel_group<PER>(a, c)];
+    const u64 slot = out.reserve(in);   // every lane, together
+    if (in) idx[slot] = unsigned(c);
+  }
+}
+
+// dst[r] = src[idx[r]] for r < m: one column of the kept rows (T: an unsigned of the width).
+template <class T>
+GM_DEV void sel_gather(const GatherArgs& a) {
+  T* dst = reinterpret_cast<T*>(a.dst);
+  const T* src = reinterpret_cast<const T*>(a.src);
+  const unsigned* idx = reinterpret_cast<const unsigned*>(a.idx);
+  for (u64 r = u64(blockIdx.x) * blockDim.x + threadIdx.x; r < a.m; r += u64(gridDim.x) * blockDim.x)
+    dst[r] = src[idx[r]];
+}
+
+}  // namespace gm

@@ -1,0 +1,222 @@
+#include "cuda/engine/launch_lists.h"
+
+#include <algorithm>
+
+#include "bind/footprint.h"
+#include "core/error.h"
+#include "core/host_memory.h"
+#include "core/sizes.h"
+#include "cpu/list_order.h"
+#include "cuda/device/core/gamut_constants.cuh"
+#include "cuda/lists/select.h"
+
+namespace gamut::cuda {
+
+namespace {
+CType key_type(const Plan& p, const ListOutput& l) { return l.key != kNoExpr ? p.expr(l.key).type : CType::I32; }
+bool top_bottom(const ListOutput& l) { return (l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.key != kNoExpr; }
+}  // namespace
+
+DeviceLists::DeviceLists(const Instance& inst, int64_t capacity, const TileConfig& tile) : inst_(inst) {
+  lists_.resize(inst.plan->lists.size());
+  for (size_t l = 0; l < lists_.size(); ++l) {
+    lists_[l].counter = DeviceBuffer(gm::kListCounterWords * sizeof(uint64_t));
+    const ListOutput& spec = inst.plan->lists[l];
+    if (top_bottom(spec)) {
+      // One per group, as the kernel indexes them: (b, i - row_begin), (b, j - col_begin) or 0.
+      const int64_t groups = spec.per == PerGroup::Row ? size_mul_saturated(inst.batch, inst.row.size())
+                           : spec.per == PerGroup::Col ? size_mul_saturated(inst.batch, inst.col.size()) : 1;
+      lists_[l].threshold = DeviceBuffer(size_t(size_mul_or_throw(std::max<int64_t>(groups, 1), sizeof(uint32_t), "list " + spec.name)));
+      // Reservoirs (gm::TileSelect::keep / refresh) where a tile's refresh, which reads the S
+      // slots of each group it touched, reads at most one slot per pair of the tile, and they
+      // are small.
+      const int64_t n = inst.list_limits[l], slots = gm::reservoir_slots(n);
+      const int64_t tile_groups = spec.per == PerGroup::Row ? tile.bm : spec.per == PerGroup::Col ? tile.bn : 1;
+      // (saturating: N comes from the user and may be anything)
+      if (n > 0 && size_mul_saturated(tile_groups, slots) <= int64_t(tile.bm) * tile.bn &&
+          size_mul_saturated(groups, slots) <= (int64_t(1) << 26))
+        lists_[l].reservoir = DeviceBuffer(size_t(groups * slots) * sizeof(uint32_t));
+    }
+    allocate(l, capacity);
+  }
+}
+
+void DeviceLists::allocate(size_t l, int64_t capacity) {
+  const Plan& P = *inst_.plan;
+  const ListOutput& spec = P.lists[l];
+  List& L = lists_[l];
+  capacity = std::max<int64_t>(capacity, 1);
+  L.capacity = capacity;
+  L.cols.clear();
+  for (const ListColumn& c : spec.columns)
+    L.cols.emplace_back(size_t(capacity) * dtype_size(storage_type_of(c.type)));
+  L.b = DeviceBuffer(size_t(capacity) * sizeof(int32_t));
+  L.i = DeviceBuffer(size_t(capacity) * sizeof(int32_t));
+  L.j = DeviceBuffer(size_t(capacity) * sizeof(int32_t));
+  L.key = spec.key != kNoExpr ? DeviceBuffer(size_t(capacity) * dtype_size(storage_type_of(key_type(P, spec))))
+                              : DeviceBuffer();
+  // Rows the kernel reserved but did not store would read as 0xff bytes (index -1, NaN), never
+  // as plausible rows, so that the tests see them. One memset per allocation, not per launch.
+  for (DeviceBuffer* buf : {&L.b, &L.i, &L.j, &L.key}) buf->fill_bytes(0xff);
+  for (DeviceBuffer& c : L.cols) c.fill_bytes(0xff);
+}
+
+void DeviceLists::reset() {
+  for (size_t l = 0; l < lists_.size(); ++l) {
+    const uint64_t words[2] = {0, uint64_t(std::max<int64_t>(inst_.list_limits[l], 0))};
+    lists_[l].counter.upload(words, sizeof words);
+    if (lists_[l].threshold.get()) lists_[l].threshold.fill_bytes(0xff);
+    if (lists_[l].reservoir.get()) lists_[l].reservoir.fill_bytes(0xff);
+  }
+}
+
+void DeviceLists::fill_args(const ArgLayout& layout, std::vector<uint64_t>& w) const {
+  auto ptr = [](const DeviceBuffer& b) { return uint64_t(reinterpret_cast<uintptr_t>(b.get())); };
+  for (size_t l = 0; l < lists_.size(); ++l) {
+    const List& L = lists_[l];
+    const ArgLayout::ListSlots& s = layout.lists[l];
+    w[size_t(s.counter)] = ptr(L.counter);
+    w[size_t(s.capacity)] = uint64_t(L.capacity);
+    for (size_t c = 0; c < L.cols.size(); ++c) w[size_t(s.cols[c])] = ptr(L.cols[c]);
+    w[size_t(s.b)] = ptr(L.b);
+    w[size_t(s.i)] = ptr(L.i);
+    w[size_t(s.j)] = ptr(L.j);
+    if (s.key >= 0) w[size_t(s.key)] = ptr(L.key);
+    if (s.threshold >= 0) w[size_t(s.threshold)] = ptr(L.threshold);
+    if (s.reservoir >= 0) w[size_t(s.reservoir)] = ptr(L.reservoir);   // 0: none
+  }
+}
+
+uint64_t DeviceLists::count(size_t l) const {
+  uint64_t n = 0;
+  lists_[l].counter.download(&n, sizeof n);
+  return n;
+}
+
+bool DeviceLists::grow_if_overflowed() {
+  bool grew = false;
+  for (size_t l = 0; l < lists_.size(); ++l) {
+    const uint64_t n = count(l);
+    if (n <= uint64_t(lists_[l].capacity)) continue;
+    if (n > uint64_t(INT64_MAX / 64)) throw_device_error("list " + inst_.plan->lists[l].name + " is too long");
+    // Room for every row, or a clear error naming the list (its old buffers go back first).
+    MemoryEstimate need;
+    need.add("list " + inst_.plan->lists[l].name + " (" + std::to_string(n) + " rows)",
+             size_mul_saturated(int64_t(n), list_row_bytes(*inst_.plan, l)));
+    const DeviceMemory mem = device_memory();
+    require_fits(need, size_add(int64_t(mem.free), size_mul_saturated(lists_[l].capacity, list_row_bytes(*inst_.plan, l))).value_or(INT64_MAX),
+                 "device memory", "free of " + bytes_text(int64_t(mem.total)) + " on the device");
+    // The same launch finds the same rows again. A distinct list's count may differ a little
+    // from launch to launch (which rows overflow a tile's table depends on the order of its
+    // threads' atomics): room for some more, so that one more launch is enough.
+    const bool distinct = inst_.plan->lists[l].mode == ListMode::Distinct;
+    allocate(l, int64_t(distinct ? n + n / 8 : n));
+    grew = true;
+  }
+  return grew;
+}
+
+void DeviceLists::finalize_on_device() {
+  const Plan& P = *inst_.plan;
+  finished_.resize(lists_.size());
+  for (size_t l = 0; l < lists_.size(); ++l) {
+    const ListOutput& spec = P.lists[l];
+    const List& L = lists_[l];
+    Finished& F = finished_[l];
+    const int64_t limit = inst_.list_limits[l];
+    F.rows = std::min<uint64_t>(count(l), uint64_t(L.capacity));
+    F.from_list = F.host_order = true;
+    // Plain and distinct: ordered (and de-duplicated) on the device; the host only downloads.
+    if ((spec.mode == ListMode::Plain || spec.mode == ListMode::Distinct) && F.rows <= kMaxDeviceOrderRows) {
+      std::vector<const DeviceBuffer*> cols;
+      std::vector<DType> types;
+      for (size_t c = 0; c < L.cols.size(); ++c) {
+        cols.push_back(&L.cols[c]);
+        types.push_back(storage_type_of(spec.columns[c].type));
+      }
+      F.rows = order_list_rows(cols, types, F.rows, spec.mode == ListMode::Distinct, order_scratch_, F.cols);
+      F.from_list = F.host_order = false;
+      continue;
+    }
+    if (!top_bottom(spec)) continue;
+    if (limit <= 0) {
+      F.rows = 0;
+      continue;
+    }
+    // top/bottom: select on the device; what comes down is small (N per group plus ties).
+    if (F.rows == 0 || (spec.per == PerGroup::None && F.rows <= uint64_t(limit))) continue;
+    SelectInput in;
+    in.n = F.rows;
+    in.key = &L.key;
+    in.b = &L.b;
+    in.i = &L.i;
+    in.j = &L.j;
+    in.key_dtype = storage_type_of(key_type(P, spec));
+    in.top = spec.mode == ListMode::Top;
+    in.per = spec.per;
+    in.limit = limit;
+    const AxisRange& g = spec.per == PerGroup::Col ? inst_.col : inst_.row;
+    in.begin = g.begin;
+    in.extent = spec.per == PerGroup::None ? 1 : g.size();
+    in.groups = spec.per == PerGroup::None ? 1 : g.size() * inst_.batch;
+    const DeviceBuffer idx = select_candidates(in, &F.rows);
+    const size_t m = size_t(F.rows);
+    auto take = [&](const DeviceBuffer& src, size_t elem, DeviceBuffer& dst) {
+      if (dst.size() < std::max<size_t>(m, 1) * elem) dst = DeviceBuffer(std::max<size_t>(m, 1) * elem);
+      gather_rows(in, src, elem, idx, m, dst);
+    };
+    F.cols.resize(L.cols.size());
+    for (size_t c = 0; c < L.cols.size(); ++c) take(L.cols[c], dtype_size(storage_type_of(spec.columns[c].type)), F.cols[c]);
+    take(L.b, 4, F.b);
+    take(L.i, 4, F.i);
+    take(L.j, 4, F.j);
+    take(L.key, dtype_size(in.key_dtype), F.key);
+    synchronize();   // before idx is freed
+    F.from_list = false;
+  }
+}
+
+std::vector<Table> DeviceLists::results() {
+  if (finished_.size() != lists_.size()) finalize_on_device();
+  const Plan& P = *inst_.plan;
+  // The rows come down to the host (and are ordered there once more for top/bottom).
+  MemoryEstimate need;
+  for (size_t l = 0; l < lists_.size(); ++l)
+    need.add("list " + P.lists[l].name + " (" + std::to_string(finished_[l].rows) + " rows)",
+             size_mul_saturated(size_mul_saturated(int64_t(finished_[l].rows), list_row_bytes(P, l)), finished_[l].host_order ? 2 : 1));
+  const HostMemory host = host_memory();
+  require_fits(need, host.available, "host memory", host.limited_by);
+  std::vector<Table> out;
+  for (size_t l = 0; l < lists_.size(); ++l) {
+    const ListOutput& spec = P.lists[l];
+    const List& L = lists_[l];
+    const Finished& F = finished_[l];
+    const size_t n = size_t(F.rows);
+    ListCandidates rows = cpu::empty_candidates(spec, key_type(P, spec));
+    auto src = [&](const DeviceBuffer& all, const DeviceBuffer& kept) -> const DeviceBuffer& { return F.from_list ? all : kept; };
+    rows.table.rows = int64_t(n);
+    for (size_t c = 0; c < rows.table.columns.size(); ++c) {
+      Column& col = rows.table.columns[c];
+      col.data.resize(n * dtype_size(col.dtype));
+      (F.from_list ? L.cols[c] : F.cols[c]).download(col.data.data(), col.data.size());
+    }
+    if (!F.host_order) {
+      out.push_back(std::move(rows.table));
+      continue;
+    }
+    rows.b.resize(n);
+    rows.i.resize(n);
+    rows.j.resize(n);
+    src(L.b, F.b).download(rows.b.data(), n * sizeof(int32_t));
+    src(L.i, F.i).download(rows.i.data(), n * sizeof(int32_t));
+    src(L.j, F.j).download(rows.j.data(), n * sizeof(int32_t));
+    if (spec.key != kNoExpr) {
+      rows.key.data.resize(n * dtype_size(rows.key.dtype));
+      src(L.key, F.key).download(rows.key.data.data(), rows.key.data.size());
+    }
+    out.push_back(finalize_list(spec, inst_.list_limits[l], std::move(rows)));
+  }
+  return out;
+}
+
+}  // namespace gamut::cuda

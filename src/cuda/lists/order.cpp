@@ -1,0 +1,99 @@
+#include "cuda/lists/order.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "cuda/lists/sort.h"
+#include "cuda/runtime/internal.h"
+
+namespace gamut::cuda {
+
+namespace {
+
+cudaStream_t stream() { return static_cast<cudaStream_t>(current_stream()); }
+
+order::KeyKind key_kind(DType t) {
+  switch (t) {
+    case DType::Bool: case DType::U8: return order::KeyKind::Unsigned;
+    case DType::I8: case DType::I16: case DType::I32: case DType::I64: return order::KeyKind::Signed;
+    case DType::F16: return order::KeyKind::Float16;
+    case DType::BF16: return order::KeyKind::BFloat16;
+    case DType::F32: return order::KeyKind::Float32;
+    case DType::F64: return order::KeyKind::Float64;
+  }
+  throw_device_error("internal error: a list column of unknown type");
+}
+
+void ensure(DeviceBuffer& b, size_t bytes) {
+  if (b.size() < bytes) b = DeviceBuffer(bytes);
+}
+
+template <class T>
+T* as(const DeviceBuffer& b) { return static_cast<T*>(b.get()); }
+
+}  // namespace
+
+uint64_t order_list_rows(const std::vector<const DeviceBuffer*>& cols, const std::vector<DType>& dtypes, uint64_t n,
+                         bool distinct, ListOrderScratch& s, std::vector<DeviceBuffer>& out) {
+  if (cols.size() != dtypes.size()) throw_device_error("internal error: list columns and types differ in number");
+  if (n > kMaxDeviceOrderRows) throw_device_error("internal error: a list of " + std::to_string(n) + " rows ordered on the device");
+  out.resize(cols.size());
+  if (cols.empty()) return distinct ? std::min<uint64_t>(n, 1) : n;   // rows of no columns are all equal
+  if (n == 0) return 0;
+  const uint32_t rows = uint32_t(n);
+
+  std::vector<sortdev::ColumnRef> refs(cols.size());
+  std::vector<int> bytes(cols.size());
+  for (size_t c = 0; c < cols.size(); ++c) {
+    bytes[c] = int(dtype_size(dtypes[c]));
+    if (cols[c]->size() < size_t(n) * size_t(bytes[c])) throw_device_error("internal error: a list column shorter than its rows");
+    refs[c] = {cols[c]->get(), bytes[c], key_kind(dtypes[c])};
+  }
+  ensure(s.rows[0], size_t(n) * 4);
+  ensure(s.rows[1], size_t(n) * 4);
+  ensure(s.keys[0], size_t(n) * 8);
+  ensure(s.keys[1], size_t(n) * 8);
+
+  // distinct: one row of each set of bit-identical rows, as the first permutation.
+  uint32_t m = rows;
+  if (distinct) {
+    uint64_t slots = 2;
+    while (slots < 2 * n && slots < (uint64_t(1) << 31)) slots *= 2;   // > n since n < 2^31
+    ensure(s.table, size_t(slots) * 4);
+    ensure(s.count, 4);
+    ensure(s.refs, refs.size() * sizeof refs[0]);
+    s.refs.upload(refs.data(), refs.size() * sizeof refs[0]);
+    detail::check(sortdev::distinct_rows(as<const sortdev::ColumnRef>(s.refs), int(refs.size()), rows,
+                                         as<uint32_t>(s.table), uint32_t(slots), as<uint32_t>(s.rows[0]),
+                                         as<uint32_t>(s.count), stream()),
+                  "distinct list rows");
+    s.count.download(&m, 4);
+  }
+
+  // LSD: one stable pass per key word, the least significant word first.
+  std::vector<order::KeyWord> words(cols.size());
+  const int nwords = order::pack_key_words(bytes.data(), int(cols.size()), words.data());
+  uint64_t* const keys[2] = {as<uint64_t>(s.keys[0]), as<uint64_t>(s.keys[1])};
+  uint32_t* const perm[2] = {as<uint32_t>(s.rows[0]), as<uint32_t>(s.rows[1])};
+  int sel = 0;
+  for (int w = nwords - 1; w >= 0; --w) {
+    const bool first = w == nwords - 1;
+    const uint32_t* from = first && !distinct ? nullptr : perm[sel];
+    uint32_t* init = first && !distinct ? perm[sel] : nullptr;
+    detail::check(sortdev::write_keys(&refs[size_t(words[w].first)], words[w].count, from, init, keys[0], m, stream()),
+                  "list order keys");
+    size_t temp_bytes = 0;
+    detail::check(sortdev::sort_pairs(nullptr, &temp_bytes, keys, perm, &sel, m, words[w].bits, stream()), "list sort size");
+    ensure(s.temp, std::max<size_t>(temp_bytes, 1));
+    temp_bytes = s.temp.size();
+    detail::check(sortdev::sort_pairs(s.temp.get(), &temp_bytes, keys, perm, &sel, m, words[w].bits, stream()), "list sort");
+  }
+
+  for (size_t c = 0; c < cols.size(); ++c) {
+    ensure(out[c], std::max<size_t>(size_t(m) * size_t(bytes[c]), 1));
+    detail::check(sortdev::gather_column(out[c].get(), cols[c]->get(), bytes[c], perm[sel], m, stream()), "list gather");
+  }
+  return m;
+}
+
+}  // namespace gamut::cuda

@@ -1,0 +1,33 @@
+// Device finalisation of plain and distinct lists: the rows in the spec's order (section 6;
+// exactly finalize_list's: per column numbers ascending, NaN last, raw bits breaking ties),
+// distinct keeping one of each set of bit-identical rows. The rows stay on the device; only the
+// final ones are downloaded.
+// How: distinct drops repeats first with a device hash set; then one stable CUB radix sort pass
+// per 64-bit key word (order_keys.h: columns packed whole into words, last word first)
+// permutes row indices, and the columns are gathered through the permutation.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/types.h"
+#include "cuda/runtime.h"
+
+namespace gamut::cuda {
+
+// Device scratch of the finaliser, kept between calls so that benchmark repetitions do not
+// allocate again; buffers grow, never shrink.
+struct ListOrderScratch {
+  DeviceBuffer keys[2], rows[2], temp, table, refs, count;
+};
+
+// The largest list ordered on the device (row indices are u32 and grid loops stay in range);
+// longer lists are finalised on the host.
+constexpr uint64_t kMaxDeviceOrderRows = 0x7fffffffu;
+
+// cols[c] holds n rows of dtypes[c]. Writes the final rows' columns to `out` (reusing its
+// buffers when large enough; a buffer may be larger than the rows) and returns their number.
+// n <= kMaxDeviceOrderRows.
+uint64_t order_list_rows(const std::vector<const DeviceBuffer*>& cols, const std::vector<DType>& dtypes, uint64_t n,
+                         bool distinct, ListOrderScratch& scratch, std::vector<DeviceBuffer>& out);
+
+}  // namespace gamut::cuda

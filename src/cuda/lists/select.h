@@ -1,0 +1,36 @@
+// Device-side selection for top/bottom lists (device/stages/gamut_select.cuh, its kernels from
+// codegen/stage_sources.h): reduces the candidates the main kernel appended to each group's N
+// best (plus rows whose rank ties the N-th), on the device, so that the host downloads and
+// orders (finalize_list) only those.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/types.h"
+#include "cuda/codegen/stage_sources.h"
+#include "cuda/runtime.h"
+#include "plan/plan.h"
+
+namespace gamut::cuda {
+
+struct SelectInput {
+  uint64_t n = 0;                      // candidates
+  const DeviceBuffer* key = nullptr;   // storage type `key_dtype`
+  const DeviceBuffer *b = nullptr, *i = nullptr, *j = nullptr;   // int32
+  DType key_dtype = DType::F32;
+  bool top = true;
+  PerGroup per = PerGroup::None;
+  int64_t limit = 0;                   // N (> 0)
+  int64_t begin = 0, extent = 1;       // of the group axis (per i: rows, per j: columns)
+  int64_t groups = 1;                  // extent * batch, or 1
+};
+
+// Indices (uint32) of the kept candidates, in no order; `kept` gets their number.
+DeviceBuffer select_candidates(const SelectInput& in, uint64_t* kept);
+
+// dst (m elements of `elem` bytes) = src[idx[r]] for r < m.
+void gather_rows(const SelectInput& in, const DeviceBuffer& src, size_t elem, const DeviceBuffer& idx, uint64_t m,
+                 DeviceBuffer& dst);
+
+}  // namespace gamut::cuda

@@ -1,0 +1,266 @@
+// Device discovery and device memory through the statically linked cudart.
+#include <atomic>
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <string>
+
+#include "core/error.h"
+#include "cuda/runtime.h"
+#include "cuda/runtime/internal.h"
+
+namespace gamut::cuda {
+
+namespace detail {
+
+void check(cudaError_t err, const std::string& what) {
+  if (err == cudaSuccess) return;
+  // Clear the per-thread error so later checks do not report this one again (sticky errors
+  // such as an illegal address stay regardless).
+  cudaGetLastError();
+  throw_device_error(what + ": " + cudaGetErrorName(err) + ": " + cudaGetErrorString(err));
+}
+
+namespace {
+struct Probe {
+  bool ok = false;
+  std::string why;
+};
+
+// Runs once. Static cudart loads libcuda itself, so on a machine without a driver this
+// returns an error code (cudaErrorInsufficientDriver) instead of failing to start.
+Probe probe_device() {
+  Probe p;
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err == cudaSuccess && count == 0) {
+    p.why = "no usable CUDA device: no CUDA device found";
+    return p;
+  }
+  // cudaSetDevice creates the primary context, so a device that cannot be used fails here.
+  if (err == cudaSuccess) err = cudaSetDevice(0);
+  if (err != cudaSuccess) {
+    p.why = std::string("no usable CUDA device: ") + cudaGetErrorString(err) + " (" +
+            cudaGetErrorName(err) + ")";
+    cudaGetLastError();
+    return p;
+  }
+  p.ok = true;
+  return p;
+}
+}  // namespace
+
+void require_device() {
+  std::string why;
+  if (!device_available(&why)) throw_device_error(why);
+}
+
+}  // namespace detail
+
+bool device_available(std::string* why) {
+  static const detail::Probe probe = detail::probe_device();
+  if (!probe.ok && why) *why = probe.why;
+  return probe.ok;
+}
+
+const DeviceInfo& device() {
+  // A throw leaves the static uninitialised, so a later call tries again.
+  static const DeviceInfo info = [] {
+    detail::require_device();
+    cudaDeviceProp p{};
+    detail::check(cudaGetDeviceProperties(&p, 0), "cudaGetDeviceProperties");
+    DeviceInfo d;
+    d.name = p.name;
+    d.ordinal = 0;
+    d.cc_major = p.major;
+    d.cc_minor = p.minor;
+    d.sm_count = p.multiProcessorCount;
+    d.smem_per_block_optin = p.sharedMemPerBlockOptin;
+    d.smem_per_sm = p.sharedMemPerMultiprocessor;
+    d.regs_per_sm = p.regsPerMultiprocessor;
+    d.l2_bytes = static_cast<size_t>(p.l2CacheSize);
+    d.total_mem = p.totalGlobalMem;
+    return d;
+  }();
+  return info;
+}
+
+std::string arch_for(int cc_major, int cc_minor) {
+  // sm_90a unlocks wgmma/TMA/setmaxnreg on Hopper; such a cubin runs only on cc 9.0.
+  std::string arch = "sm_" + std::to_string(cc_major) + std::to_string(cc_minor);
+  if (cc_major == 9 && cc_minor == 0) arch += "a";
+  return arch;
+}
+
+namespace {
+std::string gib(size_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024));
+  return buf;
+}
+
+void check_range(const char* op, size_t bytes, size_t offset, size_t size) {
+  if (offset > size || bytes > size - offset)
+    throw_device_error(std::string(op) + " of " + std::to_string(bytes) + " bytes at offset " +
+                       std::to_string(offset) + " outside a buffer of " + std::to_string(size) +
+                       " bytes");
+}
+// Bytes held by DeviceBuffers now, and the most held at once since the last reset.
+std::atomic<size_t> g_held{0}, g_peak{0};
+void account_alloc(size_t bytes) {
+  size_t now = g_held.fetch_add(bytes) + bytes, peak = g_peak.load();
+  while (now > peak && !g_peak.compare_exchange_weak(peak, now)) {}
+}
+}  // namespace
+
+size_t device_bytes_peak() { return g_peak.load(); }
+void reset_device_bytes_peak() { g_peak.store(g_held.load()); }
+
+// Device memory comes from the device's default memory pool, in stream order on the legacy
+// default stream (every launch, copy and CUB call here uses it): a cudaFree synchronises the
+// device, and the device-side list work (selection, sort) allocates and frees scratch between
+// its launches, which then waited for each other. The pool keeps freed memory for the process
+// (release threshold: all of it), so a repeated run allocates nothing from the driver; it is
+// trimmed before an allocation is reported as out of memory.
+namespace {
+cudaMemPool_t pool() {
+  static cudaMemPool_t p = [] {
+    cudaMemPool_t q = nullptr;
+    int dev = 0;
+    detail::check(cudaGetDevice(&dev), "cudaGetDevice");
+    detail::check(cudaDeviceGetDefaultMemPool(&q, dev), "cudaDeviceGetDefaultMemPool");
+    uint64_t keep = UINT64_MAX;
+    detail::check(cudaMemPoolSetAttribute(q, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
+    return q;
+  }();
+  return p;
+}
+}  // namespace
+
+namespace {
+thread_local void* g_stream = nullptr;
+cudaStream_t stream_of(void* s) { return static_cast<cudaStream_t>(s); }
+}  // namespace
+
+void* current_stream() { return g_stream; }
+StreamScope::StreamScope(void* stream) : previous_(g_stream) { g_stream = stream; }
+StreamScope::~StreamScope() { g_stream = previous_; }
+
+DeviceMemory device_memory() {
+  detail::require_device();
+  size_t free_b = 0, total_b = 0;
+  detail::check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+  // Memory the pool holds but no buffer uses is free for the next allocation too.
+  uint64_t reserved = 0, used = 0;
+  detail::check(cudaMemPoolGetAttribute(pool(), cudaMemPoolAttrReservedMemCurrent, &reserved), "cudaMemPoolGetAttribute");
+  detail::check(cudaMemPoolGetAttribute(pool(), cudaMemPoolAttrUsedMemCurrent, &used), "cudaMemPoolGetAttribute");
+  return {free_b + size_t(reserved > used ? reserved - used : 0), total_b};
+}
+
+DeviceBuffer::DeviceBuffer(size_t bytes) {
+  detail::require_device();
+  if (bytes == 0) return;  // cudaMalloc(0) gives nullptr anyway; skip the call
+  stream_ = g_stream;
+  // More than the device has is never tried: a failed request can leave the pool holding memory.
+  cudaError_t err = bytes > device().total_mem ? cudaErrorMemoryAllocation : cudaMallocFromPoolAsync(&ptr_, bytes, pool(), stream_of(stream_));
+  if (err == cudaErrorMemoryAllocation && bytes <= device().total_mem) {   // memory the pool keeps may be what is missing
+    cudaGetLastError();
+    cudaDeviceSynchronize();
+    cudaMemPoolTrimTo(pool(), 0);
+    cudaDeviceSynchronize();   // the trim returns memory to the driver only once the device is idle
+    err = cudaMallocFromPoolAsync(&ptr_, bytes, pool(), stream_of(stream_));
+  }
+  if (err == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    // The failed request can leave memory it mapped in the pool: hand that back before asking
+    // what is free, or an idle device reports almost nothing free.
+    cudaDeviceSynchronize();
+    cudaMemPoolTrimTo(pool(), 0);
+    cudaDeviceSynchronize();
+    const DeviceMemory m = device_memory();
+    throw_device_error("out of device memory: asked for " + std::to_string(bytes) + " bytes (" +
+                       gib(bytes) + "), " + std::to_string(m.free) + " bytes free (" +
+                       gib(m.free) + ") of " + std::to_string(m.total) + " (" + gib(m.total) + ")");
+  }
+  detail::check(err, "cudaMallocFromPoolAsync of " + std::to_string(bytes) + " bytes");
+  bytes_ = bytes;
+  account_alloc(bytes);
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_), stream_(o.stream_) {
+  o.ptr_ = nullptr;
+  o.bytes_ = 0;
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (ptr_) {
+      cudaFreeAsync(ptr_, stream_of(stream_));
+      g_held -= bytes_;
+    }
+    ptr_ = o.ptr_;
+    bytes_ = o.bytes_;
+    stream_ = o.stream_;
+    o.ptr_ = nullptr;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  // Errors cannot be thrown from here; at process exit cudart may already be shutting down.
+  if (ptr_) {
+    cudaFreeAsync(ptr_, stream_of(stream_));
+    g_held -= bytes_;
+  }
+}
+
+void DeviceBuffer::upload(const void* host, size_t bytes, size_t offset) {
+  check_range("upload", bytes, offset, bytes_);
+  if (bytes == 0) return;
+  // From pageable memory the copy is staged before this returns: `host` may go at once.
+  detail::check(cudaMemcpyAsync(static_cast<char*>(ptr_) + offset, host, bytes, cudaMemcpyHostToDevice, stream_of(g_stream)),
+                "cudaMemcpy host to device of " + std::to_string(bytes) + " bytes");
+}
+
+void DeviceBuffer::download(void* host, size_t bytes, size_t offset) const {
+  check_range("download", bytes, offset, bytes_);
+  if (bytes == 0) return;
+  detail::check(cudaMemcpyAsync(host, static_cast<const char*>(ptr_) + offset, bytes, cudaMemcpyDeviceToHost,
+                                stream_of(g_stream)),
+                "cudaMemcpy device to host of " + std::to_string(bytes) + " bytes");
+  detail::check(cudaStreamSynchronize(stream_of(g_stream)), "waiting for a copy to the host");
+}
+
+void DeviceBuffer::upload_rows(const void* host, size_t rows, size_t row_bytes, size_t pitch) {
+  if (rows == 0 || row_bytes == 0) return;
+  check_range("upload", (rows - 1) * pitch + row_bytes, 0, bytes_);
+  detail::check(cudaMemcpy2DAsync(ptr_, pitch, host, row_bytes, row_bytes, rows, cudaMemcpyHostToDevice, stream_of(g_stream)),
+                "cudaMemcpy2D host to device of " + std::to_string(rows * row_bytes) + " bytes");
+}
+
+void DeviceBuffer::download_rows(void* host, size_t rows, size_t row_bytes, size_t pitch) const {
+  if (rows == 0 || row_bytes == 0) return;
+  check_range("download", (rows - 1) * pitch + row_bytes, 0, bytes_);
+  detail::check(cudaMemcpy2DAsync(host, row_bytes, ptr_, pitch, row_bytes, rows, cudaMemcpyDeviceToHost, stream_of(g_stream)),
+                "cudaMemcpy2D device to host of " + std::to_string(rows * row_bytes) + " bytes");
+  detail::check(cudaStreamSynchronize(stream_of(g_stream)), "waiting for a copy to the host");
+}
+
+void fill_device_bytes(void* device, int value, size_t bytes) {
+  if (bytes == 0) return;
+  detail::check(cudaMemsetAsync(device, value, bytes, stream_of(g_stream)), "cudaMemset");
+}
+
+void copy_host_to_device(void* device, const void* host, size_t bytes) {
+  if (bytes == 0) return;
+  detail::check(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream_of(g_stream)),
+                "cudaMemcpy host to device of " + std::to_string(bytes) + " bytes");
+}
+
+void DeviceBuffer::fill_bytes(int value) {
+  if (bytes_ == 0) return;
+  detail::check(cudaMemsetAsync(ptr_, value, bytes_, stream_of(g_stream)), "cudaMemset");
+}
+
+}  // namespace gamut::cuda

@@ -1,0 +1,90 @@
+// The kernels a bound query runs on the GPU (kernel_sources.h): the same choices execute() and
+// run_gpu make, rendered instead of run.
+#include "driver/kernel_sources.h"
+
+#include <map>
+#include <optional>
+
+#include "cuda/codegen/stage_sources.h"
+#include "cuda/gpu_engine.h"
+
+namespace gamut {
+
+namespace {
+
+struct Sources {
+  int sm_count;
+  size_t smem;
+  std::optional<cuda::TileConfig> tile;
+  bool masked_joins;
+
+  std::vector<KernelSource> of(const Prepared& p) const {
+    if (p.program) return program(p);
+    std::vector<KernelSource> out;
+    const Instance& inst = p.instance;
+    const cuda::KernelChoice k = cuda::choose_kernel(inst, sm_count, smem, tile, masked_joins);
+    out.push_back({"main",
+                   "// kernel source, tile " + k.tile.str() + (k.options.packed16 ? " packed16" : "") +
+                       (k.options.grouped_join ? " grouped-join" : ""),
+                   cuda::generate_source(*inst.plan, k.tile, k.options)});
+    // top/bottom lists: the candidates the kernel appends are selected on the device after it.
+    for (const ListOutput& l : inst.plan->lists)
+      if ((l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.key != kNoExpr)
+        out.push_back({"select-" + l.name, "// kernel source: selection of " + l.name + " after the kernel",
+                       cuda::select_source(storage_type_of(inst.plan->expr(l.key).type), l.mode == ListMode::Top,
+                                           l.per)});
+    return out;
+  }
+
+  // The stages in order; what one produces is bound, as zeros of its type and extents, to the
+  // stages that read it.
+  std::vector<KernelSource> program(const Prepared& p) const {
+    std::vector<KernelSource> out;
+    std::map<std::string, NDArray> produced;
+    for (size_t s = 0; s < p.program->stages.size(); ++s) {
+      const StageQuery& st = p.program->stages[s];
+      const std::string tag = "stage" + std::to_string(s + 1);
+      const std::string title = "// stage " + std::to_string(s + 1) + " (" + st.name + ")";
+      if (st.bitpack) {
+        const BitPack& bp = *st.bitpack;
+        out.push_back({tag, title + ": bit pack kernel",
+                       cuda::bit_pack_source(p.bindings.arrays.at(bp.source).dtype)});
+        produced[bp.output] = NDArray::zeros(DType::I32, {bp.rows.end, bp.words()});
+        continue;
+      }
+      if (st.segment) {   // the GPU runs the segment sum kernel, not the stage query
+        const SegmentSum& sg = *st.segment;
+        out.push_back({tag, title + ": segment sum kernel",
+                       cuda::segment_sum_source(p.bindings.arrays.at(sg.source).dtype)});
+        const int64_t k = sg.k_range.end;
+        produced[sg.output] = NDArray::zeros(storage_type_of(sg.type), sg.group_rows ? std::vector<int64_t>{sg.groups, k}
+                                                                                    : std::vector<int64_t>{k, sg.groups});
+        continue;
+      }
+      Bindings b;
+      for (const std::string& n : st.inputs) {
+        if (auto it = p.bindings.arrays.find(n); it != p.bindings.arrays.end()) b.arrays[n] = it->second;
+        else b.scalars[n] = p.bindings.scalars.at(n);
+      }
+      for (const std::string& n : st.from_stages) b.arrays[n] = produced.at(n);
+      for (const auto& [n, d] : st.dims) b.dims[n] = d;
+      auto stage = prepare(Source{p.source.name + " [" + st.name + "]", st.text}, std::move(b));
+      for (KernelSource& k : of(*stage)) out.push_back({tag + "-" + k.name, title + "\n" + k.title, std::move(k.source)});
+      for (size_t d = 0; d < stage->plan.dense.size(); ++d)
+        produced[stage->plan.dense[d].name] =
+            NDArray::zeros(storage_type_of(stage->plan.dense[d].type), stage->instance.dense_shapes[d]);
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+std::vector<KernelSource> kernel_sources(const Prepared& p, int sm_count, size_t smem_per_block, const std::string& tile,
+                                         bool masked_joins) {
+  Sources s{sm_count, smem_per_block, std::nullopt, masked_joins};
+  if (!tile.empty()) s.tile = cuda::parse_tile(tile);
+  return s.of(p);
+}
+
+}  // namespace gamut
