@@ -27,6 +27,16 @@ struct Instance {
   std::vector<Scalar> params;
   std::vector<std::vector<int64_t>> dense_shapes;  // per Plan::dense (includes batch dim)
   std::vector<int64_t> list_limits;     // per Plan::lists: N of top/bottom (0 otherwise)
+  // Inputs that stay in device memory (the library binds its callers' device arrays in place):
+  // empty, or one per Plan::operands, `data` null for an input on the host. Such an input's
+  // NDArray holds its dtype and shape, and bytes the host never reads. Only the GPU engine runs
+  // an instance that has them; strides count elements, the last is 1.
+  struct DeviceInput {
+    const void* data = nullptr;
+    std::vector<int64_t> strides;
+  };
+  std::vector<DeviceInput> device_inputs;
+  bool on_device(size_t operand) const { return operand < device_inputs.size() && device_inputs[operand].data; }
 
   const AxisRange& range(AxisRole r) const {
     return r == AxisRole::Row ? row : r == AxisRole::Col ? col : red;

@@ -1,20 +1,11 @@
 // Errors carry the exit status of spec section 9 and exactly one line of text.
 #pragma once
-#include <stdexcept>
 #include <string>
 
+// ExitCode and Error are public (the library throws them as they are): gamut/error.h.
+#include "gamut/error.h"
+
 namespace gamut {
-
-enum class ExitCode : int { Ok = 0, Query = 1, Usage = 2, Data = 3, Device = 4 };
-
-class Error : public std::runtime_error {
- public:
-  Error(ExitCode code, const std::string& line) : std::runtime_error(line), code_(code) {}
-  ExitCode code() const { return code_; }
-
- private:
-  ExitCode code_;
-};
 
 // A data error names the binding it is about: "data error: A: expected 2 dimensions, got 3".
 [[noreturn]] void throw_data_error(const std::string& binding, const std::string& message);

@@ -6,10 +6,11 @@
 #include <string>
 #include <string_view>
 
+#include "gamut/types.h"
+
 namespace gamut {
 
-// Storage types of inputs and outputs (spec section 3).
-enum class DType : uint8_t { Bool, U8, I8, I16, I32, I64, F16, BF16, F32, F64 };
+// DType, the storage types of inputs and outputs (spec section 3), is public: gamut/types.h.
 
 // Types that expressions are computed in. Loads widen storage types to one of these:
 // bool stays Bool; u8/i8/i16/i32 become I32; i64 is I64; f16/bf16/f32 become F32; f64 is F64.

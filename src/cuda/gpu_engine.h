@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,10 +26,22 @@ struct GpuRunOptions {
   int warmup = 0;                    // benchmarks: untimed launches after the result run
   int repeats = 0;                   // benchmarks: timed launches, each in GpuRunStats::runs_ms
   bool masked_joins = false;         // run `when` keys as a mask over every tile (no key grouping)
+  // Dense outputs in memory the caller provides: dense_output(d, bytes) gives device memory for
+  // output d in C order (Instance::dense_shapes[d]). Results::dense[d] then views it (bytes the
+  // host does not read).
+  std::function<void*(size_t d, size_t bytes)> dense_output;
+  // No CUDA-event timing and no waiting: the results are ready in order on current_stream().
+  // (List outputs still wait for their row counts.)
+  bool asynchronous = false;
+  // A slot the caller keeps for one typed plan (the library: one per query and signature of
+  // input types): the kernel info and loaded kernel per tile variant, so that a repeated run
+  // skips code generation and the cache-key hash. Never shared between plans.
+  std::shared_ptr<void>* kernel_memo = nullptr;   // from new_kernel_memo()
   // Called with (steps done, steps in all) after the compilation, the result launch and each
   // benchmark launch (a progress bar's steps).
   std::function<void(int64_t done, int64_t total)> progress;
 };
+std::shared_ptr<void> new_kernel_memo();
 
 struct GpuRunStats {
   double kernel_ms = 0;              // device time of the launches (CUDA events)

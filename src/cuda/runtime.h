@@ -39,6 +39,20 @@ DeviceMemory device_memory();
 // The arch string NVRTC gets for a device: "sm_90a" for cc 9.0, else "sm_XY".
 std::string arch_for(int cc_major, int cc_minor);
 
+// The stream (a cudaStream_t) this thread's launches, copies, allocations and frees go to: the
+// legacy default stream, unless a StreamScope is active (the library runs on its caller's
+// stream). Work on it is ordered; synchronize() waits for it alone.
+void* current_stream();
+class StreamScope {
+ public:
+  explicit StreamScope(void* stream);
+  ~StreamScope();
+  StreamScope(const StreamScope&) = delete;
+  StreamScope& operator=(const StreamScope&) = delete;
+ private:
+  void* previous_;
+};
+
 // Device memory, freed on destruction. Allocation failure throws Error(ExitCode::Device) with
 // the bytes asked for and the bytes free.
 class DeviceBuffer {
@@ -62,6 +76,7 @@ class DeviceBuffer {
  private:
   void* ptr_ = nullptr;
   size_t bytes_ = 0;
+  void* stream_ = nullptr;   // allocated (and freed) in order on this stream
 };
 
 struct CompileOptions {
@@ -117,7 +132,7 @@ class Kernel {
   Kernel& operator=(const Kernel&) = delete;
   // Set the dynamic shared memory limit (above 48 KiB needs this).
   void set_max_dynamic_smem(size_t bytes);
-  // args: pointers to each kernel argument, as cudaLaunchKernel takes them.
+  // args: pointers to each kernel argument, as cudaLaunchKernel takes them. On current_stream().
   void launch(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
               size_t dyn_smem, void** args);
   int max_active_blocks_per_sm(int block_threads, size_t dyn_smem) const;
@@ -126,7 +141,12 @@ class Kernel {
   std::unique_ptr<Impl> impl_;
 };
 
-void synchronize();
+void synchronize();   // waits for current_stream()
+
+// Device memory gamut does not own (a caller's output), on current_stream(): set every byte, or
+// copy from the host (staged before this returns).
+void fill_device_bytes(void* device, int value, size_t bytes);
+void copy_host_to_device(void* device, const void* host, size_t bytes);
 
 // Device memory held through DeviceBuffer: the peak since the last reset (benchmarks report it).
 size_t device_bytes_peak();

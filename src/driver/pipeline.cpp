@@ -138,6 +138,23 @@ Bindings parse_bindings(const std::vector<std::string>& args, const std::vector<
   return b;
 }
 
+// Bound rewrites: push-down depends on the group counts, bit packing on the data's values,
+// known only now.
+std::optional<BoundRewrite> bound_rewrite(const Plan& plan, const Instance& inst, const Source& source, const Bindings& b) {
+  if (auto prog = aggregate_pushdown(plan, inst)) return BoundRewrite{std::move(*prog), "aggregate-pushdown"};
+  // Boolean products: exact only on 0/1 data, which is known only now.
+  if (auto bits = bitpack_orand(plan, inst, source, b)) return BoundRewrite{std::move(*bits), "bitpack-orand"};
+  return std::nullopt;
+}
+
+static void apply_bound_rewrites(Prepared* p, bool bound_rewrites) {
+  if (!bound_rewrites) return;
+  if (auto rw = bound_rewrite(p->plan, p->instance, p->source, p->bindings)) {
+    p->program = std::move(rw->program);
+    p->plan.rewrites.push_back(rw->name);
+  }
+}
+
 Plan plan_with_rewrites(const Source& source, const TypeEnv& env) {
   Plan plan = build_plan(source, env);
   apply_rewrites(plan);
@@ -151,15 +168,17 @@ std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, bool bound_r
   p->plan = build_plan(p->source, type_env(p->bindings));
   p->instance = bind(p->plan, p->bindings);
   if (apply_rewrites(p->plan)) p->instance = bind(p->plan, p->bindings);
-  // Bound rewrites: push-down depends on the group counts, known only now.
-  if (auto prog = bound_rewrites ? aggregate_pushdown(p->plan, p->instance) : std::nullopt) {
-    p->program = std::move(prog);
-    p->plan.rewrites.push_back("aggregate-pushdown");
-  } else if (auto bits = bound_rewrites ? bitpack_orand(p->plan, p->instance, p->source, p->bindings) : std::nullopt) {
-    // Boolean products: exact only on 0/1 data, which is known only now.
-    p->program = std::move(bits);
-    p->plan.rewrites.push_back("bitpack-orand");
-  }
+  apply_bound_rewrites(p.get(), bound_rewrites);
+  return p;
+}
+
+std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, const Plan& typed, bool bound_rewrites) {
+  auto p = std::make_unique<Prepared>();
+  p->source = std::move(source);
+  p->bindings = std::move(bindings);
+  p->plan = typed;
+  p->instance = bind(p->plan, p->bindings);
+  apply_bound_rewrites(p.get(), bound_rewrites);
   return p;
 }
 
@@ -234,6 +253,10 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
       continue;
     }
 #endif
+    RunOptions stage_options = options;   // intermediate results stay gamut's, on the host
+    stage_options.dense_output = nullptr;
+    stage_options.asynchronous = false;
+    stage_options.kernel_memo = nullptr;
     Bindings b;
     for (const std::string& n : st.inputs) {
       if (auto it = p.bindings.arrays.find(n); it != p.bindings.arrays.end()) b.arrays[n] = it->second;
@@ -243,8 +266,7 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
     for (const auto& [n, d] : st.dims) b.dims[n] = d;
     auto stage = prepare(Source{p.source.name + " [" + st.name + "]", st.text}, std::move(b));
     RunReport sr;
-    RunOptions stage_options = options;   // the stage's own progress is its share of the whole
-    if (options.progress)
+    if (options.progress)   // the stage's own progress is its share of the whole
       stage_options.progress = [&options, s, stages](double f) { options.progress((double(s) + f) / double(stages)); };
     last = execute(*stage, stage_options, &sr);
     seconds += sr.seconds;
@@ -271,25 +293,38 @@ std::string no_device_reason() {
 }
 
 Results execute(const Prepared& p, const RunOptions& options, RunReport* report) {
+  if (!p.program) return execute(p.instance, options, report);
+  cuda::StreamScope stream(options.stream);
   RunReport local;
   RunReport& r = report ? *report : local;
-  if (p.program) {
-    auto t0 = std::chrono::steady_clock::now();
-    Results res = execute_program(p, options, r);
-    r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return res;
-  }
+  auto t0 = std::chrono::steady_clock::now();
+  Results res = execute_program(p, options, r);
+  r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return res;
+}
+
+Results execute(const Instance& inst, const RunOptions& options, RunReport* report) {
+  cuda::StreamScope stream(options.stream);
+  RunReport local;
+  RunReport& r = report ? *report : local;
   Backend be = options.backend;
   if (be == Backend::Auto) be = cuda::gpu_available() ? Backend::Gpu : Backend::Cpu;
-  // What the run will hold is checked before anything is allocated (bind/footprint.h).
-  const HostMemory host = host_memory();
   auto t0 = std::chrono::steady_clock::now();
   Results res;
+  // What the run will hold is checked before anything is allocated (bind/footprint.h). (A
+  // library call on device arrays, asynchronous, holds no host copies of them: it skips the
+  // /proc reads of host_memory().)
   if (be == Backend::Gpu) {
     if (!cuda::gpu_available()) throw_device_error("--backend gpu: " + no_device_reason());
-    require_fits(gpu_host_memory(p.instance), host.available, "host memory", host.limited_by);
+    if (!options.asynchronous) {
+      const HostMemory host = host_memory();
+      require_fits(gpu_host_memory(inst), host.available, "host memory", host.limited_by);
+    }
     cuda::GpuRunOptions go;
     if (!options.tile.empty()) go.tile = cuda::parse_tile(options.tile);
+    go.dense_output = options.dense_output;
+    go.asynchronous = options.asynchronous && options.repeats == 0;
+    go.kernel_memo = options.kernel_memo;
     if (options.repeats > 0) {
       go.warmup = 1;
       go.repeats = options.repeats;
@@ -298,7 +333,7 @@ Results execute(const Prepared& p, const RunOptions& options, RunReport* report)
       go.progress = [&options](int64_t done, int64_t total) { options.progress(double(done) / double(total)); };
     cuda::GpuRunStats st;
     cuda::reset_device_bytes_peak();
-    res = cuda::run_gpu(p.instance, go, &st);
+    res = cuda::run_gpu(inst, go, &st);
     r.device_peak_bytes = std::max(r.device_peak_bytes, cuda::device_bytes_peak());
     r.backend = "gpu";
     r.seconds = st.kernel_ms / 1e3;
@@ -314,15 +349,16 @@ Results execute(const Prepared& p, const RunOptions& options, RunReport* report)
     r.cache_hit = st.cache_hit;
     r.tile = st.tile;
   } else {
-    const int threads = cpu_thread_count(p.instance, options.threads, host.available);
-    const MemoryEstimate need = cpu_host_memory(p.instance, threads);
+    const HostMemory host = host_memory();
+    const int threads = cpu_thread_count(inst, options.threads, host.available);
+    const MemoryEstimate need = cpu_host_memory(inst, threads);
     require_fits(need, host.available, "host memory", host.limited_by);
     // The lists, top/bottom ones too, are counted as they grow, in what the rest leaves.
     ListMemoryGuard lists_guard(host.available - need.total_fixed(), host.limited_by);
     std::function<void(int64_t, int64_t)> on_tile;
     if (options.progress)
       on_tile = [&options](int64_t done, int64_t total) { options.progress(double(done) / double(total)); };
-    res = run_cpu(p.instance, threads, &lists_guard, on_tile);
+    res = run_cpu(inst, threads, &lists_guard, on_tile);
     r.backend = "cpu";
     r.threads = threads;
   }

@@ -20,6 +20,13 @@ struct RunOptions {
   int threads = 0;                 // CPU engine threads (0: all)
   std::string tile;                // GPU tile override, "" = chosen per query
   int repeats = 0;                 // GPU: time this many launches after one warm-up (median)
+  // The library's callers: the CUDA stream (cudaStream_t) every GPU operation goes to (nullptr:
+  // the legacy default stream); dense outputs in the caller's device memory and no waiting
+  // (cuda::GpuRunOptions::dense_output, asynchronous).
+  void* stream = nullptr;
+  std::function<void*(size_t d, size_t bytes)> dense_output;
+  bool asynchronous = false;
+  std::shared_ptr<void>* kernel_memo = nullptr;   // cuda::GpuRunOptions::kernel_memo, for this plan only
   // Called with the fraction of the run done (0..1): CPU row tiles, GPU launches, push-down
   // stages. The CPU engine calls it from its worker threads, concurrently: it must be
   // thread-safe and cheap (a progress bar checks the clock and returns).
@@ -63,11 +70,25 @@ Bindings parse_bindings(const std::vector<std::string>& args, const std::vector<
                         const Plan* query = nullptr, std::vector<std::string>* array_paths = nullptr);
 // Typed plan from source + bindings, with the rewrite passes applied; then bind.
 std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, bool bound_rewrites = true);
+// prepare() for a plan already typed for these bindings' element types (plan_with_rewrites of
+// type_env(bindings)): the library builds that once per signature of input types and binds it
+// for every call.
+std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, const Plan& typed, bool bound_rewrites = true);
+// The bound rewrite (aggregate push-down, then bit packing) of a plan bound to data, if one
+// applies; prepare() records it in Prepared::program. They read the data on the host.
+struct BoundRewrite {
+  PushdownProgram program;
+  std::string name;
+};
+std::optional<BoundRewrite> bound_rewrite(const Plan& plan, const Instance& inst, const Source& source, const Bindings& b);
 // Plan with the rewrite passes applied (also used by `explain` without data).
 Plan plan_with_rewrites(const Source& source, const TypeEnv& env);
 // Why no GPU can be used, as "no usable CUDA device: REASON" (said once); "" when one can.
 std::string no_device_reason();
 // Run on the chosen backend.
 Results execute(const Prepared& p, const RunOptions& options, RunReport* report);
+// The same for a bound instance without a rewrite program (the library binds its cached typed
+// plan per call, without copying it into a Prepared).
+Results execute(const Instance& inst, const RunOptions& options, RunReport* report);
 
 }  // namespace gamut

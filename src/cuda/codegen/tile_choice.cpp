@@ -196,13 +196,14 @@ KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_b
   // Packed 16-bit tropical steps hold half the accumulator registers: their own tile (measured
   // best of six on the H200, bench/NOTES.md), unless the grid would leave SMs idle.
   const bool packed_form_any = packed16_form(P, kPacked16Tile) || packed16_form(P, k.tile);
-  const bool packed_data = packed_form_any && packed16_data_fits(P, inst);
+  // (Inputs in device memory are not read on the host: no packed form, no key grouping.)
+  const bool packed_data = packed_form_any && inst.device_inputs.empty() && packed16_data_fits(P, inst);
   if (!forced && packed_data && packed16_form(P, kPacked16Tile) &&
       ((rows + kPacked16Tile.bm - 1) / kPacked16Tile.bm) * ((cols + kPacked16Tile.bn - 1) / kPacked16Tile.bn) * batch >=
           sm_count)
     k.tile = kPacked16Tile;
   k.options.packed16 = packed_data && packed16_form(P, k.tile);
-  k.options.grouped_join = join_grouping_form(P) && !masked_joins;
+  k.options.grouped_join = join_grouping_form(P) && !masked_joins && inst.device_inputs.empty();
   return k;
 }
 

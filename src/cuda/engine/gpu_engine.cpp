@@ -72,17 +72,17 @@ std::vector<std::byte> identity_element(StoreOp op, CType t) {
   return e;
 }
 
-void fill_identity(DeviceBuffer& buf, StoreOp op, CType t, int64_t elements) {
+void fill_identity(void* buf, StoreOp op, CType t, int64_t elements) {
   const std::vector<std::byte> e = identity_element(op, t);
   bool same = true;
   for (std::byte b : e) same = same && b == e[0];
   if (same) {
-    buf.fill_bytes(int(e[0]));
+    fill_device_bytes(buf, int(e[0]), size_t(elements) * e.size());
     return;
   }
   std::vector<std::byte> host(size_t(elements) * e.size());
   for (int64_t n = 0; n < elements; ++n) std::memcpy(host.data() + size_t(n) * e.size(), e.data(), e.size());
-  buf.upload(host.data(), host.size());
+  copy_host_to_device(buf, host.data(), host.size());
 }
 
 // Lists: room for 2^20 rows, or for what the tiles' top/bottom pre-selection can keep (N per
@@ -142,7 +142,20 @@ Kernel& loaded_kernel(const CompiledModule& module, size_t smem_bytes) {
   return *k;
 }
 
+// What a run of one plan with one tile variant needs from code generation and the caches.
+struct Compiled {
+  KernelInfo info;
+  Kernel* kernel = nullptr;
+  std::string key;
+};
+struct KernelMemo {
+  std::mutex mu;
+  std::map<std::string, Compiled> by_variant;   // tile, code options, arch
+};
+
 }  // namespace
+
+std::shared_ptr<void> new_kernel_memo() { return std::make_shared<KernelMemo>(); }
 
 Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats* stats) {
   if (!inst.plan) throw_device_error("internal error: run_gpu without a plan");
@@ -157,36 +170,59 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   const TileConfig tile = choice.tile;
   std::string why;
   if (!tile_valid(tile, &why)) throw_usage_error("--tile " + tile.str() + ": " + why);
-  const KernelInfo info = kernel_info(P, tile);
-  if (info.smem_bytes > dev.smem_per_block_optin)
-    throw_device_error("tile " + tile.str() + " needs " + std::to_string(info.smem_bytes) +
-                       " bytes of shared memory per block; the device has " + std::to_string(dev.smem_per_block_optin));
-
-  // Compile (or find in the caches).
+  // Compile (or find in the caches: the caller's memo, then the in-process and disk caches).
   const CodegenOptions& cgo = choice.options;
+  CompileOptions co;
+  co.arch = options.arch.empty() ? arch_for(dev.cc_major, dev.cc_minor) : options.arch;
+  const std::string variant = tile.str() + (cgo.packed16 ? " packed16" : "") + (cgo.grouped_join ? " grouped-join" : "") +
+                              " " + co.arch;
+  KernelMemo* memo = options.kernel_memo ? static_cast<KernelMemo*>(options.kernel_memo->get()) : nullptr;
+  Compiled compiled;
+  bool memo_hit = false;
+  if (memo) {
+    std::lock_guard<std::mutex> lock(memo->mu);
+    if (auto it = memo->by_variant.find(variant); it != memo->by_variant.end()) {
+      compiled = it->second;
+      memo_hit = true;
+    }
+  }
+  CompiledModule module;
+  if (!memo_hit) {
+    compiled.info = kernel_info(P, tile);
+    if (compiled.info.smem_bytes > dev.smem_per_block_optin)
+      throw_device_error("tile " + tile.str() + " needs " + std::to_string(compiled.info.smem_bytes) +
+                         " bytes of shared memory per block; the device has " + std::to_string(dev.smem_per_block_optin));
+    module = compile_cached(generate_source(P, tile, cgo), co, schema_text(P, tile));
+    compiled.kernel = &loaded_kernel(module, compiled.info.smem_bytes);
+    compiled.key = module.key;
+    if (memo) {
+      std::lock_guard<std::mutex> lock(memo->mu);
+      memo->by_variant.emplace(variant, compiled);
+    }
+  }
+  const KernelInfo& info = compiled.info;
   // Joins: only the tiles of matching key groups run (codegen/join_groups.h).
   std::optional<JoinGroups> groups;
   if (cgo.grouped_join) groups = group_join(P, inst, tile.bm, tile.bn);
-  const std::string source = generate_source(P, tile, cgo);
-  CompileOptions co;
-  co.arch = options.arch.empty() ? arch_for(dev.cc_major, dev.cc_minor) : options.arch;
-  const CompiledModule module = compile_cached(source, co, schema_text(P, tile));
   if (stats) {
-    stats->compile_ms = module.compile_ms;
-    stats->cache_hit = cache_hit_name(module.hit);
-    stats->cache_key = module.key;
+    stats->compile_ms = memo_hit ? 0 : module.compile_ms;
+    stats->cache_hit = memo_hit ? "memory" : cache_hit_name(module.hit);
+    stats->cache_key = compiled.key;
     stats->tile = tile.str() + (cgo.packed16 ? " packed16" : "") + (groups ? " grouped-join" : "");
   }
-  Kernel& kernel = loaded_kernel(module, info.smem_bytes);
+  Kernel& kernel = *compiled.kernel;
   const int64_t steps = 2 + (options.repeats > 0 ? options.warmup + options.repeats : 0);
   if (options.progress) options.progress(1, steps);
 
   // Before anything is allocated: does the run fit in the device's memory? (bind/footprint.h)
+  // (A library call on device arrays with only dense outputs allocates nothing of its own.)
   const int64_t tiles = ((rows + tile.bm - 1) / tile.bm) * ((cols + tile.bn - 1) / tile.bn);
   const int64_t list_rows = initial_list_rows(inst, tile, tiles);
-  const DeviceMemory free_mem = device_memory();
-  require_fits(gpu_device_memory(inst, list_rows), int64_t(free_mem.free), "device memory",
-               "free of " + bytes_text(int64_t(free_mem.total)) + " on the device");
+  if (!(options.dense_output && P.lists.empty())) {
+    const DeviceMemory free_mem = device_memory();
+    require_fits(gpu_device_memory(inst, list_rows), int64_t(free_mem.free), "device memory",
+                 "free of " + bytes_text(int64_t(free_mem.total)) + " on the device");
+  }
 
   const ArgLayout& L = info.args;
   std::vector<uint64_t> w(size_t(L.count), 0);
@@ -215,7 +251,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   };
   for (size_t o = 0; o < P.operands.size(); ++o) {
     const NDArray* x = inst.inputs[o];
-    if (!x || gathered_only(o)) {
+    if (!x || gathered_only(o) || inst.on_device(o)) {   // (device inputs are read in place)
       inputs.emplace_back(0);
       continue;
     }
@@ -240,14 +276,25 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     const bool two_d = pattern_rank(acc.pattern) == 2;
     if (x->shape.size() != lead + (two_d ? 2 : 1))
       throw_device_error("internal error: operand " + P.operands[size_t(acc.operand)].name + " has the wrong rank");
-    const int64_t ld = two_d ? pitch[size_t(acc.operand)] : 1;
-    const int64_t bstride = !P.batched ? 0 : two_d ? x->shape[lead] * ld : product(x->shape, 1);
+    int64_t ld = two_d ? pitch[size_t(acc.operand)] : 1;
+    int64_t bstride = !P.batched ? 0 : two_d ? x->shape[lead] * ld : product(x->shape, 1);
+    uint64_t ptr = ptr_word(inputs[size_t(acc.operand)]);
+    if (inst.on_device(size_t(acc.operand))) {   // the caller's device array, in place
+      const Instance::DeviceInput& d = inst.device_inputs[size_t(acc.operand)];
+      if (d.strides.size() != x->shape.size() || (!d.strides.empty() && d.strides.back() != 1 && x->shape.back() > 1))
+        throw_device_error("internal error: device input " + P.operands[size_t(acc.operand)].name + " is not row-major");
+      ptr = uint64_t(reinterpret_cast<uintptr_t>(d.data));
+      ld = two_d ? d.strides[lead] : 1;
+      bstride = P.batched ? d.strides[0] : 0;
+    }
     if (ld > INT_MAX) throw_device_error("a matrix row of more than 2^31-1 elements is not supported on the GPU");
-    w[size_t(s.ptr)] = ptr_word(inputs[size_t(acc.operand)]);
+    w[size_t(s.ptr)] = ptr;
     w[size_t(s.ld)] = uint64_t(ld);
     w[size_t(s.bstride)] = uint64_t(bstride);
-    // 4-element chunks of the tile loaders are aligned when every offset part is a multiple of 4.
-    w[size_t(s.vec)] = two_d && ld % 4 == 0 && bstride % 4 == 0 && contiguous_begin(inst, acc.pattern) % 4 == 0;
+    // 4-element chunks of the tile loaders are aligned when every offset part is a multiple of 4
+    // (and the array starts 16-byte aligned, which gamut's own buffers always do).
+    w[size_t(s.vec)] = two_d && ld % 4 == 0 && bstride % 4 == 0 && contiguous_begin(inst, acc.pattern) % 4 == 0 &&
+                       (ptr % 16 == 0 || ptr == 0);
   }
   for (const auto& p : L.params) w[size_t(p.slot)] = param_word(inst.params[size_t(p.param)], p.type);
 
@@ -283,8 +330,10 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     w[size_t(L.join_cols)] = upload_ints(groups->col_perm);
   }
 
-  // Dense outputs; matrices padded like the inputs so that row stores can be 16 bytes wide.
+  // Dense outputs; matrices padded like the inputs so that row stores can be 16 bytes wide, or
+  // the caller's C-order memory (options.dense_output).
   std::vector<DeviceBuffer> outputs;
+  std::vector<void*> out_ptr(P.dense.size(), nullptr);
   std::vector<int64_t> out_pitch(P.dense.size(), 0), out_rows(P.dense.size(), 0);
   for (size_t d = 0; d < P.dense.size(); ++d) {
     const std::vector<int64_t>& shape = inst.dense_shapes[d];
@@ -293,12 +342,15 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     if (shape.size() != s.stride.size())
       throw_device_error("internal error: output " + P.dense[d].name + " has the wrong rank");
     const int64_t last = shape.empty() ? 1 : shape.back();
-    out_pitch[d] = shape.size() >= 2 ? (last + 3) / 4 * 4 : last;
+    out_pitch[d] = shape.size() >= 2 && !options.dense_output ? (last + 3) / 4 * 4 : last;
     out_rows[d] = last ? product(shape) / last : 0;
-    outputs.emplace_back(size_t(size_mul_or_throw(size_mul_or_throw(out_rows[d], out_pitch[d], "output " + P.dense[d].name),
-                                                  int64_t(dtype_size(dt)), "output " + P.dense[d].name)));
-    w[size_t(s.ptr)] = ptr_word(outputs.back());
-    bool aligned = inst.col.begin % 4 == 0;
+    const size_t out_bytes = size_t(size_mul_or_throw(size_mul_or_throw(out_rows[d], out_pitch[d], "output " + P.dense[d].name),
+                                                      int64_t(dtype_size(dt)), "output " + P.dense[d].name));
+    outputs.emplace_back(options.dense_output ? 0 : out_bytes);
+    out_ptr[d] = options.dense_output ? options.dense_output(d, out_bytes) : outputs.back().get();
+    if (!out_ptr[d] && out_bytes) throw_device_error("no device memory for output " + P.dense[d].name);
+    w[size_t(s.ptr)] = uint64_t(reinterpret_cast<uintptr_t>(out_ptr[d]));
+    bool aligned = inst.col.begin % 4 == 0 && reinterpret_cast<uintptr_t>(out_ptr[d]) % 16 == 0;
     for (size_t p = 0; p < shape.size(); ++p) {
       int64_t stride = 1;
       if (p + 1 < shape.size()) stride = out_pitch[d] * product(std::vector<int64_t>(shape.begin() + int64_t(p) + 1, shape.end() - 1));
@@ -310,7 +362,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   }
   auto init_outputs = [&] {
     for (size_t d = 0; d < P.dense.size(); ++d)
-      fill_identity(outputs[d], P.dense[d].op, P.dense[d].type, out_rows[d] * out_pitch[d]);
+      fill_identity(out_ptr[d], P.dense[d].op, P.dense[d].type, out_rows[d] * out_pitch[d]);
   };
 
   DeviceLists lists(inst, list_rows, tile);
@@ -322,7 +374,10 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     init_outputs();
     lists.reset();
     lists.fill_args(L, w);
-    if (blocks > 0) {
+    if (blocks > 0 && options.asynchronous) {   // in stream order, nothing waits
+      void* args[] = {w.data()};
+      kernel.launch(unsigned(blocks), 1, 1, unsigned(info.threads), 1, 1, info.smem_bytes, args);
+    } else if (blocks > 0) {
       void* args[] = {w.data()};
       EventTimer timer;
       timer.start();
@@ -365,6 +420,14 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
 
   Results res;
   for (size_t d = 0; d < P.dense.size(); ++d) {
+    if (options.dense_output) {   // stays where the caller wanted it
+      NDArray a;
+      a.dtype = storage_type_of(P.dense[d].type);
+      a.shape = inst.dense_shapes[d];
+      a.data = Bytes::view(out_ptr[d], size_t(a.size()) * dtype_size(a.dtype));
+      res.dense.push_back(std::move(a));
+      continue;
+    }
     NDArray a = NDArray::zeros(storage_type_of(P.dense[d].type), inst.dense_shapes[d]);
     const size_t e = dtype_size(a.dtype);
     if (a.nbytes() > 0) {

@@ -10,6 +10,8 @@ namespace gamut::cuda {
 
 namespace {
 
+cudaStream_t stream() { return static_cast<cudaStream_t>(current_stream()); }
+
 order::KeyKind key_kind(DType t) {
   switch (t) {
     case DType::Bool: case DType::U8: return order::KeyKind::Unsigned;
@@ -63,7 +65,7 @@ uint64_t order_list_rows(const std::vector<const DeviceBuffer*>& cols, const std
     s.refs.upload(refs.data(), refs.size() * sizeof refs[0]);
     detail::check(sortdev::distinct_rows(as<const sortdev::ColumnRef>(s.refs), int(refs.size()), rows,
                                          as<uint32_t>(s.table), uint32_t(slots), as<uint32_t>(s.rows[0]),
-                                         as<uint32_t>(s.count)),
+                                         as<uint32_t>(s.count), stream()),
                   "distinct list rows");
     s.count.download(&m, 4);
   }
@@ -78,18 +80,18 @@ uint64_t order_list_rows(const std::vector<const DeviceBuffer*>& cols, const std
     const bool first = w == nwords - 1;
     const uint32_t* from = first && !distinct ? nullptr : perm[sel];
     uint32_t* init = first && !distinct ? perm[sel] : nullptr;
-    detail::check(sortdev::write_keys(&refs[size_t(words[w].first)], words[w].count, from, init, keys[0], m),
+    detail::check(sortdev::write_keys(&refs[size_t(words[w].first)], words[w].count, from, init, keys[0], m, stream()),
                   "list order keys");
     size_t temp_bytes = 0;
-    detail::check(sortdev::sort_pairs(nullptr, &temp_bytes, keys, perm, &sel, m, words[w].bits), "list sort size");
+    detail::check(sortdev::sort_pairs(nullptr, &temp_bytes, keys, perm, &sel, m, words[w].bits, stream()), "list sort size");
     ensure(s.temp, std::max<size_t>(temp_bytes, 1));
     temp_bytes = s.temp.size();
-    detail::check(sortdev::sort_pairs(s.temp.get(), &temp_bytes, keys, perm, &sel, m, words[w].bits), "list sort");
+    detail::check(sortdev::sort_pairs(s.temp.get(), &temp_bytes, keys, perm, &sel, m, words[w].bits, stream()), "list sort");
   }
 
   for (size_t c = 0; c < cols.size(); ++c) {
     ensure(out[c], std::max<size_t>(size_t(m) * size_t(bytes[c]), 1));
-    detail::check(sortdev::gather_column(out[c].get(), cols[c]->get(), bytes[c], perm[sel], m), "list gather");
+    detail::check(sortdev::gather_column(out[c].get(), cols[c]->get(), bytes[c], perm[sel], m, stream()), "list gather");
   }
   return m;
 }

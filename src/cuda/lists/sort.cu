@@ -102,44 +102,44 @@ __global__ void gather_kernel(T* dst, const T* src, const uint32_t* rows, uint32
 }  // namespace
 
 cudaError_t write_keys(const ColumnRef* cols, int count, const uint32_t* rows, uint32_t* init_rows, uint64_t* keys,
-                       uint32_t n) {
+                       uint32_t n, cudaStream_t stream) {
   if (count < 1 || count > kMaxWordColumns) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
   WordColumns w{};
   for (int c = 0; c < count; ++c) w.cols[c] = cols[c];
   w.count = count;
-  keys_kernel<<<blocks_for(n), kThreads>>>(w, rows, init_rows, keys, n);
+  keys_kernel<<<blocks_for(n), kThreads, 0, stream>>>(w, rows, init_rows, keys, n);
   return cudaGetLastError();
 }
 
 cudaError_t sort_pairs(void* temp, size_t* temp_bytes, uint64_t* const keys[2], uint32_t* const rows[2], int* selector,
-                       uint32_t n, int end_bit) {
+                       uint32_t n, int end_bit, cudaStream_t stream) {
   cub::DoubleBuffer<uint64_t> k(keys[0], keys[1]);
   cub::DoubleBuffer<uint32_t> v(rows[*selector], rows[1 - *selector]);
-  const cudaError_t err = cub::DeviceRadixSort::SortPairs(temp, *temp_bytes, k, v, n, 0, end_bit);
+  const cudaError_t err = cub::DeviceRadixSort::SortPairs(temp, *temp_bytes, k, v, n, 0, end_bit, stream);
   if (err != cudaSuccess || !temp) return err;
   if (v.Current() != rows[*selector]) *selector = 1 - *selector;
   return cudaSuccess;
 }
 
 cudaError_t distinct_rows(const ColumnRef* cols, int columns, uint32_t n, uint32_t* table, uint32_t slots,
-                          uint32_t* kept, uint32_t* kept_n) {
+                          uint32_t* kept, uint32_t* kept_n, cudaStream_t stream) {
   if (slots <= n || (slots & (slots - 1)) != 0) return cudaErrorInvalidValue;
-  cudaError_t err = cudaMemsetAsync(kept_n, 0, sizeof(uint32_t));
-  if (err == cudaSuccess) err = cudaMemsetAsync(table, 0xff, size_t(slots) * sizeof(uint32_t));
+  cudaError_t err = cudaMemsetAsync(kept_n, 0, sizeof(uint32_t), stream);
+  if (err == cudaSuccess) err = cudaMemsetAsync(table, 0xff, size_t(slots) * sizeof(uint32_t), stream);
   if (err != cudaSuccess || n == 0) return err;
-  distinct_kernel<<<blocks_for(n), kThreads>>>(cols, columns, n, table, slots, kept, kept_n);
+  distinct_kernel<<<blocks_for(n), kThreads, 0, stream>>>(cols, columns, n, table, slots, kept, kept_n);
   return cudaGetLastError();
 }
 
-cudaError_t gather_column(void* dst, const void* src, int bytes, const uint32_t* rows, uint32_t m) {
+cudaError_t gather_column(void* dst, const void* src, int bytes, const uint32_t* rows, uint32_t m, cudaStream_t stream) {
   if (m == 0) return cudaSuccess;
   const unsigned g = blocks_for(m);
   switch (bytes) {
-    case 1: gather_kernel<<<g, kThreads>>>(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), rows, m); break;
-    case 2: gather_kernel<<<g, kThreads>>>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), rows, m); break;
-    case 4: gather_kernel<<<g, kThreads>>>(static_cast<uint32_t*>(dst), static_cast<const uint32_t*>(src), rows, m); break;
-    case 8: gather_kernel<<<g, kThreads>>>(static_cast<uint64_t*>(dst), static_cast<const uint64_t*>(src), rows, m); break;
+    case 1: gather_kernel<<<g, kThreads, 0, stream>>>(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), rows, m); break;
+    case 2: gather_kernel<<<g, kThreads, 0, stream>>>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), rows, m); break;
+    case 4: gather_kernel<<<g, kThreads, 0, stream>>>(static_cast<uint32_t*>(dst), static_cast<const uint32_t*>(src), rows, m); break;
+    case 8: gather_kernel<<<g, kThreads, 0, stream>>>(static_cast<uint64_t*>(dst), static_cast<const uint64_t*>(src), rows, m); break;
     default: return cudaErrorInvalidValue;
   }
   return cudaGetLastError();

@@ -24,24 +24,25 @@ constexpr int kMaxWordColumns = 8;
 
 // keys[r] = the packed keys (order::column_key) of `cols` for row rows[r]; with `rows` null,
 // of row r, and init_rows[r] = r (the identity permutation the first sort pass starts from).
+// Every function enqueues on `stream` (gamut::cuda::current_stream()).
 cudaError_t write_keys(const ColumnRef* cols, int count, const uint32_t* rows, uint32_t* init_rows, uint64_t* keys,
-                       uint32_t n);
+                       uint32_t n, cudaStream_t stream);
 
 // One stable radix sort pass (cub::DeviceRadixSort::SortPairs) of n (key, row) pairs on bits
 // [0, end_bit) of the keys. keys[0] holds the keys (keys[1] is scratch); rows[*selector] holds
 // the rows, and *selector names the buffer that holds them sorted afterwards. With temp null,
 // only sets *temp_bytes to the scratch the pass needs.
 cudaError_t sort_pairs(void* temp, size_t* temp_bytes, uint64_t* const keys[2], uint32_t* const rows[2], int* selector,
-                       uint32_t n, int end_bit);
+                       uint32_t n, int end_bit, cudaStream_t stream);
 
 // distinct: inserts rows 0..n-1 of `cols` (a device array of `columns` refs) into an open
 // addressing set of `slots` (a power of two above n) u32 slots in `table`, and writes one row
 // index of each set of bit-identical rows to `kept` (in no order) and their number to *kept_n
 // (device memory).
 cudaError_t distinct_rows(const ColumnRef* cols, int columns, uint32_t n, uint32_t* table, uint32_t slots,
-                          uint32_t* kept, uint32_t* kept_n);
+                          uint32_t* kept, uint32_t* kept_n, cudaStream_t stream);
 
 // dst[r] = src[rows[r]] for r < m, elements of `bytes` (1, 2, 4 or 8).
-cudaError_t gather_column(void* dst, const void* src, int bytes, const uint32_t* rows, uint32_t m);
+cudaError_t gather_column(void* dst, const void* src, int bytes, const uint32_t* rows, uint32_t m, cudaStream_t stream);
 
 }  // namespace gamut::cuda::sortdev

@@ -137,6 +137,15 @@ cudaMemPool_t pool() {
 }
 }  // namespace
 
+namespace {
+thread_local void* g_stream = nullptr;
+cudaStream_t stream_of(void* s) { return static_cast<cudaStream_t>(s); }
+}  // namespace
+
+void* current_stream() { return g_stream; }
+StreamScope::StreamScope(void* stream) : previous_(g_stream) { g_stream = stream; }
+StreamScope::~StreamScope() { g_stream = previous_; }
+
 DeviceMemory device_memory() {
   detail::require_device();
   size_t free_b = 0, total_b = 0;
@@ -151,14 +160,15 @@ DeviceMemory device_memory() {
 DeviceBuffer::DeviceBuffer(size_t bytes) {
   detail::require_device();
   if (bytes == 0) return;  // cudaMalloc(0) gives nullptr anyway; skip the call
+  stream_ = g_stream;
   // More than the device has is never tried: a failed request can leave the pool holding memory.
-  cudaError_t err = bytes > device().total_mem ? cudaErrorMemoryAllocation : cudaMallocFromPoolAsync(&ptr_, bytes, pool(), 0);
+  cudaError_t err = bytes > device().total_mem ? cudaErrorMemoryAllocation : cudaMallocFromPoolAsync(&ptr_, bytes, pool(), stream_of(stream_));
   if (err == cudaErrorMemoryAllocation && bytes <= device().total_mem) {   // memory the pool keeps may be what is missing
     cudaGetLastError();
     cudaDeviceSynchronize();
     cudaMemPoolTrimTo(pool(), 0);
     cudaDeviceSynchronize();   // the trim returns memory to the driver only once the device is idle
-    err = cudaMallocFromPoolAsync(&ptr_, bytes, pool(), 0);
+    err = cudaMallocFromPoolAsync(&ptr_, bytes, pool(), stream_of(stream_));
   }
   if (err == cudaErrorMemoryAllocation) {
     cudaGetLastError();
@@ -177,7 +187,7 @@ DeviceBuffer::DeviceBuffer(size_t bytes) {
   account_alloc(bytes);
 }
 
-DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) {
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_), stream_(o.stream_) {
   o.ptr_ = nullptr;
   o.bytes_ = 0;
 }
@@ -185,11 +195,12 @@ DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.b
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   if (this != &o) {
     if (ptr_) {
-      cudaFreeAsync(ptr_, 0);
+      cudaFreeAsync(ptr_, stream_of(stream_));
       g_held -= bytes_;
     }
     ptr_ = o.ptr_;
     bytes_ = o.bytes_;
+    stream_ = o.stream_;
     o.ptr_ = nullptr;
     o.bytes_ = 0;
   }
@@ -199,7 +210,7 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 DeviceBuffer::~DeviceBuffer() {
   // Errors cannot be thrown from here; at process exit cudart may already be shutting down.
   if (ptr_) {
-    cudaFreeAsync(ptr_, 0);
+    cudaFreeAsync(ptr_, stream_of(stream_));
     g_held -= bytes_;
   }
 }
@@ -207,35 +218,49 @@ DeviceBuffer::~DeviceBuffer() {
 void DeviceBuffer::upload(const void* host, size_t bytes, size_t offset) {
   check_range("upload", bytes, offset, bytes_);
   if (bytes == 0) return;
-  detail::check(cudaMemcpy(static_cast<char*>(ptr_) + offset, host, bytes, cudaMemcpyHostToDevice),
+  // From pageable memory the copy is staged before this returns: `host` may go at once.
+  detail::check(cudaMemcpyAsync(static_cast<char*>(ptr_) + offset, host, bytes, cudaMemcpyHostToDevice, stream_of(g_stream)),
                 "cudaMemcpy host to device of " + std::to_string(bytes) + " bytes");
 }
 
 void DeviceBuffer::download(void* host, size_t bytes, size_t offset) const {
   check_range("download", bytes, offset, bytes_);
   if (bytes == 0) return;
-  detail::check(cudaMemcpy(host, static_cast<const char*>(ptr_) + offset, bytes,
-                           cudaMemcpyDeviceToHost),
+  detail::check(cudaMemcpyAsync(host, static_cast<const char*>(ptr_) + offset, bytes, cudaMemcpyDeviceToHost,
+                                stream_of(g_stream)),
                 "cudaMemcpy device to host of " + std::to_string(bytes) + " bytes");
+  detail::check(cudaStreamSynchronize(stream_of(g_stream)), "waiting for a copy to the host");
 }
 
 void DeviceBuffer::upload_rows(const void* host, size_t rows, size_t row_bytes, size_t pitch) {
   if (rows == 0 || row_bytes == 0) return;
   check_range("upload", (rows - 1) * pitch + row_bytes, 0, bytes_);
-  detail::check(cudaMemcpy2D(ptr_, pitch, host, row_bytes, row_bytes, rows, cudaMemcpyHostToDevice),
+  detail::check(cudaMemcpy2DAsync(ptr_, pitch, host, row_bytes, row_bytes, rows, cudaMemcpyHostToDevice, stream_of(g_stream)),
                 "cudaMemcpy2D host to device of " + std::to_string(rows * row_bytes) + " bytes");
 }
 
 void DeviceBuffer::download_rows(void* host, size_t rows, size_t row_bytes, size_t pitch) const {
   if (rows == 0 || row_bytes == 0) return;
   check_range("download", (rows - 1) * pitch + row_bytes, 0, bytes_);
-  detail::check(cudaMemcpy2D(host, row_bytes, ptr_, pitch, row_bytes, rows, cudaMemcpyDeviceToHost),
+  detail::check(cudaMemcpy2DAsync(host, row_bytes, ptr_, pitch, row_bytes, rows, cudaMemcpyDeviceToHost, stream_of(g_stream)),
                 "cudaMemcpy2D device to host of " + std::to_string(rows * row_bytes) + " bytes");
+  detail::check(cudaStreamSynchronize(stream_of(g_stream)), "waiting for a copy to the host");
+}
+
+void fill_device_bytes(void* device, int value, size_t bytes) {
+  if (bytes == 0) return;
+  detail::check(cudaMemsetAsync(device, value, bytes, stream_of(g_stream)), "cudaMemset");
+}
+
+void copy_host_to_device(void* device, const void* host, size_t bytes) {
+  if (bytes == 0) return;
+  detail::check(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream_of(g_stream)),
+                "cudaMemcpy host to device of " + std::to_string(bytes) + " bytes");
 }
 
 void DeviceBuffer::fill_bytes(int value) {
   if (bytes_ == 0) return;
-  detail::check(cudaMemset(ptr_, value, bytes_), "cudaMemset");
+  detail::check(cudaMemsetAsync(ptr_, value, bytes_, stream_of(g_stream)), "cudaMemset");
 }
 
 }  // namespace gamut::cuda

@@ -48,7 +48,7 @@ void Kernel::set_max_dynamic_smem(size_t bytes) {
 void Kernel::launch(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                     size_t dyn_smem, void** args) {
   const dim3 grid(gx, gy, gz), block(bx, by, bz);
-  cudaError_t err = cudaLaunchKernel(impl_->fn(), grid, block, args, dyn_smem, nullptr);
+  cudaError_t err = cudaLaunchKernel(impl_->fn(), grid, block, args, dyn_smem, static_cast<cudaStream_t>(current_stream()));
   if (err != cudaSuccess) {
     auto dims = [](unsigned x, unsigned y, unsigned z) {
       // Appended piecewise: "(" + to_string(...) trips a GCC 12 -Wrestrict false positive.
@@ -77,7 +77,7 @@ int Kernel::max_active_blocks_per_sm(int block_threads, size_t dyn_smem) const {
 void synchronize() {
   detail::require_device();
   // Asynchronous kernel faults (illegal address, trap) surface here.
-  detail::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  detail::check(cudaStreamSynchronize(static_cast<cudaStream_t>(current_stream())), "cudaStreamSynchronize");
 }
 
 EventTimer::EventTimer() {
@@ -99,12 +99,12 @@ EventTimer::~EventTimer() {
 }
 
 void EventTimer::start() {
-  detail::check(cudaEventRecord(static_cast<cudaEvent_t>(begin_), nullptr), "cudaEventRecord");
+  detail::check(cudaEventRecord(static_cast<cudaEvent_t>(begin_), static_cast<cudaStream_t>(current_stream())), "cudaEventRecord");
 }
 
 double EventTimer::stop_ms() {
   auto end = static_cast<cudaEvent_t>(end_);
-  detail::check(cudaEventRecord(end, nullptr), "cudaEventRecord");
+  detail::check(cudaEventRecord(end, static_cast<cudaStream_t>(current_stream())), "cudaEventRecord");
   detail::check(cudaEventSynchronize(end), "cudaEventSynchronize");
   float ms = 0;
   detail::check(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(begin_), end),

@@ -10,6 +10,8 @@ bool gpu_available(std::string* why) {
   return false;
 }
 
+std::shared_ptr<void> new_kernel_memo() { return nullptr; }
+
 Results run_gpu(const Instance&, const GpuRunOptions&, GpuRunStats*) {
   throw Error(ExitCode::Device, "device error: no GPU backend: built without CUDA");
 }

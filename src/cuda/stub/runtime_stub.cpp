@@ -77,6 +77,12 @@ int Kernel::max_active_blocks_per_sm(int, size_t) const { no_cuda(); }
 
 void synchronize() { no_cuda(); }
 
+void* current_stream() { return nullptr; }
+void fill_device_bytes(void*, int, size_t) { no_cuda(); }
+void copy_host_to_device(void*, const void*, size_t) { no_cuda(); }
+StreamScope::StreamScope(void* stream) : previous_(stream) {}
+StreamScope::~StreamScope() = default;
+
 EventTimer::EventTimer() { no_cuda(); }
 EventTimer::~EventTimer() = default;
 void EventTimer::start() { no_cuda(); }

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Host overhead of calling a cached gamut query from Python, next to torch.matmul and a Triton
+kernel launch of the same size, in the same run (issue 13: at most 15 us above the kernel).
+
+For each size n (C = A B, n x n x n, f32, ieee math everywhere) and each of gamut, torch.matmul
+and a Triton matmul kernel, on CUDA tensors, every call allocating its output:
+  host us      wall time per call of a loop of calls without synchronisation (the issue rate)
+  device us    GPU time per call (kernels, memsets, copies), from the torch profiler
+  call+sync us wall time per call of a loop with torch.cuda.synchronize() after each call
+  above us     call+sync - device: what a call costs beyond the GPU work it launches
+
+    python bench/python_overhead.py [--sizes 64 256] [--iters 3000] [--json out.json]
+
+Runs on the device (torch, triton, a GPU); the gamut package is the installed one.
+"""
+import argparse
+import json
+import statistics
+import sys
+import time
+
+SGEMM = "where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } C[i, j] = a; }"
+
+
+def triton_matmul():
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def kernel(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn,
+               BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+        rows = tl.program_id(0) * BM + tl.arange(0, BM)
+        cols = tl.program_id(1) * BN + tl.arange(0, BN)
+        ks = tl.arange(0, BK)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k0 in range(0, K, BK):
+            kk = k0 + ks
+            x = tl.load(a + rows[:, None] * sam + kk[None, :] * sak, mask=(rows[:, None] < M) & (kk[None, :] < K), other=0.0)
+            y = tl.load(b + kk[:, None] * sbk + cols[None, :] * sbn, mask=(kk[:, None] < K) & (cols[None, :] < N), other=0.0)
+            acc += tl.dot(x, y, input_precision="ieee")
+        tl.store(c + rows[:, None] * scm + cols[None, :] * scn, acc, mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+    def matmul(A, B):
+        M, K = A.shape
+        N = B.shape[1]
+        C = torch.empty((M, N), device=A.device, dtype=torch.float32)
+        grid = (triton.cdiv(M, 64), triton.cdiv(N, 64))
+        kernel[grid](A, B, C, M, N, K, A.stride(0), A.stride(1), B.stride(0), B.stride(1), C.stride(0), C.stride(1),
+                     BM=64, BN=64, BK=32)
+        return C
+
+    return matmul
+
+
+def device_us_per_call(torch, fn, calls):
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    total = 0.0
+    for row in prof.key_averages():
+        t = getattr(row, "self_device_time_total", None)
+        if t is None:
+            t = getattr(row, "self_cuda_time_total", 0.0)
+        total += t
+    return total / calls
+
+
+def host_us_per_call(torch, fn, iters, sync):
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            fn()
+            if sync:
+                torch.cuda.synchronize()
+        samples.append((time.perf_counter() - t0) / iters * 1e6)
+        torch.cuda.synchronize()
+    return statistics.median(samples)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[64, 256])
+    ap.add_argument("--iters", type=int, default=3000)
+    ap.add_argument("--json", default="")
+    args = ap.parse_args()
+
+    import torch
+    import gamut
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    q = gamut.compile(SGEMM, "sgemm")
+    contenders = {"gamut": lambda A, B: q(A=A, B=B)["C"], "torch.matmul": torch.matmul}
+    try:
+        contenders["triton"] = triton_matmul()
+    except Exception as e:   # no triton: say so, measure the others
+        print(f"triton: not measured ({type(e).__name__}: {e})", file=sys.stderr)
+
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, gamut {gamut.__version__}")
+    rows = []
+    for n in args.sizes:
+        g = torch.Generator(device="cuda").manual_seed(n)
+        A = torch.randint(-3, 4, (n, n), device="cuda", generator=g).float()
+        B = torch.randint(-3, 4, (n, n), device="cuda", generator=g).float()
+        want = A.double() @ B.double()
+        for name, f in contenders.items():
+            C = f(A, B)                               # compile / autotune / warm up
+            torch.cuda.synchronize()
+            assert torch.equal(C.double(), want), f"{name} at n={n}: wrong result"
+            call = lambda: f(A, B)  # noqa: E731
+            host = host_us_per_call(torch, call, args.iters, sync=False)
+            synced = host_us_per_call(torch, call, max(args.iters // 3, 100), sync=True)
+            dev = device_us_per_call(torch, call, 200)
+            rows.append({"n": n, "what": name, "host_us": host, "device_us": dev, "sync_us": synced,
+                         "above_us": synced - dev})
+    # The same for gamut's stats: that the run was in place and asynchronous.
+    _, stats = q.run({"A": A, "B": B})
+    print(f"gamut run at n={args.sizes[-1]}: backend {stats['backend']}, tile {stats['tile']}, copies {stats['copies']}")
+
+    print()
+    print("| n | what | host us/call (no sync) | device us/call | call+sync us | above device us |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        print(f"| {r['n']} | {r['what']} | {r['host_us']:.1f} | {r['device_us']:.1f} | {r['sync_us']:.1f} | {r['above_us']:.1f} |")
+    bad = [r for r in rows if r["what"] == "gamut" and r["above_us"] > 15]
+    print()
+    print("gamut within 15 us of the device time:", "yes" if not bad else "NO at n=" + ",".join(str(r["n"]) for r in bad))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,206 @@
+// gamut as a C++ library (spec section 11): compile a query once, run it many times on host or
+// device arrays, on the CPU engine or the GPU.
+//
+//   gamut::Query q = gamut::Query::compile("where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } C[i, j] = a; }");
+//   gamut::Inputs in;
+//   in.array("A", gamut::ArrayRef::host(a, gamut::DType::F32, {M, K}))
+//     .array("B", gamut::ArrayRef::host(b, gamut::DType::F32, {K, N}));
+//   gamut::Result r = q.run(in);                 // throws gamut::Error
+//   const float* c = r["C"].array.as<float>();   // r (or a copy of the Array) owns the memory
+//
+// Errors are gamut::Error exceptions with the command line's categories (code(): the exit
+// status of spec section 9) and messages. A Query is cheap to copy (copies share the compiled
+// state) and may be run from several threads at once.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "gamut/error.h"
+#include "gamut/export.h"
+#include "gamut/types.h"
+
+namespace gamut {
+
+GAMUT_API const char* version();   // "0.1.0"
+
+// Where an array lives, with DLPack's device codes. Cpu, CudaHost (pinned) and CudaManaged
+// memory are read on the host; Cuda memory on its GPU.
+enum class DeviceKind : int32_t { Cpu = 1, Cuda = 2, CudaHost = 3, CudaManaged = 13 };
+
+struct Device {
+  DeviceKind kind = DeviceKind::Cpu;
+  int id = 0;
+  bool is_gpu() const { return kind == DeviceKind::Cuda; }
+  friend bool operator==(const Device& a, const Device& b) { return a.kind == b.kind && a.id == b.id; }
+};
+
+// An array the caller owns, described as DLPack describes one. gamut only reads it, during
+// run(), and keeps no reference afterwards. Strides count elements (not bytes) and may be
+// empty for C order; an array whose layout the engine cannot read is copied (explain says so).
+struct ArrayRef {
+  const void* data = nullptr;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;
+  Device device;
+
+  static ArrayRef host(const void* data, DType dtype, std::vector<int64_t> shape, std::vector<int64_t> strides = {}) {
+    return ArrayRef{data, dtype, std::move(shape), std::move(strides), Device{}};
+  }
+  static ArrayRef cuda(const void* data, DType dtype, std::vector<int64_t> shape, int device_id = 0,
+                       std::vector<int64_t> strides = {}) {
+    return ArrayRef{data, dtype, std::move(shape), std::move(strides), Device{DeviceKind::Cuda, device_id}};
+  }
+};
+
+// An array gamut produced, in C order. `owner` keeps its memory alive: gamut's own buffer, or
+// what the caller's Allocator returned. Copies of an Array share the memory; it is freed with
+// the last copy (or whenever the caller drops the owner it took).
+struct Array {
+  void* data = nullptr;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;     // elements
+  Device device;
+  std::shared_ptr<void> owner;
+
+  int64_t size() const {            // elements (1 for a 0-d array)
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+  size_t nbytes() const { return size_t(size()) * dtype_size(dtype); }
+  template <class T> T* as() const { return static_cast<T*>(data); }
+};
+
+// Output memory from the caller, e.g. a framework's caching allocator: memory for one C-order
+// array of `shape` on `device`, and the handle that frees it when dropped. gamut writes the
+// result into it (device memory: in stream order on Options::stream).
+struct Allocation {
+  void* data = nullptr;
+  std::shared_ptr<void> owner;
+};
+using Allocator = std::function<Allocation(DType dtype, const std::vector<int64_t>& shape, Device device)>;
+
+// A scalar parameter: an integer or a float (as `NAME=3` and `NAME=3.0` on the command line).
+struct Number {
+  bool integer = true;
+  int64_t i = 0;
+  double f = 0;
+};
+
+// What one run binds: arrays and scalars by name, and the extents of aggregate outputs.
+struct Inputs {
+  std::map<std::string, ArrayRef, std::less<>> arrays;
+  std::map<std::string, Number, std::less<>> scalars;
+  std::map<std::string, std::vector<int64_t>, std::less<>> extents;   // the CLI's --dim NAME=D1,D2
+
+  Inputs& array(std::string name, ArrayRef a) { arrays[std::move(name)] = std::move(a); return *this; }
+  Inputs& scalar(std::string name, int64_t v) { scalars[std::move(name)] = Number{true, v, double(v)}; return *this; }
+  Inputs& scalar(std::string name, int v) { return scalar(std::move(name), int64_t(v)); }
+  Inputs& scalar(std::string name, double v) { scalars[std::move(name)] = Number{false, 0, v}; return *this; }
+  Inputs& extent(std::string output, std::vector<int64_t> dims) { extents[std::move(output)] = std::move(dims); return *this; }
+  bool empty() const { return arrays.empty() && scalars.empty() && extents.empty(); }
+};
+
+struct Options {
+  std::string backend = "auto";     // auto (the GPU when one is usable) | cpu | gpu
+  std::string f32_math = "ieee";    // sums of f32 products (spec section 10)
+  int threads = 0;                  // CPU engine threads (0: one per hardware thread)
+  // The CUDA stream (cudaStream_t) the GPU work and the device outputs are ordered on;
+  // nullptr: the legacy default stream.
+  void* stream = nullptr;
+  // Output memory; empty: gamut's own (host: plain memory, device: cudaMalloc'd).
+  Allocator allocator;
+  bool rewrites = true;             // bound rewrites (aggregate push-down, bit packing)
+  std::string tile;                 // benchmarks: GPU tile "BMxBNxBK[/TMxTN]" ("" = chosen)
+  int repeats = 0;                  // benchmarks: time this many launches after a warm-up
+};
+
+// How a run went (the CLI's --json fields).
+struct RunStats {
+  std::string backend;              // "cpu" | "gpu"
+  double seconds = 0;               // engine time (GPU: kernel and device list work)
+  double kernel_seconds = 0;        // GPU with repeats: the main kernel alone (median)
+  double wall_seconds = 0;          // the whole run() call
+  double compile_ms = 0;            // GPU: NVRTC time when the kernel was compiled
+  std::string cache;                // GPU: compiled | disk | memory
+  std::string tile;                 // GPU: the tile and kernel variant
+  int threads = 0;                  // CPU: engine threads
+  size_t device_peak_bytes = 0;     // GPU: most device memory gamut held at once
+  int64_t m = 0, n = 0, k = 0, batch = 1;       // axis extents
+  std::vector<std::string> rewrites;            // rewrites applied, in order
+  std::vector<uint64_t> list_rows_appended;     // GPU: per list output, rows the kernel appended
+  std::vector<std::string> copies;              // inputs gamut had to copy, and why
+};
+
+// One output: a dense array, or a list (`emit`) as columns of `rows` elements each.
+struct Output {
+  std::string name;
+  bool is_list = false;
+  Array array;                                          // dense
+  std::vector<std::pair<std::string, Array>> columns;   // list, in the emit's column order
+  int64_t rows = 0;                                     // list
+};
+
+struct Result {
+  std::vector<Output> outputs;      // dense outputs first, then lists, each in query order
+  RunStats stats;
+  const Output* find(std::string_view name) const {
+    for (const Output& o : outputs)
+      if (o.name == name) return &o;
+    return nullptr;
+  }
+  // Throws a usage error when the query has no output `name`.
+  const Output& operator[](std::string_view name) const {
+    if (const Output* o = find(name)) return *o;
+    throw Error(ExitCode::Usage, "usage error: the query has no output '" + std::string(name) + "'");
+  }
+};
+
+// Names of a query's inputs, parameters and outputs (`gamut check`).
+struct QueryInfo {
+  std::string name;
+  std::vector<std::string> inputs, params;
+  std::vector<std::pair<std::string, bool>> outputs;   // (name, is_list)
+};
+
+class GAMUT_API Query {
+ public:
+  // Parse and check the query (a query error names `name`:LINE:COL). The typed plan for each
+  // signature of input element types is built on first use and kept.
+  static Query compile(const std::string& text, const std::string& name = "<query>");
+  // Read the query from a file (usage error when unreadable), then compile() it.
+  static Query load(const std::string& path);
+
+  Result run(const Inputs& inputs, const Options& options = {}) const;
+  // The plan as `gamut explain` prints it: without inputs the untyped plan; with inputs the
+  // typed plan, extents, output shapes, rewrites, the GPU tile, and which inputs would be copied.
+  std::string explain(const Inputs& inputs = {}, const Options& options = {}) const;
+  // The CUDA C++ the GPU backend compiles for these inputs (`explain --source`; needs no GPU).
+  std::string kernel_source(const Inputs& inputs, const Options& options = {}) const;
+
+  const QueryInfo& info() const;
+  const std::string& text() const;
+
+  struct Impl;
+
+ private:
+  explicit Query(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<Impl> impl_;
+};
+
+// True when the GPU backend can run here; `why` gets the reason when not.
+GAMUT_API bool gpu_available(std::string* why = nullptr);
+// The compiled-kernel cache shared with the CLI ($GAMUT_CACHE_DIR, else ~/.cache/gamut).
+GAMUT_API std::string kernel_cache_dir();
+GAMUT_API size_t clear_kernel_cache();     // entries removed
+
+}  // namespace gamut

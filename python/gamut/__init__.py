@@ -1,0 +1,52 @@
+"""gamut: matrix-multiplication-like tasks (MMLTs) as short declarative queries, compiled into fused
+GPU kernels (NVRTC) or run on the CPU engine.
+
+    import gamut, torch
+    q = gamut.compile('''
+      where (i, j) {
+        dist = 0;
+        reduce (k) { let t = Q[i, k] - X[j, k]; dist += t * t; }
+        emit Nearest(i, j, dist) bottom 10 by dist per i;
+      }''')
+    out = q(Q=queries, X=database)           # torch in, torch out; NumPy in, NumPy out
+    out["Nearest"]["j"]                      # a list output is a dict of columns
+
+Arrays come in through DLPack (PyTorch, CuPy, JAX, NumPy) without a copy where they already
+are where the engine reads them; scalars as Python numbers. Options: backend="auto"|"cpu"|"gpu",
+f32_math="ieee", threads=, stream=. Errors raise QueryError, UsageError, DataError, DeviceError
+(all GamutError). See docs/python.md.
+"""
+
+from ._errors import DataError, DeviceError, GamutError, QueryError, UsageError
+from . import _gamut
+from ._gamut import Query, compile, load
+
+_gamut._register_errors(QueryError, UsageError, DataError, DeviceError)
+
+__version__ = _gamut.version()
+
+
+def gpu_available() -> bool:
+    """True when the GPU backend can run here (a CUDA device and its driver)."""
+    return _gamut.gpu_available()[0]
+
+
+def gpu_unavailable_reason() -> str:
+    """Why the GPU backend cannot run here ("" when it can)."""
+    return _gamut.gpu_available()[1]
+
+
+def cache_dir() -> str:
+    """The compiled-kernel cache, shared with the gamut command ($GAMUT_CACHE_DIR, else ~/.cache/gamut)."""
+    return _gamut.cache_dir()
+
+
+def clear_cache() -> int:
+    """Remove every cached kernel; returns how many were removed."""
+    return _gamut.clear_cache()
+
+
+__all__ = [
+    "Query", "compile", "load", "gpu_available", "gpu_unavailable_reason", "cache_dir", "clear_cache",
+    "GamutError", "QueryError", "UsageError", "DataError", "DeviceError", "__version__",
+]

@@ -1,0 +1,258 @@
+// gamut::Query: the query text checked once, a typed plan per signature of input types, and per
+// call the same prepare() / execute() path as the command line.
+#include <chrono>
+#include <mutex>
+#include <sstream>
+
+#include "api/device_memory.h"
+#include "api/staging.h"
+#include "core/error.h"
+#include "cuda/gpu_engine.h"
+#include "cuda/runtime.h"
+#include "driver/pipeline.h"
+#include "gamut/gamut.h"
+#include "sema/analyze.h"
+
+namespace gamut {
+
+struct Query::Impl {
+  Source source;
+  QueryInfo info;
+  std::vector<std::string> index_operands;   // g in C[g[i]] or `when` keys: their values are read on the host
+  std::mutex mu;
+  // Per signature of input element types ("A:8;B:8;"): the typed plan (typing and the plan
+  // rewrites run once) and the GPU engine's kernel memo for it (no code generation or hashing
+  // on a repeated run). Bounded: a caller cycling through types rebuilds.
+  struct Typed {
+    Plan plan;
+    std::shared_ptr<void> kernel_memo;
+  };
+  std::map<std::string, std::shared_ptr<Typed>> typed;
+
+  std::shared_ptr<Typed> typed_plan(const Bindings& b) {
+    std::string sig;
+    for (const auto& [name, a] : b.arrays) sig += name + ":" + std::to_string(int(a.dtype)) + ";";
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = typed.find(sig); it != typed.end()) return it->second;
+    auto t = std::make_shared<Typed>(Typed{plan_with_rewrites(source, type_env(b)), cuda::new_kernel_memo()});
+    if (typed.size() >= 64) typed.clear();
+    typed.emplace(sig, t);
+    return t;
+  }
+
+  // Bound for one call. Inputs the GPU engine reads in device memory are never read on the host,
+  // so the bound rewrites, which read the data, stay off for them.
+  std::unique_ptr<Prepared> prepare_call(api::StagedInputs& staged, const Options& options) {
+    std::shared_ptr<Typed> t = typed_plan(staged.bindings);
+    const bool in_place = !staged.device.empty();
+    auto prep = prepare(source, std::move(staged.bindings), t->plan, options.rewrites && !in_place);
+    if (in_place) {
+      prep->instance.device_inputs.resize(prep->plan.operands.size());
+      for (size_t o = 0; o < prep->plan.operands.size(); ++o)
+        if (auto it = staged.device.find(prep->plan.operands[o].name); it != staged.device.end())
+          prep->instance.device_inputs[o] = it->second;
+    }
+    return prep;
+  }
+};
+
+namespace {
+
+RunOptions engine_options(const Options& o) {
+  RunOptions r;
+  if (o.backend == "auto") r.backend = Backend::Auto;
+  else if (o.backend == "cpu") r.backend = Backend::Cpu;
+  else if (o.backend == "gpu") r.backend = Backend::Gpu;
+  else throw_usage_error("backend '" + o.backend + "': use auto, cpu or gpu");
+  // tf32 and tf32x3 arrive with the tensor-core mainloop (spec section 10).
+  if (o.f32_math != "ieee") throw_usage_error("f32_math '" + o.f32_math + "': this build runs ieee only");
+  if (o.threads < 0) throw_usage_error("threads must not be negative, got " + std::to_string(o.threads));
+  if (o.repeats < 0) throw_usage_error("repeats must not be negative, got " + std::to_string(o.repeats));
+  r.threads = o.threads;
+  r.tile = o.tile;
+  r.repeats = o.repeats;
+  return r;
+}
+
+// Whether the GPU engine runs (auto: when a GPU is usable).
+bool gpu_engine(const RunOptions& r) {
+  return r.backend == Backend::Gpu || (r.backend == Backend::Auto && cuda::gpu_available(nullptr));
+}
+
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::string t = "(";
+  for (size_t k = 0; k < s.size(); ++k) t += (k ? ", " : "") + std::to_string(s[k]);
+  return t + (s.size() == 1 ? ",)" : ")");
+}
+
+std::string device_text(const Device& d) {
+  switch (d.kind) {
+    case DeviceKind::Cuda: return "cuda:" + std::to_string(d.id);
+    case DeviceKind::CudaHost: return "host (pinned)";
+    case DeviceKind::CudaManaged: return "managed";
+    default: return "host";
+  }
+}
+
+// The GPU kernel variant run_gpu would pick for this instance (no device needed: without
+// one, the tile an H100/H200 gets: 132 SMs, 227 KiB of shared memory per block).
+cuda::KernelChoice kernel_for(const Instance& inst, const std::string& tile) {
+  const bool have = cuda::gpu_available(nullptr);
+  const int sms = have ? cuda::device().sm_count : 132;
+  const size_t smem = have ? cuda::device().smem_per_block_optin : 227 * 1024;
+  std::optional<cuda::TileConfig> forced;
+  if (!tile.empty()) forced = cuda::parse_tile(tile);
+  return cuda::choose_kernel(inst, sms, smem, forced);
+}
+
+std::string variant_text(const cuda::KernelChoice& k) {
+  return k.tile.str() + (k.options.packed16 ? " packed16" : "") + (k.options.grouped_join ? " grouped-join" : "");
+}
+
+}  // namespace
+
+Query Query::compile(const std::string& text, const std::string& name) {
+  auto impl = std::make_shared<Impl>();
+  impl->source = Source{name, text};
+  // Checked without input types now (query errors surface here); typed per call signature.
+  const Plan plan = build_plan(impl->source, {});
+  QueryInfo& info = impl->info;
+  info.name = name;
+  for (const Operand& o : plan.operands) {
+    info.inputs.push_back(o.name);
+    if (o.is_index) impl->index_operands.push_back(o.name);
+  }
+  for (const Param& p : plan.params) info.params.push_back(p.name);
+  for (const DenseOutput& d : plan.dense) info.outputs.emplace_back(d.name, false);
+  for (const ListOutput& l : plan.lists) info.outputs.emplace_back(l.name, true);
+  return Query(std::move(impl));
+}
+
+Query Query::load(const std::string& path) {
+  Source s = read_query_file(path);
+  return compile(s.text, s.name);
+}
+
+const QueryInfo& Query::info() const { return impl_->info; }
+const std::string& Query::text() const { return impl_->source.text; }
+
+Result Query::run(const Inputs& inputs, const Options& options) const {
+  const auto t0 = std::chrono::steady_clock::now();
+  RunOptions ro = engine_options(options);
+  const bool gpu = gpu_engine(ro);
+  api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu, impl_->index_operands);
+  // The cached typed plan is bound as it is (no copy); only where a bound rewrite applies does
+  // the call go through a Prepared of its own (the rewrite's stage program).
+  const std::shared_ptr<Impl::Typed> typed = impl_->typed_plan(staged.bindings);
+  const bool in_place = !staged.device.empty();
+  Bindings bindings = std::move(staged.bindings);
+  Instance bound = bind(typed->plan, bindings);
+  std::unique_ptr<Prepared> prep;
+  if (options.rewrites && !in_place && bound_rewrite(typed->plan, bound, impl_->source, bindings))
+    prep = prepare(impl_->source, std::move(bindings), typed->plan, true);
+  const Plan& plan = prep ? prep->plan : typed->plan;
+  Instance& inst = prep ? prep->instance : bound;
+  if (in_place) {
+    inst.device_inputs.resize(plan.operands.size());
+    for (size_t o = 0; o < plan.operands.size(); ++o)
+      if (auto it = staged.device.find(plan.operands[o].name); it != staged.device.end()) inst.device_inputs[o] = it->second;
+  }
+  if (!prep) ro.kernel_memo = &typed->kernel_memo;   // (`typed` keeps it alive for this call)
+  // Device inputs in, device outputs out: the GPU engine writes dense outputs into the caller's
+  // memory (its Allocator, else cudaMalloc) in order on its stream, and nothing waits.
+  ro.stream = options.stream;
+  std::vector<Allocation> written;
+  if (gpu && staged.output_device.is_gpu()) {
+    written.resize(plan.dense.size());
+    ro.asynchronous = true;
+    ro.dense_output = [&](size_t d, size_t bytes) -> void* {
+      const DType t = storage_type_of(plan.dense[d].type);
+      const std::vector<int64_t>& shape = inst.dense_shapes[d];
+      if (options.allocator) {
+        written[d] = options.allocator(t, shape, staged.output_device);
+      } else {
+        api::DeviceAllocation m = api::device_alloc(bytes, staged.output_device.id, options.stream);
+        written[d] = Allocation{m.data, m.owner};
+      }
+      if (!written[d].data && bytes) throw_device_error("the output allocator returned no memory for " + plan.dense[d].name);
+      return written[d].data;
+    };
+  }
+  RunReport rep;
+  Results res = prep ? execute(*prep, ro, &rep) : execute(inst, ro, &rep);
+  if (res.dense.size() != plan.dense.size() || res.lists.size() != plan.lists.size())
+    throw_device_error("internal error: the engine returned " + std::to_string(res.dense.size() + res.lists.size()) +
+                       " outputs for " + std::to_string(plan.dense.size() + plan.lists.size()));
+
+  Result r;
+  r.outputs = api::make_outputs(plan, std::move(res), staged.output_device, options, ro.dense_output ? &written : nullptr);
+  RunStats& s = r.stats;
+  s.backend = rep.backend;
+  s.seconds = rep.seconds;
+  s.kernel_seconds = rep.kernel_seconds;
+  s.compile_ms = rep.compile_ms;
+  s.cache = rep.cache_hit;
+  s.tile = rep.tile;
+  s.threads = rep.threads;
+  s.device_peak_bytes = rep.device_peak_bytes;
+  s.list_rows_appended = rep.list_rows_appended;
+  s.m = inst.row.size();
+  s.n = inst.col.size();
+  s.k = inst.red.size();
+  s.batch = inst.batch;
+  s.rewrites = plan.rewrites;
+  s.copies = std::move(staged.copies);
+  s.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+std::string Query::explain(const Inputs& inputs, const Options& options) const {
+  if (inputs.empty()) return print_plan(plan_with_rewrites(impl_->source, {}));
+  const bool gpu = gpu_engine(engine_options(options));
+  api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu, impl_->index_operands);
+  const std::vector<std::string> copies = staged.copies;
+  const bool in_place = !staged.device.empty();
+  const auto prep = impl_->prepare_call(staged, options);
+  const Plan& plan = prep->plan;
+  const Instance& inst = prep->instance;
+  std::ostringstream out;
+  out << print_plan(plan);
+  out << "bound: M=" << inst.row.size() << " N=" << inst.col.size() << " K=" << inst.red.size();
+  if (plan.batched) out << " batch=" << inst.batch;
+  out << "\n";
+  for (size_t d = 0; d < plan.dense.size(); ++d)
+    out << "  " << plan.dense[d].name << " shape " << shape_text(inst.dense_shapes[d]) << "\n";
+  if (prep->program) {
+    out << "rewrite " << (plan.rewrites.empty() ? "?" : plan.rewrites.back()) << ": " << prep->program->original_work
+        << " inner steps become " << prep->program->rewritten_work << "; runs as " << prep->program->stages.size()
+        << " stages:\n";
+    for (const auto& st : prep->program->stages) out << "# " << st.name << "\n" << st.text;
+  }
+  out << "inputs:\n";
+  for (const auto& [name, a] : inputs.arrays) {
+    std::string how = "used in place";
+    for (const std::string& c : copies)
+      if (c.compare(0, name.size() + 2, name + ": ") == 0) how = c.substr(name.size() + 2);
+    out << "  " << name << ": " << dtype_name(a.dtype) << " " << shape_text(a.shape) << " on " << device_text(a.device)
+        << ", " << how << "\n";
+  }
+  if (in_place)
+    out << "  (inputs read in device memory: no bound rewrites, packed 16-bit steps or key-grouped joins, which read "
+           "the data on the host)\n";
+  std::string why;
+  if (cuda::gpu_available(&why))
+    out << "gpu: " << cuda::device().name << ", tile " << variant_text(kernel_for(inst, options.tile)) << "\n";
+  else
+    out << "gpu: none (" << why << "); the CPU engine would run this\n";
+  return out.str();
+}
+
+std::string Query::kernel_source(const Inputs& inputs, const Options& options) const {
+  const bool gpu = gpu_engine(engine_options(options));
+  api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu, impl_->index_operands);
+  const auto prep = impl_->prepare_call(staged, options);
+  const cuda::KernelChoice k = kernel_for(prep->instance, options.tile);
+  return "// kernel source, tile " + variant_text(k) + "\n" + cuda::generate_source(prep->plan, k.tile, k.options);
+}
+
+}  // namespace gamut

@@ -1,0 +1,24 @@
+"""The Python examples (examples/python) run and pass their own checks, at small sizes (CPU engine
+and NumPy where torch or pandas are missing; they say so)."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "python")
+
+CASES = {
+    "knn_torch.py": ["--queries", "40", "--database", "300", "--dim", "8"],
+    "zip_aggregate_pandas.py": ["--people", "500", "--restaurants", "200", "--dim", "8"],
+    "shortest_paths.py": ["--nodes", "90", "--density", "0.03"],
+    "topk_bf16.py": ["--queries", "20", "--database", "500", "--dim", "16"],
+}
+
+
+@pytest.mark.parametrize("script", sorted(CASES))
+def test_example_runs(script):
+    p = subprocess.run([sys.executable, os.path.join(EXAMPLES, script)] + CASES[script],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "ok" in p.stdout or "skipped" in p.stdout, p.stdout

@@ -1,0 +1,142 @@
+// The C++ library API on device arrays (skipped without a GPU): inputs read in place, outputs
+// in device memory on the caller's stream, results equal to the CPU engine on the same data.
+#include <gtest/gtest.h>
+
+#include <gamut/gamut.h>
+
+#include <vector>
+
+#include "gpu/gpu_skip.h"
+#include "test_api_data.h"
+
+#if GAMUT_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+namespace {
+
+using gamut::ArrayRef;
+using gamut::DType;
+using gamut::Inputs;
+using gamut::Options;
+using gamut::Query;
+
+using gamut::api_test::cpu;
+using gamut::api_test::ints;
+using gamut::api_test::kSgemm;
+
+// Device memory holding `host`, freed at scope exit.
+struct DeviceCopy {
+  void* p = nullptr;
+  template <class T> explicit DeviceCopy(const std::vector<T>& host) {
+    EXPECT_EQ(cudaMalloc(&p, host.size() * sizeof(T) + 16), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  ~DeviceCopy() { cudaFree(p); }
+};
+
+template <class T> std::vector<T> to_host(const gamut::Array& a, cudaStream_t s = nullptr) {
+  std::vector<T> v(size_t(a.size()));
+  EXPECT_EQ(cudaMemcpyAsync(v.data(), a.data, v.size() * sizeof(T), cudaMemcpyDefault, s), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  return v;
+}
+
+TEST(ApiDevice, DeviceInputsInPlaceOutputsOnTheDevice) {
+  SKIP_WITHOUT_GPU();
+  const int64_t M = 131, N = 77, K = 45;
+  auto A = ints(size_t(M * K), 1), B = ints(size_t(K * N), 2);
+  DeviceCopy dA(A), dB(B);
+  Query q = Query::compile(kSgemm);
+  Inputs dev, host;
+  dev.array("A", ArrayRef::cuda(dA.p, DType::F32, {M, K})).array("B", ArrayRef::cuda(dB.p, DType::F32, {K, N}));
+  host.array("A", ArrayRef::host(A.data(), DType::F32, {M, K})).array("B", ArrayRef::host(B.data(), DType::F32, {K, N}));
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  Options o;
+  o.backend = "gpu";
+  o.stream = s;
+  gamut::Result r = q.run(dev, o);
+  EXPECT_TRUE(r.stats.copies.empty()) << r.stats.copies[0];
+  const gamut::Array& C = r["C"].array;
+  EXPECT_TRUE(C.device.is_gpu());
+  const auto got = to_host<float>(C, s);
+  const auto want = q.run(host, cpu())["C"].array;
+  bool nonzero = false;
+  for (int64_t e = 0; e < M * N; ++e) {
+    ASSERT_EQ(got[size_t(e)], want.as<float>()[e]) << e;
+    nonzero |= got[size_t(e)] != 0;
+  }
+  EXPECT_TRUE(nonzero);
+  EXPECT_NE(q.explain(dev, o).find("A: f32 (131, 45) on cuda:0, used in place"), std::string::npos);
+  cudaStreamDestroy(s);
+}
+
+TEST(ApiDevice, RowOffsetViewsInPlaceTransposesCopied) {
+  SKIP_WITHOUT_GPU();
+  // A is rows 3.. and columns 5.. of a (40, 50) array: row stride 50, unaligned start.
+  const int64_t M = 30, N = 21, K = 33;
+  auto big = ints(40 * 50, 3), Bt = ints(size_t(N * K), 4);
+  DeviceCopy dbig(big), dBt(Bt);
+  const float* a0 = static_cast<const float*>(dbig.p) + 3 * 50 + 5;
+  Query q = Query::compile(kSgemm);
+  Inputs dev;
+  dev.array("A", ArrayRef::cuda(a0, DType::F32, {M, K}, 0, {50, 1}))
+      .array("B", ArrayRef::cuda(dBt.p, DType::F32, {K, N}, 0, {1, K}));   // B = Bt^T: not row-major
+  Options o;
+  o.backend = "gpu";
+  gamut::Result r = q.run(dev, o);
+  ASSERT_EQ(r.stats.copies.size(), 1u);
+  EXPECT_EQ(r.stats.copies[0].rfind("B: in device memory", 0), 0u) << r.stats.copies[0];
+  const auto got = to_host<float>(r["C"].array);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double want = 0;
+      for (int64_t k = 0; k < K; ++k) want += double(big[size_t((3 + i) * 50 + 5 + k)]) * Bt[size_t(j * K + k)];
+      ASSERT_EQ(got[size_t(i * N + j)], float(want)) << i << "," << j;
+    }
+}
+
+TEST(ApiDevice, ListsAndIndexVectors) {
+  SKIP_WITHOUT_GPU();
+  // Q2's aggregate (index vectors read to the host for their checks) and a kNN list.
+  const int64_t M = 50, N = 40, K = 8;
+  auto P = ints(size_t(M * K), 5), R = ints(size_t(K * N), 6);
+  std::vector<int32_t> g(static_cast<size_t>(M)), h(static_cast<size_t>(N));
+  for (int64_t i = 0; i < M; ++i) g[size_t(i)] = int32_t(i % 7);
+  for (int64_t j = 0; j < N; ++j) h[size_t(j)] = int32_t(j % 3);
+  DeviceCopy dP(P), dR(R), dg(g), dh(h);
+  Query agg = Query::compile("where (i, j) { a = 0; reduce (k) { a += P[i, k] * R[k, j]; } C[g[i], h[j]] += a; }");
+  Inputs dev, host;
+  dev.array("P", ArrayRef::cuda(dP.p, DType::F32, {M, K})).array("R", ArrayRef::cuda(dR.p, DType::F32, {K, N}));
+  dev.array("g", ArrayRef::cuda(dg.p, DType::I32, {M})).array("h", ArrayRef::cuda(dh.p, DType::I32, {N}));
+  host.array("P", ArrayRef::host(P.data(), DType::F32, {M, K})).array("R", ArrayRef::host(R.data(), DType::F32, {K, N}));
+  host.array("g", ArrayRef::host(g.data(), DType::I32, {M})).array("h", ArrayRef::host(h.data(), DType::I32, {N}));
+  Options o;
+  o.backend = "gpu";
+  gamut::Result r = agg.run(dev, o);
+  EXPECT_EQ(r.stats.copies.size(), 2u);   // g and h, nothing else
+  const auto got = to_host<float>(r["C"].array);
+  const gamut::Array want = agg.run(host, cpu())["C"].array;
+  ASSERT_EQ(r["C"].array.shape, want.shape);
+  for (int64_t e = 0; e < want.size(); ++e) ASSERT_EQ(got[size_t(e)], want.as<float>()[e]);
+
+  Query knn = Query::compile("where (i, j) { d = 0; reduce (k) { let t = Q[i, k] - X[j, k]; d += t * t; } "
+                             "emit L(i, j, d) bottom 3 by d per i; }");
+  Inputs kd, kh;
+  kd.array("Q", ArrayRef::cuda(dP.p, DType::F32, {M, K})).array("X", ArrayRef::cuda(dP.p, DType::F32, {M, K}));
+  kh.array("Q", ArrayRef::host(P.data(), DType::F32, {M, K})).array("X", ArrayRef::host(P.data(), DType::F32, {M, K}));
+  gamut::Result lr = knn.run(kd, o);
+  const gamut::Output& L = lr["L"];
+  const gamut::Output& W = knn.run(kh, cpu())["L"];
+  ASSERT_EQ(L.rows, W.rows);
+  ASSERT_GT(L.rows, 0);
+  for (size_t c = 0; c < 3; ++c) {
+    EXPECT_TRUE(L.columns[c].second.device.is_gpu());
+    const auto gc = to_host<int32_t>(L.columns[c].second);   // i, j (i32) and d (f32): compare bits
+    for (int64_t e = 0; e < L.rows; ++e) ASSERT_EQ(gc[size_t(e)], W.columns[c].second.as<int32_t>()[e]) << c << " " << e;
+  }
+}
+
+}  // namespace
+
+#endif
