@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call: build for the local GPU (sm_90a on Hopper), run the GPU test suite, the
 # sanitizers on one query of each family, and the benchmarks. Logs go to $OUT (or ./device-out).
-# usage: tools/device_run.sh [tests] [sanitize] [bench] [demo] [relbench] [semibench] [tc] [sweep] [profile]   (default: tests sanitize bench)
+# usage: tools/device_run.sh [tests] [sanitize] [bench] [demo] [relbench] [semibench] [tc] [fuzz] [py] [sweep] [profile]   (default: tests sanitize bench)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-device-out}; mkdir -p "$OUT"
@@ -47,6 +47,16 @@ for step in $steps; do
       build-dev/tests/gamut_gpu_tests --gtest_filter='*Tensor*' > "$OUT/tc_tests.log" 2>&1; echo "tensor tests rc=$?"
       grep -E "^\[  (PASSED|FAILED) |tc-compile|\[ tensor|^\[  FAILED  \]" "$OUT/tc_tests.log" | head -60
       GAMUT_TC_BENCH=1 python3 bench/tensor_core.py --tests build-dev/tests/gamut_gpu_tests --json "$OUT/tc.json" 2>&1 | tee "$OUT/tc.txt" | tail -40 ;;
+    fuzz)
+      # Differential fuzzing (issue 11): random queries, GPU engine against the CPU engine.
+      python3 tests/fuzz/differential.py --gamut build-dev/gamut --count ${FUZZ_COUNT:-1000} --backend-pair cpu,gpu \
+        --jobs 16 --keep "$OUT/fuzz-failing" > "$OUT/fuzz.txt" 2>&1; echo "differential fuzz rc=$?"; tail -15 "$OUT/fuzz.txt" ;;
+    py)
+      # The Python package (issue 13): built against the image's nanobind and scikit-build-core (no
+      # network there), its tests with torch and CuPy on the GPU, and the call-overhead benchmark.
+      CMAKE_BUILD_PARALLEL_LEVEL=16 python3 -m pip install --no-build-isolation --no-deps -q . > "$OUT/pip.log" 2>&1; echo "pip install rc=$?"; tail -5 "$OUT/pip.log"
+      (cd /tmp && python3 -m pytest -q -x -p no:cacheprovider "$OLDPWD/tests/python" 2>&1 | tee "$OUT/pytest.txt" | tail -15)
+      (cd /tmp && python3 "$OLDPWD/bench/python_overhead.py" 2>&1 | tee "$OUT/py_overhead.txt" | tail -20) ;;
     semibench)
       # Tropical products (i32, i16, f32, batched) in GOPS against `gamut peak` and PyTorch (issue 5).
       python3 bench/semiring.py --gamut build-dev/gamut --json "$OUT/semibench.json" ${SEMIBENCH_ARGS:-} 2>&1 | tee "$OUT/semibench.txt" ;;
