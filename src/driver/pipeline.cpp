@@ -56,7 +56,7 @@ static std::vector<int64_t> parse_dims(const std::string& name, const std::strin
     errno = 0;
     long long v = std::strtoll(part.c_str(), &end, 10);
     if (part.empty() || *end != '\0' || v < 0) throw_usage_error("--dim " + name + "=" + text + ": extents are non-negative integers");
-    if (errno == ERANGE) throw_usage_error("--dim " + name + "=" + text + ": extent " + part + " is too large");
+    if (errno == ERANGE) throw_usage_error("--dim " + name + "=" + text + ": extent " + part + " does not fit in 64 bits");
     out.push_back(v);
   }
   if (out.empty()) throw_usage_error("--dim " + name + ": give at least one extent");
