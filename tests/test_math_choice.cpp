@@ -184,3 +184,17 @@ TEST(MathChoice, CliTakesF32Math) {
   EXPECT_EQ(status("explain" + q + " --f32-math fast"), 2) << "a usage error";
   EXPECT_EQ(status("run" + q + " --f32-math"), 2) << "the value is required";
 }
+
+// What explain and --json report is what the engines run: the kernel generator has the SIMT
+// mainloop only, so a tensor-core candidate reports SIMT and says why.
+TEST(MathChoice, ExecutedMathIsWhatTheGeneratorEmits) {
+  const std::string q = "where (i, j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } C[i, j] = s; }";
+  Plan bf = text(q, {{{"A", DType::BF16}, {"B", DType::BF16}}});
+  ASSERT_TRUE(choose_math(bf, F32Math::Ieee).tensor_cores());
+  MathChoice ran = executed_math(bf, F32Math::Ieee);
+  EXPECT_EQ(ran.mainloop_name(), "simt");
+  EXPECT_NE(ran.why.find("bf16"), std::string::npos) << ran.why;
+  Plan f = text(q, {{{"A", DType::F32}, {"B", DType::F32}}});
+  EXPECT_EQ(explain_math(f, F32Math::Ieee), "math: ieee on the simt mainloop (f32 inputs under f32_math ieee)\n");
+  EXPECT_NE(explain_math(f, F32Math::Tf32).find("could run as tf32"), std::string::npos) << explain_math(f, F32Math::Tf32);
+}

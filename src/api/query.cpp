@@ -64,8 +64,10 @@ RunOptions engine_options(const Options& o) {
   else if (o.backend == "cpu") r.backend = Backend::Cpu;
   else if (o.backend == "gpu") r.backend = Backend::Gpu;
   else throw_usage_error("backend '" + o.backend + "': use auto, cpu or gpu");
-  // tf32 and tf32x3 arrive with the tensor-core mainloop (spec section 10).
-  if (o.f32_math != "ieee") throw_usage_error("f32_math '" + o.f32_math + "': this build runs ieee only");
+  // tf32 and tf32x3 permit tensor cores (spec section 10); explain says which math ran.
+  const std::optional<F32Math> math = f32_math_from_name(o.f32_math);
+  if (!math) throw_usage_error("f32_math '" + o.f32_math + "': use ieee, tf32x3 or tf32");
+  r.f32_math = *math;
   if (o.threads < 0) throw_usage_error("threads must not be negative, got " + std::to_string(o.threads));
   if (o.repeats < 0) throw_usage_error("repeats must not be negative, got " + std::to_string(o.repeats));
   r.threads = o.threads;
@@ -228,6 +230,7 @@ std::string Query::explain(const Inputs& inputs, const Options& options) const {
         << " stages:\n";
     for (const auto& st : prep->program->stages) out << "# " << st.name << "\n" << st.text;
   }
+  out << explain_math(plan, engine_options(options).f32_math);
   out << "inputs:\n";
   for (const auto& [name, a] : inputs.arrays) {
     std::string how = "used in place";

@@ -79,7 +79,7 @@ ParsedArgs parse_command_line(int argc, const char* const* argv) {
 
   Invocation inv;
   std::vector<std::string> positionals;
-  std::string expr_text, backend = "auto", out_dir;
+  std::string expr_text, backend = "auto", out_dir, f32_math = "ieee";
 
   auto add_query = [&](CLI::App* sub, bool with_bindings) {
     sub->add_option("-e", expr_text, "query text instead of a file");
@@ -92,6 +92,8 @@ ParsedArgs parse_command_line(int argc, const char* const* argv) {
     sub->add_option("--threads", inv.options.threads,
                     "CPU engine threads, 1 to " + std::to_string(kMaxThreads) + " (default: every hardware thread)");
     sub->add_option("--tile", inv.options.tile, "GPU tile BMxBNxBK[/TMxTN] (benchmarking)");
+    sub->add_option("--f32-math", f32_math, "sums of products of f32 inputs: ieee (default), tf32x3 or tf32")
+        ->check(CLI::IsMember({"ieee", "tf32x3", "tf32"}));
   };
 
   CLI::App* run = app.add_subcommand("run", "run a query on bound data");
@@ -150,6 +152,7 @@ ParsedArgs parse_command_line(int argc, const char* const* argv) {
   inv.command = *run ? Command::Run : *explain ? Command::Explain : *check ? Command::Check : *cache ? Command::Cache
               : *peak ? Command::Peak : *device ? Command::Device : Command::Demo;
   inv.options.backend = parse_backend(backend);
+  inv.options.f32_math = *f32_math_from_name(f32_math);  // checked by CLI11 above
   inv.query.rewrites = !no_rewrite;
   const bool text_given = run->count("-e") + explain->count("-e") + check->count("-e") > 0;
   if (text_given) {

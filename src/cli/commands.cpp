@@ -70,7 +70,7 @@ std::vector<std::string> write_outputs(OutputCommit& commit, const Plan& plan, c
 }
 
 nlohmann::json run_json(const Prepared& prep, const RunReport& rep, const Results& res,
-                        const std::vector<std::string>& paths, const ShowLimits& limits) {
+                        const std::vector<std::string>& paths, const ShowLimits& limits, F32Math f32_math) {
   const Plan& plan = prep.plan;
   const Instance& inst = prep.instance;
   nlohmann::json j;
@@ -84,6 +84,9 @@ nlohmann::json run_json(const Prepared& prep, const RunReport& rep, const Result
   j["wall_ms"] = rep.wall_seconds * 1e3;
   j["spr"] = spr(inst, rep.seconds);
   j["rewrites"] = plan.rewrites;
+  const MathChoice math = executed_math(plan, f32_math);
+  j["math"] = math.math_name();
+  j["mainloop"] = math.mainloop_name();
   if (rep.backend == "gpu") {
     j["compile_ms"] = rep.compile_ms;
     if (rep.kernel_seconds > 0) j["kernel_ms"] = rep.kernel_seconds * 1e3;
@@ -153,7 +156,7 @@ int cmd_run(QueryArgs q, RunOptions opt, const RunOutput& out) {
 
   const ShowLimits limits;
   if (out.json) {
-    std::cout << run_json(*prep, rep, res, paths, limits).dump() << "\n";
+    std::cout << run_json(*prep, rep, res, paths, limits, opt.f32_math).dump() << "\n";
     return 0;
   }
   std::cout << run_summary(*prep, rep);
@@ -198,6 +201,7 @@ int cmd_explain(QueryArgs q, const RunOptions& opt, bool print_source) {
     for (const auto& st : prep->program->stages) std::cout << "# " << st.name << "\n" << st.text;
   }
   std::cout << roofline(*prep);
+  std::cout << explain_math(prep->plan, opt.f32_math);
   std::string why;
   if (cuda::gpu_available(&why)) {
     const auto& dev = cuda::device();

@@ -204,4 +204,21 @@ MathChoice choose_math(const Plan& p, F32Math f32_math) {
   return c;
 }
 
+MathChoice executed_math(const Plan& plan, F32Math f32_math) {
+  MathChoice c = choose_math(plan, f32_math);
+  if (c.tensor_cores()) {
+    // The tensor-core mainloops exist as device headers (docs/tensor-cores.md) but the kernel
+    // generator does not emit them yet: the SIMT mainloop runs, at least as precise as asked.
+    c.why = std::string("could run as ") + c.math_name() + " on tensor cores; this build's kernel generator has the SIMT mainloop only";
+    c.math = InnerMath::Simt;
+  }
+  return c;
+}
+
+std::string explain_math(const Plan& plan, F32Math f32_math) {
+  const MathChoice m = executed_math(plan, f32_math);
+  return "math: " + m.math_name() + " on the " + m.mainloop_name() + " mainloop" +
+         (m.why.empty() ? "" : " (" + m.why + ")") + "\n";
+}
+
 }  // namespace gamut

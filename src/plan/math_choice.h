@@ -58,4 +58,10 @@ struct MathChoice {
 // (explain without data) run on SIMT with a reason saying so.
 MathChoice choose_math(const Plan& plan, F32Math f32_math);
 
+// The math the engines run today: choose_math's answer where the code generator has a mainloop
+// for it, else the SIMT path with `why` saying so. explain and --json report this one.
+MathChoice executed_math(const Plan& plan, F32Math f32_math);
+// explain's line for it: "math: ieee on the simt mainloop (...)\n".
+std::string explain_math(const Plan& plan, F32Math f32_math);
+
 }  // namespace gamut

@@ -70,6 +70,11 @@ class QueryParts:
                         if a[0] == s.acc and a[1] is None:
                             a[1] = self.typed(s.e)
                             changed = True
+                        elif a[0] == s.acc and s.op in ("+=", "-=", "*="):
+                            # A declared integer accumulator: the language rejects a float value
+                            # summed into it (it would truncate at every step); convert it.
+                            s.e = Call(a[1], [s.e])
+                            changed = True
             if not changed:
                 break
         self.env.accs = infer_acc_types(q, self.env.dtypes)

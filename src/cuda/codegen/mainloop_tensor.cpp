@@ -34,9 +34,11 @@ TcMainloopSpec tc_spec(const MathChoice& c, bool a_kcontig, bool b_kcontig, cons
 
 int tc_instruction_k(InnerMath m) {
   switch (m) {
-    case InnerMath::F16: case InnerMath::BF16: return 16;
+    case InnerMath::F16:
+    case InnerMath::BF16: return 16;
     case InnerMath::Int8: return 32;
-    case InnerMath::Tf32: case InnerMath::Tf32x3: return 8;
+    case InnerMath::Tf32:
+    case InnerMath::Tf32x3: return 8;
     case InnerMath::Simt: break;
   }
   return 0;
@@ -44,12 +46,12 @@ int tc_instruction_k(InnerMath m) {
 
 namespace {
 
-int element_bytes(InnerMath m) { return 32 / tc_instruction_k(m); }   // a k-step is 32 bytes
+int element_bytes(InnerMath m) { return 32 / tc_instruction_k(m); }  // a k-step is 32 bytes
 
 // gm::tc::TcTile's layout for one operand: rows, stride, and the even spread of its copies.
 struct OperandLayout {
   int bytes = 0;
-  std::string why;   // non-empty: the device header would reject it
+  std::string why;  // non-empty: the device header would reject it
 };
 
 OperandLayout operand_layout(int es, int p, int bk, int threads, bool kc) {
@@ -61,7 +63,8 @@ OperandLayout operand_layout(int es, int p, int bk, int threads, bool kc) {
   o.bytes = rows * (row_bytes + pad);
   if (transpose) {
     const int kw = bk / 4;
-    if (threads % kw != 0 || ((p / 4) * kw) % threads != 0) o.why = "8-bit 4x4 blocks do not spread evenly over the threads";
+    if (threads % kw != 0 || ((p / 4) * kw) % threads != 0)
+      o.why = "8-bit 4x4 blocks do not spread evenly over the threads";
   } else {
     const int cpr = row_bytes / 16;
     if (cpr == 0 || threads % cpr != 0 || (rows * cpr) % threads != 0)
@@ -147,13 +150,17 @@ std::vector<TcTile> tc_wgmma_tiles(InnerMath m) {
 
 std::string tc_mainloop_decls(const TcMainloopSpec& s, const std::string& in) {
   std::string why;
-  if (!tc_spec_valid(s, &why)) throw Error(ExitCode::Query, "internal error: tensor-core tile " + s.tile.str() + ": " + why);
+  if (!tc_spec_valid(s, &why))
+    throw Error(ExitCode::Query, "internal error: tensor-core tile " + s.tile.str() + ": " + why);
   const TcTile& t = s.tile;
-  const std::string orient = std::string(s.a_kcontig ? "X[i,k]" : "X[k,i]") + " x " + (s.b_kcontig ? "Y[j,k]" : "Y[k,j]");
+  const std::string orient =
+      std::string(s.a_kcontig ? "X[i,k]" : "X[k,i]") + " x " + (s.b_kcontig ? "Y[j,k]" : "Y[k,j]");
   std::string r;
-  r += in + "// Tensor-core mainloop (" + (t.wgmma ? "wgmma" : "mma.sync") + "): " + std::string(dtype_name(s.a_type)) + " x " +
-       std::string(dtype_name(s.b_type)) + " -> " + (s.math == InnerMath::Int8 ? "i32" : "f32") + ", " +
-       (s.math == InnerMath::Tf32 ? "operands rounded to tf32, " : s.math == InnerMath::Tf32x3 ? "3xTF32 split, " : "") +
+  r += in + "// Tensor-core mainloop (" + (t.wgmma ? "wgmma" : "mma.sync") + "): " + std::string(dtype_name(s.a_type)) +
+       " x " + std::string(dtype_name(s.b_type)) + " -> " + (s.math == InnerMath::Int8 ? "i32" : "f32") + ", " +
+       (s.math == InnerMath::Tf32     ? "operands rounded to tf32, "
+        : s.math == InnerMath::Tf32x3 ? "3xTF32 split, "
+                                      : "") +
        orient + ", tile " + t.str() + ".\n";
   if (t.wgmma) {
     r += in + "typedef gm::tc::WgShape<" + to_string(t.bm) + ", " + to_string(t.bn) + ", " + to_string(t.stages) +
@@ -175,7 +182,8 @@ std::string tc_mainloop_call(const TcMainloopSpec& s, const std::string& a, cons
   (void)s;
   const TcMainloopNames n;
   std::string r;
-  r += in + n.acc_type + " " + n.acc + "[" + n.acc_count + "];  // (Map::kRows, Map::kCols) per thread, Map::index order\n";
+  r += in + n.acc_type + " " + n.acc + "[" + n.acc_count +
+       "];  // (Map::kRows, Map::kCols) per thread, Map::index order\n";
   r += in + "#pragma unroll\n";
   r += in + "for (int e = 0; e < " + n.acc_count + "; ++e) " + n.acc + "[e] = 0;\n";
   r += in + "Mainloop::run(" + n.acc + ", " + smem + ", " + a + ", " + b + ", " + k_begin + ", " + k_end + ");\n";

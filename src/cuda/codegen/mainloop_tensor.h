@@ -19,17 +19,17 @@ struct TcTile {
   int bm = 128, bn = 128, bk = 32, warps_m = 2, warps_n = 4, stages = 4;
   bool wgmma = false;
   int threads() const { return wgmma ? 128 * (bm / 64) : 32 * warps_m * warps_n; }
-  std::string str() const;   // "128x128x32/2x4/s4", "128x256x64/wgmma/s4"
+  std::string str() const;  // "128x128x32/2x4/s4", "128x256x64/wgmma/s4"
 };
 
 // One instantiation of gm::tc::Mainloop.
 struct TcMainloopSpec {
-  InnerMath math = InnerMath::BF16;   // not Simt
-  DType a_type = DType::BF16;         // storage types of the row and column operands (they
-  DType b_type = DType::BF16;         //   differ only for i8 x u8)
+  InnerMath math = InnerMath::BF16;  // not Simt
+  DType a_type = DType::BF16;        // storage types of the row and column operands (they
+  DType b_type = DType::BF16;        //   differ only for i8 x u8)
   TcTile tile;
-  bool a_kcontig = true;              // A is X[i, k] (else X[k, i])
-  bool b_kcontig = false;             // B is Y[j, k] (else Y[k, j])
+  bool a_kcontig = true;   // A is X[i, k] (else X[k, i])
+  bool b_kcontig = false;  // B is Y[j, k] (else Y[k, j])
 };
 
 // The spec for the math a plan chose (MathChoice::tensor_cores()) with the given tile.
@@ -53,10 +53,10 @@ std::vector<TcTile> tc_wgmma_tiles(InnerMath m);
 
 // What the generated kernel names (the accumulator-map interface).
 struct TcMainloopNames {
-  std::string map = "Mainloop::Map";        // kRows, kCols, row(m), col(n), index(m, n)
-  std::string acc = "acc";                  // the accumulator array ...
-  std::string acc_type = "Mainloop::Acc";   // ... its element type
-  std::string acc_count = "Mainloop::kAcc"; // ... and length
+  std::string map = "Mainloop::Map";         // kRows, kCols, row(m), col(n), index(m, n)
+  std::string acc = "acc";                   // the accumulator array ...
+  std::string acc_type = "Mainloop::Acc";    // ... its element type
+  std::string acc_count = "Mainloop::kAcc";  // ... and length
 };
 // The device headers the spec's mainloop needs.
 std::vector<std::string> tc_headers(const TcMainloopSpec& s);
