@@ -12,6 +12,7 @@
 #include "bind/bind.h"
 #include "core/error.h"
 #include "core/sizes.h"
+#include "cuda/device/core/gamut_constants.cuh"
 #include "data/npy.h"
 
 namespace fs = std::filesystem;
@@ -211,4 +212,16 @@ TEST(SizesBind, RangeBoundArithmeticDoesNotWrap) {
   Outcome o = bind_text(q, b);
   EXPECT_EQ(o.code, ExitCode::Data);
   EXPECT_EQ(o.message, "data error: N: range bound N + 9223372036854775807 of axis 'j' overflows 64 bits with N = 5");
+}
+
+// Top/bottom reservoirs: N comes from the user. int(N) wrapped to 0 (N = 2^62) or -1 (2^63 - 1),
+// and the GPU engine then asked for groups x -1 x 4 bytes (2^64 - 280 for 70 groups).
+TEST(Sizes, ReservoirSlotsStayPositiveForEveryN) {
+  for (long long n : {1LL, 16LL, 17LL, 1000LL, (1LL << 31) - 1, 1LL << 32, 1LL << 62, std::numeric_limits<long long>::max()}) {
+    const int s = gm::reservoir_slots(n);
+    EXPECT_GT(s, 0) << n;
+    EXPECT_LE(s, 1 << 30) << n;
+    if (n > 16 && n < (1LL << 30)) EXPECT_EQ(s, n);
+  }
+  EXPECT_EQ(gm::reservoir_slots(3), 32);
 }

@@ -39,8 +39,12 @@ constexpr unsigned kDistinctBudget = 32 * 1024;
 // Groups of a top/bottom list (gm::TileSelect's PER): the whole list, each row (per i), each
 // column (per j).
 enum ListGroup : int { kGroupAll = 0, kGroupRow = 1, kGroupCol = 2 };
-// Reservoir slots per top/bottom group (gm::TileSelect::keep / refresh): 32 for N <= 16, else N.
-GM_HOST_DEVICE constexpr int reservoir_slots(long long limit) { return limit <= 16 ? 32 : int(limit); }
+// Reservoir slots per top/bottom group (gm::TileSelect::keep / refresh): 32 for N <= 16, else N,
+// at most 2^30 (N comes from the user: int(N) wrapped to 0 or negative for N = 2^62, 2^63 - 1).
+// The host gives reservoirs only where they are small, so a clamped count never indexes one.
+GM_HOST_DEVICE constexpr int reservoir_slots(long long limit) {
+  return limit <= 16 ? 32 : limit >= (1LL << 30) ? (1 << 30) : int(limit);
+}
 
 // ---- stage kernels -------------------------------------------------------------------------
 // Threads per block of the stage kernels (segment sum, bit pack, top/bottom selection).
