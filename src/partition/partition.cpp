@@ -1,0 +1,184 @@
+#include "partition/partition.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+#include "cpu/list_order.h"
+#include "cpu/program.h"
+#include "plan/list_rows.h"
+#include "rewrite/list_provenance.h"
+
+namespace gamut {
+namespace {
+
+const char* axis_letter(AxisRole r) { return r == AxisRole::Row ? "i" : "j"; }
+
+// The output's index as the engines lay it out: batched outputs without b take it first.
+std::vector<OutIndex> laid_out_index(const Plan& plan, const DenseOutput& d) {
+  std::vector<OutIndex> idx = d.index;
+  const bool has_batch = std::any_of(
+      idx.begin(), idx.end(), [](const OutIndex& x) { return x.kind == OutIndex::Axis && x.axis == AxisRole::Batch; });
+  if (plan.batched && !has_batch) idx.insert(idx.begin(), OutIndex{OutIndex::Axis, AxisRole::Batch, -1});
+  return idx;
+}
+
+// The dimension of output d that `axis` indexes, or -1.
+int axis_dim(const Plan& plan, const DenseOutput& d, AxisRole axis) {
+  const std::vector<OutIndex> idx = laid_out_index(plan, d);
+  for (size_t k = 0; k < idx.size(); ++k)
+    if (idx[k].kind == OutIndex::Axis && idx[k].axis == axis) return int(k);
+  return -1;
+}
+
+// Why `axis` cannot be split, or "" when it can.
+std::string cannot_split(const Instance& inst, AxisRole axis, int parts) {
+  const Plan& P = *inst.plan;
+  for (const DenseOutput& d : P.dense)
+    if (d.is_project() && axis_dim(P, d, axis) < 0)
+      return "output " + d.name + " is a projection that " + axis_letter(axis) +
+             " does not index (its last writer would depend on the order of the parts)";
+  if (inst.range(axis).size() < 2 || parts < 2)
+    return std::string("axis ") + axis_letter(axis) + " is too short to split";
+  return "";
+}
+
+std::vector<AxisRange> even_ranges(const AxisRange& r, int parts) {
+  const int64_t n = r.size(), base = n / parts, extra = n % parts;
+  std::vector<AxisRange> out;
+  int64_t at = r.begin;
+  for (int p = 0; p < parts; ++p) {
+    const int64_t len = base + (p < extra ? 1 : 0);
+    out.push_back({at, at + len});
+    at += len;
+  }
+  return out;
+}
+
+void copy_slice(NDArray& into, const NDArray& from, int dim, const AxisRange& r) {
+  const auto& shape = into.shape;
+  int64_t outer = 1, inner = 1;
+  for (int k = 0; k < dim; ++k) outer *= shape[size_t(k)];
+  for (size_t k = size_t(dim) + 1; k < shape.size(); ++k) inner *= shape[k];
+  const size_t elem = dtype_size(into.dtype), row = size_t(inner) * elem;
+  const int64_t extent = shape[size_t(dim)];
+  const int64_t b = std::min(r.begin, extent), e = std::min(r.end, extent);
+  for (int64_t o = 0; o < outer; ++o) {
+    const size_t at = (size_t(o) * size_t(extent) + size_t(b)) * row;
+    std::memcpy(into.data.data() + at, from.data.data() + at, size_t(e - b) * row);
+  }
+}
+
+void append_column(Column& into, const Column& from) {
+  into.data.insert(into.data.end(), from.data.begin(), from.data.end());
+}
+
+std::vector<int32_t> int32_column(const Column& c) {
+  std::vector<int32_t> v(c.data.size() / sizeof(int32_t));
+  if (!v.empty()) std::memcpy(v.data(), c.data.data(), v.size() * sizeof(int32_t));
+  return v;
+}
+
+}  // namespace
+
+Partition choose_partition(const Instance& inst, int parts) {
+  Partition out;
+  const int64_t m = inst.row.size(), n = inst.col.size();
+  const std::string row_no = cannot_split(inst, AxisRole::Row, parts);
+  const std::string col_no = cannot_split(inst, AxisRole::Col, parts);
+  const bool prefer_col = col_no.empty() && (n >= 4 * m || !row_no.empty());
+  if (row_no.empty() && !prefer_col) {
+    out.axis = AxisRole::Row;
+  } else if (col_no.empty()) {
+    out.axis = AxisRole::Col;
+  } else {
+    out.ranges = {inst.row};
+    out.why = parts < 2 ? "one part asked" : row_no;
+    return out;
+  }
+  const AxisRange& r = inst.range(out.axis);
+  out.ranges = even_ranges(r, int(std::min<int64_t>(parts, r.size())));
+  return out;
+}
+
+Instance part_instance(const Instance& inst, const Partition& part, int p, const Plan* part_plan) {
+  Instance x = inst;
+  x.plan = part_plan;
+  (part.axis == AxisRole::Row ? x.row : x.col) = part.ranges[size_t(p)];
+  return x;
+}
+
+Results merge_parts(const Instance& inst, const Partition& part, std::vector<Results>&& parts) {
+  const Plan& P = *inst.plan;
+  if (parts.size() != size_t(part.parts()) || parts.empty()) cpu::internal_error("merge_parts: one result per part");
+  Results out;
+  for (size_t d = 0; d < P.dense.size(); ++d) {
+    NDArray whole = std::move(parts[0].dense[d]);
+    for (size_t p = 1; p < parts.size(); ++p) {
+      const NDArray& mine = parts[p].dense[d];
+      if (mine.shape != whole.shape || mine.dtype != whole.dtype)
+        cpu::internal_error("merge_parts: part shapes differ");
+      if (P.dense[d].is_project())
+        copy_slice(whole, mine, axis_dim(P, P.dense[d], part.axis), part.ranges[p]);
+      else
+        cpu::merge_partial(whole, mine.data.data(), P.dense[d].op, P.dense[d].type);
+    }
+    out.dense.push_back(std::move(whole));
+  }
+  for (size_t l = 0; l < P.lists.size(); ++l) {
+    const ListOutput& spec = P.lists[l];
+    const bool ranked = spec.mode == ListMode::Top || spec.mode == ListMode::Bottom;
+    const CType key_type = ranked ? P.expr(spec.key).type : CType::I32;
+    ListCandidates all = cpu::empty_candidates(spec, key_type);
+    const size_t own = spec.columns.size();
+    for (Results& r : parts) {
+      const Table& t = r.lists[l];
+      if (t.columns.size() != own + (ranked ? size_t(kProvenanceColumnCount) : 0))
+        cpu::internal_error("merge_parts: list " + spec.name + " without its provenance columns");
+      for (size_t c = 0; c < own; ++c) append_column(all.table.columns[c], t.columns[c]);
+      if (ranked) {
+        append_column(all.key, t.columns[own]);
+        const std::vector<int32_t> b = int32_column(t.columns[own + 1]), i = int32_column(t.columns[own + 2]),
+                                   j = int32_column(t.columns[own + 3]);
+        all.b.insert(all.b.end(), b.begin(), b.end());
+        all.i.insert(all.i.end(), i.begin(), i.end());
+        all.j.insert(all.j.end(), j.begin(), j.end());
+      } else {
+        all.b.resize(all.b.size() + size_t(t.rows), 0);
+        all.i.resize(all.i.size() + size_t(t.rows), 0);
+        all.j.resize(all.j.size() + size_t(t.rows), 0);
+      }
+      all.table.rows += t.rows;
+      r.lists[l] = Table{};  // its rows are in `all` now
+    }
+    out.lists.push_back(finalize_list(spec, inst.list_limits[l], std::move(all)));
+  }
+  return out;
+}
+
+Results run_in_parts(const Instance& inst, int parts, const std::function<Results(const Instance&)>& run_part,
+                     Partition* used) {
+  Partition part = choose_partition(inst, parts);
+  if (used) *used = part;
+  if (part.parts() <= 1) return run_part(inst);
+  const Plan part_plan = with_list_provenance(*inst.plan);
+  std::vector<Results> results;
+  for (int p = 0; p < part.parts(); ++p) results.push_back(run_part(part_instance(inst, part, p, &part_plan)));
+  return merge_parts(inst, part, std::move(results));
+}
+
+std::string describe_partition(const Partition& part) {
+  if (part.parts() <= 1) return "partition: one part (" + part.why + ")\n";
+  std::string s = "partition: " + std::to_string(part.parts()) + " parts along " + axis_letter(part.axis) + " (";
+  for (int p = 0; p < part.parts(); ++p) {
+    if (p == 3 && part.parts() > 4) {
+      s += ", ...";
+      break;
+    }
+    s += (p ? ", " : "") + std::to_string(part.ranges[size_t(p)].begin) + ".." +
+         std::to_string(part.ranges[size_t(p)].end);
+  }
+  return s + ")\n";
+}
+
+}  // namespace gamut

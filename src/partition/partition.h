@@ -1,0 +1,49 @@
+// Partition and merge: one bound query split into parts along its row or column axis, each part
+// run by any engine (a GPU each, or one after another on one device or the CPU), the parts'
+// results merged into exactly what the whole run gives (issue 14, docs/multi-gpu.md).
+//
+//   whole instance --choose_partition--> parts (row or column ranges, the same plan and inputs)
+//   part results   --merge_parts-------> the whole result:
+//     dense `=` outputs     each part owns the slice of its range (the axis indexes the output)
+//     dense aggregates      reduced with the output's monoid (every part starts from its identity)
+//     plain / distinct      concatenated, then ordered (and de-duplicated) once more
+//     top / bottom          each part's best N (with the hidden key and (b, i, j) columns of
+//                           rewrite/list_provenance.h), then the best N of those
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bind/instance.h"
+
+namespace gamut {
+
+struct Partition {
+  AxisRole axis = AxisRole::Row;  // Row or Col
+  std::vector<AxisRange> ranges;  // one per part, in order, covering the axis's range
+  std::string why;                // a single part: why the query was not split
+  int parts() const { return int(ranges.size()); }
+};
+
+// At most `parts` parts of about equal size along the row axis, or along the column axis where
+// N is at least 4x M or a `=` output is not indexed by the row axis. A single part (with `why`)
+// where neither axis can be split: a `=` output that does not index the axis (several pairs
+// could write one element: its last writer depends on the order), or an axis too short.
+Partition choose_partition(const Instance& inst, int parts);
+
+// Part p of `inst`: the same inputs and output shapes, `axis` restricted to ranges[p], and the
+// plan `part_plan` (inst.plan with list provenance: with_list_provenance(*inst.plan)).
+Instance part_instance(const Instance& inst, const Partition& part, int p, const Plan* part_plan);
+
+// The whole result from the parts' results (run on part_instance(..., part_plan)).
+Results merge_parts(const Instance& inst, const Partition& part, std::vector<Results>&& parts);
+
+// The whole run as parts one after another through `run_part` (tests, and a single device
+// standing in for several): identical to running `inst` at once (float sums up to reordering).
+Results run_in_parts(const Instance& inst, int parts, const std::function<Results(const Instance&)>& run_part,
+                     Partition* used = nullptr);
+
+// explain's line: "partition: 4 parts along i (rows 0..256, 256..512, ...)" or why not.
+std::string describe_partition(const Partition& part);
+
+}  // namespace gamut
