@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""gamut's tensor-core kernels on the data users have (issue 12), against PyTorch in the same run.
+
+Through the Python package on CUDA tensors (no copies either side), each timed with CUDA events
+(warm-up, then the median of --repeat runs), the ratio torch / gamut (> 1: gamut is faster):
+
+  product     C = A B in bf16 / f16 (vs torch.matmul), f32 with f32_math tf32 / tf32x3 (vs
+              torch.matmul with TF32 allowed / in IEEE f32), i8 (vs torch._int_mm)
+  Q5, Q7, kNN on bf16 (and f32 with f32_math tf32): the fused query against the composition a
+              user writes (product, then nonzero / topk), which materialises the M x N scores
+
+Also `explain`'s math and mainloop line, so a row that ran on SIMT says so.
+
+    python bench/tensor_queries.py [--n 16384] [--ks 256,1024] [--product-sizes 4096,8192] [--json out.json]
+"""
+import argparse
+import json
+import statistics
+import sys
+
+PRODUCT = "where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } C[i, j] = a; }"
+Q5 = "where (i, j) { a = 0; reduce (k) { a += P[i, k] * R[k, j]; } if (a > thres) emit Pairs(i, j, a); }"
+Q7 = "where (i, j) { a = 0; reduce (k) { a += P[i, k] * R[k, j]; } emit Top(i, j, a) top 128 by a; }"
+KNN = ("where (i, j) { dot = 0; reduce (k) { dot += Q[i, k] * X[j, k]; } let dist = qn[i] + xn[j] - 2 * dot;"
+       " emit Nearest(i, j, dist) bottom 10 by dist per i; }")
+
+
+def timed(fn, repeat):
+    import torch
+    for _ in range(2):
+        fn()
+    torch.cuda.synchronize()
+    ms = []
+    for _ in range(repeat):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        ms.append(a.elapsed_time(b))
+    return statistics.median(ms)
+
+
+def math_line(q, **kw):
+    for line in q.explain(**kw).splitlines():
+        if line.startswith("math:"):
+            return line[len("math: "):]
+    return "?"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=16384)
+    ap.add_argument("--ks", default="256,1024")
+    ap.add_argument("--product-sizes", default="4096,8192")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--json", default="")
+    a = ap.parse_args()
+    import torch
+    import gamut
+
+    torch.manual_seed(0)
+    dev = torch.device("cuda")
+    rows = []
+
+    def report(case, gamut_ms, torch_ms, math, **extra):
+        r = {"case": case, "gamut_ms": gamut_ms, "torch_ms": torch_ms, "ratio": torch_ms / gamut_ms, "math": math}
+        r.update(extra)
+        rows.append(r)
+        print(f"{case:34s} gamut {gamut_ms:9.3f} ms  torch {torch_ms:9.3f} ms  torch/gamut {r['ratio']:6.2f}  [{math}]",
+              flush=True)
+
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    prod = gamut.compile(PRODUCT)
+    for n in [int(x) for x in a.product_sizes.split(",") if x]:
+        for dt, name in [(torch.bfloat16, "bf16"), (torch.float16, "f16")]:
+            A = torch.randn(n, n, device=dev, dtype=dt)
+            B = torch.randn(n, n, device=dev, dtype=dt)
+            g = timed(lambda: prod(A=A, B=B), a.repeat)
+            t = timed(lambda: torch.matmul(A, B), a.repeat)
+            report(f"product {name} {n}^3", g, t, math_line(prod, A=A, B=B))
+        A = torch.randn(n, n, device=dev)
+        B = torch.randn(n, n, device=dev)
+        for mode, allow in [("tf32", True), ("tf32x3", False), ("ieee", False)]:
+            torch.backends.cuda.matmul.allow_tf32 = allow
+            g = timed(lambda: prod(A=A, B=B, f32_math=mode), a.repeat)
+            t = timed(lambda: torch.matmul(A, B), a.repeat)
+            report(f"product f32 {mode} {n}^3 (torch {'tf32' if allow else 'ieee'})", g, t,
+                   math_line(prod, A=A, B=B, f32_math=mode))
+        torch.backends.cuda.matmul.allow_tf32 = False
+        A8 = torch.randint(-100, 100, (n, n), device=dev, dtype=torch.int8)
+        B8 = torch.randint(-100, 100, (n, n), device=dev, dtype=torch.int8)
+        i8 = gamut.compile("where (i, j) { a: i32 = 0; reduce (k) { a += i32(A[i, k]) * i32(B[k, j]); } C[i, j] = a; }")
+        g = timed(lambda: i8(A=A8, B=B8), a.repeat)
+        t = timed(lambda: torch._int_mm(A8, B8), a.repeat)
+        report(f"product i8 {n}^3 (torch _int_mm)", g, t, math_line(i8, A=A8, B=B8))
+
+    q5, q7, knn = gamut.compile(Q5), gamut.compile(Q7), gamut.compile(KNN)
+    N = a.n
+    for K in [int(x) for x in a.ks.split(",") if x]:
+        for dt, name, mode in [(torch.bfloat16, "bf16", "ieee"), (torch.float32, "f32 tf32", "tf32")]:
+            torch.backends.cuda.matmul.allow_tf32 = mode == "tf32"
+            P = torch.rand(N, K, device=dev).to(dt)
+            R = torch.rand(K, N, device=dev).to(dt)
+            # The threshold of Q5: about 1e-4 of the pairs pass (a sample's quantile).
+            sample = (P[:256].float() @ R.float()).flatten()
+            thres = float(torch.quantile(sample[:1 << 20], 1 - 1e-4))
+
+            def torch_q5():
+                S = P @ R
+                ij = torch.nonzero(S > thres)
+                return ij, S[ij[:, 0], ij[:, 1]]
+
+            def torch_q7():
+                S = P @ R
+                return torch.topk(S.flatten(), 128)
+
+            g = timed(lambda: q5(P=P, R=R, thres=thres, f32_math=mode), a.repeat)
+            t = timed(torch_q5, a.repeat)
+            report(f"Q5 {name} {N}x{N} K={K}", g, t, math_line(q5, P=P, R=R, thres=thres, f32_math=mode))
+            g = timed(lambda: q7(P=P, R=R, f32_math=mode), a.repeat)
+            t = timed(torch_q7, a.repeat)
+            report(f"Q7 {name} {N}x{N} K={K}", g, t, math_line(q7, P=P, R=R, f32_math=mode))
+            Q = torch.randn(N, K, device=dev).to(dt)
+            X = torch.randn(N, K, device=dev).to(dt)
+            qn = (Q.float() * Q.float()).sum(1)
+            xn = (X.float() * X.float()).sum(1)
+
+            def torch_knn():
+                d = torch.addmm((qn[:, None] + xn[None, :]).to(dt), Q, X.t(), beta=1.0, alpha=-2.0)
+                return torch.topk(d, 10, dim=1, largest=False)
+
+            g = timed(lambda: knn(Q=Q, X=X, qn=qn, xn=xn, f32_math=mode), a.repeat)
+            t = timed(torch_knn, a.repeat)
+            report(f"kNN expanded {name} {N}x{N} K={K}", g, t, math_line(knn, Q=Q, X=X, qn=qn, xn=xn, f32_math=mode))
+            del P, R, Q, X
+            torch.cuda.empty_cache()
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
