@@ -2,12 +2,12 @@
 # One device call: build for the local GPU (sm_90a on Hopper), run the GPU test suite, the
 # sanitizers on one query of each family, and the benchmarks. Logs go to $OUT (or ./device-out).
 # usage: tools/device_run.sh [tests] [sanitize] [bench] [demo] [relbench] [semibench] [tc] [fuzz] [py] [sweep] [profile]
-#                            [shards] [api] [reach] [cold] [pyprebuilt] [tq]   (default: tests sanitize bench)
+#                            [shards] [api] [reach] [cold] [pyprebuilt] [tq] [verify] [pyoverhead]   (default: tests sanitize bench)
 # PREBUILT=DIR: binaries built elsewhere (a build folder of this checkout at the same absolute
 # path, carried along; tools/device_prebuild.sh): no build here. Else build-dev is built here.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-device-out}; mkdir -p "$OUT"
+OUT=${OUT:-device-out}; mkdir -p "$OUT"; export OUT PREBUILT="${PREBUILT:-}"
 steps="${*:-tests sanitize bench}"
 export PATH=/usr/local/cuda/bin:$PATH
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$OUT/device.txt"
@@ -43,7 +43,7 @@ for step in $steps; do
       $B/gamut demo --backend gpu --size 2048 2>&1 | tee "$OUT/demo.txt" ;;
     relbench)
       # Q2-Q7 and kNN at M = N = 16384, K = 256 and 1024 against cuBLAS SGEMM and PyTorch (issue 4).
-      python3 bench/relational.py --gamut $B/gamut --json "$OUT/relbench.json" ${RELBENCH_ARGS:-} 2>&1 | tee "$OUT/relbench.txt" ;;
+      timeout ${REL_TIMEOUT:-600} python3 bench/relational.py --gamut $B/gamut --json "$OUT/relbench.json" ${RELBENCH_ARGS:-} 2>&1 | tee "$OUT/relbench.txt" ;;
     profile)
       # Nsight Compute on single kernels (bench/profile.sh).
       OUT="$OUT" GAMUT=$B/gamut bash bench/profile.sh 2>&1 | tee "$OUT/profile.txt" ;;
@@ -68,14 +68,14 @@ for step in $steps; do
       (cd /tmp && python3 "$OLDPWD/bench/python_overhead.py" 2>&1 | tee "$OUT/py_overhead.txt" | tail -20) ;;
     semibench)
       # Tropical products (i32, i16, f32, batched) in GOPS against `gamut peak` and PyTorch (issue 5).
-      python3 bench/semiring.py --gamut $B/gamut --json "$OUT/semibench.json" ${SEMIBENCH_ARGS:-} 2>&1 | tee "$OUT/semibench.txt" ;;
+      timeout ${SEMI_TIMEOUT:-600} python3 bench/semiring.py --gamut $B/gamut --json "$OUT/semibench.json" ${SEMIBENCH_ARGS:-} 2>&1 | tee "$OUT/semibench.txt" ;;
     shards)
       # The GPU suite in ${SHARDS:-8} processes at once (most of its time is NVRTC on the CPU),
-      # each with its own kernel cache.
+      # each with its own kernel cache. (TensorMainloopSim.* is the host emulation: CI runs it.)
       n=${SHARDS:-8}
       for ((k = 0; k < n; ++k)); do
         GTEST_TOTAL_SHARDS=$n GTEST_SHARD_INDEX=$k GAMUT_CACHE_DIR=$PWD/$B/kcache$k \
-          $B/tests/gamut_gpu_tests ${GPU_FILTER:+--gtest_filter=$GPU_FILTER} > "$OUT/gpu_shard$k.log" 2>&1 &
+          $B/tests/gamut_gpu_tests --gtest_filter="${GPU_FILTER:--TensorMainloopSim.*:TensorMainloop.EveryVariantCompilesForSm90a}" > "$OUT/gpu_shard$k.log" 2>&1 &
       done
       wait
       cat "$OUT"/gpu_shard*.log > "$OUT/gpu_tests.log"
@@ -99,5 +99,19 @@ for step in $steps; do
     tq)
       # Tensor-core kernels through the Python package against PyTorch (issue 12, bench/tensor_queries.py).
       (export PYTHONPATH=$PWD/.devcarry/site; timeout ${TQ_TIMEOUT:-240} python3 bench/tensor_queries.py --json "$OUT/tensor_queries.json" ${TQ_ARGS:-} 2>&1 | tee "$OUT/tensor_queries.txt") ;;
+    verify)
+      # Every correctness check at once (they share the GPU; none is timed): the sharded GPU suite,
+      # the library's device tests, reachability end to end and the Python package's tests, each
+      # under VERIFY_TIMEOUT seconds.
+      T=${VERIFY_TIMEOUT:-150}
+      (SHARDS=${SHARDS:-6} timeout $T "$0" shards > "$OUT/verify_shards.txt" 2>&1) &
+      (timeout $T "$0" api reach > "$OUT/verify_api.txt" 2>&1) &
+      (export PYTHONPATH=$PWD/.devcarry/site; cd /tmp && timeout $T python3 -m pytest -q -p no:cacheprovider \
+         "$OLDPWD/tests/python/test_device.py" "$OLDPWD/tests/python/test_frameworks.py" > "$OUT/verify_pytest.txt" 2>&1) &
+      wait
+      cat "$OUT/verify_shards.txt" "$OUT/verify_api.txt"; tail -5 "$OUT/verify_pytest.txt" ;;
+    pyoverhead)
+      (export PYTHONPATH=$PWD/.devcarry/site; cd /tmp && timeout ${PYO_TIMEOUT:-60} python3 "$OLDPWD/bench/python_overhead.py" --iters 1000 \
+         --json "$OUT/py_overhead.json" 2>&1 | tee "$OUT/py_overhead.txt" | tail -20) ;;
   esac
 done
