@@ -128,6 +128,43 @@ TEST(CliApi, JsonStatisticsAreTheApiRunStatistics) {
   EXPECT_LT(reachable, n * n);
 }
 
+// The same on the GPU (skipped without one): the tile and kernel variant, the math, the results.
+TEST(CliApi, GpuJsonStatisticsAreTheApiRunStatistics) {
+  if (!gamut::gpu_available()) GTEST_SKIP() << "no usable GPU";
+  Scratch d;
+  const int64_t M = 150, K = 37, N = 70;   // not tile multiples
+  const NDArray A = f32_matrix(M, K, 21), B = f32_matrix(K, N, 22);
+  const fs::path out = d.path / "out";
+  cli_test::Exit e = cli_test::run_gamut({"run", example("sgemm"), "A=" + d.npy("A", A), "B=" + d.npy("B", B),
+                                          "--backend", "gpu", "--json", "-o", out.string()});
+  ASSERT_EQ(e.code, 0) << e.err;
+  const nlohmann::json j = nlohmann::json::parse(e.out);
+  Options gpu;
+  gpu.backend = "gpu";
+  const gamut::Result r = Query::load(example("sgemm")).run(Inputs().array("A", view(A)).array("B", view(B)), gpu);
+  EXPECT_EQ(j["backend"], "gpu");
+  EXPECT_EQ(r.stats.backend, "gpu");
+  EXPECT_EQ(j["tile"], r.stats.tile);
+  EXPECT_EQ(j["M"], r.stats.m);
+  EXPECT_EQ(j["N"], r.stats.n);
+  EXPECT_EQ(j["K"], r.stats.k);
+  EXPECT_EQ(j["math"], r.stats.math);
+  EXPECT_EQ(j["mainloop"], r.stats.mainloop);
+  EXPECT_EQ(j["rewrites"], r.stats.rewrites);
+  const NDArray C = gamut::read_npy((out / "C.npy").string(), "C");
+  const float* api = r["C"].array.as<float>();
+  bool nonzero = false;
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t jj = 0; jj < N; ++jj) {
+      float want = 0;   // integers in [-3, 3]: every partial sum is exact in f32
+      for (int64_t k = 0; k < K; ++k) want += A.as<float>()[i * K + k] * B.as<float>()[k * N + jj];
+      nonzero |= want != 0;
+      ASSERT_EQ(C.as<float>()[i * N + jj], want) << i << "," << jj;
+      ASSERT_EQ(api[i * N + jj], want) << i << "," << jj;
+    }
+  EXPECT_TRUE(nonzero);
+}
+
 TEST(CliApi, ApiErrorsReachTheCliUnchanged) {
   auto expect_same = [](const gamut::Error& api, const cli_test::Exit& cli) {
     EXPECT_EQ(cli.code, int(api.code()));
