@@ -1,39 +1,13 @@
 #include "cli/bindings.h"
 
-#include <cerrno>
-#include <cstdlib>
-#include <sstream>
-
 #include "core/error.h"
 #include "data/npy.h"
+#include "driver/pipeline.h"   // the NAME=VALUE and --dim syntax the tools share
 #include "lang/diagnostics.h"
 
 namespace gamut::cli {
 
 namespace {
-
-bool looks_numeric(const std::string& v) {
-  if (v == "inf" || v == "-inf") return true;
-  char* end = nullptr;
-  std::strtod(v.c_str(), &end);
-  return !v.empty() && end && *end == '\0';
-}
-
-std::vector<int64_t> parse_dims(const std::string& name, const std::string& text) {
-  std::vector<int64_t> out;
-  std::stringstream ss(text);
-  std::string part;
-  while (std::getline(ss, part, ',')) {
-    char* end = nullptr;
-    errno = 0;
-    long long v = std::strtoll(part.c_str(), &end, 10);
-    if (part.empty() || *end != '\0' || v < 0) throw_usage_error("--dim " + name + "=" + text + ": extents are non-negative integers");
-    if (errno == ERANGE) throw_usage_error("--dim " + name + "=" + text + ": extent " + part + " does not fit in 64 bits");
-    out.push_back(v);
-  }
-  if (out.empty()) throw_usage_error("--dim " + name + ": give at least one extent");
-  return out;
-}
 
 const BindingInfo* find(const std::vector<BindingInfo>& v, const std::string& name) {
   for (const BindingInfo& b : v)
@@ -86,7 +60,7 @@ CliInputs read_inputs(const QueryArgs& q, const Query& query) {
     if (eq == std::string::npos || eq == 0) throw_usage_error("--dim '" + d + "' is not NAME=D1[,D2]");
     std::string name = d.substr(0, eq);
     if (in.inputs.extents.count(name)) throw_usage_error("--dim " + name + " is given twice");
-    in.inputs.extent(name, parse_dims(name, d.substr(eq + 1)));
+    in.inputs.extent(name, parse_dim_extents(name, d.substr(eq + 1)));
   }
   for (const auto& [name, a] : in.arrays) in.inputs.array(name, host_view(a));
   return in;

@@ -40,14 +40,14 @@ Source read_query_file(const std::string& path) {
   return Source{path, ss.str()};
 }
 
-static bool looks_numeric(const std::string& v) {
+bool looks_numeric(const std::string& v) {
   if (v == "inf" || v == "-inf") return true;
   char* end = nullptr;
   std::strtod(v.c_str(), &end);
   return !v.empty() && end && *end == '\0';
 }
 
-static std::vector<int64_t> parse_dims(const std::string& name, const std::string& text) {
+std::vector<int64_t> parse_dim_extents(const std::string& name, const std::string& text) {
   std::vector<int64_t> out;
   std::stringstream ss(text);
   std::string part;
@@ -78,7 +78,7 @@ Bindings parse_bindings(const std::vector<std::string>& args, const std::vector<
     if (eq == std::string::npos || eq == 0) throw_usage_error("--dim '" + d + "' is not NAME=D1[,D2]");
     std::string name = d.substr(0, eq);
     if (b.dims.count(name)) throw_usage_error("--dim " + name + " is given twice");
-    b.dims[name] = parse_dims(name, d.substr(eq + 1));
+    b.dims[name] = parse_dim_extents(name, d.substr(eq + 1));
   }
   return b;
 }

@@ -64,6 +64,10 @@ Source read_query_file(const std::string& path);
 // numbers bind scalars and anything else is a .npy path. (The CLI reads its bindings as the query
 // says: src/cli/bindings.cpp.)
 Bindings parse_bindings(const std::vector<std::string>& args, const std::vector<std::string>& dims);
+// The command-line syntax both readers share: whether VALUE binds a scalar (a number, `inf`,
+// `-inf`), and the extents of `--dim NAME=TEXT` (usage errors name the option).
+bool looks_numeric(const std::string& value);
+std::vector<int64_t> parse_dim_extents(const std::string& name, const std::string& text);
 // Typed plan from source + bindings, with the rewrite passes applied; then bind.
 std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, bool bound_rewrites = true);
 // prepare() for a plan already typed for these bindings' element types (plan_with_rewrites of
