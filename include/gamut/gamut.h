@@ -94,6 +94,9 @@ struct Number {
   bool integer = true;
   int64_t i = 0;
   double f = 0;
+  // When not empty, the value as written on a command line (`NAME=VALUE`), read by the engine as
+  // `gamut run` reads it (integer and f are then ignored; a bad text is a data error naming it).
+  std::string text;
 };
 
 // What one run binds: arrays and scalars by name, and the extents of aggregate outputs.
@@ -105,7 +108,12 @@ struct Inputs {
   Inputs& array(std::string name, ArrayRef a) { arrays[std::move(name)] = std::move(a); return *this; }
   Inputs& scalar(std::string name, int64_t v) { scalars[std::move(name)] = Number{true, v, double(v)}; return *this; }
   Inputs& scalar(std::string name, int v) { return scalar(std::move(name), int64_t(v)); }
-  Inputs& scalar(std::string name, double v) { scalars[std::move(name)] = Number{false, 0, v}; return *this; }
+  Inputs& scalar(std::string name, double v) { scalars[std::move(name)] = Number{false, 0, v, {}}; return *this; }
+  // A scalar as command-line text ("3", "2.5", "inf"): Number::text.
+  Inputs& scalar_text(std::string name, std::string text) {
+    scalars[std::move(name)] = Number{true, 0, 0, std::move(text)};
+    return *this;
+  }
   Inputs& extent(std::string output, std::vector<int64_t> dims) { extents[std::move(output)] = std::move(dims); return *this; }
   bool empty() const { return arrays.empty() && scalars.empty() && extents.empty(); }
 };
@@ -122,6 +130,10 @@ struct Options {
   bool rewrites = true;             // bound rewrites (aggregate push-down, bit packing)
   std::string tile;                 // benchmarks: GPU tile "BMxBNxBK[/TMxTN]" ("" = chosen)
   int repeats = 0;                  // benchmarks: time this many launches after a warm-up
+  // Called with the fraction of the run done (0..1): CPU row tiles, GPU launches, rewritten
+  // programs' stages. The CPU engine calls it from its worker threads at once: it must be
+  // thread-safe and cheap (the CLI's progress bar checks the clock and returns).
+  std::function<void(double fraction)> progress;
 };
 
 // How a run went (the CLI's --json fields).
@@ -136,6 +148,8 @@ struct RunStats {
   int threads = 0;                  // CPU: engine threads
   size_t device_peak_bytes = 0;     // GPU: most device memory gamut held at once
   int64_t m = 0, n = 0, k = 0, batch = 1;       // axis extents
+  bool batched = false;                         // the query has a batch axis
+  std::string math, mainloop;                   // the math that ran (spec section 10): "ieee", "simt"
   std::vector<std::string> rewrites;            // rewrites applied, in order
   std::vector<uint64_t> list_rows_appended;     // GPU: per list output, rows the kernel appended
   std::vector<std::string> copies;              // inputs gamut had to copy, and why
@@ -165,11 +179,23 @@ struct Result {
   }
 };
 
+// One input or parameter of a query, as the query uses it (what a command line checks its
+// bindings against before reading any file).
+struct BindingInfo {
+  std::string name;
+  std::string location;        // "FILE:LINE:COL" of its first use
+  int rank = 0;                // inputs: indices of its first access (a batch axis not counted)
+  bool index = false;          // inputs: an index vector (g in A[g[i]], a `when` key)
+  bool output_index = false;   // inputs: indexes an output (C[g[i]]), so it must hold integers
+};
+
 // Names of a query's inputs, parameters and outputs (`gamut check`).
 struct QueryInfo {
   std::string name;
   std::vector<std::string> inputs, params;
-  std::vector<std::pair<std::string, bool>> outputs;   // (name, is_list)
+  std::vector<std::pair<std::string, bool>> outputs;   // (name, is_list): dense first, then lists
+  bool batched = false;                                // `batch (b) ...`: arrays have a batch axis first
+  std::vector<BindingInfo> input_info, param_info;     // in `inputs` / `params` order
 };
 
 class GAMUT_API Query {
@@ -184,7 +210,9 @@ class GAMUT_API Query {
   // The plan as `gamut explain` prints it: without inputs the untyped plan; with inputs the
   // typed plan, extents, output shapes, rewrites, the GPU tile, and which inputs would be copied.
   std::string explain(const Inputs& inputs = {}, const Options& options = {}) const;
-  // The CUDA C++ the GPU backend compiles for these inputs (`explain --source`; needs no GPU).
+  // The CUDA C++ the GPU backend compiles for these inputs (`explain --source`; needs no GPU):
+  // every kernel the run launches, in order (the main kernel, a top/bottom selection after it,
+  // a rewritten program's stage kernels), each after a `// kernel source ...` title line.
   std::string kernel_source(const Inputs& inputs, const Options& options = {}) const;
 
   const QueryInfo& info() const;
@@ -197,10 +225,18 @@ class GAMUT_API Query {
   std::shared_ptr<Impl> impl_;
 };
 
-// True when the GPU backend can run here; `why` gets the reason when not.
+// True when the GPU backend can run here; `why` gets the reason when not
+// ("no usable CUDA device: ...").
 GAMUT_API bool gpu_available(std::string* why = nullptr);
 // The compiled-kernel cache shared with the CLI ($GAMUT_CACHE_DIR, else ~/.cache/gamut).
 GAMUT_API std::string kernel_cache_dir();
 GAMUT_API size_t clear_kernel_cache();     // entries removed
+struct CacheEntry {
+  std::string key;
+  size_t cubin_bytes = 0;
+  bool valid = true;                       // false: corrupt, rebuilt on next use
+  std::string source_path;                 // the kernel's CUDA source beside it
+};
+GAMUT_API std::vector<CacheEntry> kernel_cache_entries();
 
 }  // namespace gamut

@@ -5,10 +5,12 @@
 #include <sstream>
 
 #include "api/device_memory.h"
+#include "api/roofline.h"
 #include "api/staging.h"
 #include "core/error.h"
 #include "cuda/gpu_engine.h"
 #include "cuda/runtime.h"
+#include "driver/kernel_sources.h"
 #include "driver/pipeline.h"
 #include "gamut/gamut.h"
 #include "sema/analyze.h"
@@ -73,6 +75,7 @@ RunOptions engine_options(const Options& o) {
   r.threads = o.threads;
   r.tile = o.tile;
   r.repeats = o.repeats;
+  r.progress = o.progress;
   return r;
 }
 
@@ -96,15 +99,28 @@ std::string device_text(const Device& d) {
   }
 }
 
-// The GPU kernel variant run_gpu would pick for this instance (no device needed: without
-// one, the tile an H100/H200 gets: 132 SMs, 227 KiB of shared memory per block).
+// The device kernels are chosen for: this one, or without one what an H100/H200 has (132 SMs,
+// 227 KiB of shared memory per block).
+struct KernelTarget {
+  int sms = 132;
+  size_t smem = 227 * 1024;
+  KernelTarget() {
+    if (!cuda::gpu_available(nullptr)) return;
+    sms = cuda::device().sm_count;
+    smem = cuda::device().smem_per_block_optin;
+  }
+};
+
+// The GPU kernel variant run_gpu would pick for this instance.
 cuda::KernelChoice kernel_for(const Instance& inst, const std::string& tile) {
-  const bool have = cuda::gpu_available(nullptr);
-  const int sms = have ? cuda::device().sm_count : 132;
-  const size_t smem = have ? cuda::device().smem_per_block_optin : 227 * 1024;
+  const KernelTarget t;
   std::optional<cuda::TileConfig> forced;
   if (!tile.empty()) forced = cuda::parse_tile(tile);
-  return cuda::choose_kernel(inst, sms, smem, forced);
+  return cuda::choose_kernel(inst, t.sms, t.smem, forced);
+}
+
+std::string location(const Plan& plan, Span s) {
+  return plan.source_name + ":" + std::to_string(s.line) + ":" + std::to_string(s.col);
 }
 
 std::string variant_text(const cuda::KernelChoice& k) {
@@ -120,11 +136,20 @@ Query Query::compile(const std::string& text, const std::string& name) {
   const Plan plan = build_plan(impl->source, {});
   QueryInfo& info = impl->info;
   info.name = name;
+  info.batched = plan.batched;
   for (const Operand& o : plan.operands) {
     info.inputs.push_back(o.name);
     if (o.is_index) impl->index_operands.push_back(o.name);
+    const int rank = o.accesses.empty() ? 0 : pattern_rank(plan.accesses[size_t(o.accesses[0])].pattern);
+    info.input_info.push_back(BindingInfo{o.name, location(plan, o.span), rank, o.is_index, false});
   }
-  for (const Param& p : plan.params) info.params.push_back(p.name);
+  for (const DenseOutput& d : plan.dense)
+    for (const OutIndex& x : d.index)
+      if (x.kind == OutIndex::Lookup) info.input_info[size_t(plan.accesses[size_t(x.access)].operand)].output_index = true;
+  for (const Param& p : plan.params) {
+    info.params.push_back(p.name);
+    info.param_info.push_back(BindingInfo{p.name, location(plan, p.span), 0, false, false});
+  }
   for (const DenseOutput& d : plan.dense) info.outputs.emplace_back(d.name, false);
   for (const ListOutput& l : plan.lists) info.outputs.emplace_back(l.name, true);
   return Query(std::move(impl));
@@ -202,6 +227,10 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
   s.n = inst.col.size();
   s.k = inst.red.size();
   s.batch = inst.batch;
+  s.batched = plan.batched;
+  const MathChoice math = executed_math(plan, ro.f32_math);
+  s.math = math.math_name();
+  s.mainloop = math.mainloop_name();
   s.rewrites = plan.rewrites;
   s.copies = std::move(staged.copies);
   s.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -230,6 +259,7 @@ std::string Query::explain(const Inputs& inputs, const Options& options) const {
         << " stages:\n";
     for (const auto& st : prep->program->stages) out << "# " << st.name << "\n" << st.text;
   }
+  out << api::roofline(plan, inst);
   out << explain_math(plan, engine_options(options).f32_math);
   out << "inputs:\n";
   for (const auto& [name, a] : inputs.arrays) {
@@ -254,8 +284,10 @@ std::string Query::kernel_source(const Inputs& inputs, const Options& options) c
   const bool gpu = gpu_engine(engine_options(options));
   api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu, impl_->index_operands);
   const auto prep = impl_->prepare_call(staged, options);
-  const cuda::KernelChoice k = kernel_for(prep->instance, options.tile);
-  return "// kernel source, tile " + variant_text(k) + "\n" + cuda::generate_source(prep->plan, k.tile, k.options);
+  const KernelTarget t;
+  std::string out;
+  for (const KernelSource& k : kernel_sources(*prep, t.sms, t.smem, options.tile)) out += k.title + "\n" + k.source;
+  return out;
 }
 
 }  // namespace gamut

@@ -148,6 +148,7 @@ NDArray stage_one(const std::string& name, const ArrayRef& a, void* stream, std:
 }  // namespace
 
 std::string number_text(const Number& n) {
+  if (!n.text.empty()) return n.text;
   if (n.integer) return std::to_string(n.i);
   if (std::isinf(n.f)) return n.f < 0 ? "-inf" : "inf";
   if (std::isnan(n.f)) return "nan";

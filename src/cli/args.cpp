@@ -16,12 +16,6 @@ const std::vector<std::string>& subcommand_names() {
 
 namespace {
 
-Backend parse_backend(const std::string& s) {
-  if (s == "cpu") return Backend::Cpu;
-  if (s == "gpu") return Backend::Gpu;
-  return Backend::Auto;
-}
-
 std::string joined(const std::vector<std::string>& v) {
   std::string s;
   for (size_t k = 0; k < v.size(); ++k) s += (k ? ", " : "") + v[k];
@@ -151,9 +145,9 @@ ParsedArgs parse_command_line(int argc, const char* const* argv) {
 
   inv.command = *run ? Command::Run : *explain ? Command::Explain : *check ? Command::Check : *cache ? Command::Cache
               : *peak ? Command::Peak : *device ? Command::Device : Command::Demo;
-  inv.options.backend = parse_backend(backend);
-  inv.options.f32_math = *f32_math_from_name(f32_math);  // checked by CLI11 above
-  inv.query.rewrites = !no_rewrite;
+  inv.options.backend = backend;     // both checked by CLI11 above
+  inv.options.f32_math = f32_math;
+  inv.options.rewrites = !no_rewrite;
   const bool text_given = run->count("-e") + explain->count("-e") + check->count("-e") > 0;
   if (text_given) {
     inv.query.text = expr_text;

@@ -18,7 +18,7 @@ constexpr int kMaxThreads = 1024;
 struct Invocation {
   Command command = Command::Run;
   QueryArgs query;            // run, explain, check
-  RunOptions options;         // run, explain, demo (backend, threads, tile, repeats)
+  Options options;            // run, explain, demo (backend, threads, tile, repeats, f32_math, rewrites)
   RunOutput output;           // run
   bool print_source = false;  // explain --source
   std::string cache_action;   // cache list|clear

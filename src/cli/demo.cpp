@@ -10,9 +10,8 @@
 #include <random>
 #include <sstream>
 
-#include "cli/commands.h"
+#include "cli/bindings.h"
 #include "core/error.h"
-#include "cuda/gpu_engine.h"
 
 namespace gamut::cli {
 
@@ -56,14 +55,13 @@ template <class T> void fill(NDArray& a, std::mt19937_64& rng, double lo, double
   }
 }
 
-NDArray make_input(const Plan& plan, const Operand& o, const std::string& spec, int64_t size, int64_t batch,
+NDArray make_input(const QueryInfo& info, const BindingInfo& o, const std::string& spec, int64_t size, int64_t batch,
                    std::mt19937_64& rng) {
   std::vector<int64_t> shape;
-  if (plan.batched) shape.push_back(batch);
-  int rank = pattern_rank(plan.accesses[size_t(o.accesses[0])].pattern);
-  for (int d = 0; d < rank; ++d) shape.push_back(size);
+  if (info.batched) shape.push_back(batch);
+  for (int d = 0; d < o.rank; ++d) shape.push_back(size);
   std::string kind = spec.substr(0, spec.find(':'));
-  if (kind.empty()) kind = o.is_index ? "index" : "f32";
+  if (kind.empty()) kind = o.index ? "index" : "f32";
   NDArray a;
   if (kind == "index") {
     a = NDArray::zeros(DType::I32, shape);
@@ -94,7 +92,7 @@ NDArray make_input(const Plan& plan, const Operand& o, const std::string& spec, 
 
 }  // namespace
 
-int cmd_demo(const RunOptions& opt, int size, const std::string& examples_dir, bool json) {
+int cmd_demo(const Options& opt, int size, const std::string& examples_dir, bool json) {
   namespace fs = std::filesystem;
   std::string dir = examples_dir.empty() ? std::string(GAMUT_EXAMPLES_DIR) : examples_dir;
   std::vector<fs::path> files;
@@ -103,50 +101,52 @@ int cmd_demo(const RunOptions& opt, int size, const std::string& examples_dir, b
     if (e.path().extension() == ".mmlt") files.push_back(e.path());
   if (ec || files.empty()) throw_usage_error("no .mmlt examples in '" + dir + "'");
   // Said once, not once per example.
-  if (opt.backend == Backend::Gpu && !cuda::gpu_available()) throw_device_error("--backend gpu: " + no_device_reason());
+  std::string why;
+  if (opt.backend == "gpu" && !gpu_available(&why)) throw_device_error("--backend gpu: " + why);
   std::sort(files.begin(), files.end());
   int failures = 0;
   for (const fs::path& f : files) {
     std::string name = f.filename().string();
     try {
-      Source src = read_query_file(f.string());
-      Plan untyped = build_plan(src, {});
-      auto specs = demo_specs(src.text);
+      const Query query = Query::load(f.string());
+      const QueryInfo& info = query.info();
+      auto specs = demo_specs(query.text());
       int64_t batch = specs.count("batch") ? std::stoll(specs["batch"]) : 4;
       std::mt19937_64 rng(0x9a3c7u + files.size());
-      Bindings b;
-      for (const Operand& o : untyped.operands)
-        b.arrays[o.name] = make_input(untyped, o, specs.count(o.name) ? specs[o.name] : "", size, batch, rng);
-      for (const Param& p : untyped.params) {
-        if (!specs.count(p.name)) continue;
-        std::string v = specs[p.name];
+      std::map<std::string, NDArray> data;
+      Inputs in;
+      for (const BindingInfo& o : info.input_info) {
+        data[o.name] = make_input(info, o, specs.count(o.name) ? specs[o.name] : "", size, batch, rng);
+        in.array(o.name, host_view(data[o.name]));
+      }
+      for (const std::string& p : info.params) {
+        if (!specs.count(p)) continue;
+        std::string v = specs[p];
         // `scaled:A,B` is A*K + B*sqrt(K): thresholds that stay equally selective at every size.
         if (v.rfind("scaled:", 0) == 0) {
           double a = std::stod(v.substr(7)), c = std::stod(v.substr(v.find(',') + 1));
           v = std::to_string(a * double(size) + c * std::sqrt(double(size)));
         }
-        b.scalars[p.name] = v;
+        in.scalar_text(p, v);
       }
-      auto prep = prepare(src, std::move(b));
-      RunReport rep;
-      Results res = execute(*prep, opt, &rep);
-      const Instance& inst = prep->instance;
-      double work = double(inst.batch) * double(inst.row.size()) * double(inst.col.size()) * double(inst.red.size());
+      const Result res = query.run(in, opt);
+      const RunStats& st = res.stats;
       std::ostringstream outs;
-      for (size_t d = 0; d < prep->plan.dense.size(); ++d)
-        outs << (d ? ", " : "") << prep->plan.dense[d].name << " " << dtype_name(res.dense[d].dtype) << shape_text(res.dense[d].shape);
-      for (size_t l = 0; l < prep->plan.lists.size(); ++l)
-        outs << (outs.tellp() > 0 ? ", " : "") << prep->plan.lists[l].name << " " << res.lists[l].rows << " rows";
+      for (const Output& o : res.outputs) {
+        if (outs.tellp() > 0) outs << ", ";
+        if (o.is_list) outs << o.name << " " << o.rows << " rows";
+        else outs << o.name << " " << dtype_name(o.array.dtype) << shape_text(o.array.shape);
+      }
+      const double spr = double(st.batch) * double(st.m) * double(st.n) * double(st.k) / (1e9 * st.seconds);
       if (json) {
-        nlohmann::json j = {{"query", name}, {"backend", rep.backend}, {"M", inst.row.size()}, {"N", inst.col.size()},
-                            {"K", inst.red.size()}, {"batch", inst.batch}, {"time_ms", rep.seconds * 1e3},
-                            {"spr", work / (1e9 * rep.seconds)}, {"outputs", outs.str()}};
+        nlohmann::json j = {{"query", name}, {"backend", st.backend}, {"M", st.m}, {"N", st.n}, {"K", st.k},
+                            {"batch", st.batch}, {"time_ms", st.seconds * 1e3}, {"spr", spr}, {"outputs", outs.str()}};
         std::cout << j.dump() << "\n";
       } else {
-        std::cout << std::left << std::setw(24) << name << " " << rep.backend << "  M=N=K=" << size
-                  << (prep->plan.batched ? " batch=" + std::to_string(inst.batch) : "") << "  " << std::right << std::fixed
-                  << std::setprecision(2) << std::setw(9) << rep.seconds * 1e3 << " ms  SPR " << std::setw(7)
-                  << work / (1e9 * rep.seconds) << "  -> " << outs.str() << "\n";
+        std::cout << std::left << std::setw(24) << name << " " << st.backend << "  M=N=K=" << size
+                  << (st.batched ? " batch=" + std::to_string(st.batch) : "") << "  " << std::right << std::fixed
+                  << std::setprecision(2) << std::setw(9) << st.seconds * 1e3 << " ms  SPR " << std::setw(7) << spr
+                  << "  -> " << outs.str() << "\n";
       }
     } catch (const Error& e) {
       ++failures;

@@ -40,14 +40,14 @@ Source read_query_file(const std::string& path) {
   return Source{path, ss.str()};
 }
 
-static bool looks_numeric(const std::string& v) {
+bool looks_numeric(const std::string& v) {
   if (v == "inf" || v == "-inf") return true;
   char* end = nullptr;
   std::strtod(v.c_str(), &end);
   return !v.empty() && end && *end == '\0';
 }
 
-static std::vector<int64_t> parse_dims(const std::string& name, const std::string& text) {
+std::vector<int64_t> parse_dim_extents(const std::string& name, const std::string& text) {
   std::vector<int64_t> out;
   std::stringstream ss(text);
   std::string part;
@@ -63,77 +63,22 @@ static std::vector<int64_t> parse_dims(const std::string& name, const std::strin
   return out;
 }
 
-static std::string at(const Plan& p, Span s) {
-  return p.source_name + ":" + std::to_string(s.line) + ":" + std::to_string(s.col);
-}
-
-namespace {
-// What the query says about its bindings (from a plan built without input types).
-struct QueryNames {
-  std::map<std::string, Span> params, arrays, output_index;   // name -> first use
-  std::vector<std::string> all;
-  explicit QueryNames(const Plan& plan) {
-    for (const Param& p : plan.params) params.emplace(p.name, p.span), all.push_back(p.name);
-    for (const Operand& o : plan.operands) arrays.emplace(o.name, o.span), all.push_back(o.name);
-    for (const DenseOutput& d : plan.dense)
-      for (const OutIndex& x : d.index)
-        if (x.kind == OutIndex::Lookup) {
-          const Operand& g = plan.operands[size_t(plan.accesses[size_t(x.access)].operand)];
-          output_index.emplace(g.name, g.span);
-        }
-  }
-};
-}  // namespace
-
-Bindings parse_bindings(const std::vector<std::string>& args, const std::vector<std::string>& dims, const Plan* query,
-                        std::vector<std::string>* array_paths) {
-  std::optional<QueryNames> names;
-  if (query) names.emplace(*query);
+Bindings parse_bindings(const std::vector<std::string>& args, const std::vector<std::string>& dims) {
   Bindings b;
   for (const std::string& a : args) {
     size_t eq = a.find('=');
     if (eq == std::string::npos || eq == 0) throw_usage_error("binding '" + a + "' is not NAME=VALUE");
     std::string name = a.substr(0, eq), value = a.substr(eq + 1);
     if (b.arrays.count(name) || b.scalars.count(name)) throw_usage_error("'" + name + "' is bound twice");
-    if (!names) {
-      if (looks_numeric(value)) {
-        b.scalars[name] = value;
-      } else {
-        b.arrays[name] = read_npy(value, name);
-        if (array_paths) array_paths->push_back(value);
-      }
-      continue;
-    }
-    if (auto p = names->params.find(name); p != names->params.end()) {
-      if (!looks_numeric(value))
-        throw_data_error(name, "'" + value + "' is not a number (" + name + " is a scalar parameter of the query, " +
-                                   at(*query, p->second) + ")");
-      b.scalars[name] = value;
-      continue;
-    }
-    auto arr = names->arrays.find(name);
-    if (arr == names->arrays.end()) {
-      std::string near = closest_name(name, names->all);
-      throw_usage_error("binding '" + name + "' matches no input or parameter of the query" +
-                        (near.empty() ? "" : " (did you mean '" + near + "'?)"));
-    }
-    if (looks_numeric(value)) {   // bind() says that an array wants a file
-      b.scalars[name] = value;
-      continue;
-    }
-    NDArray x = read_npy(value, name);
-    if (auto g = names->output_index.find(name); g != names->output_index.end() && is_float(x.dtype))
-      throw_data_error(name, "an index vector must hold integers, got " + std::string(dtype_name(x.dtype)) + " (" + value +
-                                 "; used as an output index at " + at(*query, g->second) + ")");
-    b.arrays[name] = std::move(x);
-    if (array_paths) array_paths->push_back(value);
+    if (looks_numeric(value)) b.scalars[name] = value;
+    else b.arrays[name] = read_npy(value, name);
   }
   for (const std::string& d : dims) {
     size_t eq = d.find('=');
     if (eq == std::string::npos || eq == 0) throw_usage_error("--dim '" + d + "' is not NAME=D1[,D2]");
     std::string name = d.substr(0, eq);
     if (b.dims.count(name)) throw_usage_error("--dim " + name + " is given twice");
-    b.dims[name] = parse_dims(name, d.substr(eq + 1));
+    b.dims[name] = parse_dim_extents(name, d.substr(eq + 1));
   }
   return b;
 }

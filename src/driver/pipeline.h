@@ -60,14 +60,14 @@ struct Prepared {
 
 // Read a query file (usage error, exit 2, when missing, unreadable or a directory).
 Source read_query_file(const std::string& path);
-// Parse `NAME=VALUE` texts and `--dim NAME=D1[,D2]` texts. Without `query`, numbers bind scalars
-// and anything else is a .npy path. With the query's plan (build_plan without types is enough),
-// the query decides: a scalar parameter's value must be a number, an input array's a file
-// (read as .npy), an output index vector must hold integers, and a name the query does not
-// have is a usage error before any file is read. `array_paths`, when given, receives the file
-// path of every array binding (for the outputs' overwrite check).
-Bindings parse_bindings(const std::vector<std::string>& args, const std::vector<std::string>& dims,
-                        const Plan* query = nullptr, std::vector<std::string>* array_paths = nullptr);
+// Parse `NAME=VALUE` texts and `--dim NAME=D1[,D2]` texts without a query (tools and tests):
+// numbers bind scalars and anything else is a .npy path. (The CLI reads its bindings as the query
+// says: src/cli/bindings.cpp.)
+Bindings parse_bindings(const std::vector<std::string>& args, const std::vector<std::string>& dims);
+// The command-line syntax both readers share: whether VALUE binds a scalar (a number, `inf`,
+// `-inf`), and the extents of `--dim NAME=TEXT` (usage errors name the option).
+bool looks_numeric(const std::string& value);
+std::vector<int64_t> parse_dim_extents(const std::string& name, const std::string& text);
 // Typed plan from source + bindings, with the rewrite passes applied; then bind.
 std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, bool bound_rewrites = true);
 // prepare() for a plan already typed for these bindings' element types (plan_with_rewrites of

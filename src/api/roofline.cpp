@@ -4,13 +4,13 @@
 #include <fstream>
 #include <sstream>
 
-#include "cli/commands.h"
+#include "api/roofline.h"
 #include "core/error.h"
 #include "cuda/runtime.h"
 #include "peak/peak.h"
 #include "plan/semiring.h"
 
-namespace gamut::cli {
+namespace gamut::api {
 
 std::string peak_report_path() { return cuda::cache_dir() + "/peak.json"; }
 
@@ -22,7 +22,7 @@ void save_peak_report(const std::string& json) {
   std::filesystem::rename(tmp, peak_report_path(), ec);
 }
 
-std::string roofline(const Prepared& p) {
+std::string roofline(const Plan& plan, const Instance& inst) {
   std::ifstream f(peak_report_path());
   if (!f) return "roofline: no measured ceilings yet (run `gamut peak` on the GPU; it saves them to " + peak_report_path() + ")\n";
   std::stringstream ss;
@@ -33,8 +33,6 @@ std::string roofline(const Prepared& p) {
   } catch (const Error& e) {
     return std::string("roofline: saved peak report unreadable: ") + e.what() + "\n";
   }
-  const Plan& plan = p.plan;
-  const Instance& inst = p.instance;
   double steps = double(inst.batch) * double(inst.row.size()) * double(inst.col.size()) * double(inst.red.size());
   SemiringForm form = semiring_form(plan);
   double ops = steps * ops_per_step(plan);
@@ -74,4 +72,4 @@ std::string roofline(const Prepared& p) {
   return buf;
 }
 
-}  // namespace gamut::cli
+}  // namespace gamut::api
