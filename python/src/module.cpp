@@ -154,6 +154,8 @@ nb::dict stats_dict(const gamut::RunStats& s) {
   d["compile_ms"] = s.compile_ms;
   d["cache"] = s.cache;
   d["tile"] = s.tile;
+  d["math"] = s.math;           // spec section 10: "ieee", "bf16", "tf32", ...
+  d["mainloop"] = s.mainloop;   // "simt", "mma.sync"
   d["threads"] = s.threads;
   d["device_peak_bytes"] = s.device_peak_bytes;
   d["M"] = s.m;
