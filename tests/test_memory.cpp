@@ -3,6 +3,8 @@
 // under a memory limit, and lists that outgrow their budget while they grow.
 #include <gtest/gtest.h>
 
+#include "asan_skip.h"
+
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -120,6 +122,7 @@ TEST(HostMemory, CgroupV2MaxAndAContainerThatSeesItsCgroupAsRoot) {
 }
 
 TEST(HostMemory, AddressSpaceLimitLeavesLimitMinusWhatIsMapped) {
+  SKIP_UNDER_ASAN();
   // In a child: the limit must not constrain the test process.
   pid_t pid = fork();
   ASSERT_GE(pid, 0);

@@ -2,6 +2,8 @@
 // the spec's exit status, no signal, no output left behind. Memory limits are set with
 // `ulimit -v` in the child's shell; nothing here allocates much for real.
 #include <gtest/gtest.h>
+
+#include "asan_skip.h"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -121,6 +123,7 @@ TEST(SizesCli, ExtentsFromScalarsAndBatchRangesAreBounded) {
 }
 
 TEST(SizesCli, OutputsThatTogetherExceedMemoryFailBeforeAllocating) {
+  SKIP_UNDER_ASAN();
   TempDir d;
   // Two aggregates of 400 MB each under a 600 MB address-space limit: each alone would fit.
   const std::string q = "'where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } C[g[i]] += a; D[g[i]] max= a; }'";
@@ -140,6 +143,7 @@ TEST(SizesCli, OutputsThatTogetherExceedMemoryFailBeforeAllocating) {
 }
 
 TEST(SizesCli, AListThatOutgrowsMemoryFailsNamingIt) {
+  SKIP_UNDER_ASAN();
   TempDir d;
   // 4000 x 4000 pairs, 24 bytes a row: 384 MB of rows under a 300 MB limit.
   const std::string q = "'where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } emit Pairs(i, j, a); }'";
