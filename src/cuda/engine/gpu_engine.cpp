@@ -166,16 +166,17 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     if (end > INT_MAX) throw_device_error("an axis range end above 2^31-1 is not supported on the GPU");
 
   const KernelChoice choice =
-      choose_kernel(inst, dev.sm_count, dev.smem_per_block_optin, options.tile, options.masked_joins);
+      choose_kernel(inst, dev.sm_count, dev.smem_per_block_optin, options.tile, options.masked_joins, options.f32_math);
   const TileConfig tile = choice.tile;
   std::string why;
-  if (!tile_valid(tile, &why)) throw_usage_error("--tile " + tile.str() + ": " + why);
+  if (!choice.options.tensor_cores() && !tile_valid(tile, &why)) throw_usage_error("--tile " + tile.str() + ": " + why);
   // Compile (or find in the caches: the caller's memo, then the in-process and disk caches).
   const CodegenOptions& cgo = choice.options;
   CompileOptions co;
   co.arch = options.arch.empty() ? arch_for(dev.cc_major, dev.cc_minor) : options.arch;
+  const std::string tc = cgo.tensor_cores() ? " mma.sync" : "";
   const std::string variant = tile.str() + (cgo.packed16 ? " packed16" : "") + (cgo.grouped_join ? " grouped-join" : "") +
-                              " " + co.arch;
+                              tc + " " + co.arch;
   KernelMemo* memo = options.kernel_memo ? static_cast<KernelMemo*>(options.kernel_memo->get()) : nullptr;
   Compiled compiled;
   bool memo_hit = false;
@@ -188,7 +189,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   }
   CompiledModule module;
   if (!memo_hit) {
-    compiled.info = kernel_info(P, tile);
+    compiled.info = kernel_info(P, tile, cgo);
     if (compiled.info.smem_bytes > dev.smem_per_block_optin)
       throw_device_error("tile " + tile.str() + " needs " + std::to_string(compiled.info.smem_bytes) +
                          " bytes of shared memory per block; the device has " + std::to_string(dev.smem_per_block_optin));
@@ -208,7 +209,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     stats->compile_ms = memo_hit ? 0 : module.compile_ms;
     stats->cache_hit = memo_hit ? "memory" : cache_hit_name(module.hit);
     stats->cache_key = compiled.key;
-    stats->tile = tile.str() + (cgo.packed16 ? " packed16" : "") + (groups ? " grouped-join" : "");
+    stats->tile = tile.str() + (cgo.packed16 ? " packed16" : "") + (groups ? " grouped-join" : "") + tc;
   }
   Kernel& kernel = *compiled.kernel;
   const int64_t steps = 2 + (options.repeats > 0 ? options.warmup + options.repeats : 0);
