@@ -27,8 +27,9 @@ std::unique_ptr<Prepared> prepared(const tq::TcQuery& q, DType t, const tq::Size
   return p;
 }
 
-KernelChoice choice(const Prepared& p, F32Math f, const std::optional<TileConfig>& tile = std::nullopt) {
-  return choose_kernel(p.instance, testnvrtc::kH100Sms, testnvrtc::kH100Smem, tile, false, f);
+KernelChoice choice(const Prepared& p, F32Math f, const std::optional<TileConfig>& tile = std::nullopt,
+                    bool masked_joins = false) {
+  return choose_kernel(p.instance, testnvrtc::kH100Sms, testnvrtc::kH100Smem, tile, masked_joins, f);
 }
 
 const tq::TcQuery& query(const std::string& name) {
@@ -59,6 +60,11 @@ TEST(CodegenTensor, ChoiceFollowsTheMath) {
     const KernelChoice forced = choice(*p, m.f32_math, parse_tile("64x64x8/4x4"));
     EXPECT_FALSE(forced.options.tensor_cores());
   }
+  // A key-grouped join keeps the SIMT mainloop (its tiles are key-ordered positions).
+  auto join = prepared(query("join_masked"), DType::BF16);
+  EXPECT_FALSE(choice(*join, F32Math::Ieee).options.tensor_cores());
+  EXPECT_TRUE(choice(*join, F32Math::Ieee).options.grouped_join);
+  EXPECT_TRUE(choice(*join, F32Math::Ieee, std::nullopt, true).options.tensor_cores());
   // f32 under ieee, and sums of products of other types, stay on SIMT.
   auto f = prepared(query("project"), DType::F32);
   EXPECT_FALSE(choice(*f, F32Math::Ieee).options.tensor_cores());
@@ -75,7 +81,7 @@ TEST(CodegenTensor, EveryGpuTestCaseRenders) {
       for (const tq::TcMath& m : tq::maths()) {
         SCOPED_TRACE(std::string(q.name) + " " + m.name);
         auto p = prepared(q, m.type, {33, 7, 45});
-        const KernelChoice k = choice(*p, m.f32_math);
+        const KernelChoice k = choice(*p, m.f32_math, std::nullopt, q.masked_joins);
         EXPECT_EQ(k.options.tensor_math, m.math);
         EXPECT_NO_THROW(generate_source(p->plan, k.tile, k.options));
         const Results r = run_cpu(p->instance);
@@ -126,8 +132,9 @@ TEST(CodegenTensor, KernelsCompileForSm90a) {
       if (std::string(x.name) == c.math) m = &x;
     ASSERT_TRUE(m);
     SCOPED_TRACE(std::string(c.query) + " " + c.math);
-    auto p = prepared(query(c.query), m->type);
-    const KernelChoice k = choice(*p, m->f32_math);
+    const tq::TcQuery& q = query(c.query);
+    auto p = prepared(q, m->type);
+    const KernelChoice k = choice(*p, m->f32_math, std::nullopt, q.masked_joins);
     ASSERT_EQ(k.options.tensor_math, m->math);
     const std::string log = testnvrtc::compile(generate_source(p->plan, k.tile, k.options), "sm_90a");
     EXPECT_EQ(log.find("bytes spill stores") != std::string::npos &&

@@ -23,6 +23,7 @@ struct TcQuery {
   bool p_ki = false;     // P is P[k, i] (else P[i, k])
   bool r_jk = false;     // R is R[j, k] (else R[k, j])
   bool batched = false;  // P[b, ...], R[b, ...]
+  bool masked_joins = false;  // run `when` keys as a mask (GpuRunOptions::masked_joins)
 };
 
 // Every output operator over `accum`, the sum of P x R over k.
@@ -49,6 +50,12 @@ inline const std::vector<TcQuery>& operator_queries() {
        "  let dist = qn[i] + xn[j] - 2 * dot;\n"
        "  emit Nearest(i, j, dist) bottom 10 by dist per i; }",
        false, true},
+      // `when`: the pass bits over the map; a key join runs masked (a key-grouped join keeps SIMT).
+      {"when_filter", "where (i, j) when (Pzip[i] != Rzip[j]) { accum = 0; reduce (k) { accum += P[i, k] * R[k, j]; }\n"
+                      "  S[Pzip[i]] += accum; }"},
+      {"join_masked", "where (i, j) when (Pzip[i] == Rzip[j]) { accum = 0; reduce (k) { accum += P[i, k] * R[k, j]; }\n"
+                      "  AreaTotal[Pzip[i]] += accum; }",
+       false, false, false, true},
   };
   return q;
 }

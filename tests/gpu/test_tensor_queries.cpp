@@ -48,6 +48,7 @@ int64_t check(const tq::TcQuery& q, const tq::TcMath& m, const tq::Sizes& s) {
   const Results cpu = run_cpu(p->instance);
   cuda::GpuRunOptions o;
   o.f32_math = m.f32_math;
+  o.masked_joins = q.masked_joins;
   const bool poison = std::string(q.text).find("C[") != std::string::npos;
   std::vector<cuda::DeviceBuffer> outs;
   if (poison)

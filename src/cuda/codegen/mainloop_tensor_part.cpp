@@ -82,9 +82,11 @@ class TensorMainloop final : public Mainloop {
     return m;
   }
 
-  // Top / bottom lists' selection passes next to the accumulators spilled at 128 registers per
-  // thread (ptxas, sm_90a, every math): those kernels get the whole register file.
+  // Top / bottom lists' selection passes, and `when` pass bits held through the mainloop, next
+  // to the accumulators spilled at 128 registers per thread (ptxas, sm_90a, every math): those
+  // kernels get the whole register file.
   int min_blocks() const override {
+    if (X.has_pass()) return 1;
     for (const ListOutput& l : P.lists)
       if (l.mode == ListMode::Top || l.mode == ListMode::Bottom) return 1;
     return tc_min_blocks(spec_);

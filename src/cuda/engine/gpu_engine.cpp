@@ -174,7 +174,13 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   const CodegenOptions& cgo = choice.options;
   CompileOptions co;
   co.arch = options.arch.empty() ? arch_for(dev.cc_major, dev.cc_minor) : options.arch;
-  const std::string tc = cgo.tensor_cores() ? " mma.sync" : "";
+  // (The math is part of the variant: tf32 and tf32x3 kernels of one plan share the tile.)
+  const char* const math = cgo.tensor_math == InnerMath::F16    ? "f16"
+                           : cgo.tensor_math == InnerMath::BF16 ? "bf16"
+                           : cgo.tensor_math == InnerMath::Int8 ? "8-bit"
+                           : cgo.tensor_math == InnerMath::Tf32 ? "tf32"
+                                                                : "tf32x3";
+  const std::string tc = cgo.tensor_cores() ? std::string(" mma.sync ") + math : "";
   const std::string variant = tile.str() + (cgo.packed16 ? " packed16" : "") + (cgo.grouped_join ? " grouped-join" : "") +
                               tc + " " + co.arch;
   KernelMemo* memo = options.kernel_memo ? static_cast<KernelMemo*>(options.kernel_memo->get()) : nullptr;
