@@ -21,8 +21,9 @@ namespace tq = gamut::testtcq;
 
 namespace {
 
-std::unique_ptr<Prepared> prepared(const tq::TcQuery& q, DType t, const tq::Sizes& s = {7, 33, 45}) {
-  auto p = prepare(Source{std::string(q.name) + ".mmlt", q.text}, tq::bindings(q, t, s), false);
+std::unique_ptr<Prepared> prepared(const tq::TcQuery& q, DType t, const tq::Sizes& s = {7, 33, 45},
+                                   std::optional<DType> rt = std::nullopt) {
+  auto p = prepare(Source{std::string(q.name) + ".mmlt", q.text}, tq::bindings(q, t, rt.value_or(t), s), false);
   EXPECT_FALSE(p->program) << q.name << ": runs as one kernel";
   return p;
 }
@@ -59,6 +60,10 @@ TEST(CodegenTensor, ChoiceFollowsTheMath) {
     // A forced tile keeps the SIMT mainloop.
     const KernelChoice forced = choice(*p, m.f32_math, parse_tile("64x64x8/4x4"));
     EXPECT_FALSE(forced.options.tensor_cores());
+    // So does a device without the instructions (compute capability below 8.0).
+    EXPECT_FALSE(
+        choose_kernel(p->instance, testnvrtc::kH100Sms, testnvrtc::kH100Smem, std::nullopt, false, m.f32_math, false)
+            .options.tensor_cores());
   }
   // A key-grouped join keeps the SIMT mainloop (its tiles are key-ordered positions).
   auto join = prepared(query("join_masked"), DType::BF16);
@@ -78,19 +83,20 @@ TEST(CodegenTensor, ChoiceFollowsTheMath) {
 TEST(CodegenTensor, EveryGpuTestCaseRenders) {
   for (const auto* list : {&tq::operator_queries(), &tq::layout_queries()})
     for (const tq::TcQuery& q : *list)
-      for (const tq::TcMath& m : tq::maths()) {
-        SCOPED_TRACE(std::string(q.name) + " " + m.name);
-        auto p = prepared(q, m.type, {33, 7, 45});
-        const KernelChoice k = choice(*p, m.f32_math, std::nullopt, q.masked_joins);
-        EXPECT_EQ(k.options.tensor_math, m.math);
-        EXPECT_NO_THROW(generate_source(p->plan, k.tile, k.options));
-        const Results r = run_cpu(p->instance);
-        bool nonzero = false;
-        for (const NDArray& d : r.dense)
-          for (std::byte b : d.data) nonzero = nonzero || b != std::byte{0};
-        for (const Table& t : r.lists) nonzero = nonzero || t.rows > 0;
-        EXPECT_TRUE(nonzero);
-      }
+      for (const auto* ms : {&tq::maths(), &tq::mixed_8bit()})
+        for (const tq::TcMath& m : *ms) {
+          SCOPED_TRACE(std::string(q.name) + " " + m.name);
+          auto p = prepared(q, m.type, {33, 7, 45}, m.r_type);
+          const KernelChoice k = choice(*p, m.f32_math, std::nullopt, q.masked_joins);
+          EXPECT_EQ(k.options.tensor_math, m.math);
+          EXPECT_NO_THROW(generate_source(p->plan, k.tile, k.options));
+          const Results r = run_cpu(p->instance);
+          bool nonzero = false;
+          for (const NDArray& d : r.dense)
+            for (std::byte b : d.data) nonzero = nonzero || b != std::byte{0};
+          for (const Table& t : r.lists) nonzero = nonzero || t.rows > 0;
+          EXPECT_TRUE(nonzero);
+        }
 }
 
 TEST(CodegenTensor, ValueIsInitPlusFactorTimesSum) {
@@ -126,14 +132,17 @@ TEST(CodegenTensor, KernelsCompileForSm90a) {
   }
   for (const char* m : {"bf16", "i8", "tf32"})
     for (const tq::TcQuery& q : tq::layout_queries()) cases.push_back({q.name, m});
+  cases.push_back({"project", "u8xi8"});
+  cases.push_back({"scaled_ki_jk", "i8xu8"});
   for (const Case& c : cases) {
     const tq::TcMath* m = nullptr;
-    for (const tq::TcMath& x : tq::maths())
-      if (std::string(x.name) == c.math) m = &x;
+    for (const auto* ms : {&tq::maths(), &tq::mixed_8bit()})
+      for (const tq::TcMath& x : *ms)
+        if (std::string(x.name) == c.math) m = &x;
     ASSERT_TRUE(m);
     SCOPED_TRACE(std::string(c.query) + " " + c.math);
     const tq::TcQuery& q = query(c.query);
-    auto p = prepared(q, m->type);
+    auto p = prepared(q, m->type, {7, 33, 45}, m->r_type);
     const KernelChoice k = choice(*p, m->f32_math, std::nullopt, q.masked_joins);
     ASSERT_EQ(k.options.tensor_math, m->math);
     const std::string log = testnvrtc::compile(generate_source(p->plan, k.tile, k.options), "sm_90a");

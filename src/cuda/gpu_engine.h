@@ -96,14 +96,15 @@ bool packed16_data_fits(const Plan& plan, const Instance& inst);
 // `smem_per_block` bytes (no device needed; `explain --source` shows the same kernel). With
 // `tile`, that tile; `masked_joins` and `f32_math` as in GpuRunOptions. Sums of products whose
 // math (choose_math) runs on tensor cores get the tensor-core mainloop, except with a forced
-// tile, packed 16-bit steps or a key-grouped join (those keep the SIMT mainloop).
+// tile, packed 16-bit steps or a key-grouped join (those keep the SIMT mainloop), and on devices
+// without the mma.sync forms used (`tensor_cores` false: compute capability below 8.0).
 struct KernelChoice {
   TileConfig tile;
   CodegenOptions options;
 };
 KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_block,
                            const std::optional<TileConfig>& tile = std::nullopt, bool masked_joins = false,
-                           F32Math f32_math = F32Math::Ieee);
+                           F32Math f32_math = F32Math::Ieee, bool tensor_cores = true);
 // Name of the kernel entry point(s) in generated source.
 extern const char* const kMainKernelName;
 

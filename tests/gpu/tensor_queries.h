@@ -6,6 +6,7 @@
 // the GPU must match the CPU engine bit for bit.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -20,9 +21,9 @@ namespace gamut::testtcq {
 struct TcQuery {
   const char* name;
   const char* text;
-  bool p_ki = false;     // P is P[k, i] (else P[i, k])
-  bool r_jk = false;     // R is R[j, k] (else R[k, j])
-  bool batched = false;  // P[b, ...], R[b, ...]
+  bool p_ki = false;          // P is P[k, i] (else P[i, k])
+  bool r_jk = false;          // R is R[j, k] (else R[k, j])
+  bool batched = false;       // P[b, ...], R[b, ...]
   bool masked_joins = false;  // run `when` keys as a mask (GpuRunOptions::masked_joins)
 };
 
@@ -51,10 +52,12 @@ inline const std::vector<TcQuery>& operator_queries() {
        "  emit Nearest(i, j, dist) bottom 10 by dist per i; }",
        false, true},
       // `when`: the pass bits over the map; a key join runs masked (a key-grouped join keeps SIMT).
-      {"when_filter", "where (i, j) when (Pzip[i] != Rzip[j]) { accum = 0; reduce (k) { accum += P[i, k] * R[k, j]; }\n"
-                      "  S[Pzip[i]] += accum; }"},
-      {"join_masked", "where (i, j) when (Pzip[i] == Rzip[j]) { accum = 0; reduce (k) { accum += P[i, k] * R[k, j]; }\n"
-                      "  AreaTotal[Pzip[i]] += accum; }",
+      {"when_filter",
+       "where (i, j) when (Pzip[i] != Rzip[j]) { accum = 0; reduce (k) { accum += P[i, k] * R[k, j]; }\n"
+       "  S[Pzip[i]] += accum; }"},
+      {"join_masked",
+       "where (i, j) when (Pzip[i] == Rzip[j]) { accum = 0; reduce (k) { accum += P[i, k] * R[k, j]; }\n"
+       "  AreaTotal[Pzip[i]] += accum; }",
        false, false, false, true},
   };
   return q;
@@ -75,15 +78,24 @@ inline const std::vector<TcQuery>& layout_queries() {
 
 struct TcMath {
   const char* name;
-  DType type;  // of P and R
+  DType type;  // of P (and of R unless r_type says otherwise)
   F32Math f32_math;
   InnerMath math;
+  std::optional<DType> r_type = std::nullopt;
 };
 inline const std::vector<TcMath>& maths() {
   static const std::vector<TcMath> m = {
       {"bf16", DType::BF16, F32Math::Ieee, InnerMath::BF16}, {"f16", DType::F16, F32Math::Ieee, InnerMath::F16},
       {"i8", DType::I8, F32Math::Ieee, InnerMath::Int8},     {"tf32x3", DType::F32, F32Math::Tf32x3, InnerMath::Tf32x3},
       {"tf32", DType::F32, F32Math::Tf32, InnerMath::Tf32},
+  };
+  return m;
+}
+// Mixed 8-bit operands (gm::tc::MathI8<unsigned char, signed char> and the reverse).
+inline const std::vector<TcMath>& mixed_8bit() {
+  static const std::vector<TcMath> m = {
+      {"u8xi8", DType::U8, F32Math::Ieee, InnerMath::Int8, DType::I8},
+      {"i8xu8", DType::I8, F32Math::Ieee, InnerMath::Int8, DType::U8},
   };
   return m;
 }
@@ -107,23 +119,23 @@ inline void put(NDArray& a, int64_t e, double v) {
 
 // Small integers: [-4, 4] for 16-bit and f32 operands (every sum exact in f32 for K below 2^18),
 // the full range for 8-bit ones (i32 sums exact); zip codes mod 5; norms 0 .. 49.
-inline Bindings bindings(const TcQuery& q, DType t, const Sizes& s, uint32_t seed = 11) {
+inline Bindings bindings(const TcQuery& q, DType t, DType rt, const Sizes& s, uint32_t seed = 11) {
   std::mt19937 rng(seed);
   auto fill = [&](NDArray& a, int lo, int hi) {
     std::uniform_int_distribution<int> d(lo, hi);
     for (int64_t e = 0; e < a.size(); ++e) put(a, e, d(rng));
   };
-  const bool eight = t == DType::I8 || t == DType::U8;
-  const int lo = eight ? (t == DType::I8 ? -128 : 0) : -4, hi = eight ? (t == DType::I8 ? 127 : 255) : 4;
+  auto lo = [](DType d) { return d == DType::I8 ? -128 : d == DType::U8 ? 0 : -4; };
+  auto hi = [](DType d) { return d == DType::I8 ? 127 : d == DType::U8 ? 255 : 4; };
   auto shape = [&](int64_t a, int64_t b) {
     return q.batched ? std::vector<int64_t>{s.batch, a, b} : std::vector<int64_t>{a, b};
   };
   const std::string text = q.text;
   Bindings b;
   b.arrays["P"] = NDArray::zeros(t, q.p_ki ? shape(s.k, s.m) : shape(s.m, s.k));
-  b.arrays["R"] = NDArray::zeros(t, q.r_jk ? shape(s.n, s.k) : shape(s.k, s.n));
-  fill(b.arrays["P"], lo, hi);
-  fill(b.arrays["R"], lo, hi);
+  b.arrays["R"] = NDArray::zeros(rt, q.r_jk ? shape(s.n, s.k) : shape(s.k, s.n));
+  fill(b.arrays["P"], lo(t), hi(t));
+  fill(b.arrays["R"], lo(rt), hi(rt));
   if (text.find("Pzip") != std::string::npos) {
     b.arrays["Pzip"] = NDArray::zeros(DType::I32, {s.m});
     b.arrays["Rzip"] = NDArray::zeros(DType::I32, {s.n});
@@ -138,6 +150,9 @@ inline Bindings bindings(const TcQuery& q, DType t, const Sizes& s, uint32_t see
   }
   if (text.find("thres") != std::string::npos) b.scalars["thres"] = "0";
   return b;
+}
+inline Bindings bindings(const TcQuery& q, const TcMath& m, const Sizes& s, uint32_t seed = 11) {
+  return bindings(q, m.type, m.r_type.value_or(m.type), s, seed);
 }
 
 }  // namespace gamut::testtcq

@@ -42,7 +42,7 @@ bool any_nonzero(const NDArray& a) {
 int64_t check(const tq::TcQuery& q, const tq::TcMath& m, const tq::Sizes& s) {
   SCOPED_TRACE(std::string(q.name) + " " + m.name + " " + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" +
                std::to_string(s.k));
-  auto p = prepare(Source{std::string(q.name) + ".mmlt", q.text}, tq::bindings(q, m.type, s), false);
+  auto p = prepare(Source{std::string(q.name) + ".mmlt", q.text}, tq::bindings(q, m, s), false);
   EXPECT_FALSE(p->program);
   if (p->program) return 0;
   const Results cpu = run_cpu(p->instance);
@@ -131,6 +131,13 @@ TEST(GpuTensorQueries, Tf32Operators) {
 }
 // Orientations, factors and batches: bf16 (ldmatrix and its .trans form), i8 (the transpose
 // through registers), tf32 (scalar f32 reads); f16 and tf32x3 share those loaders.
+// Mixed signedness of 8-bit operands: u8 x i8 and i8 x u8 (with both operands transposed).
+TEST(GpuTensorQueries, MixedEightBit) {
+  SKIP_WITHOUT_GPU();
+  for (const tq::TcQuery& q : tq::operator_queries())
+    if (std::string(q.name) == "project" || std::string(q.name) == "top") check_all_sizes(q, tq::mixed_8bit()[0]);
+  check_all_sizes(tq::layout_queries()[0], tq::mixed_8bit()[1]);
+}
 TEST(GpuTensorQueries, Bf16Layouts) {
   SKIP_WITHOUT_GPU();
   layouts_of("bf16");
@@ -150,7 +157,7 @@ TEST(GpuTensorQueries, Bf16RandomWithinBound) {
   SKIP_WITHOUT_GPU();
   const tq::TcQuery& q = tq::operator_queries()[0];
   const tq::Sizes s{300, 257, 515};
-  Bindings b = tq::bindings(q, DType::BF16, s);
+  Bindings b = tq::bindings(q, tq::maths()[0], s);
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   for (const char* name : {"P", "R"}) {

@@ -189,7 +189,8 @@ TileConfig choose_tile(const Plan& plan, int sm_count, size_t smem_per_block) {
 }
 
 KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_block,
-                           const std::optional<TileConfig>& forced, bool masked_joins, F32Math f32_math) {
+                           const std::optional<TileConfig>& forced, bool masked_joins, F32Math f32_math,
+                           bool tensor_cores) {
   const Plan& P = *inst.plan;
   const int64_t rows = inst.row.size(), cols = inst.col.size(), batch = inst.batch;
   KernelChoice k;
@@ -208,7 +209,7 @@ KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_b
   // Sums of products on the tensor cores (spec section 10) with their own tile. A forced tile
   // (benchmarks of the SIMT tiles), packed steps and grouped joins keep the SIMT mainloop.
   const MathChoice math = executed_math(P, f32_math);
-  if (math.tensor_cores() && !forced && !k.options.packed16 && !k.options.grouped_join) {
+  if (tensor_cores && math.tensor_cores() && !forced && !k.options.packed16 && !k.options.grouped_join) {
     k.tile = tc_kernel_tile(math.math);
     k.options.tensor_math = math.math;
   }

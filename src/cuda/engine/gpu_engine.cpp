@@ -166,7 +166,8 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     if (end > INT_MAX) throw_device_error("an axis range end above 2^31-1 is not supported on the GPU");
 
   const KernelChoice choice =
-      choose_kernel(inst, dev.sm_count, dev.smem_per_block_optin, options.tile, options.masked_joins, options.f32_math);
+      choose_kernel(inst, dev.sm_count, dev.smem_per_block_optin, options.tile, options.masked_joins, options.f32_math,
+                    dev.cc_major >= 8);   // (mma.sync with bf16 / tf32 / k32 int8, cp.async: sm_80 on)
   const TileConfig tile = choice.tile;
   std::string why;
   if (!choice.options.tensor_cores() && !tile_valid(tile, &why)) throw_usage_error("--tile " + tile.str() + ": " + why);
