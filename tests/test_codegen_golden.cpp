@@ -106,10 +106,11 @@ NDArray make_array(const std::string& spec) {
   return a;
 }
 
-// One line of queries.txt: NAME FILE [--no-rewrites] [--masked-joins] BINDING...
+// One line of queries.txt: NAME FILE [--no-rewrites] [--masked-joins] [--f32-math=M] BINDING...
 struct QuerySpec {
   std::string name, file;
   bool rewrites = true, masked_joins = false;
+  F32Math f32_math = F32Math::Ieee;
   std::vector<std::pair<std::string, std::string>> bindings;
 };
 
@@ -128,6 +129,8 @@ std::vector<QuerySpec> query_specs() {
         q.rewrites = false;
       else if (w == "--masked-joins")
         q.masked_joins = true;
+      else if (w.rfind("--f32-math=", 0) == 0)
+        q.f32_math = f32_math_from_name(w.substr(11)).value();
       else
         q.bindings.push_back({w.substr(0, w.find('=')), w.substr(w.find('=') + 1)});
     }
@@ -142,9 +145,12 @@ bool is_number(const std::string& s) {
   return !s.empty() && *end == '\0';
 }
 
-// The kernels a bound query runs on the GPU, as `explain --source` shows them.
-std::vector<KernelSource> kernels_of(const Prepared& p, bool masked_joins) {
-  return kernel_sources(p, kH100Sms, kH100Smem, "", masked_joins);
+// The kernels a bound query runs on the GPU, as `explain --source` shows them. Under an f32_math
+// other than ieee (which kernel_sources does not take): the main kernel that run_gpu compiles.
+std::vector<KernelSource> kernels_of(const Prepared& p, bool masked_joins, F32Math f32_math = F32Math::Ieee) {
+  if (f32_math == F32Math::Ieee) return kernel_sources(p, kH100Sms, kH100Smem, "", masked_joins);
+  const KernelChoice k = choose_kernel(p.instance, kH100Sms, kH100Smem, std::nullopt, masked_joins, f32_math);
+  return {{"main", "", generate_source(*p.instance.plan, k.tile, k.options)}};
 }
 
 std::unique_ptr<Prepared> prepare_spec(const QuerySpec& q) {
@@ -162,10 +168,10 @@ std::unique_ptr<Prepared> prepare_spec(const QuerySpec& q) {
 void add_query_cases(std::vector<GoldenCase>& cases) {
   for (const QuerySpec& q : query_specs()) {
     // Each case prepares the query again: cheap, and the files stay independent.
-    const auto kernels = kernels_of(*prepare_spec(q), q.masked_joins);
+    const auto kernels = kernels_of(*prepare_spec(q), q.masked_joins, q.f32_math);
     for (size_t k = 0; k < kernels.size(); ++k) {
       const std::string file = "queries/" + q.name + (kernels.size() == 1 ? "" : "." + kernels[k].name) + ".cu";
-      cases.push_back({file, [q, k] { return kernels_of(*prepare_spec(q), q.masked_joins)[k].source; }});
+      cases.push_back({file, [q, k] { return kernels_of(*prepare_spec(q), q.masked_joins, q.f32_math)[k].source; }});
     }
   }
 }

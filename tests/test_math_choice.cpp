@@ -188,13 +188,25 @@ TEST(MathChoice, CliTakesF32Math) {
 // What explain and --json report is what the engines run: the kernel generator has the SIMT
 // mainloop only, so a tensor-core candidate reports SIMT and says why.
 TEST(MathChoice, ExecutedMathIsWhatTheGeneratorEmits) {
+  // The generator has the mma.sync mainloop for every tensor-core math: explain and --json name
+  // it; f32 under ieee and other inner operations stay on SIMT with the reason.
   const std::string q = "where (i, j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } C[i, j] = s; }";
   Plan bf = text(q, {{{"A", DType::BF16}, {"B", DType::BF16}}});
   ASSERT_TRUE(choose_math(bf, F32Math::Ieee).tensor_cores());
   MathChoice ran = executed_math(bf, F32Math::Ieee);
-  EXPECT_EQ(ran.mainloop_name(), "simt");
-  EXPECT_NE(ran.why.find("bf16"), std::string::npos) << ran.why;
+  EXPECT_EQ(ran.mainloop_name(), "mma.sync");
+  EXPECT_EQ(ran.math, InnerMath::BF16);
+  EXPECT_TRUE(ran.why.empty()) << ran.why;
+  EXPECT_EQ(explain_math(bf, F32Math::Ieee), "math: bf16 on the mma.sync mainloop\n");
+  for (DType t : {DType::F16, DType::I8, DType::U8}) {
+    Plan p = text(q, {{{"A", t}, {"B", t}}});
+    EXPECT_EQ(executed_math(p, F32Math::Ieee).mainloop_name(), "mma.sync") << dtype_name(t);
+  }
   Plan f = text(q, {{{"A", DType::F32}, {"B", DType::F32}}});
   EXPECT_EQ(explain_math(f, F32Math::Ieee), "math: ieee on the simt mainloop (f32 inputs under f32_math ieee)\n");
-  EXPECT_NE(explain_math(f, F32Math::Tf32).find("could run as tf32"), std::string::npos) << explain_math(f, F32Math::Tf32);
+  EXPECT_EQ(explain_math(f, F32Math::Tf32), "math: tf32 on the mma.sync mainloop\n");
+  EXPECT_EQ(explain_math(f, F32Math::Tf32x3), "math: tf32x3 on the mma.sync mainloop\n");
+  Plan maxplus = text("where (i, j) { s = 0; reduce (k) { s max= A[i, k] + B[k, j]; } C[i, j] = s; }",
+                      {{{"A", DType::BF16}, {"B", DType::BF16}}});
+  EXPECT_EQ(executed_math(maxplus, F32Math::Tf32).mainloop_name(), "simt");
 }

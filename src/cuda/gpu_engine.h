@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bind/instance.h"
+#include "plan/math_choice.h"
 
 namespace gamut::cuda {
 
@@ -26,6 +27,7 @@ struct GpuRunOptions {
   int warmup = 0;                    // benchmarks: untimed launches after the result run
   int repeats = 0;                   // benchmarks: timed launches, each in GpuRunStats::runs_ms
   bool masked_joins = false;         // run `when` keys as a mask over every tile (no key grouping)
+  F32Math f32_math = F32Math::Ieee;  // sums of products of f32 inputs (spec section 10, RunOptions)
   // Dense outputs in memory the caller provides: dense_output(d, bytes) gives device memory for
   // output d in C order (Instance::dense_shapes[d]). Results::dense[d] then views it (bytes the
   // host does not read).
@@ -75,6 +77,10 @@ struct CodegenOptions {
   // Key-grouped join (codegen/join_groups.h): blocks read their rows and columns from a tile table and
   // position -> index maps; the tile operands are gathered into key order.
   bool grouped_join = false;
+  // The tensor-core mainloop of this math (docs/tensor-cores.md) instead of the SIMT one; the
+  // tile is then tc_kernel_tile(math) (codegen/mainloop_tensor.h). Simt: the SIMT mainloop.
+  InnerMath tensor_math = InnerMath::Simt;
+  bool tensor_cores() const { return tensor_math != InnerMath::Simt; }
 };
 // The CUDA C++ generated for a typed plan (no device needed): what NVRTC compiles.
 std::string generate_source(const Plan& plan, const TileConfig& tile, const CodegenOptions& options = {});
@@ -88,13 +94,17 @@ bool packed16_data_fits(const Plan& plan, const Instance& inst);
 
 // The tile and code variants run_gpu gives a bound instance on a device of `sm_count` SMs and
 // `smem_per_block` bytes (no device needed; `explain --source` shows the same kernel). With
-// `tile`, that tile; `masked_joins` as in GpuRunOptions.
+// `tile`, that tile; `masked_joins` and `f32_math` as in GpuRunOptions. Sums of products whose
+// math (choose_math) runs on tensor cores get the tensor-core mainloop, except with a forced
+// tile, packed 16-bit steps or a key-grouped join (those keep the SIMT mainloop), and on devices
+// without the mma.sync forms used (`tensor_cores` false: compute capability below 8.0).
 struct KernelChoice {
   TileConfig tile;
   CodegenOptions options;
 };
 KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_block,
-                           const std::optional<TileConfig>& tile = std::nullopt, bool masked_joins = false);
+                           const std::optional<TileConfig>& tile = std::nullopt, bool masked_joins = false,
+                           F32Math f32_math = F32Math::Ieee, bool tensor_cores = true);
 // Name of the kernel entry point(s) in generated source.
 extern const char* const kMainKernelName;
 

@@ -270,6 +270,7 @@ Results execute(const Instance& inst, const RunOptions& options, RunReport* repo
     go.dense_output = options.dense_output;
     go.asynchronous = options.asynchronous && options.repeats == 0;
     go.kernel_memo = options.kernel_memo;
+    go.f32_math = options.f32_math;
     if (options.repeats > 0) {
       go.warmup = 1;
       go.repeats = options.repeats;

@@ -204,12 +204,29 @@ MathChoice choose_math(const Plan& p, F32Math f32_math) {
   return c;
 }
 
+namespace {
+
+// The maths whose tensor-core mainloop the kernel generator emits (src/cuda/codegen/
+// mainloop_tensor_part.cpp: mma.sync, every output operator). A math switched off here runs
+// on the SIMT mainloop, at least as precise as asked, and explain says why.
+bool generator_emits(InnerMath m) {
+  switch (m) {
+    case InnerMath::F16:
+    case InnerMath::BF16:
+    case InnerMath::Int8:
+    case InnerMath::Tf32:
+    case InnerMath::Tf32x3: return true;
+    case InnerMath::Simt: break;
+  }
+  return false;
+}
+
+}  // namespace
+
 MathChoice executed_math(const Plan& plan, F32Math f32_math) {
   MathChoice c = choose_math(plan, f32_math);
-  if (c.tensor_cores()) {
-    // The tensor-core mainloops exist as device headers (docs/tensor-cores.md) but the kernel
-    // generator does not emit them yet: the SIMT mainloop runs, at least as precise as asked.
-    c.why = std::string("could run as ") + c.math_name() + " on tensor cores; this build's kernel generator has the SIMT mainloop only";
+  if (c.tensor_cores() && !generator_emits(c.math)) {
+    c.why = std::string("could run as ") + c.math_name() + " on tensor cores; this build's kernel generator runs it on the SIMT mainloop";
     c.math = InnerMath::Simt;
   }
   return c;

@@ -17,9 +17,9 @@ struct KernelInfo {
   size_t smem_bytes = 0;  // dynamic shared memory per block
 };
 
-// Everything the host needs to launch the kernel generate_source(plan, tile) renders.
+// Everything the host needs to launch the kernel generate_source(plan, tile, options) renders.
 // Throws Error(ExitCode::Query) for a plan the generator does not support.
-KernelInfo kernel_info(const Plan& plan, const TileConfig& tile);
+KernelInfo kernel_info(const Plan& plan, const TileConfig& tile, const CodegenOptions& options = {});
 
 // The index positions of dense output d as the kernel and the CPU engine address it: the
 // target's, with the batch axis prepended when the plan is batched and the target omits it.

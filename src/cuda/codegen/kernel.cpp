@@ -29,9 +29,11 @@ namespace {
 
 class KernelGenerator {
  public:
-  KernelGenerator(const Plan& plan, const TileConfig& tile, const CodegenOptions& options) : X(plan, tile) {
+  KernelGenerator(const Plan& plan, const TileConfig& tile, const CodegenOptions& options)
+      : X(plan, tile), options_(options) {
     X.coords = make_tile_coordinates(plan, X.A, options.grouped_join);
-    mainloop_ = make_simt_mainloop(X, options.packed16);
+    mainloop_ =
+        options.tensor_cores() ? make_tensor_mainloop(X, options.tensor_math) : make_simt_mainloop(X, options.packed16);
     X.map = mainloop_->map();
     outputs_ = make_epilogue(X);
   }
@@ -40,8 +42,7 @@ class KernelGenerator {
     const Plan& P = X.P;
     const TileConfig& T = X.T;
     Code& c = X.c;
-    const WarpShape w = warp_shape(T);
-    const KernelInfo info = kernel_info(P, T);
+    const KernelInfo info = kernel_info(P, T, options_);
     std::string name = P.source_name;
     for (char& ch : name)
       if (ch < 32 || ch > 126) ch = '?';
@@ -55,9 +56,7 @@ class KernelGenerator {
     c.line("");
     c.line("namespace {");
     c.line("");
-    c.line("typedef gm::TileShape<" + to_string(T.bm) + ", " + to_string(T.bn) + ", " + to_string(T.bk) + ", " +
-           to_string(T.tm) + ", " + to_string(T.tn) + ", " + to_string(w.warp_m) + ", " + to_string(w.warp_n) +
-           "> Shape;");
+    mainloop_->declare_shape(c);
     c.line("// Kernel arguments: one 64-bit word per field (pointers, sizes, strides, parameter bits),");
     c.line("// written by the launcher in this order (src/cuda/codegen/kernel_args.h).");
     c.open("struct Args");
@@ -69,10 +68,8 @@ class KernelGenerator {
     c.line("");
     c.line("}  // namespace");
     c.line("");
-    const int regs = estimate_registers(P, T);
-    const int min_blocks = regs <= kRegisterBudget ? std::max(1, 65536 / (info.threads * 128)) : 1;
-    c.line("// dynamic shared memory: " + to_string(info.smem_bytes) +
-           " bytes; estimated registers: " + to_string(regs));
+    const int min_blocks = mainloop_->min_blocks();
+    c.line("// dynamic shared memory: " + to_string(info.smem_bytes) + " bytes; " + mainloop_->resources());
     c.open("extern \"C\" __global__ void __launch_bounds__(" + to_string(info.threads) + ", " + to_string(min_blocks) +
            ") " + kMainKernelName + "(const Args a)");
     prologue(c);
@@ -131,6 +128,7 @@ class KernelGenerator {
   }
 
   KernelContext X;
+  CodegenOptions options_;
   std::unique_ptr<Mainloop> mainloop_;
   std::unique_ptr<Epilogue> outputs_;
 };
@@ -141,7 +139,8 @@ class KernelGenerator {
 
 std::string generate_source(const Plan& plan, const TileConfig& tile, const CodegenOptions& options) {
   std::string why;
-  if (!tile_valid(tile, &why)) throw_usage_error("invalid tile " + tile.str() + ": " + why);
+  // (A tensor-core kernel's tile is tc_kernel_tile's, whose k-slice the SIMT tiles do not have.)
+  if (!options.tensor_cores() && !tile_valid(tile, &why)) throw_usage_error("invalid tile " + tile.str() + ": " + why);
   if (!plan.typed) cg::unsupported("an untyped plan");
   // plan.k_sequential needs nothing: every thread runs k in increasing order (no split-k).
   return cg::KernelGenerator(plan, tile, options).run();

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "cuda/codegen/codegen.h"
 #include "cuda/codegen/internal.h"
+#include "cuda/codegen/mainloop_tensor.h"
 #include "cuda/codegen/outputs/output_operator.h"
 
 namespace gamut::cuda {
@@ -172,11 +173,18 @@ bool output_runs_along_j(const Plan& plan, int d) {
   return std::all_of(idx.begin(), idx.end(), [](const OutIndex& x) { return x.kind == OutIndex::Axis; });
 }
 
-KernelInfo kernel_info(const Plan& plan, const TileConfig& tile) {
+KernelInfo kernel_info(const Plan& plan, const TileConfig& tile, const CodegenOptions& options) {
   if (!plan.typed) cg::unsupported("an untyped plan");
   KernelInfo k;
   k.args = arg_layout(plan);
   k.threads = tile.threads();
+  if (options.tensor_cores()) {
+    // The tensor-core mainloop's stages; the output operators' tables reuse the space after it.
+    const TcMainloopSpec s = tc_plan_spec(plan, tile, options.tensor_math);
+    k.threads = s.tile.threads();
+    k.smem_bytes = std::max(tc_smem_bytes(s), cg::smem_plan(plan, tile).epilogue);
+    return k;
+  }
   k.smem_bytes = cg::smem_plan(plan, tile).total();
   return k;
 }

@@ -17,6 +17,9 @@ class Mainloop {
   virtual ~Mainloop() = default;
   // The device headers its code uses (the generated source includes only what its parts use).
   virtual std::vector<std::string> headers() const = 0;
+  // The block shape the output operators take (`Shape`: BM, BN, THREADS, TM x TN the map's
+  // grid, VN), first at namespace scope, with what it is made of.
+  virtual void declare_shape(Code& c) = 0;
   // Types at namespace scope, before the kernel (the SIMT mainloop: the Inner functor, Stage).
   virtual void declare(Code& c) = 0;
   // After the kernel's arguments are read: its state, shared memory, the inner op's parameters.
@@ -25,11 +28,18 @@ class Mainloop {
   virtual void run(Code& c) = 0;
   // Where the accumulators lie and how to read them (the same before and after run()).
   virtual AccumulatorMap map() const = 0;
+  // Blocks per SM the kernel is bounded for (__launch_bounds__), and the kernel's comment on
+  // its resources ("estimated registers: 96").
+  virtual int min_blocks() const = 0;
+  virtual std::string resources() const = 0;
 };
 
 // The SIMT mainloop; `packed16` steps on 16-bit lane pairs (CodegenOptions::packed16, throws
 // unsupported when the plan or tile has no such form).
 std::unique_ptr<Mainloop> make_simt_mainloop(KernelContext& ctx, bool packed16);
+// The tensor-core mainloop of `math` (mainloop_tensor_part.cpp) for a plan whose choose_math is
+// that math; the kernel tile is tc_kernel_tile(math).
+std::unique_ptr<Mainloop> make_tensor_mainloop(KernelContext& ctx, InnerMath math);
 
 // How one k step of the SIMT mainloop updates the accumulators: every (m, n) through the Inner
 // functor, or packed 16-bit tropical steps (packed16.cpp). A strategy of the SIMT mainloop.

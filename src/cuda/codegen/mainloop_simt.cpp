@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "cuda/codegen/mainloop.h"
+#include "cuda/codegen/tile_choice.h"
 
 namespace gamut::cuda::cg {
 
@@ -80,6 +81,20 @@ class SimtMainloop final : public Mainloop {
   }
 
   std::vector<std::string> headers() const override { return {"gamut_mainloop.cuh"}; }
+
+  void declare_shape(Code& c) override {
+    const TileConfig& T = X.T;
+    const WarpShape w = warp_shape(T);
+    c.line("typedef gm::TileShape<" + to_string(T.bm) + ", " + to_string(T.bn) + ", " + to_string(T.bk) + ", " +
+           to_string(T.tm) + ", " + to_string(T.tn) + ", " + to_string(w.warp_m) + ", " + to_string(w.warp_n) +
+           "> Shape;");
+  }
+
+  int min_blocks() const override {
+    const int regs = estimate_registers(P, X.T);
+    return regs <= kRegisterBudget ? std::max(1, 65536 / (X.T.threads() * 128)) : 1;
+  }
+  std::string resources() const override { return "estimated registers: " + to_string(estimate_registers(P, X.T)); }
 
   void declare(Code& c) override {
     inner_functor(c);

@@ -148,6 +148,34 @@ std::vector<TcTile> tc_wgmma_tiles(InnerMath m) {
   return {big, square};
 }
 
+TileConfig tc_kernel_tile(InnerMath m) {
+  const TcTile t = tc_tiles(m)[1];                                                  // 128 x 128, 2 x 4 warps
+  const int rows = 2 * (t.bm / t.warps_m / 16), cols = 2 * (t.bn / t.warps_n / 8);  // the map's grid
+  return TileConfig{t.bm, t.bn, t.bk, rows, cols};
+}
+
+TcTile tc_tile_of(const TileConfig& t) {
+  TcTile r;
+  r.bm = t.bm;
+  r.bn = t.bn;
+  r.bk = t.bk;
+  r.warps_m = 2;
+  r.warps_n = 4;
+  r.stages = 4;
+  return r;
+}
+
+TcMainloopSpec tc_plan_spec(const Plan& plan, const TileConfig& t, InnerMath m) {
+  // The f32 setting under which choose_math gives m (the orientations do not depend on it).
+  const F32Math f = m == InnerMath::Tf32 ? F32Math::Tf32 : m == InnerMath::Tf32x3 ? F32Math::Tf32x3 : F32Math::Ieee;
+  const MathChoice c = choose_math(plan, f);
+  if (c.math != m)
+    throw Error(ExitCode::Query, "internal error: the plan does not choose this tensor-core math (" + c.why + ")");
+  const bool a_kc = plan.accesses[size_t(c.row_access)].pattern == Pattern::RowRed;  // X[i, k]
+  const bool b_kc = plan.accesses[size_t(c.col_access)].pattern == Pattern::ColRed;  // Y[j, k]
+  return tc_spec(c, a_kc, b_kc, tc_tile_of(t));
+}
+
 std::string tc_mainloop_decls(const TcMainloopSpec& s, const std::string& in) {
   std::string why;
   if (!tc_spec_valid(s, &why))

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/types.h"
+#include "cuda/gpu_engine.h"
 #include "plan/math_choice.h"
 
 namespace gamut::cuda {
@@ -50,6 +51,17 @@ int tc_instruction_k(InnerMath m);
 std::vector<TcTile> tc_tiles(InnerMath m);
 // wgmma tiles (f16 / bf16; empty for other maths): 128x256 and 128x128, two warpgroups.
 std::vector<TcTile> tc_wgmma_tiles(InnerMath m);
+
+// The kernel tile of a tensor-core math (TileConfig, as the launcher and the output operators
+// see it): 128 x 128 with the k-slice of tc_tiles, and TM x TN the accumulator map's grid per
+// thread (8 x 8 for 2 x 4 warps), so that threads() is the mainloop's 256. One fixed tile for
+// now (docs/tensor-cores.md: the per-size choice is next).
+TileConfig tc_kernel_tile(InnerMath m);
+// The mainloop tile of a kernel tile (2 x 4 warps, 4 stages).
+TcTile tc_tile_of(const TileConfig& t);
+// The spec of a plan whose choose_math is `m` (throws an internal error when it is not), with
+// the operand orientations of its row and column accesses.
+TcMainloopSpec tc_plan_spec(const Plan& plan, const TileConfig& t, InnerMath m);
 
 // What the generated kernel names (the accumulator-map interface).
 struct TcMainloopNames {

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "cuda/codegen/internal.h"
 #include "cuda/codegen/join_groups.h"
+#include "cuda/codegen/mainloop_tensor.h"
 #include "cuda/gpu_engine.h"
 
 namespace gamut::cuda {
@@ -188,7 +189,8 @@ TileConfig choose_tile(const Plan& plan, int sm_count, size_t smem_per_block) {
 }
 
 KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_block,
-                           const std::optional<TileConfig>& forced, bool masked_joins) {
+                           const std::optional<TileConfig>& forced, bool masked_joins, F32Math f32_math,
+                           bool tensor_cores) {
   const Plan& P = *inst.plan;
   const int64_t rows = inst.row.size(), cols = inst.col.size(), batch = inst.batch;
   KernelChoice k;
@@ -204,6 +206,13 @@ KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_b
     k.tile = kPacked16Tile;
   k.options.packed16 = packed_data && packed16_form(P, k.tile);
   k.options.grouped_join = join_grouping_form(P) && !masked_joins && inst.device_inputs.empty();
+  // Sums of products on the tensor cores (spec section 10) with their own tile. A forced tile
+  // (benchmarks of the SIMT tiles), packed steps and grouped joins keep the SIMT mainloop.
+  const MathChoice math = executed_math(P, f32_math);
+  if (tensor_cores && math.tensor_cores() && !forced && !k.options.packed16 && !k.options.grouped_join) {
+    k.tile = tc_kernel_tile(math.math);
+    k.options.tensor_math = math.math;
+  }
   return k;
 }
 

@@ -166,16 +166,24 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     if (end > INT_MAX) throw_device_error("an axis range end above 2^31-1 is not supported on the GPU");
 
   const KernelChoice choice =
-      choose_kernel(inst, dev.sm_count, dev.smem_per_block_optin, options.tile, options.masked_joins);
+      choose_kernel(inst, dev.sm_count, dev.smem_per_block_optin, options.tile, options.masked_joins, options.f32_math,
+                    dev.cc_major >= 8);   // (mma.sync with bf16 / tf32 / k32 int8, cp.async: sm_80 on)
   const TileConfig tile = choice.tile;
   std::string why;
-  if (!tile_valid(tile, &why)) throw_usage_error("--tile " + tile.str() + ": " + why);
+  if (!choice.options.tensor_cores() && !tile_valid(tile, &why)) throw_usage_error("--tile " + tile.str() + ": " + why);
   // Compile (or find in the caches: the caller's memo, then the in-process and disk caches).
   const CodegenOptions& cgo = choice.options;
   CompileOptions co;
   co.arch = options.arch.empty() ? arch_for(dev.cc_major, dev.cc_minor) : options.arch;
+  // (The math is part of the variant: tf32 and tf32x3 kernels of one plan share the tile.)
+  const char* const math = cgo.tensor_math == InnerMath::F16    ? "f16"
+                           : cgo.tensor_math == InnerMath::BF16 ? "bf16"
+                           : cgo.tensor_math == InnerMath::Int8 ? "8-bit"
+                           : cgo.tensor_math == InnerMath::Tf32 ? "tf32"
+                                                                : "tf32x3";
+  const std::string tc = cgo.tensor_cores() ? std::string(" mma.sync ") + math : "";
   const std::string variant = tile.str() + (cgo.packed16 ? " packed16" : "") + (cgo.grouped_join ? " grouped-join" : "") +
-                              " " + co.arch;
+                              tc + " " + co.arch;
   KernelMemo* memo = options.kernel_memo ? static_cast<KernelMemo*>(options.kernel_memo->get()) : nullptr;
   Compiled compiled;
   bool memo_hit = false;
@@ -188,7 +196,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   }
   CompiledModule module;
   if (!memo_hit) {
-    compiled.info = kernel_info(P, tile);
+    compiled.info = kernel_info(P, tile, cgo);
     if (compiled.info.smem_bytes > dev.smem_per_block_optin)
       throw_device_error("tile " + tile.str() + " needs " + std::to_string(compiled.info.smem_bytes) +
                          " bytes of shared memory per block; the device has " + std::to_string(dev.smem_per_block_optin));
@@ -208,7 +216,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     stats->compile_ms = memo_hit ? 0 : module.compile_ms;
     stats->cache_hit = memo_hit ? "memory" : cache_hit_name(module.hit);
     stats->cache_key = compiled.key;
-    stats->tile = tile.str() + (cgo.packed16 ? " packed16" : "") + (groups ? " grouped-join" : "");
+    stats->tile = tile.str() + (cgo.packed16 ? " packed16" : "") + (groups ? " grouped-join" : "") + tc;
   }
   Kernel& kernel = *compiled.kernel;
   const int64_t steps = 2 + (options.repeats > 0 ? options.warmup + options.repeats : 0);

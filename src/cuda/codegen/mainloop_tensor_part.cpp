@@ -1,0 +1,158 @@
+// The tensor-core mainloop as a part of a generated kernel (mainloop.h): gm::tc::Mainloop
+// (device/mainloop/gamut_tc_mainloop.cuh, declared by mainloop_tensor.cpp) runs the plan's sum of
+// products on the matrix units; the output operators get its fragment layout as the accumulator
+// map (TcMap below) and the value init + factor * sum (MathChoice::factor) at every pair.
+#include "cuda/codegen/mainloop.h"
+#include "cuda/codegen/mainloop_tensor.h"
+
+namespace gamut::cuda::cg {
+
+using std::to_string;
+
+namespace {
+
+class TensorMainloop final : public Mainloop {
+ public:
+  TensorMainloop(KernelContext& ctx, InnerMath math)
+      : X(ctx), P(ctx.P), spec_(tc_plan_spec(ctx.P, ctx.T, math)), choice_(choose_math(ctx.P, f32_math_of(math))) {}
+
+  // gamut_mainloop.cuh: the tile order and coordinate helpers the kernel's prologue uses.
+  std::vector<std::string> headers() const override {
+    std::vector<std::string> h = {"gamut_mainloop.cuh"};
+    for (const std::string& t : tc_headers(spec_)) h.push_back(t);
+    return h;
+  }
+
+  void declare_shape(Code& c) override {
+    for (const std::string& line : split_lines(tc_mainloop_decls(spec_))) c.line(line);
+    c.line("// The accumulator map of the mainloop (gm::tc::MmaAccMap) for any thread tid, so that an");
+    c.line("// operator can place another thread's pair: grid row m = 2 mi + h is block-tile row");
+    c.line("// warp_m WM + 16 mi + g + 8 h, column n = 2 ni + e is warp_n WN + 8 ni + 2 t + e.");
+    c.open("struct TcMap");
+    c.line("static constexpr int kRows = Mainloop::Map::kRows, kCols = Mainloop::Map::kCols;");
+    c.line("int tid;");
+    c.line("__device__ __forceinline__ explicit TcMap(int t) : tid(t) {}");
+    c.open("__device__ __forceinline__ int row(int m) const");
+    c.line("return (tid / 32) % TcShapeT::WARPS_M * TcShapeT::WM + (m >> 1) * 16 + (tid % 32) / 4 + 8 * (m & 1);");
+    c.close();
+    c.open("__device__ __forceinline__ int col(int n) const");
+    c.line("return (tid / 32) / TcShapeT::WARPS_M * TcShapeT::WN + (n >> 1) * 8 + 2 * (tid % 4) + (n & 1);");
+    c.close();
+    c.line("static constexpr __device__ int index(int m, int n) { return Mainloop::Map::index(m, n); }");
+    c.close(";");
+    c.line("// The block shape the output operators take: TM x TN is the map's grid.");
+    c.open("struct Shape");
+    c.line("static constexpr int BM = TcShapeT::BM, BN = TcShapeT::BN, THREADS = TcShapeT::THREADS;");
+    c.line("static constexpr int TM = TcMap::kRows, TN = TcMap::kCols, VN = 2;");
+    c.close(";");
+    c.line("static_assert(gm::map_fits<TcMap, Shape>(), \"the map's grid is the shape's thread tile\");");
+  }
+
+  void declare(Code&) override {}
+
+  void prologue(Code& c) override {
+    c.line("int tc_i0 = row_begin + tile_m * Shape::BM, tc_j0 = col_begin + tile_n * Shape::BN;");
+    c.line("TcMap tc_map(int(threadIdx.x));");
+  }
+
+  void run(Code& c) override {
+    c.line("// The sum of products on the tensor cores: acc over k in [red_begin, red_end).");
+    operand(c, "tc_a", choice_.row_access, spec_.a_kcontig, "tc_i0", "row_end", "row_begin");
+    operand(c, "tc_b", choice_.col_access, spec_.b_kcontig, "tc_j0", "col_end", "col_begin");
+    for (const std::string& line : split_lines(tc_mainloop_call(spec_, "tc_a", "tc_b", "red_begin", "red_end", "smem")))
+      c.line(line);
+    c.line("// Coordinates again, rather than held in registers through the mainloop.");
+    c.line("tc_map = TcMap(gm::fresh_tid());");
+    X.coords->refresh(c);
+    c.line("tc_i0 = row_begin + tile_m * Shape::BM;");
+    c.line("tc_j0 = col_begin + tile_n * Shape::BN;");
+  }
+
+  AccumulatorMap map() const override {
+    AccumulatorMap m;
+    m.type = "TcMap";
+    m.object = "tc_map";
+    m.rows = "TcMap::kRows";
+    m.cols = "TcMap::kCols";
+    m.col_run = "Shape::VN";
+    m.tile_row0 = "tc_i0";
+    m.tile_col0 = "tc_j0";
+    m.pairs = X.T.tm * X.T.tn;
+    m.value = [v = value()](int) { return v; };
+    return m;
+  }
+
+  // Top / bottom lists' selection passes, and `when` pass bits held through the mainloop, next
+  // to the accumulators spilled at 128 registers per thread (ptxas, sm_90a, every math): those
+  // kernels get the whole register file.
+  int min_blocks() const override {
+    if (X.has_pass()) return 1;
+    for (const ListOutput& l : P.lists)
+      if (l.mode == ListMode::Top || l.mode == ListMode::Bottom) return 1;
+    return tc_min_blocks(spec_);
+  }
+  std::string resources() const override { return "tensor-core mainloop " + spec_.tile.str(); }
+
+ private:
+  static F32Math f32_math_of(InnerMath m) {
+    return m == InnerMath::Tf32 ? F32Math::Tf32 : m == InnerMath::Tf32x3 ? F32Math::Tf32x3 : F32Math::Ieee;
+  }
+
+  static std::vector<std::string> split_lines(const std::string& s) {
+    std::vector<std::string> out;
+    size_t p = 0;
+    while (p < s.size()) {
+      const size_t e = s.find('\n', p);
+      out.push_back(s.substr(p, e == std::string::npos ? std::string::npos : e - p));
+      if (e == std::string::npos) break;
+      p = e + 1;
+    }
+    return out;
+  }
+
+  // gm::tc::TcOperand `name` of access a: element (p, k) of this batch instance, the tile's first
+  // row (column) `first`, the range end, and whether 16-byte chunks along the contiguous axis
+  // are aligned (the base, the row pitch, and the first k (k contiguous) or the range's first p).
+  void operand(Code& c, const std::string& name, int a, bool kc, const std::string& first, const std::string& end,
+               const std::string& range_first) const {
+    const auto& s = X.A.access[size_t(a)];
+    const std::string st = dtype_cpp(access_dtype(P, a));
+    const int es = int(dtype_size(access_dtype(P, a)));
+    const std::string pat =
+        P.operands[size_t(P.accesses[size_t(a)].operand)].name + pattern_name(P.accesses[size_t(a)].pattern);
+    c.line("const " + st + "* const " + name + "_base = reinterpret_cast<const " + st + "*>(" + X.arg(s.ptr) +
+           ") + gm::i64(b) * gm::arg_i64(" + X.arg(s.bstride) + ");  // " + pat);
+    c.line("const gm::i64 " + name + "_ld = gm::arg_i64(" + X.arg(s.ld) + ");");
+    const std::string contiguous_first = kc ? "red_begin" : range_first;
+    c.line("const bool " + name + "_vec = ((reinterpret_cast<unsigned long long>(" + name +
+           "_base) | (unsigned long long)(" + name + "_ld * " + to_string(es) + ") | (unsigned long long)(" +
+           contiguous_first + " * " + to_string(es) + ")) & 15ull) == 0;");
+    c.line("const gm::tc::TcOperand " + name + "{" + name + "_base, " + name + "_ld, " + first + ", " + end + ", " +
+           name + "_vec};");
+  }
+
+  // The plan's accumulator at the map's (m, n): init + factor * the mainloop's sum.
+  std::string value() const {
+    const CType t = P.accs[0].type;
+    const std::string init = Renderer::literal(P.accs[0].init, t);
+    const TcMainloopNames n;
+    const std::string sum = n.acc + "[TcMap::index(m, n)]";
+    const bool one = is_float(t) ? choice_.factor.f == 1.0 : choice_.factor.i == 1;
+    const std::string factor = Renderer::literal(choice_.factor, t);
+    if (is_float(t)) return "(" + init + " + " + (one ? sum : factor + " * " + sum) + ")";
+    return "gm::add(" + init + ", " + (one ? sum : "gm::mul(" + factor + ", " + sum + ")") + ")";
+  }
+
+  KernelContext& X;
+  const Plan& P;
+  TcMainloopSpec spec_;
+  MathChoice choice_;
+};
+
+}  // namespace
+
+std::unique_ptr<Mainloop> make_tensor_mainloop(KernelContext& ctx, InnerMath math) {
+  return std::make_unique<TensorMainloop>(ctx, math);
+}
+
+}  // namespace gamut::cuda::cg

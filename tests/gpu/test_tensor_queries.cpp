@@ -1,0 +1,180 @@
+// Queries on the tensor-core mainloop (src/cuda/codegen/mainloop_tensor_part.cpp) against the CPU
+// engine: every output operator (project, aggregate, select list, top global, bottom per i,
+// distinct, the expanded kNN) x {bf16, f16, i8, tf32x3, tf32}, both operand orientations with a
+// constant factor, batched plans; odd sizes (1, 7, 33, 1025; K not a multiple of the
+// instruction's k). Small-integer data (tests/gpu/tensor_queries.h): products and sums are exact
+// in every math, so results must be bit-identical. One kernel per query and math serves every
+// size (sizes are kernel arguments). Select them all with --gtest_filter='GpuTensorQueries.*'.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "cpu/engine.h"
+#include "cuda/gpu_engine.h"
+#include "cuda/runtime.h"
+#include "driver/pipeline.h"
+#include "gpu_skip.h"
+#include "table_compare.h"
+#include "tensor_queries.h"
+
+using namespace gamut;
+namespace tq = gamut::testtcq;
+
+namespace {
+
+// (M, N, K): one row / column, odd sizes below and above the 128 x 128 tile, K below, between and
+// above the instructions' k (8, 16, 32) and the k-slices (16, 32, 64), never a multiple of 8.
+const tq::Sizes kSizes[] = {{1, 1, 1}, {7, 33, 7}, {33, 7, 45}, {1025, 33, 37}, {40, 1025, 99}};
+
+bool any_nonzero(const NDArray& a) {
+  for (std::byte b : a.data)
+    if (b != std::byte{0}) return true;
+  return false;
+}
+
+// The query on the GPU (the tensor-core mainloop, checked through the run's tile) and on the CPU:
+// dense outputs and lists bit-identical. Project outputs go to device memory filled with 0xff
+// first, so that a pair the kernel misses shows. Returns rows + non-zero dense outputs seen.
+int64_t check(const tq::TcQuery& q, const tq::TcMath& m, const tq::Sizes& s) {
+  SCOPED_TRACE(std::string(q.name) + " " + m.name + " " + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" +
+               std::to_string(s.k));
+  auto p = prepare(Source{std::string(q.name) + ".mmlt", q.text}, tq::bindings(q, m, s), false);
+  EXPECT_FALSE(p->program);
+  if (p->program) return 0;
+  const Results cpu = run_cpu(p->instance);
+  cuda::GpuRunOptions o;
+  o.f32_math = m.f32_math;
+  o.masked_joins = q.masked_joins;
+  const bool poison = std::string(q.text).find("C[") != std::string::npos;
+  std::vector<cuda::DeviceBuffer> outs;
+  if (poison)
+    o.dense_output = [&outs](size_t, size_t bytes) {
+      outs.emplace_back(bytes);
+      outs.back().fill_bytes(0xff);
+      return outs.back().get();
+    };
+  cuda::GpuRunStats st;
+  const Results gpu = cuda::run_gpu(p->instance, o, &st);
+  cuda::synchronize();
+  EXPECT_NE(st.tile.find("mma.sync"), std::string::npos) << "ran " << st.tile;
+  int64_t seen = 0;
+  EXPECT_EQ(cpu.dense.size(), gpu.dense.size());
+  for (size_t d = 0; d < cpu.dense.size() && d < gpu.dense.size(); ++d) {
+    NDArray got = cpu.dense[d];  // (shape and type; the bytes are replaced)
+    if (poison)
+      outs.at(d).download(got.data.data(), got.nbytes());
+    else
+      got = gpu.dense[d];
+    EXPECT_EQ(got.nbytes(), cpu.dense[d].nbytes());
+    if (got.nbytes() != cpu.dense[d].nbytes()) continue;
+    const bool same = std::memcmp(got.data.data(), cpu.dense[d].data.data(), got.nbytes()) == 0;
+    EXPECT_TRUE(same) << "dense output " << d;
+    if (!same)
+      for (int64_t e = 0; e < got.size(); ++e)
+        if (got.get_f64(e) != cpu.dense[d].get_f64(e)) {
+          ADD_FAILURE() << "first difference at element " << e << ": cpu " << cpu.dense[d].get_f64(e) << ", gpu "
+                        << got.get_f64(e);
+          break;
+        }
+    seen += any_nonzero(cpu.dense[d]) ? 1 : 0;
+  }
+  EXPECT_EQ(cpu.lists.size(), gpu.lists.size());
+  for (size_t l = 0; l < cpu.lists.size() && l < gpu.lists.size(); ++l) {
+    EXPECT_TRUE(test::same_table_bits(cpu.lists[l], gpu.lists[l], true)) << "list " << l;
+    seen += cpu.lists[l].rows;
+  }
+  return seen;
+}
+
+void check_all_sizes(const tq::TcQuery& q, const tq::TcMath& m) {
+  int64_t seen = 0;
+  for (const tq::Sizes& s : kSizes) seen += check(q, m, s);
+  EXPECT_GT(seen, 0) << q.name << " " << m.name << ": every result was empty or zero";
+}
+
+void operators_of(const char* math) {
+  for (const tq::TcMath& m : tq::maths())
+    if (std::string(m.name) == math)
+      for (const tq::TcQuery& q : tq::operator_queries()) check_all_sizes(q, m);
+}
+void layouts_of(const char* math) {
+  for (const tq::TcMath& m : tq::maths())
+    if (std::string(m.name) == math)
+      for (const tq::TcQuery& q : tq::layout_queries()) check_all_sizes(q, m);
+}
+
+}  // namespace
+
+TEST(GpuTensorQueries, Bf16Operators) {
+  SKIP_WITHOUT_GPU();
+  operators_of("bf16");
+}
+TEST(GpuTensorQueries, F16Operators) {
+  SKIP_WITHOUT_GPU();
+  operators_of("f16");
+}
+TEST(GpuTensorQueries, I8Operators) {
+  SKIP_WITHOUT_GPU();
+  operators_of("i8");
+}
+TEST(GpuTensorQueries, Tf32x3Operators) {
+  SKIP_WITHOUT_GPU();
+  operators_of("tf32x3");
+}
+TEST(GpuTensorQueries, Tf32Operators) {
+  SKIP_WITHOUT_GPU();
+  operators_of("tf32");
+}
+// Orientations, factors and batches: bf16 (ldmatrix and its .trans form), i8 (the transpose
+// through registers), tf32 (scalar f32 reads); f16 and tf32x3 share those loaders.
+// Mixed signedness of 8-bit operands: u8 x i8 and i8 x u8 (with both operands transposed).
+TEST(GpuTensorQueries, MixedEightBit) {
+  SKIP_WITHOUT_GPU();
+  for (const tq::TcQuery& q : tq::operator_queries())
+    if (std::string(q.name) == "project" || std::string(q.name) == "top") check_all_sizes(q, tq::mixed_8bit()[0]);
+  check_all_sizes(tq::layout_queries()[0], tq::mixed_8bit()[1]);
+}
+TEST(GpuTensorQueries, Bf16Layouts) {
+  SKIP_WITHOUT_GPU();
+  layouts_of("bf16");
+}
+TEST(GpuTensorQueries, I8Layouts) {
+  SKIP_WITHOUT_GPU();
+  layouts_of("i8");
+}
+TEST(GpuTensorQueries, Tf32Layouts) {
+  SKIP_WITHOUT_GPU();
+  layouts_of("tf32");
+}
+
+// Random (not integer) bf16 data: within the documented bound of the f32 SIMT result
+// (docs/tensor-cores.md: products exact, sums in f32 in another order).
+TEST(GpuTensorQueries, Bf16RandomWithinBound) {
+  SKIP_WITHOUT_GPU();
+  const tq::TcQuery& q = tq::operator_queries()[0];
+  const tq::Sizes s{300, 257, 515};
+  Bindings b = tq::bindings(q, tq::maths()[0], s);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (const char* name : {"P", "R"}) {
+    NDArray& a = b.arrays[name];
+    for (int64_t e = 0; e < a.size(); ++e) tq::put(a, e, u(rng));
+  }
+  auto p = prepare(Source{"q.mmlt", q.text}, std::move(b), false);
+  const Results cpu = run_cpu(p->instance);
+  cuda::GpuRunStats st;
+  const Results gpu = cuda::run_gpu(p->instance, {}, &st);
+  EXPECT_NE(st.tile.find("mma.sync"), std::string::npos) << st.tile;
+  double worst = 0, scale = 0;
+  for (int64_t e = 0; e < cpu.dense[0].size(); ++e) {
+    worst = std::max(worst, std::abs(gpu.dense[0].get_f64(e) - cpu.dense[0].get_f64(e)));
+    scale = std::max(scale, std::abs(cpu.dense[0].get_f64(e)));
+  }
+  EXPECT_GT(scale, 0.5);
+  // f32 sums of 515 exact products in two orders: a few ulps of the largest partial sums.
+  EXPECT_LE(worst, 1e-4 * scale) << "max |gpu - cpu| " << worst << " of max |cpu| " << scale;
+}

@@ -1,0 +1,155 @@
+// The tensor-core mainloop in generated kernels (src/cuda/codegen/mainloop_tensor_part.cpp),
+// without a GPU: which plans get it, what the launcher is told (threads, shared memory), and
+// NVRTC compiles for sm_90a of the kernels of every math, output operator and operand layout
+// (tests/gpu/tensor_queries.h; the GPU runs them against the CPU engine in
+// tests/gpu/test_tensor_queries.cpp).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cpu/engine.h"
+#include "cuda/codegen/codegen.h"
+#include "cuda/codegen/mainloop_tensor.h"
+#include "cuda/gpu_engine.h"
+#include "driver/pipeline.h"
+#include "gpu/tensor_queries.h"
+#include "nvrtc_check.h"
+
+using namespace gamut;
+using namespace gamut::cuda;
+namespace tq = gamut::testtcq;
+
+namespace {
+
+std::unique_ptr<Prepared> prepared(const tq::TcQuery& q, DType t, const tq::Sizes& s = {7, 33, 45},
+                                   std::optional<DType> rt = std::nullopt) {
+  auto p = prepare(Source{std::string(q.name) + ".mmlt", q.text}, tq::bindings(q, t, rt.value_or(t), s), false);
+  EXPECT_FALSE(p->program) << q.name << ": runs as one kernel";
+  return p;
+}
+
+KernelChoice choice(const Prepared& p, F32Math f, const std::optional<TileConfig>& tile = std::nullopt,
+                    bool masked_joins = false) {
+  return choose_kernel(p.instance, testnvrtc::kH100Sms, testnvrtc::kH100Smem, tile, masked_joins, f);
+}
+
+const tq::TcQuery& query(const std::string& name) {
+  for (const auto* list : {&tq::operator_queries(), &tq::layout_queries()})
+    for (const tq::TcQuery& q : *list)
+      if (name == q.name) return q;
+  throw std::runtime_error("no query " + name);
+}
+
+}  // namespace
+
+TEST(CodegenTensor, ChoiceFollowsTheMath) {
+  for (const tq::TcMath& m : tq::maths()) {
+    SCOPED_TRACE(m.name);
+    auto p = prepared(query("project"), m.type);
+    const KernelChoice k = choice(*p, m.f32_math);
+    EXPECT_EQ(k.options.tensor_math, m.math);
+    EXPECT_EQ(k.tile.str(), tc_kernel_tile(m.math).str());
+    const KernelInfo info = kernel_info(p->plan, k.tile, k.options);
+    const TcMainloopSpec s = tc_plan_spec(p->plan, k.tile, m.math);
+    EXPECT_EQ(info.threads, 256);
+    EXPECT_EQ(info.threads, s.tile.threads());
+    EXPECT_GE(info.smem_bytes, tc_smem_bytes(s));
+    const std::string src = generate_source(p->plan, k.tile, k.options);
+    EXPECT_NE(src.find("gm::tc::Mainloop<"), std::string::npos);
+    EXPECT_EQ(src.find("gm::mainloop<"), std::string::npos) << "no SIMT mainloop";
+    // A forced tile keeps the SIMT mainloop.
+    const KernelChoice forced = choice(*p, m.f32_math, parse_tile("64x64x8/4x4"));
+    EXPECT_FALSE(forced.options.tensor_cores());
+    // So does a device without the instructions (compute capability below 8.0).
+    EXPECT_FALSE(
+        choose_kernel(p->instance, testnvrtc::kH100Sms, testnvrtc::kH100Smem, std::nullopt, false, m.f32_math, false)
+            .options.tensor_cores());
+  }
+  // A key-grouped join keeps the SIMT mainloop (its tiles are key-ordered positions).
+  auto join = prepared(query("join_masked"), DType::BF16);
+  EXPECT_FALSE(choice(*join, F32Math::Ieee).options.tensor_cores());
+  EXPECT_TRUE(choice(*join, F32Math::Ieee).options.grouped_join);
+  EXPECT_TRUE(choice(*join, F32Math::Ieee, std::nullopt, true).options.tensor_cores());
+  // f32 under ieee, and sums of products of other types, stay on SIMT.
+  auto f = prepared(query("project"), DType::F32);
+  EXPECT_FALSE(choice(*f, F32Math::Ieee).options.tensor_cores());
+  auto i16 = prepared(query("project"), DType::I16);
+  EXPECT_FALSE(choice(*i16, F32Math::Tf32).options.tensor_cores());
+}
+
+// Every query and math of the GPU tests prepares, gets the tensor-core mainloop and renders;
+// the CPU engine's results on their data are not all empty or zero (the GPU tests compare
+// against them).
+TEST(CodegenTensor, EveryGpuTestCaseRenders) {
+  for (const auto* list : {&tq::operator_queries(), &tq::layout_queries()})
+    for (const tq::TcQuery& q : *list)
+      for (const auto* ms : {&tq::maths(), &tq::mixed_8bit()})
+        for (const tq::TcMath& m : *ms) {
+          SCOPED_TRACE(std::string(q.name) + " " + m.name);
+          auto p = prepared(q, m.type, {33, 7, 45}, m.r_type);
+          const KernelChoice k = choice(*p, m.f32_math, std::nullopt, q.masked_joins);
+          EXPECT_EQ(k.options.tensor_math, m.math);
+          EXPECT_NO_THROW(generate_source(p->plan, k.tile, k.options));
+          const Results r = run_cpu(p->instance);
+          bool nonzero = false;
+          for (const NDArray& d : r.dense)
+            for (std::byte b : d.data) nonzero = nonzero || b != std::byte{0};
+          for (const Table& t : r.lists) nonzero = nonzero || t.rows > 0;
+          EXPECT_TRUE(nonzero);
+        }
+}
+
+TEST(CodegenTensor, ValueIsInitPlusFactorTimesSum) {
+  auto p = prepared(query("scaled_ki_jk"), DType::BF16);
+  const KernelChoice k = choice(*p, F32Math::Ieee);
+  ASSERT_TRUE(k.options.tensor_cores());
+  const std::string src = generate_source(p->plan, k.tile, k.options);
+  EXPECT_NE(src.find("(3.0f + (-2.0f) * acc[TcMap::index(m, n)])"), std::string::npos) << src;
+  EXPECT_NE(src.find("Mainloop<gm::tc::MathBF16, TcShapeT, false, true>"), std::string::npos) << "X[k,i] x Y[j,k]";
+  auto i = prepared(query("scaled_ki_kj"), DType::I8);
+  const KernelChoice ki = choice(*i, F32Math::Ieee);
+  const std::string isrc = generate_source(i->plan, ki.tile, ki.options);
+  EXPECT_NE(isrc.find("gm::add(3, gm::mul((-2), acc[TcMap::index(m, n)]))"), std::string::npos) << isrc;
+  EXPECT_NE(isrc.find("Mainloop<gm::tc::MathI8<signed char, signed char>, TcShapeT, false, false>"), std::string::npos);
+}
+
+// Every output operator on bf16, and the project / top-per-i kernels of every other math, the
+// operand layouts of bf16, i8 and tf32 (ldmatrix.trans, the 8-bit transpose, scalar f32 reads):
+// NVRTC accepts them for sm_90a, without spills.
+TEST(CodegenTensor, KernelsCompileForSm90a) {
+#if !GAMUT_HAVE_CUDA
+  GTEST_SKIP() << "built without CUDA: no NVRTC";
+#else
+  struct Case {
+    const char* query;
+    const char* math;
+  };
+  std::vector<Case> cases;
+  for (const tq::TcQuery& q : tq::operator_queries()) cases.push_back({q.name, "bf16"});
+  for (const char* m : {"f16", "i8", "tf32x3", "tf32"}) {
+    cases.push_back({"project", m});
+    cases.push_back({"bottom_per_i", m});
+  }
+  for (const char* m : {"bf16", "i8", "tf32"})
+    for (const tq::TcQuery& q : tq::layout_queries()) cases.push_back({q.name, m});
+  cases.push_back({"project", "u8xi8"});
+  cases.push_back({"scaled_ki_jk", "i8xu8"});
+  for (const Case& c : cases) {
+    const tq::TcMath* m = nullptr;
+    for (const auto* ms : {&tq::maths(), &tq::mixed_8bit()})
+      for (const tq::TcMath& x : *ms)
+        if (std::string(x.name) == c.math) m = &x;
+    ASSERT_TRUE(m);
+    SCOPED_TRACE(std::string(c.query) + " " + c.math);
+    const tq::TcQuery& q = query(c.query);
+    auto p = prepared(q, m->type, {7, 33, 45}, m->r_type);
+    const KernelChoice k = choice(*p, m->f32_math, std::nullopt, q.masked_joins);
+    ASSERT_EQ(k.options.tensor_math, m->math);
+    const std::string log = testnvrtc::compile(generate_source(p->plan, k.tile, k.options), "sm_90a");
+    EXPECT_EQ(log.find("bytes spill stores") != std::string::npos &&
+                  log.find(" 0 bytes spill stores, 0 bytes spill loads") == std::string::npos,
+              false)
+        << log;
+  }
+#endif
+}
