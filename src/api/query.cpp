@@ -112,11 +112,11 @@ struct KernelTarget {
 };
 
 // The GPU kernel variant run_gpu would pick for this instance.
-cuda::KernelChoice kernel_for(const Instance& inst, const std::string& tile) {
+cuda::KernelChoice kernel_for(const Instance& inst, const std::string& tile, F32Math f32_math) {
   const KernelTarget t;
   std::optional<cuda::TileConfig> forced;
   if (!tile.empty()) forced = cuda::parse_tile(tile);
-  return cuda::choose_kernel(inst, t.sms, t.smem, forced);
+  return cuda::choose_kernel(inst, t.sms, t.smem, forced, false, f32_math);
 }
 
 std::string location(const Plan& plan, Span s) {
@@ -274,7 +274,7 @@ std::string Query::explain(const Inputs& inputs, const Options& options) const {
            "the data on the host)\n";
   std::string why;
   if (cuda::gpu_available(&why))
-    out << "gpu: " << cuda::device().name << ", tile " << variant_text(kernel_for(inst, options.tile)) << "\n";
+    out << "gpu: " << cuda::device().name << ", tile " << variant_text(kernel_for(inst, options.tile, engine_options(options).f32_math)) << "\n";
   else
     out << "gpu: none (" << why << "); the CPU engine would run this\n";
   return out.str();
@@ -286,7 +286,7 @@ std::string Query::kernel_source(const Inputs& inputs, const Options& options) c
   const auto prep = impl_->prepare_call(staged, options);
   const KernelTarget t;
   std::string out;
-  for (const KernelSource& k : kernel_sources(*prep, t.sms, t.smem, options.tile)) out += k.title + "\n" + k.source;
+  for (const KernelSource& k : kernel_sources(*prep, t.sms, t.smem, options.tile, false, engine_options(options).f32_math)) out += k.title + "\n" + k.source;
   return out;
 }
 

@@ -17,12 +17,13 @@ struct Sources {
   size_t smem;
   std::optional<cuda::TileConfig> tile;
   bool masked_joins;
+  F32Math f32_math;
 
   std::vector<KernelSource> of(const Prepared& p) const {
     if (p.program) return program(p);
     std::vector<KernelSource> out;
     const Instance& inst = p.instance;
-    const cuda::KernelChoice k = cuda::choose_kernel(inst, sm_count, smem, tile, masked_joins);
+    const cuda::KernelChoice k = cuda::choose_kernel(inst, sm_count, smem, tile, masked_joins, f32_math);
     out.push_back({"main",
                    "// kernel source, tile " + k.tile.str() + (k.options.packed16 ? " packed16" : "") +
                        (k.options.grouped_join ? " grouped-join" : ""),
@@ -84,8 +85,8 @@ struct Sources {
 }  // namespace
 
 std::vector<KernelSource> kernel_sources(const Prepared& p, int sm_count, size_t smem_per_block,
-                                         const std::string& tile, bool masked_joins) {
-  Sources s{sm_count, smem_per_block, std::nullopt, masked_joins};
+                                         const std::string& tile, bool masked_joins, F32Math f32_math) {
+  Sources s{sm_count, smem_per_block, std::nullopt, masked_joins, f32_math};
   if (!tile.empty()) s.tile = cuda::parse_tile(tile);
   return s.of(p);
 }

@@ -22,6 +22,7 @@ struct KernelSource {
 // stage's output binds arrays of its type and extents filled with zeros: data-dependent
 // variants of a stage's kernel (packed 16-bit steps) assume that its inputs fit them.
 std::vector<KernelSource> kernel_sources(const Prepared& p, int sm_count, size_t smem_per_block,
-                                         const std::string& tile = "", bool masked_joins = false);
+                                         const std::string& tile = "", bool masked_joins = false,
+                                         F32Math f32_math = F32Math::Ieee);
 
 }  // namespace gamut
