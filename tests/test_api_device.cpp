@@ -127,7 +127,8 @@ TEST(ApiDevice, ListsAndIndexVectors) {
   kh.array("Q", ArrayRef::host(P.data(), DType::F32, {M, K})).array("X", ArrayRef::host(P.data(), DType::F32, {M, K}));
   gamut::Result lr = knn.run(kd, o);
   const gamut::Output& L = lr["L"];
-  const gamut::Output& W = knn.run(kh, cpu())["L"];
+  const gamut::Result wr = knn.run(kh, cpu());   // (kept: W refers into it)
+  const gamut::Output& W = wr["L"];
   ASSERT_EQ(L.rows, W.rows);
   ASSERT_GT(L.rows, 0);
   for (size_t c = 0; c < 3; ++c) {

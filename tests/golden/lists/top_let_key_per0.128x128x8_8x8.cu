@@ -151,7 +151,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
     unsigned* const rsv = reinterpret_cast<unsigned*>(a.list0_reservoir);
     const auto at = [&](int) -> gm::i64 { return 0; };
     const auto rank = [&](int m, int n) -> unsigned {
-      const int i = st.i0 + st.tmap.row(m), j = st.j0 + st.tmap.col(n);
+      const int i = min(st.i0 + st.tmap.row(m), row_end - 1), j = min(st.j0 + st.tmap.col(n), col_end - 1);
       (void)i; (void)j;
       float acc0 = st.acc0[m][n]; gm::opaque(acc0);
       double ek0 = double();

@@ -144,7 +144,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gamut_main(const Args a) {
       return gm::i64(b) * gextent + (tc_i0 + g - gfirst);
     };
     const auto rank = [&](int m, int n) -> unsigned {
-      const int i = tc_i0 + tc_map.row(m), j = tc_j0 + tc_map.col(n);
+      const int i = min(tc_i0 + tc_map.row(m), row_end - 1), j = min(tc_j0 + tc_map.col(n), col_end - 1);
       (void)i; (void)j;
       float acc0 = (0.0f + acc[TcMap::index(m, n)]); gm::opaque(acc0);
       float ek0 = float();

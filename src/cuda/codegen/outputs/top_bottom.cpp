@@ -62,8 +62,13 @@ class TopBottomRows final : public ListRows {
       c.close(";");
     }
     c.open("const auto rank = [&](int m, int n) -> unsigned");
-    c.line("const int i = " + tc.row_at(M.tile_row0 + " + " + M.row("m")) +
-           ", j = " + tc.col_at(M.tile_col0 + " + " + M.col("n")) + ";");
+    // The selection ranks every pair of the thread, present or not. A key that reads operands
+    // (qn[i] + xn[j] - 2 * dot) reads them at the last row / column of the ranges for pairs past
+    // them (those pairs are never marked, so their rank is not used): no read out of bounds, and
+    // no branch (an early return here spills registers in the unrolled selection).
+    const std::string row_pos = M.tile_row0 + " + " + M.row("m"), col_pos = M.tile_col0 + " + " + M.col("n");
+    c.line("const int i = " + tc.row_at(direct ? row_pos : "min(" + row_pos + ", row_end - 1)") +
+           ", j = " + tc.col_at(direct ? col_pos : "min(" + col_pos + ", col_end - 1)") + ";");
     c.line("(void)i; (void)j;");
     for (size_t a = 0; a < P.accs.size(); ++a)
       if (!direct || accs.count(int(a)))
