@@ -210,3 +210,18 @@ TEST(MathChoice, ExecutedMathIsWhatTheGeneratorEmits) {
                       {{{"A", DType::BF16}, {"B", DType::BF16}}});
   EXPECT_EQ(executed_math(maxplus, F32Math::Tf32).mainloop_name(), "simt");
 }
+
+// Top/bottom lists per i or j keep the SIMT mainloop (measured 5x faster there, session 5);
+// a global top list and the other operators take tensor cores.
+TEST(MathChoice, PerGroupRankedListsStayOnSimt) {
+  const std::string head = "where (i, j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } ";
+  const TypeEnv bf{{{"A", DType::BF16}, {"B", DType::BF16}}};
+  for (const char* per : {" per i", " per j"}) {
+    Plan p = text(head + "emit L(i, j, s) bottom 3 by s" + per + "; }", bf);
+    ASSERT_TRUE(choose_math(p, F32Math::Ieee).tensor_cores());
+    const MathChoice ran = executed_math(p, F32Math::Ieee);
+    EXPECT_FALSE(ran.tensor_cores()) << per;
+    EXPECT_NE(ran.why.find("per i or j"), std::string::npos) << ran.why;
+  }
+  EXPECT_TRUE(executed_math(text(head + "emit L(i, j, s) top 3 by s; }", bf), F32Math::Ieee).tensor_cores());
+}

@@ -221,12 +221,25 @@ bool generator_emits(InnerMath m) {
   return false;
 }
 
+// Top/bottom lists per i or per j: on the mma.sync mainloop the expanded kNN ran 5x slower than
+// on SIMT (37 against ~7.5 ms at 16384^2, K = 256, H200; bench/NOTES.md, session 5), not yet
+// profiled. They keep the SIMT mainloop until it is.
+bool per_group_ranked_list(const Plan& plan) {
+  for (const ListOutput& l : plan.lists)
+    if ((l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.per != PerGroup::None) return true;
+  return false;
+}
+
 }  // namespace
 
 MathChoice executed_math(const Plan& plan, F32Math f32_math) {
   MathChoice c = choose_math(plan, f32_math);
   if (c.tensor_cores() && !generator_emits(c.math)) {
     c.why = std::string("could run as ") + c.math_name() + " on tensor cores; this build's kernel generator runs it on the SIMT mainloop";
+    c.math = InnerMath::Simt;
+  } else if (c.tensor_cores() && per_group_ranked_list(plan)) {
+    c.why = std::string("could run as ") + c.math_name() +
+            " on tensor cores; top/bottom lists per i or j stay on the SIMT mainloop (5x faster there, measured)";
     c.math = InnerMath::Simt;
   }
   return c;
