@@ -228,9 +228,13 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
   s.k = inst.red.size();
   s.batch = inst.batch;
   s.batched = plan.batched;
-  const MathChoice math = executed_math(plan, ro.f32_math);
+  // What ran: the CPU engine has no mainloop of the GPU's; on the GPU, the tile names the
+  // tensor-core mainloop when it ran (a forced tile or a grouped join keeps SIMT).
+  MathChoice math = executed_math(plan, ro.f32_math);
+  const bool gpu_ran = rep.backend == "gpu";
+  if (math.tensor_cores() && !(gpu_ran && rep.tile.find("mma.sync") != std::string::npos)) math.math = InnerMath::Simt;
   s.math = math.math_name();
-  s.mainloop = math.mainloop_name();
+  s.mainloop = gpu_ran ? math.mainloop_name() : "cpu";
   s.rewrites = plan.rewrites;
   s.copies = std::move(staged.copies);
   s.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -260,7 +264,18 @@ std::string Query::explain(const Inputs& inputs, const Options& options) const {
     for (const auto& st : prep->program->stages) out << "# " << st.name << "\n" << st.text;
   }
   out << api::roofline(plan, inst);
-  out << explain_math(plan, engine_options(options).f32_math);
+  {
+    // The math line names what the GPU kernel this instance gets would run: a forced tile, a
+    // key-grouped join or packed 16-bit steps keep the SIMT mainloop.
+    const F32Math f32 = engine_options(options).f32_math;
+    MathChoice math = executed_math(plan, f32);
+    if (math.tensor_cores() && !prep->program && !kernel_for(inst, options.tile, f32).options.tensor_cores()) {
+      math.why = std::string("could run as ") + math.math_name() +
+                 " on tensor cores; this kernel variant (a forced --tile, a key-grouped join or packed 16-bit steps) keeps SIMT";
+      math.math = InnerMath::Simt;
+    }
+    out << explain_math(math);
+  }
   out << "inputs:\n";
   for (const auto& [name, a] : inputs.arrays) {
     std::string how = "used in place";

@@ -245,8 +245,9 @@ MathChoice executed_math(const Plan& plan, F32Math f32_math) {
   return c;
 }
 
-std::string explain_math(const Plan& plan, F32Math f32_math) {
-  const MathChoice m = executed_math(plan, f32_math);
+std::string explain_math(const Plan& plan, F32Math f32_math) { return explain_math(executed_math(plan, f32_math)); }
+
+std::string explain_math(const MathChoice& m) {
   return "math: " + m.math_name() + " on the " + m.mainloop_name() + " mainloop" +
          (m.why.empty() ? "" : " (" + m.why + ")") + "\n";
 }

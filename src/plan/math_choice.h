@@ -63,5 +63,6 @@ MathChoice choose_math(const Plan& plan, F32Math f32_math);
 MathChoice executed_math(const Plan& plan, F32Math f32_math);
 // explain's line for it: "math: ieee on the simt mainloop (...)\n".
 std::string explain_math(const Plan& plan, F32Math f32_math);
+std::string explain_math(const MathChoice& ran);
 
 }  // namespace gamut

@@ -131,8 +131,8 @@ def test_inputs_named_like_options_bind_through_run():
     out, stats = q.run({"backend": x, "threads": y}, backend="cpu")
     np.testing.assert_array_equal(out["C"], np.full((2, 2), 3.0))
     assert stats["backend"] == "cpu" and stats["M"] == 2
-    # f32 sums of products under the default f32_math: IEEE on the SIMT path (spec section 10)
-    assert stats["math"] == "ieee" and stats["mainloop"] == "simt"
+    # f32 sums of products under the default f32_math: IEEE (spec section 10), on the CPU engine
+    assert stats["math"] == "ieee" and stats["mainloop"] == "cpu"
 
 
 def test_query_properties(examples):
