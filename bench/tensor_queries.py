@@ -15,8 +15,11 @@ Also `explain`'s math and mainloop line, so a row that ran on SIMT says so.
 """
 import argparse
 import json
-import statistics
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import cuda_time  # noqa: E402
 
 PRODUCT = "where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } C[i, j] = a; }"
 Q5 = "where (i, j) { a = 0; reduce (k) { a += P[i, k] * R[k, j]; } if (a > thres) emit Pairs(i, j, a); }"
@@ -26,19 +29,7 @@ KNN = ("where (i, j) { dot = 0; reduce (k) { dot += Q[i, k] * X[j, k]; } let dis
 
 
 def timed(fn, repeat):
-    import torch
-    for _ in range(2):
-        fn()
-    torch.cuda.synchronize()
-    ms = []
-    for _ in range(repeat):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ms.append(a.elapsed_time(b))
-    return statistics.median(ms)
+    return cuda_time(fn, repeat, 2)[0]
 
 
 def math_line(q, **kw):

@@ -1,3 +1,4 @@
+// GAMUT_TEST_UNDER_ASAN: defined in an AddressSanitizer build (tests that size stacks by it).
 // Tests that limit the address space (RLIMIT_AS, `ulimit -v`) cannot run under AddressSanitizer:
 // its shadow memory reserves terabytes of address space up front. .ci/run's sanitized build
 // skips them (the plain build runs them).

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "asan_skip.h"
 #include "cuda/codegen/codegen.h"
 #include "cuda/gpu_engine.h"
 #include "data/npy.h"
@@ -26,19 +27,10 @@ using namespace gamut::limits;
 
 namespace {
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define GAMUT_TEST_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define GAMUT_TEST_ASAN 1
-#endif
-
 // The stack every pass must fit in at the limits: an eighth of the usual 8 MiB main-thread stack
 // (ASan's frames are several times larger: half of it there). Measured use is in
 // docs/semantics.md.
-#ifdef GAMUT_TEST_ASAN
+#ifdef GAMUT_TEST_UNDER_ASAN
 constexpr size_t kStackBytes = size_t(4) << 20;
 #else
 constexpr size_t kStackBytes = size_t(1) << 20;

@@ -2,7 +2,7 @@
 # One device call: build for the local GPU (sm_90a on Hopper), run the GPU test suite, the
 # sanitizers on one query of each family, and the benchmarks. Logs go to $OUT (or ./device-out).
 # usage: tools/device_run.sh [tests] [sanitize] [bench] [demo] [relbench] [semibench] [tc] [fuzz] [py] [sweep] [profile]
-#                            [shards] [api] [reach] [cold] [pyprebuilt] [tq] [verify] [pyoverhead]   (default: tests sanitize bench)
+#                            [shards] [api] [reach] [cold] [tq] [verify] [pyoverhead]   (default: tests sanitize bench)
 # PREBUILT=DIR: binaries built elsewhere (a build folder of this checkout at the same absolute
 # path, carried along; tools/device_prebuild.sh): no build here. Else build-dev is built here.
 set -uo pipefail
@@ -91,11 +91,6 @@ for step in $steps; do
       # Cold compile (issue 10): NVRTC alone on this host (idle), then the engine's cold path.
       python3 bench/nvrtc_cost.py --repeats 5 tests/golden/tiles/sgemm.128x256x16_8x16.cu 2>&1 | tail -8 | tee "$OUT/nvrtc_cost.txt"
       $B/bench/bench_gpu --json "$OUT/bench.json" ${BENCH_ARGS:---sizes 4096,8192 --q1-sizes 4096} 2>&1 | tee "$OUT/bench.txt" ;;
-    pyprebuilt)
-      # The Python package built elsewhere for this Python (tools/device_prebuild.sh), on the GPU.
-      export PYTHONPATH=$PWD/.devcarry/site
-      (cd /tmp && timeout 200 python3 -m pytest -q -x -p no:cacheprovider "$OLDPWD/tests/python" 2>&1 | tee "$OUT/pytest.txt" | tail -15)
-      (cd /tmp && timeout 120 python3 "$OLDPWD/bench/python_overhead.py" --json "$OUT/py_overhead.json" 2>&1 | tee "$OUT/py_overhead.txt" | tail -20) ;;
     tq)
       # Tensor-core kernels through the Python package against PyTorch (issue 12, bench/tensor_queries.py).
       (export PYTHONPATH=$PWD/.devcarry/site; timeout ${TQ_TIMEOUT:-240} python3 bench/tensor_queries.py --json "$OUT/tensor_queries.json" ${TQ_ARGS:-} 2>&1 | tee "$OUT/tensor_queries.txt") ;;
