@@ -149,7 +149,7 @@ struct RunStats {
   size_t device_peak_bytes = 0;     // GPU: most device memory gamut held at once
   int64_t m = 0, n = 0, k = 0, batch = 1;       // axis extents
   bool batched = false;                         // the query has a batch axis
-  std::string math;                             // the math that ran (spec section 10): "ieee", "simt", "bf16", "i8", "tf32", ...
+  std::string math;                             // the math that ran (spec section 10): "ieee", "bf16", "i8", ...
   std::string mainloop;                         // "mma.sync" or "simt" on the GPU, "cpu" for the CPU engine
   std::vector<std::string> rewrites;            // rewrites applied, in order
   std::vector<uint64_t> list_rows_appended;     // GPU: per list output, rows the kernel appended
