@@ -83,6 +83,29 @@ def host_us_per_call(torch, fn, iters, sync):
     return statistics.median(samples)
 
 
+def call_parts(torch, q, A, B, iters):
+    """Where a call's host time goes: the C++ Query::run (its own wall clock, from the stats),
+    and the Python-side steps the binding takes per call, each timed alone."""
+    import gc
+    n = A.shape[0]
+    parts = {}
+    walls = []
+    for _ in range(iters):
+        walls.append(q.run({"A": A, "B": B})[1]["wall_seconds"] * 1e6)
+    torch.cuda.synchronize()
+    parts["Query::run in C++ (stats wall_seconds, median)"] = statistics.median(walls)
+    parts["q.run({...}) from Python, with the stats dict"] = host_us_per_call(torch, lambda: q.run({"A": A, "B": B}), iters, False)
+    parts["q(A=, B=) from Python"] = host_us_per_call(torch, lambda: q(A=A, B=B), iters, False)
+    parts["A.__dlpack__() (torch's Python path)"] = host_us_per_call(torch, lambda: A.__dlpack__(), iters, False)
+    parts["torch._C._to_dlpack(A) (what gamut calls)"] = host_us_per_call(torch, lambda: torch._C._to_dlpack(A), iters, False)
+    dev = torch.device("cuda", 0)
+    parts["torch.empty((n, n), dtype=, device=) (the output)"] = host_us_per_call(
+        torch, lambda: torch.empty((n, n), dtype=torch.float32, device=dev), iters, False)
+    parts["torch._C._cuda_getCurrentRawStream(0)"] = host_us_per_call(torch, lambda: torch._C._cuda_getCurrentRawStream(0), iters, False)
+    gc.collect()
+    return parts
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[64, 256])
@@ -121,18 +144,23 @@ def main():
     # The same for gamut's stats: that the run was in place and asynchronous.
     _, stats = q.run({"A": A, "B": B})
     print(f"gamut run at n={args.sizes[-1]}: backend {stats['backend']}, tile {stats['tile']}, copies {stats['copies']}")
+    parts = call_parts(torch, q, A, B, args.iters)
 
     print()
     print("| n | what | host us/call (no sync) | device us/call | call+sync us | above device us |")
     print("| --- | --- | --- | --- | --- | --- |")
     for r in rows:
         print(f"| {r['n']} | {r['what']} | {r['host_us']:.1f} | {r['device_us']:.1f} | {r['sync_us']:.1f} | {r['above_us']:.1f} |")
+    print()
+    print(f"parts of a gamut call at n={args.sizes[-1]} (host us per call, no sync):")
+    for what, us in parts.items():
+        print(f"  {what:58s} {us:7.2f}")
     bad = [r for r in rows if r["what"] == "gamut" and r["above_us"] > 15]
     print()
     print("gamut within 15 us of the device time:", "yes" if not bad else "NO at n=" + ",".join(str(r["n"]) for r in bad))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+            json.dump({"device": torch.cuda.get_device_name(), "rows": rows, "parts": parts}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -138,6 +138,67 @@ TEST(ApiDevice, ListsAndIndexVectors) {
   }
 }
 
+// Output memory poisoned with 0xff bytes: what the GPU engine does not write shows. Projections
+// stored at every element skip the identity fill (src/cuda/engine/gpu_engine.cpp); every other
+// output keeps it. Each case equals the CPU engine element for element.
+TEST(ApiDevice, PoisonedOutputMemoryEqualsTheCpu) {
+  SKIP_WITHOUT_GPU();
+  std::vector<std::shared_ptr<void>> held;
+  Options o;
+  o.backend = "gpu";
+  o.allocator = [&](DType t, const std::vector<int64_t>& shape, gamut::Device) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    const size_t bytes = size_t(n) * (t == DType::F64 || t == DType::I64 ? 8 : t == DType::BF16 || t == DType::F16 || t == DType::I16 ? 2 : t == DType::F32 || t == DType::I32 ? 4 : 1);
+    void* p = nullptr;
+    EXPECT_EQ(cudaMalloc(&p, bytes + 16), cudaSuccess);
+    EXPECT_EQ(cudaMemset(p, 0xff, bytes + 16), cudaSuccess);
+    held.emplace_back(p, [](void* q) { cudaFree(q); });
+    return gamut::Allocation{p, held.back()};
+  };
+  const int64_t M = 131, N = 77, K = 45, B = 3;
+  auto A = ints(size_t(B * M * K), 7), Bm = ints(size_t(B * K * N), 8);
+  DeviceCopy dA(A), dB(Bm);
+  struct Case {
+    const char* what;
+    const char* text;
+    std::vector<int64_t> a_shape, b_shape;
+  };
+  const Case cases[] = {
+      {"product (written everywhere)", kSgemm, {M, K}, {K, N}},
+      {"rows from 2 (rows 0 and 1 keep the identity)",
+       "where (i in [2, M), j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } C[i, j] = a; }", {M, K}, {K, N}},
+      {"a conditional store", "where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } if (a > 0) { C[i, j] = a; } }",
+       {M, K}, {K, N}},
+      {"batched", "batch (b) where (i, j) { a = 0; reduce (k) { a += A[b, i, k] * B[b, k, j]; } C[b, i, j] = a; }",
+       {B, M, K}, {B, K, N}},
+      {"an aggregate", "where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } C[i] += a; }", {M, K}, {K, N}},
+      {"no reduction steps (K = 0)", kSgemm, {M, 0}, {0, N}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    Query q = Query::compile(c.text);
+    Inputs dev, host;
+    dev.array("A", ArrayRef::cuda(dA.p, DType::F32, c.a_shape)).array("B", ArrayRef::cuda(dB.p, DType::F32, c.b_shape));
+    host.array("A", ArrayRef::host(A.data(), DType::F32, c.a_shape)).array("B", ArrayRef::host(Bm.data(), DType::F32, c.b_shape));
+    if (std::string(c.text).find(" M)") != std::string::npos) {
+      dev.scalar("M", M);
+      host.scalar("M", M);
+    }
+    gamut::Result r = q.run(dev, o);
+    const auto got = to_host<float>(r["C"].array);
+    const gamut::Result w = q.run(host, cpu());
+    const gamut::Array& want = w["C"].array;
+    ASSERT_EQ(r["C"].array.shape, want.shape);
+    bool nonzero = false;
+    for (int64_t e = 0; e < want.size(); ++e) {
+      ASSERT_EQ(got[size_t(e)], want.as<float>()[e]) << e;
+      nonzero |= got[size_t(e)] != 0;
+    }
+    EXPECT_EQ(nonzero, c.a_shape.back() != 0);   // (K = 0: every element is the identity, 0)
+  }
+}
+
 }  // namespace
 
 #endif

@@ -5,7 +5,7 @@
 # device's Python (PY, default 3.12) into .devcarry/site. The compiled-in paths are this
 # checkout's: on the device, link this absolute path to the repo root before running.
 # Carry: build-device/gamut build-device/tests/gamut_gpu_tests build-device/tests/gamut_tests
-#        build-device/bench/bench_gpu .devcarry
+#        build-device/bench/bench_gpu build-device/bench/host_overhead .devcarry
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-/work/py312/bin/python}
@@ -13,10 +13,10 @@ cxx=clang++; command -v clang++ >/dev/null 2>&1 || cxx=g++
 launcher=(); command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
 cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$cxx" -DGAMUT_BENCH=ON \
   -DCUDAToolkit_ROOT=/usr/local/cuda "${launcher[@]}" >/dev/null
-cmake --build build-device -j"$(nproc)" --target gamut gamut_tests gamut_gpu_tests bench_gpu
+cmake --build build-device -j"$(nproc)" --target gamut gamut_tests gamut_gpu_tests bench_gpu host_overhead
 grep -qx ".devcarry/" .git/info/exclude 2>/dev/null || echo ".devcarry/" >> .git/info/exclude
 rm -rf .devcarry/site
 pyargs=(-C build-dir=build-py-device -C cmake.define.CMAKE_CXX_COMPILER="$cxx" -C cmake.define.CUDAToolkit_ROOT=/usr/local/cuda)
 command -v ccache >/dev/null 2>&1 && pyargs+=(-C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache -C cmake.define.CMAKE_CUDA_COMPILER_LAUNCHER=ccache)
 "$PY" -m pip install -q --no-build-isolation --no-deps "${pyargs[@]}" --target .devcarry/site .
-du -sh build-device/gamut build-device/tests/gamut_gpu_tests build-device/tests/gamut_tests build-device/bench/bench_gpu .devcarry
+du -sh build-device/gamut build-device/tests/gamut_gpu_tests build-device/tests/gamut_tests build-device/bench/bench_gpu build-device/bench/host_overhead .devcarry

@@ -2,7 +2,8 @@
 # One device call: build for the local GPU (sm_90a on Hopper), run the GPU test suite, the
 # sanitizers on one query of each family, and the benchmarks. Logs go to $OUT (or ./device-out).
 # usage: tools/device_run.sh [tests] [sanitize] [bench] [demo] [relbench] [semibench] [tc] [fuzz] [py] [sweep] [profile]
-#                            [shards] [api] [reach] [cold] [tq] [verify] [pyoverhead]   (default: tests sanitize bench)
+#                            [shards] [api] [reach] [cold] [tq] [verify] [pyoverhead] [sanitizers]
+#                            [hostoverhead] [kunroll]   (default: tests sanitize bench)
 # PREBUILT=DIR: binaries built elsewhere (a build folder of this checkout at the same absolute
 # path, carried along; tools/device_prebuild.sh): no build here. Else build-dev is built here.
 set -uo pipefail
@@ -53,8 +54,10 @@ for step in $steps; do
     tc)
       # Tensor-core mainloops alone (issue 12): GPU checks against the reference, then the product
       # benchmark against torch (bf16/f16 matmul, _int_mm, TF32, SGEMM) in the same run.
-      $B/tests/gamut_gpu_tests --gtest_filter='*Tensor*' > "$OUT/tc_tests.log" 2>&1; echo "tensor tests rc=$?"
-      grep -E "^\[  (PASSED|FAILED) |tc-compile|\[ tensor|^\[  FAILED  \]" "$OUT/tc_tests.log" | head -60
+      if [ "${TC_TESTS:-1}" = 1 ]; then   # (TC_TESTS=0: the benchmark alone, after verify)
+        $B/tests/gamut_gpu_tests --gtest_filter='*Tensor*' > "$OUT/tc_tests.log" 2>&1; echo "tensor tests rc=$?"
+        grep -E "^\[  (PASSED|FAILED) |tc-compile|\[ tensor|^\[  FAILED  \]" "$OUT/tc_tests.log" | head -60
+      fi
       GAMUT_TC_BENCH=1 python3 bench/tensor_core.py --tests $B/tests/gamut_gpu_tests --json "$OUT/tc.json" 2>&1 | tee "$OUT/tc.txt" | tail -40 ;;
     fuzz)
       # Differential fuzzing (issue 11): random queries, GPU engine against the CPU engine.
@@ -105,6 +108,24 @@ for step in $steps; do
          "$OLDPWD/tests/python/test_device.py" "$OLDPWD/tests/python/test_frameworks.py" > "$OUT/verify_pytest.txt" 2>&1) &
       wait
       cat "$OUT/verify_shards.txt" "$OUT/verify_api.txt"; tail -5 "$OUT/verify_pytest.txt" ;;
+    sanitizers)
+      # compute-sanitizer memcheck, racecheck and synccheck on the tensor-core query tests (issue 12),
+      # at once, each with its own kernel cache.
+      for tool in memcheck racecheck synccheck; do
+        (GAMUT_CACHE_DIR=$PWD/$B/kcache-$tool timeout ${SAN_TIMEOUT:-300} compute-sanitizer --tool $tool --error-exitcode 9 \
+           $B/tests/gamut_gpu_tests --gtest_filter="${SAN_FILTER:-GpuTensorQueries.*}" > "$OUT/san_$tool.txt" 2>&1
+         echo "compute-sanitizer $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_$tool.txt" | tail -1) $(grep -c '^\[       OK \]' "$OUT/san_$tool.txt") tests ok") &
+      done
+      wait ;;
+    hostoverhead)
+      # The host cost of a cached library call, phase by phase (issue 13, bench/host_overhead.cpp).
+      for n in 64 256; do $B/bench/host_overhead --n $n --iters 2000; done 2>&1 | tee "$OUT/host_overhead.txt" ;;
+    kunroll)
+      # Experiment (issue 10): steps unrolled per k slice of the SIMT mainloop: cold compile and speed.
+      for u in 0 8 4; do
+        echo "== GAMUT_EXPERIMENT_K_UNROLL=$u"
+        GAMUT_EXPERIMENT_K_UNROLL=$u GAMUT_CACHE_DIR=$PWD/$B/kcache-u$u $B/bench/bench_gpu ${KU_ARGS:---sizes 4096,8192 --q1-sizes 4096} 2>&1
+      done | tee "$OUT/kunroll.txt" ;;
     pyoverhead)
       (export PYTHONPATH=$PWD/.devcarry/site; cd /tmp && timeout ${PYO_TIMEOUT:-60} python3 "$OLDPWD/bench/python_overhead.py" --iters 1000 \
          --json "$OUT/py_overhead.json" 2>&1 | tee "$OUT/py_overhead.txt" | tail -20) ;;

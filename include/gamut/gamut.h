@@ -106,7 +106,7 @@ struct Inputs {
   std::map<std::string, std::vector<int64_t>, std::less<>> extents;   // the CLI's --dim NAME=D1,D2
 
   Inputs& array(std::string name, ArrayRef a) { arrays[std::move(name)] = std::move(a); return *this; }
-  Inputs& scalar(std::string name, int64_t v) { scalars[std::move(name)] = Number{true, v, double(v)}; return *this; }
+  Inputs& scalar(std::string name, int64_t v) { scalars[std::move(name)] = Number{true, v, double(v), {}}; return *this; }
   Inputs& scalar(std::string name, int v) { return scalar(std::move(name), int64_t(v)); }
   Inputs& scalar(std::string name, double v) { scalars[std::move(name)] = Number{false, 0, v, {}}; return *this; }
   // A scalar as command-line text ("3", "2.5", "inf"): Number::text.
@@ -127,6 +127,9 @@ struct Options {
   void* stream = nullptr;
   // Output memory; empty: gamut's own (host: plain memory, device: cudaMalloc'd).
   Allocator allocator;
+  // Wait for the run's device work on `stream` before returning: for a consumer of device
+  // outputs that is not ordered on that stream (the Python package sets it for JAX arrays).
+  bool synchronize = false;
   bool rewrites = true;             // bound rewrites (aggregate push-down, bit packing)
   std::string tile;                 // benchmarks: GPU tile "BMxBNxBK[/TMxTN]" ("" = chosen)
   int repeats = 0;                  // benchmarks: time this many launches after a warm-up
@@ -150,7 +153,7 @@ struct RunStats {
   int64_t m = 0, n = 0, k = 0, batch = 1;       // axis extents
   bool batched = false;                         // the query has a batch axis
   std::string math;                             // the math that ran (spec section 10): "ieee", "bf16", "i8", ...
-  std::string mainloop;                         // "mma.sync" or "simt" on the GPU, "cpu" for the CPU engine
+  std::string mainloop;                         // "wgmma", "mma.sync" or "simt" on the GPU, "cpu" for the CPU engine
   std::vector<std::string> rewrites;            // rewrites applied, in order
   std::vector<uint64_t> list_rows_appended;     // GPU: per list output, rows the kernel appended
   std::vector<std::string> copies;              // inputs gamut had to copy, and why

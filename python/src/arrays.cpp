@@ -129,9 +129,28 @@ Framework framework_of(nb::handle obj) {
   return f;
 }
 
+// A torch tensor's DLPack capsule from torch's C function: Tensor.__dlpack__ is Python code
+// that also orders a stream against the current one, which costs microseconds per array, and
+// gamut runs on the current stream anyway. Invalid where this torch has no such function.
+nb::object torch_capsule(nb::handle obj) {
+  static nb::handle to_dlpack = [] {
+    nb::object c = nb::module_::import_("torch").attr("_C");
+    return nb::object(nb::getattr(c, "_to_dlpack", nb::none())).release();
+  }();
+  if (to_dlpack.is_none()) return nb::object();
+  try {
+    return to_dlpack(obj);
+  } catch (const nb::python_error&) {   // (requires grad, conjugate views: the general path says why)
+    return nb::object();
+  }
+}
+
 ArrayRef import_array(const std::string& name, nb::handle obj, std::vector<nb::ndarray<nb::ro>>& keep) {
   nb::ndarray<nb::ro> nd;
-  bool ok = nb::try_cast(obj, nd, false);
+  bool ok = false;
+  if (framework_of(obj) == Framework::Torch)
+    if (nb::object capsule = torch_capsule(obj); capsule.is_valid()) ok = nb::try_cast(capsule, nd, false);
+  if (!ok) ok = nb::try_cast(obj, nd, false);
   // A tensor that requires grad refuses DLPack export: read its data (gamut makes no graph).
   if (!ok && framework_of(obj) == Framework::Torch && nb::hasattr(obj, "detach"))
     ok = nb::try_cast(obj.attr("detach")(), nd, false);
@@ -167,7 +186,10 @@ Allocation FrameworkAllocator::allocate(DType dtype, const std::vector<int64_t>&
   if (framework_ == Framework::Torch) {
     static nb::handle torch = nb::object(nb::module_::import_("torch")).release();
     static nb::handle empty = nb::object(torch.attr("empty")).release();
-    nb::object dev = device.is_gpu() ? torch.attr("device")("cuda", device.id) : torch.attr("device")("cpu");
+    static std::unordered_map<int, nb::handle> devices;   // torch.device per GPU (-1: the CPU)
+    nb::handle& dev = devices[device.is_gpu() ? device.id : -1];
+    if (!dev.is_valid())
+      dev = (device.is_gpu() ? torch.attr("device")("cuda", device.id) : torch.attr("device")("cpu")).release();
     obj = empty(shape_tuple(shape), "dtype"_a = torch.attr(np_name(dtype)), "device"_a = dev);
     ptr = reinterpret_cast<void*>(nb::cast<uintptr_t>(obj.attr("data_ptr")()));
   } else if (framework_ == Framework::CuPy) {

@@ -155,7 +155,7 @@ nb::dict stats_dict(const gamut::RunStats& s) {
   d["cache"] = s.cache;
   d["tile"] = s.tile;
   d["math"] = s.math;           // spec section 10: "ieee", "bf16", "tf32", ...
-  d["mainloop"] = s.mainloop;   // "simt", "mma.sync"
+  d["mainloop"] = s.mainloop;   // "simt", "mma.sync", "wgmma", "cpu"
   d["threads"] = s.threads;
   d["device_peak_bytes"] = s.device_peak_bytes;
   d["M"] = s.m;
@@ -207,6 +207,9 @@ nb::dict run_call(const gamut::Query& q, Call& c, gamut::RunStats* stats) {
       alloc.reset();
     }
   }
+  // Device outputs for a framework gamut cannot order its work with (JAX reads a DLPack
+  // capsule on streams of its own): ready before they are handed over.
+  c.options.synchronize = c.have_gpu_array && out_fw != Framework::Torch && out_fw != Framework::CuPy;
   gamut::Result r;
   {
     nb::gil_scoped_release nogil;

@@ -36,6 +36,11 @@ void copy_bytes(void* dst, const void* src, size_t bytes, void* stream, bool wai
   if (wait) check(cudaStreamSynchronize(s), "waiting for a copy");
 }
 
+void synchronize_stream(void* stream) {
+  require_device();
+  check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "waiting for the run's device work");
+}
+
 DeviceAllocation device_alloc(size_t bytes, int device_id, void* stream) {
   require_device();
   int current = 0;
@@ -65,6 +70,8 @@ DeviceAllocation device_alloc(size_t bytes, int device_id, void* stream) {
 void copy_bytes(void*, const void*, size_t bytes, void*, bool) {
   if (bytes) throw_device_error("an array in device memory, but this build has no CUDA");
 }
+
+void synchronize_stream(void*) {}
 
 DeviceAllocation device_alloc(size_t, int, void*) {
   throw_device_error("device memory for an output, but this build has no CUDA");

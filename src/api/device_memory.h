@@ -13,6 +13,9 @@ namespace gamut::api {
 // staged before this returns, so the source may go at once).
 void copy_bytes(void* dst, const void* src, size_t bytes, void* stream, bool wait = true);
 
+// Waits for the work ordered on `stream` (nullptr: the legacy default stream).
+void synchronize_stream(void* stream);
+
 // Device memory on GPU `device_id`, freed when the owner goes.
 struct DeviceAllocation {
   void* data = nullptr;

@@ -213,6 +213,7 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
 
   Result r;
   r.outputs = api::make_outputs(plan, std::move(res), staged.output_device, options, ro.dense_output ? &written : nullptr);
+  if (options.synchronize && (gpu || staged.output_device.is_gpu())) api::synchronize_stream(options.stream);
   RunStats& s = r.stats;
   s.backend = rep.backend;
   s.seconds = rep.seconds;
@@ -232,9 +233,10 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
   // tensor-core mainloop when it ran (a forced tile or a grouped join keeps SIMT).
   MathChoice math = executed_math(plan, ro.f32_math);
   const bool gpu_ran = rep.backend == "gpu";
-  if (math.tensor_cores() && !(gpu_ran && rep.tile.find("mma.sync") != std::string::npos)) math.math = InnerMath::Simt;
+  const bool wgmma = rep.tile.find("wgmma") != std::string::npos, mma = rep.tile.find("mma.sync") != std::string::npos;
+  if (math.tensor_cores() && !(gpu_ran && (wgmma || mma))) math.math = InnerMath::Simt;
   s.math = math.math_name();
-  s.mainloop = gpu_ran ? math.mainloop_name() : "cpu";
+  s.mainloop = !gpu_ran ? "cpu" : wgmma ? "wgmma" : mma ? "mma.sync" : "simt";
   s.rewrites = plan.rewrites;
   s.copies = std::move(staged.copies);
   s.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

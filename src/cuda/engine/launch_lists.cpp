@@ -177,6 +177,7 @@ void DeviceLists::finalize_on_device() {
 }
 
 std::vector<Table> DeviceLists::results() {
+  if (lists_.empty()) return {};   // (dense outputs only: no host memory to check)
   if (finished_.size() != lists_.size()) finalize_on_device();
   const Plan& P = *inst_.plan;
   // The rows come down to the host (and are ordered there once more for top/bottom).
