@@ -48,21 +48,23 @@ TEST(CodegenTensor, ChoiceFollowsTheMath) {
     auto p = prepared(query("project"), m.type);
     const KernelChoice k = choice(*p, m.f32_math);
     EXPECT_EQ(k.options.tensor_math, m.math);
-    EXPECT_EQ(k.tile.str(), tc_kernel_tile(m.math).str());
+    // (7 x 33: one block, so the wgmma maths take the 128 x 128 tile)
+    EXPECT_EQ(k.tile.str(), tc_kernel_tile(m.math, true, 7, 33, 1, testnvrtc::kH100Sms).str());
+    EXPECT_EQ(tc_plan_spec(p->plan, k.tile, m.math).tile.wgmma, wgmma_math(m.math));
     const KernelInfo info = kernel_info(p->plan, k.tile, k.options);
     const TcMainloopSpec s = tc_plan_spec(p->plan, k.tile, m.math);
     EXPECT_EQ(info.threads, 256);
     EXPECT_EQ(info.threads, s.tile.threads());
     EXPECT_GE(info.smem_bytes, tc_smem_bytes(s));
     const std::string src = generate_source(p->plan, k.tile, k.options);
-    EXPECT_NE(src.find("gm::tc::Mainloop<"), std::string::npos);
+    EXPECT_NE(src.find(wgmma_math(m.math) ? "gm::tc::WgmmaMainloop<" : "gm::tc::Mainloop<"), std::string::npos);
     EXPECT_EQ(src.find("gm::mainloop<"), std::string::npos) << "no SIMT mainloop";
     // A forced tile keeps the SIMT mainloop.
     const KernelChoice forced = choice(*p, m.f32_math, parse_tile("64x64x8/4x4"));
     EXPECT_FALSE(forced.options.tensor_cores());
     // So does a device without the instructions (compute capability below 8.0).
     EXPECT_FALSE(
-        choose_kernel(p->instance, testnvrtc::kH100Sms, testnvrtc::kH100Smem, std::nullopt, false, m.f32_math, false)
+        choose_kernel(p->instance, testnvrtc::kH100Sms, testnvrtc::kH100Smem, std::nullopt, false, m.f32_math, TensorIsa::None)
             .options.tensor_cores());
   }
   // A key-grouped join keeps the SIMT mainloop (its tiles are key-ordered positions).

@@ -46,7 +46,7 @@ TEST(MathChoice, ReferenceSumsOfProductsByType) {
     EXPECT_TRUE(bf.sum_of_products);
     EXPECT_EQ(bf.math, InnerMath::BF16);
     EXPECT_EQ(bf.math_name(), "bf16");
-    EXPECT_EQ(bf.mainloop_name(), "mma.sync");
+    EXPECT_EQ(bf.mainloop_name(), "wgmma");
     EXPECT_TRUE(bf.why.empty()) << bf.why;
     EXPECT_EQ(choose_math(example(q, pr(DType::F16)), F32Math::Tf32).math, InnerMath::F16)
         << "f32_math does not touch 16-bit inputs";
@@ -188,19 +188,20 @@ TEST(MathChoice, CliTakesF32Math) {
 // What explain and --json report is what the engines run: the kernel generator has the SIMT
 // mainloop only, so a tensor-core candidate reports SIMT and says why.
 TEST(MathChoice, ExecutedMathIsWhatTheGeneratorEmits) {
-  // The generator has the mma.sync mainloop for every tensor-core math: explain and --json name
-  // it; f32 under ieee and other inner operations stay on SIMT with the reason.
+  // The generator has a tensor-core mainloop for every tensor-core math (wgmma for f16 / bf16 on
+  // sm_90a, mma.sync for the others): explain and --json name it; f32 under ieee and other inner
+  // operations stay on SIMT with the reason.
   const std::string q = "where (i, j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } C[i, j] = s; }";
   Plan bf = text(q, {{{"A", DType::BF16}, {"B", DType::BF16}}});
   ASSERT_TRUE(choose_math(bf, F32Math::Ieee).tensor_cores());
   MathChoice ran = executed_math(bf, F32Math::Ieee);
-  EXPECT_EQ(ran.mainloop_name(), "mma.sync");
+  EXPECT_EQ(ran.mainloop_name(), "wgmma");
   EXPECT_EQ(ran.math, InnerMath::BF16);
   EXPECT_TRUE(ran.why.empty()) << ran.why;
-  EXPECT_EQ(explain_math(bf, F32Math::Ieee), "math: bf16 on the mma.sync mainloop\n");
+  EXPECT_EQ(explain_math(bf, F32Math::Ieee), "math: bf16 on the wgmma mainloop\n");
   for (DType t : {DType::F16, DType::I8, DType::U8}) {
     Plan p = text(q, {{{"A", t}, {"B", t}}});
-    EXPECT_EQ(executed_math(p, F32Math::Ieee).mainloop_name(), "mma.sync") << dtype_name(t);
+    EXPECT_EQ(executed_math(p, F32Math::Ieee).mainloop_name(), t == DType::F16 ? "wgmma" : "mma.sync") << dtype_name(t);
   }
   Plan f = text(q, {{{"A", DType::F32}, {"B", DType::F32}}});
   EXPECT_EQ(explain_math(f, F32Math::Ieee), "math: ieee on the simt mainloop (f32 inputs under f32_math ieee)\n");
@@ -211,7 +212,7 @@ TEST(MathChoice, ExecutedMathIsWhatTheGeneratorEmits) {
   EXPECT_EQ(executed_math(maxplus, F32Math::Tf32).mainloop_name(), "simt");
 }
 
-// Top/bottom lists per i or j keep the SIMT mainloop (measured 5x faster there, session 5);
+// Top/bottom lists per i or j keep the SIMT mainloop (no slower there: the expanded kNN, session 6);
 // a global top list and the other operators take tensor cores.
 TEST(MathChoice, PerGroupRankedListsStayOnSimt) {
   const std::string head = "where (i, j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } ";

@@ -97,14 +97,19 @@ bool packed16_data_fits(const Plan& plan, const Instance& inst);
 // `tile`, that tile; `masked_joins` and `f32_math` as in GpuRunOptions. Sums of products whose
 // math (choose_math) runs on tensor cores get the tensor-core mainloop, except with a forced
 // tile, packed 16-bit steps or a key-grouped join (those keep the SIMT mainloop), and on devices
-// without the mma.sync forms used (`tensor_cores` false: compute capability below 8.0).
+// without the tensor-core instructions used (`isa`). f16 / bf16 products run on wgmma where the
+// device has it (sm_90a), every other tensor-core math on mma.sync.
 struct KernelChoice {
   TileConfig tile;
   CodegenOptions options;
 };
+// The tensor-core instructions of a device: none (compute capability below 8.0: no bf16 / tf32
+// mma.sync, no cp.async), mma.sync (8.0 on), and wgmma too (9.0, compiled for sm_90a).
+enum class TensorIsa : uint8_t { None, MmaSync, Wgmma };
+TensorIsa tensor_isa(int cc_major, int cc_minor);
 KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_block,
                            const std::optional<TileConfig>& tile = std::nullopt, bool masked_joins = false,
-                           F32Math f32_math = F32Math::Ieee, bool tensor_cores = true);
+                           F32Math f32_math = F32Math::Ieee, TensorIsa isa = TensorIsa::Wgmma);
 // Name of the kernel entry point(s) in generated source.
 extern const char* const kMainKernelName;
 

@@ -38,7 +38,10 @@ std::string MathChoice::math_name() const {
   return "simt";
 }
 
-std::string MathChoice::mainloop_name() const { return tensor_cores() ? "mma.sync" : "simt"; }
+std::string MathChoice::mainloop_name() const {
+  if (!tensor_cores()) return "simt";
+  return math == InnerMath::F16 || math == InnerMath::BF16 ? "wgmma" : "mma.sync";
+}
 
 namespace {
 
@@ -221,9 +224,10 @@ bool generator_emits(InnerMath m) {
   return false;
 }
 
-// Top/bottom lists per i or per j: on the mma.sync mainloop the expanded kNN ran 5x slower than
-// on SIMT (37 against ~7.5 ms at 16384^2, K = 256, H200; bench/NOTES.md, session 5), not yet
-// profiled. They keep the SIMT mainloop until it is.
+// Top/bottom lists per i or per j keep the SIMT mainloop: the expanded kNN (16384^2, K = 256,
+// randn data, H200) took 38 ms there against 39 on wgmma (bf16) and 41 against 46 on mma.sync
+// (tf32), one run (bench/NOTES.md, session 6). Its time is in the per-i selection whatever the
+// mainloop (the product alone is ~0.3 ms), so tensor cores gain nothing for it yet.
 bool per_group_ranked_list(const Plan& plan) {
   for (const ListOutput& l : plan.lists)
     if ((l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.per != PerGroup::None) return true;
@@ -239,7 +243,7 @@ MathChoice executed_math(const Plan& plan, F32Math f32_math) {
     c.math = InnerMath::Simt;
   } else if (c.tensor_cores() && per_group_ranked_list(plan)) {
     c.why = std::string("could run as ") + c.math_name() +
-            " on tensor cores; top/bottom lists per i or j stay on the SIMT mainloop (5x faster there, measured)";
+            " on tensor cores; top/bottom lists per i or j stay on the SIMT mainloop (no slower there, measured)";
     c.math = InnerMath::Simt;
   }
   return c;

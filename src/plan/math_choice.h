@@ -50,7 +50,8 @@ struct MathChoice {
   // For explain / --json: "ieee" (SIMT f32), "simt" (other SIMT), "f16", "bf16", "i8", "u8",
   // "i8xu8", "u8xi8", "tf32", "tf32x3".
   std::string math_name() const;
-  // "simt" or "mma.sync" (phase 2: "wgmma").
+  // "simt", or the tensor-core mainloop of an sm_90a device (H100/H200): "wgmma" for f16 / bf16,
+  // "mma.sync" for the others. (On sm_80 f16 / bf16 run mma.sync: run statistics name what ran.)
   std::string mainloop_name() const;
 };
 

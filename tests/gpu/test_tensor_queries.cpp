@@ -14,6 +14,7 @@
 #include <string>
 
 #include "cpu/engine.h"
+#include "cuda/codegen/mainloop_tensor.h"
 #include "cuda/gpu_engine.h"
 #include "cuda/runtime.h"
 #include "driver/pipeline.h"
@@ -62,7 +63,13 @@ int64_t check(const tq::TcQuery& q, const tq::TcMath& m, const tq::Sizes& s) {
   cuda::synchronize();
   // Tensor cores wherever the math choice says so (per-group top/bottom lists stay on SIMT).
   const bool tc = executed_math(p->plan, m.f32_math).tensor_cores();
-  EXPECT_EQ(st.tile.find("mma.sync") != std::string::npos, tc) << "ran " << st.tile;
+  const bool ran_tc = st.tile.find("mma.sync") != std::string::npos || st.tile.find("wgmma") != std::string::npos;
+  EXPECT_EQ(ran_tc, tc) << "ran " << st.tile;
+  // f16 / bf16 on wgmma where the device has it (sm_90a), the other maths on mma.sync.
+  if (tc)
+    EXPECT_EQ(st.tile.find("wgmma") != std::string::npos,
+              cuda::wgmma_math(m.math) && cuda::tensor_isa(cuda::device().cc_major, cuda::device().cc_minor) == cuda::TensorIsa::Wgmma)
+        << st.tile;
   int64_t seen = 0;
   EXPECT_EQ(cpu.dense.size(), gpu.dense.size());
   for (size_t d = 0; d < cpu.dense.size() && d < gpu.dense.size(); ++d) {
@@ -170,7 +177,7 @@ TEST(GpuTensorQueries, Bf16RandomWithinBound) {
   const Results cpu = run_cpu(p->instance);
   cuda::GpuRunStats st;
   const Results gpu = cuda::run_gpu(p->instance, {}, &st);
-  EXPECT_EQ(st.tile.find("mma.sync") != std::string::npos, executed_math(p->plan, F32Math::Ieee).tensor_cores()) << st.tile;
+  EXPECT_EQ(st.tile.find("wgmma") != std::string::npos, executed_math(p->plan, F32Math::Ieee).tensor_cores()) << st.tile;
   double worst = 0, scale = 0;
   for (int64_t e = 0; e < cpu.dense[0].size(); ++e) {
     worst = std::max(worst, std::abs(gpu.dense[0].get_f64(e) - cpu.dense[0].get_f64(e)));

@@ -13,6 +13,8 @@ using std::to_string;
 
 namespace {
 
+constexpr int kSliceUnroll = 8;  // k steps of a slice unrolled at most (the rest loop)
+
 std::string loader(int a) { return cat("L", to_string(a)); }
 
 // Every (m, n) through the Inner functor, on fragments of every operand.
@@ -276,13 +278,19 @@ class SimtMainloop final : public Mainloop {
     // most of a cold compile's time (bench/NOTES.md), for one slice per tile.
     c.line("template <bool GUARD>");
     c.open("__device__ __forceinline__ void compute(int buf, int k0, int krem)");
-    c.open("if (GUARD)");
+    c.open("if constexpr (GUARD)");
     c.line("#pragma unroll 1");
     c.line("for (int kk = 0; kk < krem; ++kk) step(buf, k0 + kk, kk);  // past krem: no update at all");
-    c.line("return;");
     c.close();
-    c.line("#pragma unroll");
+    c.open("else");
+    // At most kSliceUnroll steps unrolled: for a 16-step slice, 8 cut the cold compile of the
+    // SGEMM kernel from 0.9-1.2 s to 0.74 s at 0.99-1.01x its speed; 4 cost 4% of the speed
+    // (H200, bench/NOTES.md, session 6). Batched plans keep the whole slice unrolled: the
+    // batched min-plus kernel spilled 4 bytes at 255 registers with 8.
+    const bool partial = X.T.bk > kSliceUnroll && !P.batched;
+    c.line(partial ? "#pragma unroll " + to_string(kSliceUnroll) : std::string("#pragma unroll"));
     c.line("for (int kk = 0; kk < Shape::BK; ++kk) step(buf, k0 + kk, kk);");
+    c.close();
     c.close();
     c.close(";");
   }

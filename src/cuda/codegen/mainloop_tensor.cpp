@@ -148,20 +148,37 @@ std::vector<TcTile> tc_wgmma_tiles(InnerMath m) {
   return {big, square};
 }
 
-TileConfig tc_kernel_tile(InnerMath m) {
-  const TcTile t = tc_tiles(m)[1];                                                  // 128 x 128, 2 x 4 warps
-  const int rows = 2 * (t.bm / t.warps_m / 16), cols = 2 * (t.bn / t.warps_n / 8);  // the map's grid
-  return TileConfig{t.bm, t.bn, t.bk, rows, cols};
+bool wgmma_math(InnerMath m) { return m == InnerMath::F16 || m == InnerMath::BF16; }
+
+TileConfig tc_kernel_tile(InnerMath m, bool wgmma, int64_t rows, int64_t cols, int64_t batch, int sm_count) {
+  if (wgmma && wgmma_math(m)) {
+    // 128 x 256 (the fastest of tc_wgmma_tiles at 4096..16384 on the H200, bench/NOTES.md)
+    // where its grid fills the SMs, else 128 x 128. The map's grid per thread: 2 x BN/4.
+    const std::vector<TcTile> t = tc_wgmma_tiles(m);
+    const TcTile& big = t[0];
+    const int64_t blocks =
+        ((rows + big.bm - 1) / big.bm) * ((cols + big.bn - 1) / big.bn) * std::max<int64_t>(batch, 1);
+    const TcTile& w = rows >= 0 && cols >= 0 && sm_count > 0 && blocks < sm_count ? t[1] : big;
+    return TileConfig{w.bm, w.bn, w.bk, 2, w.bn / 4};
+  }
+  const TcTile t = tc_tiles(m)[1];                                                      // 128 x 128, 2 x 4 warps
+  const int rows_t = 2 * (t.bm / t.warps_m / 16), cols_t = 2 * (t.bn / t.warps_n / 8);  // the map's grid
+  return TileConfig{t.bm, t.bn, t.bk, rows_t, cols_t};
 }
 
-TcTile tc_tile_of(const TileConfig& t) {
+TcTile tc_tile_of(const TileConfig& t, InnerMath m) {
   TcTile r;
   r.bm = t.bm;
   r.bn = t.bn;
   r.bk = t.bk;
+  r.stages = 4;
+  if (wgmma_math(m) && t.tm == 2) {  // (the mma.sync maps' grids have 4 or 8 rows)
+    r.warps_m = r.warps_n = 0;
+    r.wgmma = true;
+    return r;
+  }
   r.warps_m = 2;
   r.warps_n = 4;
-  r.stages = 4;
   return r;
 }
 
@@ -173,7 +190,7 @@ TcMainloopSpec tc_plan_spec(const Plan& plan, const TileConfig& t, InnerMath m) 
     throw Error(ExitCode::Query, "internal error: the plan does not choose this tensor-core math (" + c.why + ")");
   const bool a_kc = plan.accesses[size_t(c.row_access)].pattern == Pattern::RowRed;  // X[i, k]
   const bool b_kc = plan.accesses[size_t(c.col_access)].pattern == Pattern::ColRed;  // Y[j, k]
-  return tc_spec(c, a_kc, b_kc, tc_tile_of(t));
+  return tc_spec(c, a_kc, b_kc, tc_tile_of(t, m));
 }
 
 std::string tc_mainloop_decls(const TcMainloopSpec& s, const std::string& in) {

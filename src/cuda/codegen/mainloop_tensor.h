@@ -53,12 +53,16 @@ std::vector<TcTile> tc_tiles(InnerMath m);
 std::vector<TcTile> tc_wgmma_tiles(InnerMath m);
 
 // The kernel tile of a tensor-core math (TileConfig, as the launcher and the output operators
-// see it): 128 x 128 with the k-slice of tc_tiles, and TM x TN the accumulator map's grid per
-// thread (8 x 8 for 2 x 4 warps), so that threads() is the mainloop's 256. One fixed tile for
-// now (docs/tensor-cores.md: the per-size choice is next).
-TileConfig tc_kernel_tile(InnerMath m);
-// The mainloop tile of a kernel tile (2 x 4 warps, 4 stages).
-TcTile tc_tile_of(const TileConfig& t);
+// see it), TM x TN the accumulator map's grid per thread, so that threads() is the mainloop's 256:
+// - f16 / bf16 with `wgmma` (sm_90a): the wgmma mainloop, 128 x 256 where a grid of those for
+//   rows x cols x batch (when given) fills the sm_count SMs, else 128 x 128; grid 2 x BN/4;
+// - otherwise mma.sync, 128 x 128 with the k-slice of tc_tiles, grid 8 x 8 (2 x 4 warps).
+bool wgmma_math(InnerMath m);
+TileConfig tc_kernel_tile(InnerMath m, bool wgmma = false, int64_t rows = -1, int64_t cols = -1, int64_t batch = 1,
+                          int sm_count = 0);
+// The mainloop tile of a kernel tile of math m: wgmma (4 stages) for f16 / bf16 with a 2-row
+// grid, else mma.sync with 2 x 4 warps and 4 stages.
+TcTile tc_tile_of(const TileConfig& t, InnerMath m);
 // The spec of a plan whose choose_math is `m` (throws an internal error when it is not), with
 // the operand orientations of its row and column accesses.
 TcMainloopSpec tc_plan_spec(const Plan& plan, const TileConfig& t, InnerMath m);

@@ -25,18 +25,30 @@ class TensorMainloop final : public Mainloop {
 
   void declare_shape(Code& c) override {
     for (const std::string& line : split_lines(tc_mainloop_decls(spec_))) c.line(line);
-    c.line("// The accumulator map of the mainloop (gm::tc::MmaAccMap) for any thread tid, so that an");
-    c.line("// operator can place another thread's pair: grid row m = 2 mi + h is block-tile row");
-    c.line("// warp_m WM + 16 mi + g + 8 h, column n = 2 ni + e is warp_n WN + 8 ni + 2 t + e.");
+    if (spec_.tile.wgmma) {
+      c.line("// The accumulator map of the mainloop (gm::tc::WgmmaAccMap) for any thread tid, so that an");
+      c.line("// operator can place another thread's pair: grid row m is block-tile row 64 warpgroup +");
+      c.line("// 16 warp + g + 8 m, column n = 2 ni + e is 8 ni + 2 t + e (lane = 4 g + t).");
+    } else {
+      c.line("// The accumulator map of the mainloop (gm::tc::MmaAccMap) for any thread tid, so that an");
+      c.line("// operator can place another thread's pair: grid row m = 2 mi + h is block-tile row");
+      c.line("// warp_m WM + 16 mi + g + 8 h, column n = 2 ni + e is warp_n WN + 8 ni + 2 t + e.");
+    }
     c.open("struct TcMap");
     c.line("static constexpr int kRows = Mainloop::Map::kRows, kCols = Mainloop::Map::kCols;");
     c.line("int tid;");
     c.line("__device__ __forceinline__ explicit TcMap(int t) : tid(t) {}");
     c.open("__device__ __forceinline__ int row(int m) const");
-    c.line("return (tid / 32) % TcShapeT::WARPS_M * TcShapeT::WM + (m >> 1) * 16 + (tid % 32) / 4 + 8 * (m & 1);");
+    if (spec_.tile.wgmma)
+      c.line("return tid / 128 * 64 + tid / 32 % 4 * 16 + (tid % 32) / 4 + 8 * m;");
+    else
+      c.line("return (tid / 32) % TcShapeT::WARPS_M * TcShapeT::WM + (m >> 1) * 16 + (tid % 32) / 4 + 8 * (m & 1);");
     c.close();
     c.open("__device__ __forceinline__ int col(int n) const");
-    c.line("return (tid / 32) / TcShapeT::WARPS_M * TcShapeT::WN + (n >> 1) * 8 + 2 * (tid % 4) + (n & 1);");
+    if (spec_.tile.wgmma)
+      c.line("return (n >> 1) * 8 + 2 * (tid % 4) + (n & 1);");
+    else
+      c.line("return (tid / 32) / TcShapeT::WARPS_M * TcShapeT::WN + (n >> 1) * 8 + 2 * (tid % 4) + (n & 1);");
     c.close();
     c.line("static constexpr __device__ int index(int m, int n) { return Mainloop::Map::index(m, n); }");
     c.close(";");

@@ -188,9 +188,14 @@ TileConfig choose_tile(const Plan& plan, int sm_count, size_t smem_per_block) {
   return choose_tile_sized(plan, extent(AxisRole::Row), extent(AxisRole::Col), 1, sm_count, smem_per_block);
 }
 
+TensorIsa tensor_isa(int cc_major, int cc_minor) {
+  if (cc_major == 9 && cc_minor == 0) return TensorIsa::Wgmma;
+  return cc_major >= 8 ? TensorIsa::MmaSync : TensorIsa::None;
+}
+
 KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_block,
                            const std::optional<TileConfig>& forced, bool masked_joins, F32Math f32_math,
-                           bool tensor_cores) {
+                           TensorIsa isa) {
   const Plan& P = *inst.plan;
   const int64_t rows = inst.row.size(), cols = inst.col.size(), batch = inst.batch;
   KernelChoice k;
@@ -209,8 +214,8 @@ KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_b
   // Sums of products on the tensor cores (spec section 10) with their own tile. A forced tile
   // (benchmarks of the SIMT tiles), packed steps and grouped joins keep the SIMT mainloop.
   const MathChoice math = executed_math(P, f32_math);
-  if (tensor_cores && math.tensor_cores() && !forced && !k.options.packed16 && !k.options.grouped_join) {
-    k.tile = tc_kernel_tile(math.math);
+  if (isa != TensorIsa::None && math.tensor_cores() && !forced && !k.options.packed16 && !k.options.grouped_join) {
+    k.tile = tc_kernel_tile(math.math, isa == TensorIsa::Wgmma, rows, cols, batch, sm_count);
     k.options.tensor_math = math.math;
   }
   return k;

@@ -14,6 +14,7 @@
 #include "core/sizes.h"
 #include "cuda/codegen/codegen.h"
 #include "cuda/codegen/join_groups.h"
+#include "cuda/codegen/mainloop_tensor.h"
 #include "cuda/engine/launch_lists.h"
 #include "cuda/runtime.h"
 #include "cuda/codegen/tile_choice.h"
@@ -105,6 +106,31 @@ int64_t initial_list_rows(const Instance& inst, const TileConfig& tile, int64_t 
   return std::min({pairs, capacity, int64_t(1) << 26});
 }
 
+// A projection that the kernel stores at every element of its shape needs no identity fill
+// first (one launch less per call): stored unconditionally (no `when`, not under an `if`), indexed
+// by distinct axes themselves (no lookup), each from 0 to the end of its range.
+bool written_everywhere(const Instance& inst, size_t d) {
+  const Plan& P = *inst.plan;
+  const DenseOutput& out = P.dense[d];
+  if (!out.is_project() || P.when.present()) return false;
+  bool stored = false;
+  for (const Stmt& s : P.outer) stored = stored || (s.kind == StmtKind::Store && s.target == int(d));
+  if (!stored) return false;
+  const std::vector<int64_t>& shape = inst.dense_shapes[d];
+  if (shape.size() != out.index.size()) return false;
+  bool seen[3] = {false, false, false};
+  for (size_t p = 0; p < out.index.size(); ++p) {
+    const OutIndex& x = out.index[p];
+    if (x.kind != OutIndex::Axis) return false;
+    const int role = x.axis == AxisRole::Row ? 0 : x.axis == AxisRole::Col ? 1 : x.axis == AxisRole::Batch ? 2 : -1;
+    if (role < 0 || seen[role]) return false;
+    seen[role] = true;
+    const AxisRange& r = role == 0 ? inst.row : inst.col;
+    if (role == 2 ? shape[p] != inst.batch : r.begin != 0 || shape[p] != r.end) return false;
+  }
+  return true;
+}
+
 int64_t product(const std::vector<int64_t>& v, size_t from = 0) {
   int64_t p = 1;
   for (size_t n = from; n < v.size(); ++n) p *= v[n];
@@ -167,7 +193,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
 
   const KernelChoice choice =
       choose_kernel(inst, dev.sm_count, dev.smem_per_block_optin, options.tile, options.masked_joins, options.f32_math,
-                    dev.cc_major >= 8);   // (mma.sync with bf16 / tf32 / k32 int8, cp.async: sm_80 on)
+                    tensor_isa(dev.cc_major, dev.cc_minor));
   const TileConfig tile = choice.tile;
   std::string why;
   if (!choice.options.tensor_cores() && !tile_valid(tile, &why)) throw_usage_error("--tile " + tile.str() + ": " + why);
@@ -181,7 +207,8 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
                            : cgo.tensor_math == InnerMath::Int8 ? "8-bit"
                            : cgo.tensor_math == InnerMath::Tf32 ? "tf32"
                                                                 : "tf32x3";
-  const std::string tc = cgo.tensor_cores() ? std::string(" mma.sync ") + math : "";
+  const std::string tc =
+      cgo.tensor_cores() ? std::string(tc_tile_of(tile, cgo.tensor_math).wgmma ? " wgmma " : " mma.sync ") + math : "";
   const std::string variant = tile.str() + (cgo.packed16 ? " packed16" : "") + (cgo.grouped_join ? " grouped-join" : "") +
                               tc + " " + co.arch;
   KernelMemo* memo = options.kernel_memo ? static_cast<KernelMemo*>(options.kernel_memo->get()) : nullptr;
@@ -368,9 +395,11 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     w[size_t(s.vec)] = aligned && output_runs_along_j(P, int(d));
     w[size_t(s.elems)] = uint64_t(out_rows[d] * out_pitch[d]);
   }
+  std::vector<bool> needs_fill(P.dense.size());
+  for (size_t d = 0; d < P.dense.size(); ++d) needs_fill[d] = !written_everywhere(inst, d);
   auto init_outputs = [&] {
     for (size_t d = 0; d < P.dense.size(); ++d)
-      fill_identity(out_ptr[d], P.dense[d].op, P.dense[d].type, out_rows[d] * out_pitch[d]);
+      if (needs_fill[d]) fill_identity(out_ptr[d], P.dense[d].op, P.dense[d].type, out_rows[d] * out_pitch[d]);
   };
 
   DeviceLists lists(inst, list_rows, tile);

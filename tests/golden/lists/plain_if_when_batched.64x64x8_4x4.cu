@@ -73,13 +73,14 @@ struct Stage {
   }
   template <bool GUARD>
   __device__ __forceinline__ void compute(int buf, int k0, int krem) {
-    if (GUARD) {
+    if constexpr (GUARD) {
 #pragma unroll 1
       for (int kk = 0; kk < krem; ++kk) step(buf, k0 + kk, kk);  // past krem: no update at all
-      return;
     }
+    else {
 #pragma unroll
-    for (int kk = 0; kk < Shape::BK; ++kk) step(buf, k0 + kk, kk);
+      for (int kk = 0; kk < Shape::BK; ++kk) step(buf, k0 + kk, kk);
+    }
   }
 };
 

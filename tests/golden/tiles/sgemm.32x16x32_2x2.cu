@@ -68,13 +68,14 @@ struct Stage {
   }
   template <bool GUARD>
   __device__ __forceinline__ void compute(int buf, int k0, int krem) {
-    if (GUARD) {
+    if constexpr (GUARD) {
 #pragma unroll 1
       for (int kk = 0; kk < krem; ++kk) step(buf, k0 + kk, kk);  // past krem: no update at all
-      return;
     }
-#pragma unroll
-    for (int kk = 0; kk < Shape::BK; ++kk) step(buf, k0 + kk, kk);
+    else {
+#pragma unroll 8
+      for (int kk = 0; kk < Shape::BK; ++kk) step(buf, k0 + kk, kk);
+    }
   }
 };
 
