@@ -66,20 +66,6 @@ int cmp_row(const Table& t, int64_t x, int64_t y) {
   return 0;
 }
 
-// Key rank: < 0 when x is better (larger for top, smaller for bottom). NaN keys rank after
-// every number for both, so a NaN is never preferred to a number.
-int cmp_key(const Column& key, bool top, int64_t x, int64_t y) {
-  int v = cmp_value(key, x, y);
-  if (v == 0) return 0;
-  size_t sz = dtype_size(key.dtype);
-  if (is_float(key.dtype)) {
-    bool nx = std::isnan(read_f(key.dtype, key.data.data() + size_t(x) * sz));
-    bool ny = std::isnan(read_f(key.dtype, key.data.data() + size_t(y) * sz));
-    if (nx || ny) return v;  // cmp_value already puts NaN last
-  }
-  return top ? -v : v;
-}
-
 void check_shape(const ListOutput& spec, const ListCandidates& rows) {
   size_t n = size_t(rows.table.rows);
   bool ok = rows.b.size() == n && rows.i.size() == n && rows.j.size() == n;
@@ -89,6 +75,42 @@ void check_shape(const ListOutput& spec, const ListCandidates& rows) {
   if (!ok) throw Error(ExitCode::Device, "internal error: malformed list candidates for " + spec.name);
 }
 
+// Key rank: < 0 when row x is better (larger for top, smaller for bottom). NaN keys rank after
+// every number for both, so a NaN is never preferred to a number. Every row's key is decoded
+// once (a number, or a NaN flag), not at each comparison.
+class KeyRank {
+ public:
+  KeyRank(const Column& key, bool top) : top_(top), float_(is_float(key.dtype)) {
+    const size_t n = key.data.size() / dtype_size(key.dtype), sz = dtype_size(key.dtype);
+    if (float_) {
+      f_.resize(n);
+      nan_.resize(n);
+      for (size_t r = 0; r < n; ++r) {
+        f_[r] = read_f(key.dtype, key.data.data() + r * sz);
+        nan_[r] = std::isnan(f_[r]);
+      }
+    } else {
+      i_.resize(n);
+      for (size_t r = 0; r < n; ++r) i_[r] = read_i(key.dtype, key.data.data() + r * sz);
+    }
+  }
+  int operator()(int64_t x, int64_t y) const {
+    if (float_) {
+      if (nan_[size_t(x)] || nan_[size_t(y)]) return nan_[size_t(x)] == nan_[size_t(y)] ? 0 : nan_[size_t(x)] ? 1 : -1;
+      const int v = sign3(f_[size_t(x)] < f_[size_t(y)], f_[size_t(x)] > f_[size_t(y)]);
+      return top_ ? -v : v;
+    }
+    const int v = sign3(i_[size_t(x)] < i_[size_t(y)], i_[size_t(x)] > i_[size_t(y)]);
+    return top_ ? -v : v;
+  }
+
+ private:
+  bool top_, float_;
+  std::vector<double> f_;
+  std::vector<uint8_t> nan_;
+  std::vector<int64_t> i_;
+};
+
 // Indices of the rows a top/bottom list keeps, in result order.
 std::vector<int64_t> select_best(const ListOutput& spec, int64_t limit, const ListCandidates& rows) {
   int64_t n = rows.table.rows;
@@ -97,8 +119,9 @@ std::vector<int64_t> select_best(const ListOutput& spec, int64_t limit, const Li
   std::iota(perm.begin(), perm.end(), 0);
   bool top = spec.mode == ListMode::Top;
   const auto& B = rows.b; const auto& I = rows.i; const auto& J = rows.j;
+  const KeyRank key(rows.key, top);
   auto by_key = [&](int64_t x, int64_t y) {
-    if (int r = cmp_key(rows.key, top, x, y)) return r < 0;
+    if (int r = key(x, y)) return r < 0;
     if (B[x] != B[y]) return B[x] < B[y];
     if (I[x] != I[y]) return I[x] < I[y];
     return J[x] < J[y];
@@ -118,10 +141,30 @@ std::vector<int64_t> select_best(const ListOutput& spec, int64_t limit, const Li
   auto by_group = [&](int64_t x, int64_t y) {
     if (B[x] != B[y]) return B[x] < B[y];
     if (G[x] != G[y]) return G[x] < G[y];
-    if (int r = cmp_key(rows.key, top, x, y)) return r < 0;
+    if (int r = key(x, y)) return r < 0;
     return O[x] < O[y];
   };
-  std::sort(perm.begin(), perm.end(), by_group);
+  // Rows into their groups by a counting sort where the groups' (b, g) box is small next to the
+  // rows (what the GPU hands over: N per group plus ties, in no order), then each group's few
+  // rows ordered: one comparison sort of all rows took 30 ms for 16384 groups of 10 on the
+  // device host, most of a kNN call (bench/NOTES.md, session 6).
+  if (n > 0) {
+    const auto bs = std::minmax_element(B.begin(), B.end()), gs = std::minmax_element(G.begin(), G.end());
+    const int64_t bmin = *bs.first, gmin = *gs.first;
+    const int64_t gspan = int64_t(*gs.second) - gmin + 1, box = (int64_t(*bs.second) - bmin + 1) * gspan;
+    if (box <= 4 * n + 1024) {
+      std::vector<int64_t> start(size_t(box) + 1, 0);
+      auto slot = [&](int64_t r) { return size_t((B[size_t(r)] - bmin) * gspan + (G[size_t(r)] - gmin)); };
+      for (int64_t r = 0; r < n; ++r) ++start[slot(r) + 1];
+      for (size_t s = 1; s < start.size(); ++s) start[s] += start[s - 1];
+      std::vector<int64_t> next(start.begin(), start.end() - 1);
+      for (int64_t r = 0; r < n; ++r) perm[size_t(next[slot(r)]++)] = r;
+      for (size_t s = 0; s + 1 < start.size(); ++s)
+        if (start[s + 1] - start[s] > 1) std::sort(perm.begin() + start[s], perm.begin() + start[s + 1], by_group);
+    } else {
+      std::sort(perm.begin(), perm.end(), by_group);
+    }
+  }
   std::vector<int64_t> kept;
   int64_t in_group = 0;
   for (size_t p = 0; p < perm.size(); ++p) {
