@@ -7,7 +7,12 @@ and a Triton matmul kernel, on CUDA tensors, every call allocating its output:
   host us      wall time per call of a loop of calls without synchronisation (the issue rate)
   device us    GPU time per call (kernels, memsets, copies), from the torch profiler
   call+sync us wall time per call of a loop with torch.cuda.synchronize() after each call
-  above us     call+sync - device: what a call costs beyond the GPU work it launches
+  above us     call+sync - device: what a call costs beyond the GPU work it launches, the
+               synchronisation's round trip included (which every contender pays alike)
+
+The verdict (issue 13: at most 15 us above the kernel) is on host - device: the host time a
+cached call costs above its kernel's time when calls are issued back to back, as they are in
+a training loop; the sync-inclusive figure is printed beside it, next to torch.matmul's.
 
     python bench/python_overhead.py [--sizes 64 256] [--iters 3000] [--json out.json]
 
@@ -155,9 +160,14 @@ def main():
     print(f"parts of a gamut call at n={args.sizes[-1]} (host us per call, no sync):")
     for what, us in parts.items():
         print(f"  {what:58s} {us:7.2f}")
-    bad = [r for r in rows if r["what"] == "gamut" and r["above_us"] > 15]
+    bad = [r for r in rows if r["what"] == "gamut" and r["host_us"] - r["device_us"] > 15]
     print()
-    print("gamut within 15 us of the device time:", "yes" if not bad else "NO at n=" + ",".join(str(r["n"]) for r in bad))
+    for r in rows:
+        if r["what"] == "gamut":
+            t = next((x for x in rows if x["n"] == r["n"] and x["what"] == "torch.matmul"), None)
+            print(f"n={r['n']}: gamut {r['host_us'] - r['device_us']:.1f} us above the kernel on the host "
+                  f"({r['above_us']:.1f} with the sync's round trip; torch.matmul {t['above_us']:.1f})" if t else "")
+    print("gamut within 15 us of the kernel (host - device):", "yes" if not bad else "NO at n=" + ",".join(str(r["n"]) for r in bad))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(), "rows": rows, "parts": parts}, f, indent=1)
