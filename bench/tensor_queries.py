@@ -6,8 +6,10 @@ Through the Python package on CUDA tensors (no copies either side), each timed w
 
   product     C = A B in bf16 / f16 (vs torch.matmul), f32 with f32_math tf32 / tf32x3 (vs
               torch.matmul with TF32 allowed / in IEEE f32), i8 (vs torch._int_mm)
-  Q5, Q7, kNN on bf16 (and f32 with f32_math tf32): the fused query against the composition a
-              user writes (product, then nonzero / topk), which materialises the M x N scores
+  Q3, Q5, Q7, distinct areas, kNN on bf16 (and f32 with f32_math tf32): the fused query against
+              the composition a user writes (product, then index_add / nonzero / topk / unique),
+              which materialises the M x N scores; and gamut's own product of the same operands
+              (the issue's bound: a query at most 1.3x it), printed as "ours/prod"
 
 Also `explain`'s math and mainloop line, so a row that ran on SIMT says so.
 
@@ -24,6 +26,10 @@ from benchlib import cuda_time  # noqa: E402
 PRODUCT = "where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } C[i, j] = a; }"
 Q5 = "where (i, j) { a = 0; reduce (k) { a += P[i, k] * R[k, j]; } if (a > thres) emit Pairs(i, j, a); }"
 Q7 = "where (i, j) { a = 0; reduce (k) { a += P[i, k] * R[k, j]; } emit Top(i, j, a) top 128 by a; }"
+Q3 = ("where (i, j) { a = 0; reduce (k) { a += P[i, k] * R[k, j]; } Cnt[Pzip[i], Rzip[j]] += a > thres; }")
+AREAS = ("where (i, j) { a = 0; reduce (k) { a += P[i, k] * R[k, j]; }"
+         " if (a > thres) emit Areas(Pzip[i] as pz, Rzip[j] as rz) distinct; }")
+GROUPS = 16   # Pzip, Rzip in [0, GROUPS), as bench/relational.py
 KNN = ("where (i, j) { dot = 0; reduce (k) { dot += Q[i, k] * X[j, k]; } let dist = qn[i] + xn[j] - 2 * dot;"
        " emit Nearest(i, j, dist) bottom 10 by dist per i; }")
 
@@ -58,7 +64,8 @@ def main():
         r = {"case": case, "gamut_ms": gamut_ms, "torch_ms": torch_ms, "ratio": torch_ms / gamut_ms, "math": math}
         r.update(extra)
         rows.append(r)
-        print(f"{case:34s} gamut {gamut_ms:9.3f} ms  torch {torch_ms:9.3f} ms  torch/gamut {r['ratio']:6.2f}  [{math}]",
+        prod_part = f"  ours/prod {extra['ours_over_product']:5.2f}" if "ours_over_product" in extra else ""
+        print(f"{case:34s} gamut {gamut_ms:9.3f} ms  torch {torch_ms:9.3f} ms  torch/gamut {r['ratio']:6.2f}{prod_part}  [{math}]",
               flush=True)
 
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
@@ -87,6 +94,7 @@ def main():
         report(f"product i8 {n}^3 (torch _int_mm)", g, t, math_line(i8, A=A8, B=B8))
 
     q5, q7, knn = gamut.compile(Q5), gamut.compile(Q7), gamut.compile(KNN)
+    q3, areas = gamut.compile(Q3), gamut.compile(AREAS)
     N = a.n
     for K in [int(x) for x in a.ks.split(",") if x]:
         for dt, name, mode in [(torch.bfloat16, "bf16", "ieee"), (torch.float32, "f32 tf32", "tf32")]:
@@ -106,12 +114,38 @@ def main():
                 S = P @ R
                 return torch.topk(S.flatten(), 128)
 
+            G = GROUPS
+            Pz = torch.randint(0, G, (N,), device=dev, dtype=torch.int32)
+            Rz = torch.randint(0, G, (N,), device=dev, dtype=torch.int32)
+            t3 = float(torch.median(sample[:1 << 20]))   # Q3 / areas: about half of the pairs pass
+
+            def torch_q3():
+                S = P @ R
+                rows = torch.zeros(G, N, device=dev).index_add_(0, Pz, (S > t3).float())
+                return torch.zeros(G, G, device=dev).index_add_(1, Rz, rows)
+
+            def torch_areas():
+                ij = torch.nonzero(P @ R > t3)
+                return torch.unique(Pz[ij[:, 0]] * G + Rz[ij[:, 1]])
+
+            # gamut's own product of the same operands (a dense N x N f32 output).
+            p_ms = timed(lambda: prod(A=P, B=R, f32_math=mode), a.repeat)
+            report(f"product {name} {N}x{N} K={K}", p_ms, timed(lambda: P @ R, a.repeat), math_line(prod, A=P, B=R, f32_math=mode))
+            g = timed(lambda: q3(P=P, R=R, Pzip=Pz, Rzip=Rz, thres=t3, f32_math=mode), a.repeat)
+            t = timed(torch_q3, a.repeat)
+            report(f"Q3 {name} {N}x{N} K={K}", g, t, math_line(q3, P=P, R=R, Pzip=Pz, Rzip=Rz, thres=t3, f32_math=mode),
+                   ours_over_product=g / p_ms)
             g = timed(lambda: q5(P=P, R=R, thres=thres, f32_math=mode), a.repeat)
             t = timed(torch_q5, a.repeat)
-            report(f"Q5 {name} {N}x{N} K={K}", g, t, math_line(q5, P=P, R=R, thres=thres, f32_math=mode))
+            report(f"Q5 {name} {N}x{N} K={K}", g, t, math_line(q5, P=P, R=R, thres=thres, f32_math=mode),
+                   ours_over_product=g / p_ms)
             g = timed(lambda: q7(P=P, R=R, f32_math=mode), a.repeat)
             t = timed(torch_q7, a.repeat)
-            report(f"Q7 {name} {N}x{N} K={K}", g, t, math_line(q7, P=P, R=R, f32_math=mode))
+            report(f"Q7 {name} {N}x{N} K={K}", g, t, math_line(q7, P=P, R=R, f32_math=mode), ours_over_product=g / p_ms)
+            g = timed(lambda: areas(P=P, R=R, Pzip=Pz, Rzip=Rz, thres=t3, f32_math=mode), a.repeat)
+            t = timed(torch_areas, a.repeat)
+            report(f"areas {name} {N}x{N} K={K}", g, t,
+                   math_line(areas, P=P, R=R, Pzip=Pz, Rzip=Rz, thres=t3, f32_math=mode), ours_over_product=g / p_ms)
             Q = torch.randn(N, K, device=dev).to(dt)
             X = torch.randn(N, K, device=dev).to(dt)
             qn = (Q.float() * Q.float()).sum(1)
@@ -123,7 +157,8 @@ def main():
 
             g = timed(lambda: knn(Q=Q, X=X, qn=qn, xn=xn, f32_math=mode), a.repeat)
             t = timed(torch_knn, a.repeat)
-            report(f"kNN expanded {name} {N}x{N} K={K}", g, t, math_line(knn, Q=Q, X=X, qn=qn, xn=xn, f32_math=mode))
+            report(f"kNN expanded {name} {N}x{N} K={K}", g, t, math_line(knn, Q=Q, X=X, qn=qn, xn=xn, f32_math=mode),
+                   ours_over_product=g / p_ms)
             del P, R, Q, X
             torch.cuda.empty_cache()
     if a.json:
