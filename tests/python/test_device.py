@@ -188,12 +188,19 @@ def test_memory_bounded_across_calls(torch, queries):
     torch.cuda.synchronize()
     free0 = torch.cuda.mem_get_info()[0]
     alloc0 = torch.cuda.memory_allocated()
+    held0 = queries["q7_top128"].run(lists)[1]["device_peak_bytes"]
     for _ in range(2000):
         queries["sgemm"](**dense)
         queries["q7_top128"](**lists)
     torch.cuda.synchronize()
     assert torch.cuda.memory_allocated() == alloc0       # every output was given back to torch
-    assert free0 - torch.cuda.mem_get_info()[0] < 64 * 2**20
+    # gamut's own device memory (the most it held at once in a call, what it still held from
+    # earlier calls included) does not grow: nothing leaks.
+    held1 = queries["q7_top128"].run(lists)[1]["device_peak_bytes"]
+    assert 0 < held1 <= held0
+    # Device-wide free memory also moves with other processes on the GPU: only a gross leak
+    # shows here (a tighter bound failed beside compute-sanitizer runs).
+    assert free0 - torch.cuda.mem_get_info()[0] < 2**30
 
 
 def test_device_error_categories(torch):
