@@ -1,6 +1,7 @@
 #include "cuda/engine/launch_lists.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "bind/footprint.h"
 #include "core/error.h"
@@ -8,6 +9,7 @@
 #include "core/sizes.h"
 #include "cpu/list_order.h"
 #include "cuda/device/core/gamut_constants.cuh"
+#include "cuda/lists/order.h"
 #include "cuda/lists/select.h"
 
 namespace gamut::cuda {
@@ -171,9 +173,64 @@ void DeviceLists::finalize_on_device() {
     take(L.i, 4, F.i);
     take(L.j, 4, F.j);
     take(L.key, dtype_size(in.key_dtype), F.key);
+    // Ordered on the device too where the key's rank is exact (keys of 32 bits or fewer): by
+    // (b, group, rank, other axis), or (rank, b, i, j) without groups; the host then only drops
+    // each group's rows past N (rank ties at the N-th) instead of sorting them all.
+    if (exact_sort_rank(in.key_dtype) && m > 0 && m <= kMaxDeviceOrderRows) {
+      DeviceBuffer rank(m * 4);
+      sort_ranks(in, F.key, m, rank);
+      const DeviceBuffer& g = spec.per == PerGroup::Col ? F.j : F.i;
+      const DeviceBuffer& o = spec.per == PerGroup::Col ? F.i : F.j;
+      std::vector<const DeviceBuffer*> cols =
+          spec.per == PerGroup::None ? std::vector<const DeviceBuffer*>{&rank, &F.b, &F.i, &F.j}
+                                     : std::vector<const DeviceBuffer*>{&F.b, &g, &rank, &o};
+      std::vector<DType> types(cols.size(), DType::I32);
+      for (size_t c = 0; c < F.cols.size(); ++c) {
+        cols.push_back(&F.cols[c]);
+        types.push_back(storage_type_of(spec.columns[c].type));
+      }
+      std::vector<DeviceBuffer> sorted;
+      if (order_list_rows(cols, types, m, false, order_scratch_, sorted) != m)
+        throw_device_error("internal error: ordering the kept rows of list " + spec.name + " changed their number");
+      F.order_b = std::move(sorted[0]);
+      F.order_g = std::move(sorted[1]);
+      for (size_t c = 0; c < F.cols.size(); ++c) F.cols[c] = std::move(sorted[4 + c]);
+      F.device_ordered = true;
+      F.host_order = false;
+    }
     synchronize();   // before idx is freed
     F.from_list = false;
   }
+}
+
+// Rows of a top/bottom list in its order (the device ordered them): the first `limit` of each
+// group, or of all without groups. More than `limit` come only where ranks tie at the N-th.
+Table DeviceLists::first_of_each_group(const ListOutput& spec, int64_t limit, const Finished& F, Table t) {
+  const size_t n = size_t(t.rows);
+  std::vector<size_t> keep;
+  if (spec.per == PerGroup::None) {
+    if (int64_t(n) <= limit) return t;
+    keep.resize(size_t(limit));
+    for (size_t r = 0; r < keep.size(); ++r) keep[r] = r;
+  } else {
+    std::vector<int32_t> b(n), g(n);
+    F.order_b.download(b.data(), n * sizeof(int32_t));
+    F.order_g.download(g.data(), n * sizeof(int32_t));
+    int64_t in_group = 0;
+    for (size_t r = 0; r < n; ++r) {
+      in_group = r > 0 && b[r] == b[r - 1] && g[r] == g[r - 1] ? in_group + 1 : 0;
+      if (in_group < limit) keep.push_back(r);
+    }
+    if (keep.size() == n) return t;
+  }
+  for (Column& c : t.columns) {
+    const size_t e = dtype_size(c.dtype);
+    std::vector<std::byte> kept(keep.size() * e);
+    for (size_t r = 0; r < keep.size(); ++r) std::memcpy(kept.data() + r * e, c.data.data() + keep[r] * e, e);
+    c.data = std::move(kept);
+  }
+  t.rows = int64_t(keep.size());
+  return t;
 }
 
 std::vector<Table> DeviceLists::results() {
@@ -200,6 +257,10 @@ std::vector<Table> DeviceLists::results() {
       Column& col = rows.table.columns[c];
       col.data.resize(n * dtype_size(col.dtype));
       (F.from_list ? L.cols[c] : F.cols[c]).download(col.data.data(), col.data.size());
+    }
+    if (F.device_ordered) {
+      out.push_back(first_of_each_group(spec, inst_.list_limits[l], F, std::move(rows.table)));
+      continue;
     }
     if (!F.host_order) {
       out.push_back(std::move(rows.table));

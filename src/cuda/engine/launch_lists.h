@@ -35,11 +35,13 @@ class DeviceLists {
   uint64_t count(size_t l) const;
   // Finalise every list on the device after the last launch: plain and distinct lists are
   // ordered (lists/order.h), top/bottom lists reduced to their best rows (lists/select.h).
+  // Top/bottom rows whose key rank is exact (keys of 32 bits or fewer) are also ordered there.
   // The rows stay on the device, so benchmark repetitions can time the whole pipeline.
   void finalize_on_device();
   // The lists' final tables (as finalize_list makes them), in Plan::lists order: downloads what
   // finalize_on_device() left, running it first if it never ran (so call it after the last
-  // launch, or leave it to results()); top/bottom rows are then ordered on the host.
+  // launch, or leave it to results()); the host orders only top/bottom rows with 64-bit keys,
+  // and drops the rows past N of each group that tie at the N-th.
   std::vector<Table> results();
 
  private:
@@ -58,10 +60,14 @@ class DeviceLists {
   // top/bottom, which the host still orders); with `from_list`, the rows are the list's own.
   struct Finished {
     bool from_list = false, host_order = false;
+    // Top/bottom rows already in the list's order (device_ordered): the host keeps each group's
+    // first N, the group of row r being (order_b[r], order_g[r]).
+    bool device_ordered = false;
     uint64_t rows = 0;
     std::vector<DeviceBuffer> cols;
-    DeviceBuffer b, i, j, key;
+    DeviceBuffer b, i, j, key, order_b, order_g;
   };
+  static Table first_of_each_group(const ListOutput& spec, int64_t limit, const Finished& F, Table t);
   std::vector<Finished> finished_;        // empty until finalize_on_device()
   ListOrderScratch order_scratch_;
 };

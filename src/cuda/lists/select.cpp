@@ -18,7 +18,7 @@ constexpr unsigned kThreads = gm::kStageThreads;
 
 // The kernels of one (key type, direction, grouping), compiled once and kept loaded.
 struct SelectKernels {
-  std::unique_ptr<Kernel> hist, digit, keep, gather[4];
+  std::unique_ptr<Kernel> hist, digit, keep, sort_rank, gather[4];
 };
 
 SelectKernels& kernels(DType key, bool top, PerGroup per) {
@@ -31,11 +31,12 @@ SelectKernels& kernels(DType key, bool top, PerGroup per) {
     const DeviceInfo& dev = device();
     CompileOptions co;
     co.arch = arch_for(dev.cc_major, dev.cc_minor);
-    const CompiledModule mod = compile_cached(src, co, "gamut-select-2");
+    const CompiledModule mod = compile_cached(src, co, "gamut-select-3");
     auto s = std::make_unique<SelectKernels>();
     s->hist = std::make_unique<Kernel>(mod, "gm_sel_hist");
     s->digit = std::make_unique<Kernel>(mod, "gm_sel_digit");
     s->keep = std::make_unique<Kernel>(mod, "gm_sel_keep");
+    s->sort_rank = std::make_unique<Kernel>(mod, "gm_sel_sort_rank");
     for (int w = 0; w < 4; ++w) s->gather[w] = std::make_unique<Kernel>(mod, "gm_gather" + std::to_string(1 << w));
     k = std::move(s);
   }
@@ -104,6 +105,16 @@ DeviceBuffer select_candidates(const SelectInput& in, uint64_t* kept) {
   synchronize();
   counter.download(kept, sizeof *kept);
   return idx;
+}
+
+bool exact_sort_rank(DType key) { return key == DType::Bool || key == DType::I32 || key == DType::F32; }
+
+void sort_ranks(const SelectInput& in, const DeviceBuffer& key, uint64_t m, DeviceBuffer& dst) {
+  if (m == 0) return;
+  if (!exact_sort_rank(in.key_dtype)) throw_device_error("internal error: no exact device rank for this key type");
+  gm::GatherArgs a{ptr(&dst), ptr(&key), 0, m};
+  void* args[] = {&a};
+  kernels(in.key_dtype, in.top, in.per).sort_rank->launch(blocks_for(m), 1, 1, kThreads, 1, 1, 0, args);
 }
 
 void gather_rows(const SelectInput& in, const DeviceBuffer& src, size_t elem, const DeviceBuffer& idx, uint64_t m,

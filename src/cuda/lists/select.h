@@ -29,6 +29,13 @@ struct SelectInput {
 // Indices (uint32) of the kept candidates, in no order; `kept` gets their number.
 DeviceBuffer select_candidates(const SelectInput& in, uint64_t* kept);
 
+// Whether sort_ranks orders keys of this storage type exactly (32 bits or fewer: bool, i32, f32).
+bool exact_sort_rank(DType key);
+// dst (m int32) = the rank of each of the m kept rows' keys (`key`, gathered), an int that orders
+// like finalize_list (smaller = better, -0.0 and 0.0 alike, NaN last): with (b, group, rank,
+// other axis) the kept rows sort into the list's order on the device.
+void sort_ranks(const SelectInput& in, const DeviceBuffer& key, uint64_t m, DeviceBuffer& dst);
+
 // dst (m elements of `elem` bytes) = src[idx[r]] for r < m.
 void gather_rows(const SelectInput& in, const DeviceBuffer& src, size_t elem, const DeviceBuffer& idx, uint64_t m,
                  DeviceBuffer& dst);

@@ -125,6 +125,17 @@ GM_DEV void sel_keep(const SelectArgs& a) {
   }
 }
 
+// dst[r] = the rank of key src[r] as an int that orders like it (smaller = better; -0.0 and 0.0
+// alike, every NaN last): the sort key that orders the kept rows on the device. Exact for keys
+// of 32 bits or fewer only (rank32 of a 64-bit key is its top half).
+template <class K, bool TOP>
+GM_DEV void sel_sort_rank(const GatherArgs& a) {
+  int* dst = reinterpret_cast<int*>(a.dst);
+  const K* key = reinterpret_cast<const K*>(a.src);
+  for (u64 r = u64(blockIdx.x) * blockDim.x + threadIdx.x; r < a.m; r += u64(gridDim.x) * blockDim.x)
+    dst[r] = int(rank32(widen(key[r]), TOP) ^ 0x80000000u);
+}
+
 // dst[r] = src[idx[r]] for r < m: one column of the kept rows (T: an unsigned of the width).
 template <class T>
 GM_DEV void sel_gather(const GatherArgs& a) {
