@@ -212,6 +212,19 @@ TEST(MathChoice, ExecutedMathIsWhatTheGeneratorEmits) {
   EXPECT_EQ(executed_math(maxplus, F32Math::Tf32).mainloop_name(), "simt");
 }
 
+// A distinct list keeps bf16 off wgmma (its per-tile de-duplication ran 2x slower over wgmma's
+// accumulator layout): mma.sync, in the kernel choice and in what explain names.
+TEST(MathChoice, DistinctListsTakeMmaSync) {
+  const TypeEnv bf{{{"A", DType::BF16}, {"B", DType::BF16}}};
+  Plan p = text("where (i, j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } if (s > 0) emit L(i) distinct; }", bf);
+  const MathChoice m = executed_math(p, F32Math::Ieee);
+  EXPECT_TRUE(m.tensor_cores());
+  EXPECT_FALSE(m.wgmma);
+  EXPECT_EQ(m.mainloop_name(), "mma.sync");
+  Plan q = text("where (i, j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } if (s > 0) emit L(i, j); }", bf);
+  EXPECT_EQ(executed_math(q, F32Math::Ieee).mainloop_name(), "wgmma");
+}
+
 // Top/bottom lists per i or j keep the SIMT mainloop (no slower there: the expanded kNN, session 6);
 // a global top list and the other operators take tensor cores.
 TEST(MathChoice, PerGroupRankedListsStayOnSimt) {

@@ -40,7 +40,7 @@ std::string MathChoice::math_name() const {
 
 std::string MathChoice::mainloop_name() const {
   if (!tensor_cores()) return "simt";
-  return math == InnerMath::F16 || math == InnerMath::BF16 ? "wgmma" : "mma.sync";
+  return wgmma && (math == InnerMath::F16 || math == InnerMath::BF16) ? "wgmma" : "mma.sync";
 }
 
 namespace {
@@ -246,6 +246,10 @@ MathChoice executed_math(const Plan& plan, F32Math f32_math) {
             " on tensor cores; top/bottom lists per i or j stay on the SIMT mainloop (no slower there, measured)";
     c.math = InnerMath::Simt;
   }
+  // Distinct lists de-duplicate per tile over the accumulator map: over wgmma's (2 x 64 pairs
+  // per thread) the distinct areas took 32 ms on bf16, over mma.sync's (8 x 8) 15 ms on tf32
+  // (H200, 16384^2, K = 256; bench/NOTES.md, session 6).
+  for (const ListOutput& l : plan.lists) c.wgmma = c.wgmma && l.mode != ListMode::Distinct;
   return c;
 }
 

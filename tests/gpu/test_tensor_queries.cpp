@@ -65,10 +65,12 @@ int64_t check(const tq::TcQuery& q, const tq::TcMath& m, const tq::Sizes& s) {
   const bool tc = executed_math(p->plan, m.f32_math).tensor_cores();
   const bool ran_tc = st.tile.find("mma.sync") != std::string::npos || st.tile.find("wgmma") != std::string::npos;
   EXPECT_EQ(ran_tc, tc) << "ran " << st.tile;
-  // f16 / bf16 on wgmma where the device has it (sm_90a), the other maths on mma.sync.
+  // f16 / bf16 on wgmma where the device has it (sm_90a) and the plan allows it (no distinct
+  // list), the other maths on mma.sync.
   if (tc)
     EXPECT_EQ(st.tile.find("wgmma") != std::string::npos,
-              cuda::wgmma_math(m.math) && cuda::tensor_isa(cuda::device().cc_major, cuda::device().cc_minor) == cuda::TensorIsa::Wgmma)
+              cuda::wgmma_math(m.math) && executed_math(p->plan, m.f32_math).wgmma &&
+                  cuda::tensor_isa(cuda::device().cc_major, cuda::device().cc_minor) == cuda::TensorIsa::Wgmma)
         << st.tile;
   int64_t seen = 0;
   EXPECT_EQ(cpu.dense.size(), gpu.dense.size());

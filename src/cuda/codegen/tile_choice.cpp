@@ -215,7 +215,7 @@ KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_b
   // (benchmarks of the SIMT tiles), packed steps and grouped joins keep the SIMT mainloop.
   const MathChoice math = executed_math(P, f32_math);
   if (isa != TensorIsa::None && math.tensor_cores() && !forced && !k.options.packed16 && !k.options.grouped_join) {
-    k.tile = tc_kernel_tile(math.math, isa == TensorIsa::Wgmma, rows, cols, batch, sm_count);
+    k.tile = tc_kernel_tile(math.math, isa == TensorIsa::Wgmma && math.wgmma, rows, cols, batch, sm_count);
     k.options.tensor_math = math.math;
   }
   return k;
