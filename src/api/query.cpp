@@ -229,14 +229,13 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
   s.k = inst.red.size();
   s.batch = inst.batch;
   s.batched = plan.batched;
-  // What ran: the CPU engine has no mainloop of the GPU's; on the GPU, the tile names the
-  // tensor-core mainloop when it ran (a forced tile or a grouped join keeps SIMT).
+  // What ran: the engine names its mainloop ("cpu" for the CPU engine; on the GPU a forced tile
+  // or a grouped join keeps SIMT), and the math is SIMT's unless a tensor-core mainloop ran.
+  // (A rewritten program's CPU stages name none.)
+  s.mainloop = rep.backend != "gpu" ? "cpu" : rep.mainloop.empty() ? "simt" : rep.mainloop;
   MathChoice math = executed_math(plan, ro.f32_math);
-  const bool gpu_ran = rep.backend == "gpu";
-  const bool wgmma = rep.tile.find("wgmma") != std::string::npos, mma = rep.tile.find("mma.sync") != std::string::npos;
-  if (math.tensor_cores() && !(gpu_ran && (wgmma || mma))) math.math = InnerMath::Simt;
+  if (math.tensor_cores() && s.mainloop != "wgmma" && s.mainloop != "mma.sync") math.math = InnerMath::Simt;
   s.math = math.math_name();
-  s.mainloop = !gpu_ran ? "cpu" : wgmma ? "wgmma" : mma ? "mma.sync" : "simt";
   s.rewrites = plan.rewrites;
   s.copies = std::move(staged.copies);
   s.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

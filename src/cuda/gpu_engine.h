@@ -51,6 +51,7 @@ struct GpuRunStats {
   std::string cache_hit;             // "compiled" | "disk" | "memory"
   std::string cache_key;
   std::string tile;
+  std::string mainloop;              // "simt" | "mma.sync" | "wgmma": what the kernel ran
   // One per GpuRunOptions::repeats (CUDA events): the kernel and the device side of the lists
   // (ordering, distinct, top/bottom selection), and the kernel alone.
   std::vector<double> runs_ms, runs_kernel_ms;

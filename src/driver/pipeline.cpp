@@ -219,6 +219,7 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
     r.backend = sr.backend;
     r.threads = sr.threads;
     r.tile = sr.tile;
+    r.mainloop = sr.mainloop;
     r.cache_hit = sr.cache_hit;
     r.device_peak_bytes = std::max(r.device_peak_bytes, sr.device_peak_bytes);
     for (size_t d = 0; d < stage->plan.dense.size(); ++d) produced[stage->plan.dense[d].name] = last.dense[d];
@@ -294,6 +295,7 @@ Results execute(const Instance& inst, const RunOptions& options, RunReport* repo
     r.list_rows_appended = st.list_rows_appended;
     r.cache_hit = st.cache_hit;
     r.tile = st.tile;
+    r.mainloop = st.mainloop;
   } else {
     const HostMemory host = host_memory();
     const int threads = cpu_thread_count(inst, options.threads, host.available);
@@ -306,6 +308,7 @@ Results execute(const Instance& inst, const RunOptions& options, RunReport* repo
       on_tile = [&options](int64_t done, int64_t total) { options.progress(double(done) / double(total)); };
     res = run_cpu(inst, threads, &lists_guard, on_tile);
     r.backend = "cpu";
+    r.mainloop = "cpu";
     r.threads = threads;
   }
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -42,6 +42,7 @@ struct RunReport {
   double compile_ms = 0;
   std::string cache_hit;           // GPU: compiled | disk | memory
   std::string tile;
+  std::string mainloop;            // "cpu", or the GPU kernel's: "simt" | "mma.sync" | "wgmma"
   int threads = 0;
   size_t device_peak_bytes = 0;    // GPU: most device memory held at once during the run
   std::vector<uint64_t> list_rows_appended;   // GPU: per list, rows the kernel appended (before

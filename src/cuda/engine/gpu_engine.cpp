@@ -207,8 +207,9 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
                            : cgo.tensor_math == InnerMath::Int8 ? "8-bit"
                            : cgo.tensor_math == InnerMath::Tf32 ? "tf32"
                                                                 : "tf32x3";
-  const std::string tc =
-      cgo.tensor_cores() ? std::string(tc_tile_of(tile, cgo.tensor_math).wgmma ? " wgmma " : " mma.sync ") + math : "";
+  const std::string mainloop =
+      !cgo.tensor_cores() ? "simt" : tc_tile_of(tile, cgo.tensor_math).wgmma ? "wgmma" : "mma.sync";
+  const std::string tc = cgo.tensor_cores() ? " " + mainloop + " " + math : "";
   const std::string variant = tile.str() + (cgo.packed16 ? " packed16" : "") + (cgo.grouped_join ? " grouped-join" : "") +
                               tc + " " + co.arch;
   KernelMemo* memo = options.kernel_memo ? static_cast<KernelMemo*>(options.kernel_memo->get()) : nullptr;
@@ -244,6 +245,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     stats->cache_hit = memo_hit ? "memory" : cache_hit_name(module.hit);
     stats->cache_key = compiled.key;
     stats->tile = tile.str() + (cgo.packed16 ? " packed16" : "") + (groups ? " grouped-join" : "") + tc;
+    stats->mainloop = mainloop;
   }
   Kernel& kernel = *compiled.kernel;
   const int64_t steps = 2 + (options.repeats > 0 ? options.warmup + options.repeats : 0);
