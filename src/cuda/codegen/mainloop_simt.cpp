@@ -281,8 +281,7 @@ class SimtMainloop final : public Mainloop {
     c.open("if constexpr (GUARD)");
     c.line("#pragma unroll 1");
     c.line("for (int kk = 0; kk < krem; ++kk) step(buf, k0 + kk, kk);  // past krem: no update at all");
-    c.close();
-    c.open("else");
+    c.mid("else");
     // At most kSliceUnroll steps unrolled: for a 16-step slice, 8 cut the cold compile of the
     // SGEMM kernel from 0.9-1.2 s to 0.74 s at 0.99-1.01x its speed; 4 cost 4% of the speed
     // (H200, bench/NOTES.md, session 6). Batched plans keep the whole slice unrolled: the

@@ -71,8 +71,7 @@ struct Stage {
     if constexpr (GUARD) {
 #pragma unroll 1
       for (int kk = 0; kk < krem; ++kk) step(buf, k0 + kk, kk);  // past krem: no update at all
-    }
-    else {
+    } else {
 #pragma unroll
       for (int kk = 0; kk < Shape::BK; ++kk) step(buf, k0 + kk, kk);
     }
