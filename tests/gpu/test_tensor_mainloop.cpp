@@ -274,6 +274,12 @@ TEST(TensorMainloopBench, Products) {
   for (const MathCase& m : kMaths) {
     if (std::string(m.name) == "u8" || std::string(m.name) == "i8xu8") continue;
     for (int n : {4096, 8192, 16384, 4097}) {
+      if (const char* only = std::getenv("GAMUT_TC_BENCH_ONLY")) {   // skip building data for the others
+        const std::string o = only, tail = " " + std::to_string(n);
+        if (o.rfind(std::string(m.name) + " ", 0) != 0 || o.size() < tail.size() ||
+            o.compare(o.size() - tail.size(), tail.size(), tail) != 0)
+          continue;
+      }
       // Operands A (n, n) and B (n, n) in their storage types, small random values; both
       // orientations of B share the bytes (B and its transpose have the same statistics).
       const size_t ea = dtype_size(m.a), elems = size_t(n) * size_t(n);
@@ -303,6 +309,9 @@ TEST(TensorMainloopBench, Products) {
       for (bool b_kc : {false, true})
         for (size_t t = 0; t < tiles.size(); ++t) {
           const TcMainloopSpec s = spec(m, true, b_kc, tiles[t]);
+          // GAMUT_TC_BENCH_ONLY="bf16 NN 128x256x64/wgmma/s4 8192": that configuration alone (ncu).
+          const std::string what = std::string(m.name) + (b_kc ? " NT " : " NN ") + s.tile.str() + " " + std::to_string(n);
+          if (const char* only = std::getenv("GAMUT_TC_BENCH_ONLY"); only && what != only) continue;
           std::vector<unsigned long long> w(kSlots, 0);
           w[kRowEnd] = unsigned(n); w[kColEnd] = unsigned(n); w[kRedEnd] = unsigned(n);
           w[kAPtr] = reinterpret_cast<uintptr_t>(da.get()); w[kALd] = uint64_t(ld); w[kAVec] = 1;
