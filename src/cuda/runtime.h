@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "core/types.h"
+
 namespace gamut::cuda {
 
 struct DeviceInfo {
@@ -147,6 +149,26 @@ void synchronize();   // waits for current_stream()
 // copy from the host (staged before this returns).
 void fill_device_bytes(void* device, int value, size_t bytes);
 void copy_host_to_device(void* device, const void* host, size_t bytes);
+
+// A TMA tensor map (CUtensorMap, 128 bytes) of one 16-bit tensor-core operand, for the
+// TMA-fed wgmma mainloop: element (p, k) of batch instance b at
+// ptr + (b * batch_stride + (k_contiguous ? p * ld + k : k * ld + p)) * element size, p in
+// [0, p_extent), k in [0, k_extent); boxes of 64 k x box_p rows (k contiguous) or 64 p x 64 k,
+// 128-byte swizzled, zeros outside. tile_map_fits: whether TMA can address such an operand
+// (16-byte aligned start, row and batch pitches).
+struct TileMapShape {
+  uint64_t ptr = 0;
+  int64_t ld = 0, batch_stride = 0, batch = 1;
+  int64_t p_extent = 0, k_extent = 0;
+  bool k_contiguous = true;
+  int box_p = 128;
+};
+inline bool tile_map_fits(uint64_t ptr, int64_t ld, int64_t batch_stride, int64_t batch, int element_bytes) {
+  const int64_t e = element_bytes, most = int64_t(1) << 40;
+  return ptr % 16 == 0 && ld > 0 && (ld * e) % 16 == 0 && ld * e < most &&
+         (batch <= 1 || (batch_stride > 0 && (batch_stride * e) % 16 == 0 && batch_stride * e < most));
+}
+void encode_tile_map(void* out128, DType type, const TileMapShape& shape);
 
 // Device memory held through DeviceBuffer: the peak since the last reset (benchmarks report it).
 size_t device_bytes_peak();

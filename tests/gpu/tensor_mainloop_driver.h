@@ -14,6 +14,7 @@
 
 #include "core/types.h"
 #include "cuda/codegen/mainloop_tensor.h"
+#include "cuda/runtime.h"
 
 namespace gamut::testtc {
 
@@ -35,21 +36,31 @@ inline std::string kernel_source(const TcMainloopSpec& s) {
   for (const auto& h : cuda::tc_headers(s)) r += "#include \"" + h + "\"\n";
   r += "namespace {\n" + cuda::tc_mainloop_decls(s);
   r += "typedef " + n.map + " Map;\n";
-  r += "struct Args { unsigned long long s[" + std::to_string(kSlots) + "]; };\n}  // namespace\n";
-  r += "extern \"C\" __global__ void __launch_bounds__(TcShapeT::THREADS, " +
-       std::to_string(cuda::tc_min_blocks(s)) + ") " + std::string(kKernelName) + "(const Args a) {\n";
+  // TMA: the two tensor maps first (64-byte aligned, read in place: __grid_constant__).
+  const bool tma = s.tile.tma;
+  r += std::string("struct Args { ") + (tma ? "alignas(64) unsigned long long tma[32]; " : "") +
+       "unsigned long long s[" + std::to_string(kSlots) + "]; };\n}  // namespace\n";
+  r += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(s.tile.threads()) + ", " +
+       std::to_string(cuda::tc_min_blocks(s)) + ") " + std::string(kKernelName) +
+       (tma ? "(const __grid_constant__ Args a) {\n" : "(const Args a) {\n");
   r += R"(  extern __shared__ __align__(128) unsigned char smem[];
   const int row_begin = gm::arg_i32(a.s[0]), row_end = gm::arg_i32(a.s[1]);
   const int col_begin = gm::arg_i32(a.s[2]), col_end = gm::arg_i32(a.s[3]);
   const int red_begin = gm::arg_i32(a.s[4]), red_end = gm::arg_i32(a.s[5]);
   const gm::i64 b = blockIdx.z;
   const int i0 = row_begin + int(blockIdx.x) * TcShapeT::BM, j0 = col_begin + int(blockIdx.y) * TcShapeT::BN;
-  const gm::tc::TcOperand op_a{reinterpret_cast<const unsigned char*>(a.s[6]) + b * gm::i64(a.s[8]), gm::i64(a.s[7]),
+)";
+  if (tma) {
+    r += "  const gm::tc::TmaOperand op_a{&a.tma[0], i0, int(b)}, op_b{&a.tma[16], j0, int(b)};\n";
+  } else {
+    r += R"(  const gm::tc::TcOperand op_a{reinterpret_cast<const unsigned char*>(a.s[6]) + b * gm::i64(a.s[8]), gm::i64(a.s[7]),
                                i0, row_end, a.s[9] != 0};
   const gm::tc::TcOperand op_b{reinterpret_cast<const unsigned char*>(a.s[10]) + b * gm::i64(a.s[12]), gm::i64(a.s[11]),
                                j0, col_end, a.s[13] != 0};
 )";
+  }
   r += cuda::tc_mainloop_call(s, "op_a", "op_b", "red_begin", "red_end", "smem", "  ");
+  if (tma) r += "  if (Mainloop::producer()) return;\n";
   r += "  " + n.acc_type + "* const out = reinterpret_cast<" + n.acc_type +
        "*>(a.s[14]) + b * gm::i64(a.s[16]);\n";
   r += R"(  const gm::i64 ldc = gm::i64(a.s[15]);
@@ -67,6 +78,43 @@ inline std::string kernel_source(const TcMainloopSpec& s) {
 )";
   return r;
 }
+
+// The tensor maps of a TMA variant's operands, from the words of its launch (kSlots order).
+inline cuda::TileMapShape tile_map_shape(const TcMainloopSpec& s, const std::vector<unsigned long long>& w, bool a,
+                                         int batch) {
+  const uint64_t e = dtype_size(a ? s.a_type : s.b_type);
+  cuda::TileMapShape m;
+  m.ptr = w[a ? kAPtr : kBPtr];
+  m.ld = int64_t(w[a ? kALd : kBLd]);
+  m.batch_stride = int64_t(w[a ? kABatchBytes : kBBatchBytes] / e);
+  m.batch = batch;
+  m.p_extent = int64_t(w[a ? kRowEnd : kColEnd]);
+  m.k_extent = int64_t(w[kRedEnd]);
+  m.k_contiguous = a ? s.a_kcontig : s.b_kcontig;
+  m.box_p = a ? s.tile.bm : s.tile.bn;
+  return m;
+}
+// Whether TMA can read both operands (16-byte aligned starts and pitches).
+inline bool tma_fits(const TcMainloopSpec& s, const std::vector<unsigned long long>& w, int batch) {
+  for (bool a : {true, false}) {
+    const cuda::TileMapShape m = tile_map_shape(s, w, a, batch);
+    if (!cuda::tile_map_fits(m.ptr, m.ld, m.batch_stride, m.batch, int(dtype_size(a ? s.a_type : s.b_type))))
+      return false;
+  }
+  return true;
+}
+#if GAMUT_HAVE_CUDA
+// The words a launch passes: with TMA, the two tensor maps (A, B) before the kSlots words.
+inline std::vector<unsigned long long> launch_words(const TcMainloopSpec& s, const std::vector<unsigned long long>& w,
+                                                    int batch) {
+  if (!s.tile.tma) return w;
+  std::vector<unsigned long long> all(32 + w.size(), 0);
+  cuda::encode_tile_map(all.data(), s.a_type, tile_map_shape(s, w, true, batch));
+  cuda::encode_tile_map(all.data() + 16, s.b_type, tile_map_shape(s, w, false, batch));
+  std::copy(w.begin(), w.end(), all.begin() + 32);
+  return all;
+}
+#endif
 
 // ---- host data -------------------------------------------------------------------------------
 

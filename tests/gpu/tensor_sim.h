@@ -7,7 +7,11 @@
 // deferred to the cp.async.wait_group that must complete them, so a missing wait shows.
 #pragma once
 #include <barrier>
+#include <condition_variable>
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <stdexcept>
 #include <cstring>
 #include <memory>
 #include <thread>
@@ -31,13 +35,36 @@ struct Warp {
   unsigned a[32][4], b[32][2];
 };
 
+// An mbarrier: a phase completes when its arrivals and announced bytes are all in.
+struct Mbar {
+  int expected = 0, pending = 0;
+  int64_t tx = 0;
+  unsigned phase = 0;   // phases completed
+};
+
 struct Block {
-  explicit Block(int threads, size_t smem_bytes) : bar(threads), warps(size_t(threads / 32)), smem(smem_bytes) {
+  // `consumers`: the threads gm::tile_sync counts (the block's first ones).
+  Block(int threads, size_t smem_bytes, int consumers)
+      : bar(threads), tile_bar(consumers), consumers(consumers), warps(size_t(threads / 32)), smem(smem_bytes) {
     for (auto& w : warps) w = std::make_unique<Warp>();
   }
-  std::barrier<> bar;
+  std::barrier<> bar, tile_bar;
+  int consumers;
   std::vector<std::unique_ptr<Warp>> warps;
   std::vector<unsigned char> smem;
+  std::mutex mu;                  // the mbarriers
+  std::condition_variable changed;
+  std::map<unsigned, Mbar> mbars;
+};
+
+// A TMA tensor map as the emulation reads it: 3-d, dims[0] contiguous, byte strides of dims 1
+// and 2, a box of box[0] x box[1] x 1 elements written 128-byte swizzled.
+struct TensorMap {
+  const unsigned char* base;
+  int es;
+  int64_t dims[3];
+  int64_t strides[2];
+  int box[2];
 };
 
 struct Copy {
@@ -74,8 +101,8 @@ inline unsigned char* shared(unsigned addr, int bytes) {
 
 // Runs body() as `threads` threads of one block with `smem_bytes` of shared memory.
 template <class Body>
-void run_block(int threads, size_t smem_bytes, Body body) {
-  Block b(threads, smem_bytes);
+void run_block(int threads, size_t smem_bytes, Body body, int consumers = 0) {
+  Block b(threads, smem_bytes, consumers > 0 ? consumers : threads);
   std::memset(b.smem.data(), 0xcd, b.smem.size());   // stale data, not zeros
   std::vector<std::thread> ts;
   for (int t = 0; t < threads; ++t)
@@ -343,12 +370,14 @@ inline void wgmma_commit() {
   wgmma_groups.push_back(std::move(wgmma_open));
   wgmma_open.clear();
 }
+// (wgmma.wait_group is warp-wide: the lanes leave it together.)
 template <int N>
 inline void wgmma_wait() {
   while (wgmma_groups.size() > size_t(N)) {
     for (const PendingWgmma& w : wgmma_groups.front()) run_wgmma(w);
     wgmma_groups.erase(wgmma_groups.begin());
   }
+  sim::warp().bar.arrive_and_wait();
 }
 template <int N, bool BF16, int TNSP_A, int TNSP_B>
 inline void wgmma_f32(float (&d)[N / 2], u64 desc_a, u64 desc_b) {
@@ -357,5 +386,78 @@ inline void wgmma_f32(float (&d)[N / 2], u64 desc_a, u64 desc_b) {
 template <int N>
 inline void fence_registers(float (&)[N]) {}   // a compiler fence: nothing to emulate
 
+// ---- mbarriers and TMA (gamut_tma_ops.cuh). A phase completes when its arrivals and
+// announced bytes are in; a box lands in shared memory when issued, 128-byte swizzled, zeros
+// outside the tensor, and then completes its bytes on the barrier.
+inline void mbar_complete_if_done(sim::Mbar& m) {
+  if (m.pending == 0 && m.tx == 0) {
+    ++m.phase;
+    m.pending = m.expected;
+    sim::block->changed.notify_all();
+  }
+}
+inline sim::Mbar& mbar_at(unsigned bar) {
+  auto it = sim::block->mbars.find(bar);
+  if (it == sim::block->mbars.end()) throw std::runtime_error("mbarrier used before mbarrier.init");
+  return it->second;
+}
+inline void mbar_init(unsigned bar, unsigned count) {
+  std::lock_guard<std::mutex> l(sim::block->mu);
+  sim::Mbar& m = sim::block->mbars[bar];
+  m.expected = m.pending = int(count);
+  m.tx = 0;
+  m.phase = 0;
+}
+inline void mbar_fence_init() {}
+inline void mbar_arrive_expect_tx(unsigned bar, unsigned bytes) {
+  std::lock_guard<std::mutex> l(sim::block->mu);
+  sim::Mbar& m = mbar_at(bar);
+  m.tx += bytes;
+  if (--m.pending < 0) throw std::runtime_error("mbarrier: more arrivals than its count");
+  mbar_complete_if_done(m);
+}
+inline void mbar_arrive(unsigned bar) {
+  std::lock_guard<std::mutex> l(sim::block->mu);
+  sim::Mbar& m = mbar_at(bar);
+  if (--m.pending < 0) throw std::runtime_error("mbarrier: more arrivals than its count");
+  mbar_complete_if_done(m);
+}
+inline bool mbar_try_wait(unsigned bar, unsigned parity) {
+  std::lock_guard<std::mutex> l(sim::block->mu);
+  return (mbar_at(bar).phase & 1u) != parity;
+}
+inline void mbar_wait(unsigned bar, unsigned parity) {
+  std::unique_lock<std::mutex> l(sim::block->mu);
+  sim::block->changed.wait(l, [&] { return (mbar_at(bar).phase & 1u) != parity; });
+}
+inline void tma_load_3d(unsigned dst, const void* map, int c0, int c1, int c2, unsigned bar) {
+  const sim::TensorMap& t = *static_cast<const sim::TensorMap*>(map);
+  if (t.box[0] * t.es != 128) throw std::runtime_error("TMA emulation: 128-byte swizzle needs 128-byte box rows");
+  if (dst % 1024 != 0) throw std::runtime_error("TMA emulation: a 128-byte-swizzled box starts 1024-byte aligned");
+  const int bytes = t.box[0] * t.box[1] * t.es;
+  unsigned char* d = sim::shared(dst, bytes);
+  for (int y = 0; y < t.box[1]; ++y)
+    for (int x = 0; x < t.box[0]; ++x) {
+      const int64_t g0 = int64_t(c0) + x, g1 = int64_t(c1) + y;
+      const unsigned o = unsigned((y * t.box[0] + x) * t.es), sw = o ^ (((o >> 7) & 7u) << 4);
+      if (g0 >= 0 && g0 < t.dims[0] && g1 >= 0 && g1 < t.dims[1] && c2 >= 0 && c2 < t.dims[2])
+        std::memcpy(d + sw, t.base + c2 * t.strides[1] + g1 * t.strides[0] + g0 * t.es, size_t(t.es));
+      else
+        std::memset(d + sw, 0, size_t(t.es));
+    }
+  std::lock_guard<std::mutex> l(sim::block->mu);
+  sim::Mbar& m = mbar_at(bar);
+  m.tx -= bytes;
+  mbar_complete_if_done(m);
+}
+
 }  // namespace tc
+
+template <int THREADS>
+inline void tile_sync() {
+  if (THREADS != sim::block->consumers) throw std::runtime_error("tile_sync: not the block's consumer count");
+  if (int(sim::tid) >= THREADS) throw std::runtime_error("tile_sync in a thread it does not count");
+  sim::block->tile_bar.arrive_and_wait();
+}
+
 }  // namespace gm

@@ -8,8 +8,11 @@
 
 #include "tensor_sim.h"   // first: it provides the instructions and CUDA's names
 
+#include <type_traits>
+
 #include "cuda/device/mainloop/gamut_tc_mainloop.cuh"
 #include "cuda/device/mainloop/gamut_tc_wgmma.cuh"
+#include "cuda/device/mainloop/gamut_tc_wgmma_tma.cuh"
 #include "tensor_mainloop_driver.h"
 
 using namespace gamut;
@@ -29,21 +32,42 @@ struct AlignedBytes {
   std::byte* p;
 };
 
-// The mainloop of a shape: mma.sync for TcShape, wgmma for WgShape.
-template <class Math, class Shape, bool A_KC, bool B_KC>
+// The mainloop of a shape: mma.sync for TcShape, wgmma for WgShape (fed by TMA with TMA).
+template <class Math, class Shape, bool A_KC, bool B_KC, bool TMA>
 struct MainloopOf {
   typedef gm::tc::Mainloop<Math, Shape, A_KC, B_KC> type;
+  static constexpr int kThreads = Shape::THREADS;
 };
-template <class Math, int BM, int BN, int S, bool A_KC, bool B_KC>
-struct MainloopOf<Math, gm::tc::WgShape<BM, BN, S>, A_KC, B_KC> {
-  typedef gm::tc::WgmmaMainloop<Math, gm::tc::WgShape<BM, BN, S>, A_KC, B_KC> type;
+template <class Math, int BM, int BN, int S, bool A_KC, bool B_KC, bool TMA>
+struct MainloopOf<Math, gm::tc::WgShape<BM, BN, S>, A_KC, B_KC, TMA> {
+  typedef gm::tc::WgShape<BM, BN, S> Shape;
+  typedef std::conditional_t<TMA, gm::tc::WgmmaTmaMainloop<Math, Shape, A_KC, B_KC>,
+                             gm::tc::WgmmaMainloop<Math, Shape, A_KC, B_KC>>
+      type;
+  static constexpr int kThreads = TMA ? Shape::THREADS + 32 : Shape::THREADS;
 };
 
+// The tensor map of one operand laid out by lay_out (the host's encode_tile_map, emulated).
+sim::TensorMap tensor_map(const Layout& l, const std::byte* base, DType t, int batch, int p_extent, int k_extent,
+                          bool kc, int box_p) {
+  const int es = int(dtype_size(t));
+  sim::TensorMap m{reinterpret_cast<const unsigned char*>(base), es, {}, {}, {}};
+  m.dims[0] = kc ? k_extent : p_extent;
+  m.dims[1] = kc ? p_extent : k_extent;
+  m.dims[2] = batch;
+  m.strides[0] = l.ld * es;
+  m.strides[1] = l.bstride * es;
+  m.box[0] = 64;
+  m.box[1] = kc ? box_p : 64;
+  return m;
+}
+
 // The test kernel of tensor_mainloop_driver.h, as host code: every block of the grid.
-template <class Math, class Shape, bool A_KC, bool B_KC>
+template <class Math, class Shape, bool A_KC, bool B_KC, bool TMA = false>
 Outcome run_sim(const Problem& p, DType ta, DType tb, bool aligned, bool exact, double tol,
                 const Reference* given = nullptr) {
-  typedef typename MainloopOf<Math, Shape, A_KC, B_KC>::type ML;
+  typedef MainloopOf<Math, Shape, A_KC, B_KC, TMA> Of;
+  typedef typename Of::type ML;
   typedef typename ML::Map Map;
   const Layout la = lay_out(ta, p.batch, p.rows, p.red, A_KC, aligned, A_KC ? p.red_begin : p.row_begin,
                             [&](int b, int i, int k) { return p.at(p.a, b, i, k, p.red, p.rows); });
@@ -59,15 +83,23 @@ Outcome run_sim(const Problem& p, DType ta, DType tb, bool aligned, bool exact, 
   for (int bz = 0; bz < p.batch; ++bz)
     for (int bx = 0; bx < tiles_m; ++bx)
       for (int by = 0; by < tiles_n; ++by)
-        sim::run_block(Shape::THREADS, ML::SMEM_BYTES, [&] {
+        sim::run_block(Of::kThreads, ML::SMEM_BYTES, [&] {
           const int i0 = p.row_begin + bx * Shape::BM, j0 = p.col_begin + by * Shape::BN;
-          const gm::tc::TcOperand op_a{da.p + int64_t(bz) * la.bstride * int64_t(dtype_size(ta)), la.ld, i0, p.rows,
-                                       la.vec};
-          const gm::tc::TcOperand op_b{db.p + int64_t(bz) * lb.bstride * int64_t(dtype_size(tb)), lb.ld, j0, p.cols,
-                                       lb.vec};
           typename ML::Acc acc[ML::kAcc];
           for (auto& v : acc) v = 0;
-          ML::run(acc, sim::block->smem.data(), op_a, op_b, p.red_begin, p.red);
+          if constexpr (TMA) {
+            const sim::TensorMap ma = tensor_map(la, da.p, ta, p.batch, p.rows, p.red, A_KC, Shape::BM),
+                                 mb = tensor_map(lb, db.p, tb, p.batch, p.cols, p.red, B_KC, Shape::BN);
+            ML::run(acc, sim::block->smem.data(), gm::tc::TmaOperand{&ma, i0, bz}, gm::tc::TmaOperand{&mb, j0, bz},
+                    p.red_begin, p.red);
+            if (ML::producer()) return;
+          } else {
+            const gm::tc::TcOperand op_a{da.p + int64_t(bz) * la.bstride * int64_t(dtype_size(ta)), la.ld, i0, p.rows,
+                                         la.vec};
+            const gm::tc::TcOperand op_b{db.p + int64_t(bz) * lb.bstride * int64_t(dtype_size(tb)), lb.ld, j0, p.cols,
+                                         lb.vec};
+            ML::run(acc, sim::block->smem.data(), op_a, op_b, p.red_begin, p.red);
+          }
           if (!sim::wgmma_groups.empty() || !sim::wgmma_open.empty())
             throw std::runtime_error("the mainloop returned with wgmma products pending");
           for (int m = 0; m < Map::kRows; ++m) {
@@ -79,7 +111,7 @@ Outcome run_sim(const Problem& p, DType ta, DType tb, bool aligned, bool exact, 
                                           &acc[Map::index(m, n)], 4);
             }
           }
-        });
+        }, Shape::THREADS);
   return compare(p, given ? *given : reference(p), raw, poison, int_acc, exact, tol);
 }
 
@@ -96,16 +128,17 @@ const SimShape kSimShapes[] = {
     {20, 36, 45, 1, 0, 0, 0, true, false},
 };
 
-template <class Math, class Shape, bool A_KC, bool B_KC>
+template <class Math, class Shape, bool A_KC, bool B_KC, bool TMA = false>
 void check_orientation(DType ta, DType tb, double tol, const char* name) {
   for (const SimShape& s : kSimShapes) {
+    if (TMA && !s.aligned) continue;   // TMA reads 16-byte aligned rows only (the engine checks)
     SCOPED_TRACE(std::string(name) + (A_KC ? " X[i,k]" : " X[k,i]") + (B_KC ? " Y[j,k] " : " Y[k,j] ") +
                  std::to_string(s.rows) + "x" + std::to_string(s.cols) + "x" + std::to_string(s.red) +
                  (s.aligned ? " aligned" : " unaligned") + (s.small ? " small integers" : " random"));
     const bool int8 = ta == DType::I8 || ta == DType::U8;
     const Problem p = make_problem(ta, tb, s.rows, s.cols, s.red, s.batch, s.small && !int8, 5u + unsigned(s.red),
                                    s.row_begin, s.col_begin, s.red_begin);
-    const Outcome o = run_sim<Math, Shape, A_KC, B_KC>(p, ta, tb, s.aligned, s.small || int8, tol);
+    const Outcome o = run_sim<Math, Shape, A_KC, B_KC, TMA>(p, ta, tb, s.aligned, s.small || int8, tol);
     EXPECT_TRUE(o.guard_intact);
     EXPECT_EQ(o.wrong, 0) << "first: " << o.first;
     EXPECT_EQ(o.unwritten, 0);
@@ -187,5 +220,36 @@ TEST(TensorMainloopSim, WgmmaTwoWarpgroups) {
     EXPECT_EQ(o.wrong, 0) << o.first;
     EXPECT_EQ(o.unwritten, 0);
     EXPECT_EQ(o.stray, 0);
+  }
+}
+
+// The TMA-fed wgmma mainloop (gamut_tc_wgmma_tma.cuh): the producer warp, the full / empty
+// mbarriers, the boxes' swizzle against the descriptors, zeros outside the tensor, every
+// orientation, one and two warpgroups, fewer stages than slices.
+template <class Math, class Shape>
+void check_wgmma_tma(DType t, const char* name) {
+  check_orientation<Math, Shape, true, true, true>(t, t, 1e-5, name);
+  check_orientation<Math, Shape, true, false, true>(t, t, 1e-5, name);
+  check_orientation<Math, Shape, false, true, true>(t, t, 1e-5, name);
+  check_orientation<Math, Shape, false, false, true>(t, t, 1e-5, name);
+  // More slices than stages: every stage refilled several times (the empty barriers' phases).
+  const Problem p = make_problem(t, t, 40, 72, 700, 1, true, 31, 1, 2, 3);
+  const Outcome o = run_sim<Math, Shape, true, false, true>(p, t, t, true, true, 0);
+  EXPECT_EQ(o.wrong, 0) << o.first;
+  EXPECT_EQ(o.unwritten, 0);
+  EXPECT_GT(o.nonzero, 0);
+}
+TEST(TensorMainloopSim, WgmmaTmaBF16) {
+  check_wgmma_tma<gm::tc::MathBF16, gm::tc::WgShape<64, 128, 3>>(DType::BF16, "wgmma+tma bf16");
+}
+TEST(TensorMainloopSim, WgmmaTmaTwoWarpgroups) {
+  typedef gm::tc::WgShape<128, 256, 4> Big;
+  const Problem p = make_problem(DType::F16, DType::F16, 150, 270, 600, 2, true, 23, 3, 5, 9);
+  for (const Outcome& o : {run_sim<gm::tc::MathF16, Big, true, false, true>(p, DType::F16, DType::F16, true, true, 0),
+                           run_sim<gm::tc::MathF16, Big, false, true, true>(p, DType::F16, DType::F16, true, true, 0)}) {
+    EXPECT_EQ(o.wrong, 0) << o.first;
+    EXPECT_EQ(o.unwritten, 0);
+    EXPECT_EQ(o.stray, 0);
+    EXPECT_GT(o.nonzero, 0);
   }
 }

@@ -32,7 +32,7 @@ class OperatorEpilogue final : public Epilogue {
     for (OutputOperator* op : ops_) op->declare(c);
     for (OutputOperator* op : ops_)
       if (const std::string why = op->barrier_after_declare(); !why.empty()) {
-        c.line("__syncthreads();  // " + why);
+        c.line("gm::tile_sync<Shape::THREADS>();  // " + why);
         break;
       }
     const std::string direct = aggregates_->direct_condition();

@@ -13,11 +13,11 @@ using std::to_string;
 
 std::string TcTile::str() const {
   return to_string(bm) + "x" + to_string(bn) + "x" + to_string(bk) + "/" +
-         (wgmma ? std::string("wgmma") : to_string(warps_m) + "x" + to_string(warps_n)) + "/s" + to_string(stages);
+         (wgmma ? std::string(tma ? "wgmma-tma" : "wgmma") : to_string(warps_m) + "x" + to_string(warps_n)) + "/s" + to_string(stages);
 }
 
 std::vector<std::string> tc_headers(const TcMainloopSpec& s) {
-  return {s.tile.wgmma ? "gamut_tc_wgmma.cuh" : "gamut_tc_mainloop.cuh"};
+  return {s.tile.tma ? "gamut_tc_wgmma_tma.cuh" : s.tile.wgmma ? "gamut_tc_wgmma.cuh" : "gamut_tc_mainloop.cuh"};
 }
 
 TcMainloopSpec tc_spec(const MathChoice& c, bool a_kcontig, bool b_kcontig, const TcTile& tile) {
@@ -96,6 +96,7 @@ bool tc_spec_valid(const TcMainloopSpec& s, std::string* why) {
   };
   const TcTile& t = s.tile;
   if (s.math == InnerMath::Simt) return no("the SIMT math has no tensor-core mainloop");
+  if (t.tma && !t.wgmma) return no("TMA feeds the wgmma mainloop only");
   if (t.wgmma) {
     if (s.math != InnerMath::F16 && s.math != InnerMath::BF16) return no("the wgmma mainloop takes f16 / bf16");
     if (t.bm != 64 && t.bm != 128) return no("wgmma BM is 64 or 128 (one or two warpgroups)");
@@ -131,7 +132,8 @@ size_t tc_smem_bytes(const TcMainloopSpec& s) {
   const int es = element_bytes(s.math);
   const TcTile& t = s.tile;
   // wgmma: 128-byte swizzled rows (P x 128 bytes per operand either way), + 1024 for alignment.
-  if (t.wgmma) return size_t(t.stages) * size_t(t.bm + t.bn) * 128 + 1024;
+  // TMA: + 128 bytes of mbarriers (full and empty per stage).
+  if (t.wgmma) return size_t(t.stages) * size_t(t.bm + t.bn) * 128 + 1024 + (t.tma ? 128 : 0);
   return size_t(t.stages) * size_t(operand_layout(es, t.bm, t.bk, t.threads(), s.a_kcontig).bytes +
                                    operand_layout(es, t.bn, t.bk, t.threads(), s.b_kcontig).bytes);
 }
@@ -142,9 +144,9 @@ std::vector<TcTile> tc_tiles(InnerMath m) {
   return {TcTile{128, 256, bk, 2, 4, 3}, TcTile{128, 128, bk, 2, 4, 4}, TcTile{64, 64, bk, 2, 2, 4}};
 }
 
-std::vector<TcTile> tc_wgmma_tiles(InnerMath m) {
+std::vector<TcTile> tc_wgmma_tiles(InnerMath m, bool tma) {
   if (m != InnerMath::F16 && m != InnerMath::BF16) return {};
-  TcTile big{128, 256, 64, 0, 0, 4, true}, square{128, 128, 64, 0, 0, 4, true};
+  TcTile big{128, 256, 64, 0, 0, 4, true, tma}, square{128, 128, 64, 0, 0, 4, true, tma};
   return {big, square};
 }
 
@@ -166,7 +168,7 @@ TileConfig tc_kernel_tile(InnerMath m, bool wgmma, int64_t rows, int64_t cols, i
   return TileConfig{t.bm, t.bn, t.bk, rows_t, cols_t};
 }
 
-TcTile tc_tile_of(const TileConfig& t, InnerMath m) {
+TcTile tc_tile_of(const TileConfig& t, InnerMath m, bool tma) {
   TcTile r;
   r.bm = t.bm;
   r.bn = t.bn;
@@ -175,6 +177,7 @@ TcTile tc_tile_of(const TileConfig& t, InnerMath m) {
   if (wgmma_math(m) && t.tm == 2) {  // (the mma.sync maps' grids have 4 or 8 rows)
     r.warps_m = r.warps_n = 0;
     r.wgmma = true;
+    r.tma = tma;
     return r;
   }
   r.warps_m = 2;
@@ -182,7 +185,7 @@ TcTile tc_tile_of(const TileConfig& t, InnerMath m) {
   return r;
 }
 
-TcMainloopSpec tc_plan_spec(const Plan& plan, const TileConfig& t, InnerMath m) {
+TcMainloopSpec tc_plan_spec(const Plan& plan, const TileConfig& t, InnerMath m, bool tma) {
   // The f32 setting under which choose_math gives m (the orientations do not depend on it).
   const F32Math f = m == InnerMath::Tf32 ? F32Math::Tf32 : m == InnerMath::Tf32x3 ? F32Math::Tf32x3 : F32Math::Ieee;
   const MathChoice c = choose_math(plan, f);
@@ -190,7 +193,7 @@ TcMainloopSpec tc_plan_spec(const Plan& plan, const TileConfig& t, InnerMath m) 
     throw Error(ExitCode::Query, "internal error: the plan does not choose this tensor-core math (" + c.why + ")");
   const bool a_kc = plan.accesses[size_t(c.row_access)].pattern == Pattern::RowRed;  // X[i, k]
   const bool b_kc = plan.accesses[size_t(c.col_access)].pattern == Pattern::ColRed;  // Y[j, k]
-  return tc_spec(c, a_kc, b_kc, tc_tile_of(t, m));
+  return tc_spec(c, a_kc, b_kc, tc_tile_of(t, m, tma));
 }
 
 std::string tc_mainloop_decls(const TcMainloopSpec& s, const std::string& in) {
@@ -201,7 +204,7 @@ std::string tc_mainloop_decls(const TcMainloopSpec& s, const std::string& in) {
   const std::string orient =
       std::string(s.a_kcontig ? "X[i,k]" : "X[k,i]") + " x " + (s.b_kcontig ? "Y[j,k]" : "Y[k,j]");
   std::string r;
-  r += in + "// Tensor-core mainloop (" + (t.wgmma ? "wgmma" : "mma.sync") + "): " + std::string(dtype_name(s.a_type)) +
+  r += in + "// Tensor-core mainloop (" + (t.tma ? "wgmma fed by TMA" : t.wgmma ? "wgmma" : "mma.sync") + "): " + std::string(dtype_name(s.a_type)) +
        " x " + std::string(dtype_name(s.b_type)) + " -> " + (s.math == InnerMath::Int8 ? "i32" : "f32") + ", " +
        (s.math == InnerMath::Tf32     ? "operands rounded to tf32, "
         : s.math == InnerMath::Tf32x3 ? "3xTF32 split, "
@@ -214,7 +217,7 @@ std::string tc_mainloop_decls(const TcMainloopSpec& s, const std::string& in) {
     r += in + "typedef gm::tc::TcShape<" + to_string(t.bm) + ", " + to_string(t.bn) + ", " + to_string(t.bk) + ", " +
          to_string(t.warps_m) + ", " + to_string(t.warps_n) + ", " + to_string(t.stages) + "> TcShapeT;\n";
   }
-  r += in + "typedef gm::tc::" + (t.wgmma ? "WgmmaMainloop<" : "Mainloop<") + math_cpp(s) + ", TcShapeT, " +
+  r += in + "typedef gm::tc::" + (t.tma ? "WgmmaTmaMainloop<" : t.wgmma ? "WgmmaMainloop<" : "Mainloop<") + math_cpp(s) + ", TcShapeT, " +
        (s.a_kcontig ? "true" : "false") + ", " + (s.b_kcontig ? "true" : "false") + "> Mainloop;\n";
   r += in + "static_assert(Mainloop::SMEM_BYTES == " + to_string(tc_smem_bytes(s)) +
        ", \"shared memory as the host computed it\");\n";

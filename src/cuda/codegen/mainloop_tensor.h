@@ -16,11 +16,15 @@ namespace gamut::cuda {
 // Block tile BM x BN, k-slice BK (elements of the operands), WARPS_M x WARPS_N warps, STAGES
 // slices in flight (gm::tc::TcShape). wgmma: the wgmma mainloop (gm::tc::WgShape: BM / 64
 // warpgroups, BK 64, f16 / bf16 only; warps_m / warps_n unused).
+// tma (with wgmma): fed by TMA from a producer warp after the warpgroups
+// (gm::tc::WgmmaTmaMainloop), which threads() counts.
 struct TcTile {
   int bm = 128, bn = 128, bk = 32, warps_m = 2, warps_n = 4, stages = 4;
   bool wgmma = false;
-  int threads() const { return wgmma ? 128 * (bm / 64) : 32 * warps_m * warps_n; }
-  std::string str() const;  // "128x128x32/2x4/s4", "128x256x64/wgmma/s4"
+  bool tma = false;
+  int threads() const { return wgmma ? 128 * (bm / 64) + (tma ? 32 : 0) : 32 * warps_m * warps_n; }
+  int consumer_threads() const { return wgmma ? 128 * (bm / 64) : threads(); }
+  std::string str() const;  // "128x128x32/2x4/s4", "128x256x64/wgmma/s4", "128x256x64/wgmma-tma/s4"
 };
 
 // One instantiation of gm::tc::Mainloop.
@@ -49,8 +53,9 @@ size_t tc_smem_bytes(const TcMainloopSpec& s);
 int tc_instruction_k(InnerMath m);
 // mma.sync tiles offered for a math, largest first: 128x256 and 128x128 with 8 warps, 64x64 with 4.
 std::vector<TcTile> tc_tiles(InnerMath m);
-// wgmma tiles (f16 / bf16; empty for other maths): 128x256 and 128x128, two warpgroups.
-std::vector<TcTile> tc_wgmma_tiles(InnerMath m);
+// wgmma tiles (f16 / bf16; empty for other maths): 128x256 and 128x128, two warpgroups; with
+// `tma`, their TMA-fed forms.
+std::vector<TcTile> tc_wgmma_tiles(InnerMath m, bool tma = false);
 
 // The kernel tile of a tensor-core math (TileConfig, as the launcher and the output operators
 // see it), TM x TN the accumulator map's grid per thread, so that threads() is the mainloop's 256:
@@ -62,10 +67,11 @@ TileConfig tc_kernel_tile(InnerMath m, bool wgmma = false, int64_t rows = -1, in
                           int sm_count = 0);
 // The mainloop tile of a kernel tile of math m: wgmma (4 stages) for f16 / bf16 with a 2-row
 // grid, else mma.sync with 2 x 4 warps and 4 stages.
-TcTile tc_tile_of(const TileConfig& t, InnerMath m);
+// `tma`: the wgmma tile's TMA-fed form (CodegenOptions::tma).
+TcTile tc_tile_of(const TileConfig& t, InnerMath m, bool tma = false);
 // The spec of a plan whose choose_math is `m` (throws an internal error when it is not), with
 // the operand orientations of its row and column accesses.
-TcMainloopSpec tc_plan_spec(const Plan& plan, const TileConfig& t, InnerMath m);
+TcMainloopSpec tc_plan_spec(const Plan& plan, const TileConfig& t, InnerMath m, bool tma = false);
 
 // What the generated kernel names (the accumulator-map interface).
 struct TcMainloopNames {

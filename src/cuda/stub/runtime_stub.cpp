@@ -27,6 +27,8 @@ std::string arch_for(int cc_major, int cc_minor) {
   return arch;
 }
 
+void encode_tile_map(void*, DType, const TileMapShape&) { no_cuda(); }
+
 DeviceBuffer::DeviceBuffer(size_t) { no_cuda(); }
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) {
   o.ptr_ = nullptr;

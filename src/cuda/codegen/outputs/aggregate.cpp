@@ -87,7 +87,7 @@ class Aggregates final : public AggregateOperator {
   void finish(Code& c) override {
     for (const auto& [s, id] : aggs_) c.line("ar" + to_string(id) + ".finish(sk" + to_string(s->target) + ");");
     if (!tables_) return;
-    c.line("__syncthreads();  // every commit is in its table");
+    c.line("gm::tile_sync<Shape::THREADS>();  // every commit is in its table");
     for (size_t d = 0; d < P.dense.size(); ++d)
       if (X.S.table_off[d] >= 0) c.line("sk" + to_string(d) + ".flush();");
   }

@@ -140,4 +140,24 @@ GM_DEV void opaque_bits(unsigned (&bits)[W]) {
   for (int w = 0; w < W; ++w) opaque(bits[w]);
 }
 
+// ---- the tile's barriers ------------------------------------------------------------------------
+// The threads that run a tile's outputs are the block's first THREADS (Shape::THREADS): all of
+// them, or all but the producer warp of the TMA mainloop (gamut_tc_wgmma_tma.cuh), which has
+// left by then. Output code synchronizes them with barrier 1 and their count, never with
+// __syncthreads (it would wait for the producer).
+template <int THREADS>
+GM_DEV void tile_sync() {
+  asm volatile("bar.sync 1, %0;\n" ::"n"(THREADS) : "memory");
+}
+// tile_sync, returning how many of the threads passed p (as __syncthreads_count).
+template <int THREADS>
+GM_DEV int tile_sync_count(bool p) {
+  int n;
+  asm volatile("{\n.reg .pred q;\nsetp.ne.u32 q, %1, 0;\nbar.red.popc.u32 %0, 1, %2, q;\n}\n"
+               : "=r"(n)
+               : "r"(unsigned(p)), "n"(THREADS)
+               : "memory");
+  return n;
+}
+
 }  // namespace gm

@@ -19,7 +19,7 @@ struct GlobalSink {
 // Aggregate sink with a block-level pre-reduction: an open-addressing table in shared memory,
 // keyed by the output element. An output of at most SLOTS elements (Q3's G x G counts) is
 // mapped directly instead: slot = element, one shared atomic per commit and no key CAS or
-// probing. Protocol: init(); __syncthreads(); commits; __syncthreads(); flush().
+// probing. Protocol: init(); gm::tile_sync; commits; gm::tile_sync; flush().
 template <class T, int OP, int SLOTS, int THREADS>
 struct TableSink {
   static_assert((SLOTS & (SLOTS - 1)) == 0, "SLOTS must be a power of two");

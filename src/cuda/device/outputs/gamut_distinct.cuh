@@ -72,7 +72,7 @@ struct TileDistinct {
       : table(reinterpret_cast<unsigned*>(smem)),
         uniq(reinterpret_cast<unsigned*>(smem) + SLOTS),
         stage(reinterpret_cast<unsigned*>(smem) + SLOTS + SLOTS * WORDS) {
-    __syncthreads();   // earlier users of the space are done
+    tile_sync<Shape::THREADS>();   // earlier users of the space are done
     for (int s = int(threadIdx.x); s < SLOTS; s += Shape::THREADS) table[s] = kEmpty;
     // (the first round's barrier orders these before any probe)
   }
@@ -116,7 +116,7 @@ struct TileDistinct {
 #pragma unroll
       for (int k = 0; k < WORDS; ++k) stage[k * Shape::THREADS + tid] = r[k];
     }
-    const int live = __syncthreads_count(has);   // stage and the last round's slots are visible
+    const int live = tile_sync_count<Shape::THREADS>(has);   // stage and the last round's slots are visible
     if (live == 0) return false;
     // Lanes of a warp with the same row: only the lowest one probes, the others are its
     // duplicates (a match over every word is the full comparison). With heavy repetition this
@@ -148,7 +148,7 @@ struct TileDistinct {
         h = (h + 1u) & unsigned(SLOTS - 1);
       }
     }
-    const int overflowed = __syncthreads_count(over);   // every probe of the round is done
+    const int overflowed = tile_sync_count<Shape::THREADS>(over);   // every probe of the round is done
     if (over) set(ov, e);
     if (slot >= 0) {
 #pragma unroll
@@ -169,7 +169,7 @@ struct TileDistinct {
   // After the rounds, every thread: reserves the rows of this thread's slots (s = tid + x *
   // THREADS) and of its overflow pairs, one global atomic per block. As BlockAppend::reserve.
   GM_DEV bool reserve(const unsigned (&ov)[W], u64* counter, u64& first) const {
-    __syncthreads();   // the last round's slots are final
+    tile_sync<Shape::THREADS>();   // the last round's slots are final
     unsigned mine = 0;
     for (int s = int(threadIdx.x); s < SLOTS; s += Shape::THREADS) mine += table[s] != kEmpty ? 1u : 0u;
 #pragma unroll

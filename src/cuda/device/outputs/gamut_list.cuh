@@ -97,9 +97,9 @@ struct BlockAppend {
       const unsigned t = __shfl_up_sync(0xffffffffu, incl, d);
       if (lane >= d) incl += t;
     }
-    __syncthreads();   // an earlier call's readers are done with the shared words
+    tile_sync<Shape::THREADS>();   // an earlier call's readers are done with the shared words
     if (lane == 31) warp_first[warp] = incl;
-    __syncthreads();
+    tile_sync<Shape::THREADS>();
     if (warp == 0) {
       const unsigned rows = lane < WARPS ? warp_first[lane] : 0u;
       unsigned sum = rows;
@@ -114,7 +114,7 @@ struct BlockAppend {
         block_first = sum != 0u ? atomicAdd(counter, u64(sum)) : 0ull;
       }
     }
-    __syncthreads();
+    tile_sync<Shape::THREADS>();
     first = block_first + warp_first[warp] + (incl - mine);
     return block_rows != 0u;
   }
@@ -243,9 +243,9 @@ struct TileSelect {
       s.touched[g] = 0u;
     }
     if (tid == 0) s.span = 0u;
-    __syncthreads();
+    tile_sync<Shape::THREADS>();
     count<true>(tmap, rank, pres, 0u, s);
-    __syncthreads();
+    tile_sync<Shape::THREADS>();
     // Crowded groups start from the bits their candidates share (T lies in [lo, hi]); a group
     // with exactly `limit` candidates has T = hi without rounds.
     unsigned span = 0u;
@@ -264,21 +264,21 @@ struct TileSelect {
       }
     }
     if (span != 0u) atomicOr(&s.span, span);
-    __syncthreads();
+    tile_sync<Shape::THREADS>();
     span = s.span;
     // Radix rounds from the highest differing bit down: keep the bit 0 when that already leaves
     // at least `limit` candidates at or below. Groups not crowded do not change.
 #pragma unroll 1
     for (int b = span == 0u ? -1 : 31 - __clz(span); b >= 0; --b) {
       for (int g = tid; g < G; g += Shape::THREADS) s.cnt[g] = 0u;
-      __syncthreads();
+      tile_sync<Shape::THREADS>();
       count<false>(tmap, rank, pres, (1u << b) - 1u, s);
-      __syncthreads();
+      tile_sync<Shape::THREADS>();
       // A group's thr and cnt belong to one thread.
       for (int g = tid; g < G; g += Shape::THREADS)
         if (s.crowded[g] && i64(s.cnt[g]) < limit) s.thr[g] |= 1u << b;
     }
-    __syncthreads();
+    tile_sync<Shape::THREADS>();
     for (int g = tid; g < G; g += Shape::THREADS)
       if (s.crowded[g]) {
         const i64 x = at(g);
@@ -322,7 +322,7 @@ struct TileSelect {
   GM_DEV static void refresh(unsigned* global, unsigned* slots, i64 limit, const At& at, Smem& s) {
     if (slots == nullptr || limit <= 0) return;
     const int tid = int(threadIdx.x), S = gm::reservoir_slots(limit);
-    __syncthreads();   // the tile's atomicMin on the slots are done (and seen through L2)
+    tile_sync<Shape::THREADS>();   // the tile's atomicMin on the slots are done (and seen through L2)
     if (S == 32) {
       // A warp per touched group: the 32 slots sorted across the lanes (bitonic), lane N-1
       // holds the N-th smallest.
@@ -345,7 +345,7 @@ struct TileSelect {
       return;
     }
     for (int g = tid; g < G; g += Shape::THREADS) s.hi[g] = 0u;
-    __syncthreads();
+    tile_sync<Shape::THREADS>();
     // (The host gives reservoirs only where G * S is at most the tile's pairs.)
     const int total = G * S;
     for (int e = tid; e < total; e += Shape::THREADS) {
@@ -354,7 +354,7 @@ struct TileSelect {
       if (!s.touched[g] || x < 0) continue;
       atomicMax(&s.hi[g], __ldcg(slots + x * S + (e - g * S)));
     }
-    __syncthreads();
+    tile_sync<Shape::THREADS>();
     for (int g = tid; g < G; g += Shape::THREADS) {
       const i64 x = at(g);
       if (s.touched[g] && x >= 0 && s.hi[g] != 0xffffffffu) atomicMin(global + x, s.hi[g]);

@@ -1,0 +1,130 @@
+// The TMA-fed wgmma mainloop (sm_90a): the products of gamut_tc_wgmma.cuh with the copies
+// taken off the consumers. A producer warp after the consumer warpgroups issues one TMA box per
+// operand and slice (the 128-byte-swizzled layout the descriptors read, zeros outside the
+// tensor); full / empty mbarriers per stage replace the block barrier, so each warpgroup runs
+// as soon as its slice has landed and never waits for the other.
+//
+//   threads [0, THREADS)                 consumers: wait full[s], 4 wgmma k-steps, release the
+//                                        stage of the slice before (its products are done)
+//   threads [THREADS, THREADS + 32)      producer (lane 0): wait empty[s], expect the stage's
+//                                        bytes on full[s], issue the boxes; then leaves
+//
+// Contract as WgmmaMainloop (Acc, kAcc, Map, SMEM_BYTES), with TmaOperand instead of
+// TcOperand, plus BLOCK_THREADS and producer(): after run() the kernel returns in the
+// producer's threads, and the output operators synchronize the consumers only
+// (gm::tile_sync<Shape::THREADS>, barrier 1), never with __syncthreads.
+#pragma once
+#ifndef GM_TC_INSTRUCTIONS_PROVIDED
+#include "gamut_tma_ops.cuh"
+#endif
+#include "gamut_tc_wgmma.cuh"
+
+namespace gm {
+namespace tc {
+
+// One operand as the TMA unit reads it: a 3-d tensor map (contiguous axis, other axis, batch;
+// built by the host, src/cuda/runtime/tensor_map.cpp), the tile's first row / column p0 and the
+// batch instance.
+struct TmaOperand {
+  const void* map;
+  int p0;
+  int batch;
+};
+
+template <class Math, class Shape, bool A_KC, bool B_KC>
+struct WgmmaTmaMainloop {
+  typedef WgmmaMainloop<Math, Shape, A_KC, B_KC> Products;  // descriptors, tiles, sizes
+  typedef typename Math::Acc Acc;
+  typedef typename Products::Map Map;
+  typedef typename Products::ATile ATile;
+  typedef typename Products::BTile BTile;
+  static constexpr bool kBF16 = Products::kBF16;
+  static constexpr int BK = Shape::BK, STAGES = Shape::STAGES, BN = Shape::BN, BM = Shape::BM;
+  static constexpr int kAcc = Products::kAcc, KSTEPS = Products::KSTEPS;
+  static constexpr int STAGE_BYTES = Products::STAGE_BYTES;
+  static constexpr int THREADS = Shape::THREADS, BLOCK_THREADS = THREADS + 32;
+  static constexpr int CONSUMER_WARPS = THREADS / 32;
+  // Stages (1024-byte aligned), then full[STAGES] and empty[STAGES] mbarriers of 8 bytes.
+  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024 + 128;
+  static_assert(STAGES <= 8, "the barriers' 128 bytes hold 8 stages");
+
+  static GM_DEV bool producer() { return int(threadIdx.x) >= THREADS; }
+
+  // The boxes of one operand's slice at k0 into the stage tile at `dst`: k contiguous: one box
+  // of 64 k x P rows; else P / 64 boxes of 64 p x 64 k, 64 x 64 x 2 bytes apart.
+  template <bool KC, int P>
+  static GM_DEV void load(unsigned dst, const TmaOperand& op, int k0, unsigned bar) {
+    if constexpr (KC) {
+      tma_load_3d(dst, op.map, k0, op.p0, op.batch, bar);
+    } else {
+#pragma unroll
+      for (int q = 0; q < P / 64; ++q)
+        tma_load_3d(dst + unsigned(q * BK * 128), op.map, op.p0 + 64 * q, k0, op.batch, bar);
+    }
+  }
+
+  static GM_DEV void run(Acc (&acc)[kAcc], void* smem, const TmaOperand& a, const TmaOperand& b, int k_begin,
+                         int k_end) {
+    const unsigned s0 = (smem_addr(smem) + 1023u) & ~1023u;
+    const unsigned full0 = s0 + unsigned(STAGES * STAGE_BYTES), empty0 = full0 + 8u * STAGES;
+    const int nk = k_end > k_begin ? (k_end - k_begin + BK - 1) / BK : 0;
+    if (threadIdx.x == 0) {
+#pragma unroll
+      for (int s = 0; s < STAGES; ++s) {
+        mbar_init(full0 + 8u * unsigned(s), 1);                          // the producer's arrival + bytes
+        mbar_init(empty0 + 8u * unsigned(s), unsigned(CONSUMER_WARPS));  // one per consumer warp
+      }
+      mbar_fence_init();
+    }
+    __syncthreads();  // the barriers exist for everybody (the last whole-block barrier)
+    if (producer()) {
+      if (threadIdx.x % 32 == 0) {
+        int s = 0;
+        unsigned use = 0;  // how often stage s was filled before
+#pragma unroll 1
+        for (int t = 0; t < nk; ++t) {
+          if (use > 0) mbar_wait(empty0 + 8u * unsigned(s), (use - 1) & 1u);  // its last slice's products are done
+          const unsigned stage = s0 + unsigned(s * STAGE_BYTES), full = full0 + 8u * unsigned(s);
+          mbar_arrive_expect_tx(full, unsigned(STAGE_BYTES));
+          load<A_KC, BM>(stage, a, k_begin + t * BK, full);
+          load<B_KC, BN>(stage + unsigned(ATile::BYTES), b, k_begin + t * BK, full);
+          if (++s == STAGES) {
+            s = 0;
+            ++use;
+          }
+        }
+      }
+      return;
+    }
+    const int wg = int(threadIdx.x / 128);
+    int s = 0, prev = STAGES - 1;
+    unsigned use = 0;
+#pragma unroll 1
+    for (int t = 0; t < nk; ++t) {
+      mbar_wait(full0 + 8u * unsigned(s), use & 1u);  // slice t has landed
+      const unsigned stage = s0 + unsigned(s * STAGE_BYTES);
+      fence_registers(acc);
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < KSTEPS; ++ks)
+        wgmma_f32<BN, kBF16, A_KC ? 0 : 1, B_KC ? 0 : 1>(
+            acc, Products::template desc<ATile, A_KC>(stage, wg, ks),
+            Products::template desc<BTile, B_KC>(stage + unsigned(ATile::BYTES), 0, ks));
+      wgmma_commit();
+      wgmma_wait<1>();  // slice t-1's products are done: its stage may be refilled
+      fence_registers(acc);
+      if (t > 0 && threadIdx.x % 32 == 0) mbar_arrive(empty0 + 8u * unsigned(prev));
+      prev = s;
+      if (++s == STAGES) {
+        s = 0;
+        ++use;
+      }
+    }
+    wgmma_wait<0>();
+    fence_registers(acc);
+    tile_sync<THREADS>();  // every consumer's products are done: the stages may be reused
+  }
+};
+
+}  // namespace tc
+}  // namespace gm

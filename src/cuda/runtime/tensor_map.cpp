@@ -1,0 +1,62 @@
+// Tensor maps for the TMA-fed wgmma mainloop (gamut_tc_wgmma_tma.cuh): cuTensorMapEncodeTiled
+// from the driver, found through cudart (cudaGetDriverEntryPointByVersion) so that the binary
+// still links no libcuda and starts where there is none.
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_runtime_api.h>
+
+#include <mutex>
+#include <string>
+
+#include "core/error.h"
+#include "cuda/runtime.h"
+#include "cuda/runtime/internal.h"
+
+namespace gamut::cuda {
+
+namespace {
+
+PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found) ==
+            cudaSuccess &&
+        found == cudaDriverEntryPointSuccess)
+      fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+  });
+  return fn;
+}
+
+}  // namespace
+
+void encode_tile_map(void* out, DType type, const TileMapShape& s) {
+  detail::require_device();
+  const int e = int(dtype_size(type));
+  if ((type != DType::BF16 && type != DType::F16) || !tile_map_fits(s.ptr, s.ld, s.batch_stride, s.batch, e))
+    throw_device_error("internal error: a tensor map for an operand TMA cannot read");
+  PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
+  if (!fn) throw_device_error("the driver has no cuTensorMapEncodeTiled (TMA needs CUDA 12 drivers)");
+  // Dimensions from the contiguous one out: (contiguous, other, batch); element (p, k) of batch
+  // instance b is at ptr + (b * batch_stride + row * ld + col) * e.
+  const int64_t inner = s.k_contiguous ? s.k_extent : s.p_extent, outer = s.k_contiguous ? s.p_extent : s.k_extent;
+  const int64_t batch = s.batch > 1 ? s.batch : 1;
+  cuuint64_t dims[3] = {cuuint64_t(inner > 0 ? inner : 1), cuuint64_t(outer > 0 ? outer : 1), cuuint64_t(batch)};
+  // (A single batch instance still needs a valid stride: the whole matrix.)
+  const int64_t bstride = batch > 1 ? s.batch_stride : s.ld * int64_t(dims[1]);
+  cuuint64_t strides[2] = {cuuint64_t(s.ld * e), cuuint64_t(bstride * e)};
+  cuuint32_t box[3] = {64u, cuuint32_t(s.k_contiguous ? s.box_p : 64), 1u};
+  cuuint32_t elem_strides[3] = {1u, 1u, 1u};
+  const CUtensorMapDataType dt =
+      type == DType::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const CUresult r = fn(static_cast<CUtensorMap*>(out), dt, 3, reinterpret_cast<void*>(s.ptr), dims, strides, box,
+                        elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw_device_error("cuTensorMapEncodeTiled failed (CUresult " + std::to_string(int(r)) + ") for dims " +
+                       std::to_string(dims[0]) + " x " + std::to_string(dims[1]) + " x " + std::to_string(dims[2]));
+}
+
+}  // namespace gamut::cuda
