@@ -36,9 +36,11 @@ except Exception:
     HAVE_TORCH = False
 
 
-def run_mainloop_bench(tests):
+def run_mainloop_bench(tests, maths=""):
     """Runs the gtest benchmark; returns {(math, orient, n): [(tile, ms, tflops), ...]} and the log."""
     env = dict(os.environ, GAMUT_TC_BENCH="1")
+    if maths:
+        env["GAMUT_TC_BENCH_MATHS"] = maths
     p = subprocess.run([tests, "--gtest_filter=TensorMainloopBench.*"], capture_output=True, text=True, env=env)
     rows = {}
     for line in p.stdout.splitlines():
@@ -83,11 +85,12 @@ def main():
     ap.add_argument("--tests", default=os.path.join(HERE, "..", "build", "tests", "gamut_gpu_tests"))
     ap.add_argument("--json", default="")
     ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--maths", default="", help="comma list (bf16,f16,i8,tf32,tf32x3); default all")
     args = ap.parse_args()
 
     device = torch.cuda.get_device_name() if HAVE_TORCH else "(no CUDA device for PyTorch)"
     print(f"device: {device}")
-    rows, rc, log = run_mainloop_bench(args.tests)
+    rows, rc, log = run_mainloop_bench(args.tests, args.maths)
     if not rows:
         print(f"no benchmark lines from {args.tests} (rc={rc}): no GPU here?\n{log}")
         return 1 if HAVE_TORCH else 0

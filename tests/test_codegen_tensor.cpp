@@ -51,21 +51,23 @@ TEST(CodegenTensor, ChoiceFollowsTheMath) {
     // (7 x 33: one block, so the wgmma maths take the 128 x 128 tile)
     EXPECT_EQ(k.tile.str(), tc_kernel_tile(m.math, true, 7, 33, 1, testnvrtc::kH100Sms).str());
     EXPECT_EQ(tc_plan_spec(p->plan, k.tile, m.math).tile.wgmma, wgmma_math(m.math));
+    // f16 / bf16 of gamut's own (16-byte pitched) copies: wgmma fed by TMA, a producer warp more.
+    EXPECT_EQ(k.options.tma, wgmma_math(m.math));
     const KernelInfo info = kernel_info(p->plan, k.tile, k.options);
-    const TcMainloopSpec s = tc_plan_spec(p->plan, k.tile, m.math);
-    EXPECT_EQ(info.threads, 256);
+    const TcMainloopSpec s = tc_plan_spec(p->plan, k.tile, m.math, k.options.tma);
+    EXPECT_EQ(info.threads, k.options.tma ? 288 : 256);
     EXPECT_EQ(info.threads, s.tile.threads());
     EXPECT_GE(info.smem_bytes, tc_smem_bytes(s));
     const std::string src = generate_source(p->plan, k.tile, k.options);
-    EXPECT_NE(src.find(wgmma_math(m.math) ? "gm::tc::WgmmaMainloop<" : "gm::tc::Mainloop<"), std::string::npos);
+    EXPECT_NE(src.find(wgmma_math(m.math) ? "gm::tc::WgmmaTmaMainloop<" : "gm::tc::Mainloop<"), std::string::npos);
     EXPECT_EQ(src.find("gm::mainloop<"), std::string::npos) << "no SIMT mainloop";
     // A forced tile keeps the SIMT mainloop.
     const KernelChoice forced = choice(*p, m.f32_math, parse_tile("64x64x8/4x4"));
     EXPECT_FALSE(forced.options.tensor_cores());
     // So does a device without the instructions (compute capability below 8.0).
-    EXPECT_FALSE(
-        choose_kernel(p->instance, testnvrtc::kH100Sms, testnvrtc::kH100Smem, std::nullopt, false, m.f32_math, TensorIsa::None)
-            .options.tensor_cores());
+    EXPECT_FALSE(choose_kernel(p->instance, testnvrtc::kH100Sms, testnvrtc::kH100Smem, std::nullopt, false, m.f32_math,
+                               TensorIsa::None)
+                     .options.tensor_cores());
   }
   // A key-grouped join keeps the SIMT mainloop (its tiles are key-ordered positions).
   auto join = prepared(query("join_masked"), DType::BF16);
@@ -91,7 +93,8 @@ TEST(CodegenTensor, EveryGpuTestCaseRenders) {
           auto p = prepared(q, m.type, {33, 7, 45}, m.r_type);
           const KernelChoice k = choice(*p, m.f32_math, std::nullopt, q.masked_joins);
           // (per-group top/bottom lists stay on SIMT: executed_math)
-          EXPECT_EQ(k.options.tensor_math, executed_math(p->plan, m.f32_math).tensor_cores() ? m.math : InnerMath::Simt);
+          EXPECT_EQ(k.options.tensor_math,
+                    executed_math(p->plan, m.f32_math).tensor_cores() ? m.math : InnerMath::Simt);
           EXPECT_NO_THROW(generate_source(p->plan, k.tile, k.options));
           const Results r = run_cpu(p->instance);
           bool nonzero = false;
@@ -100,6 +103,43 @@ TEST(CodegenTensor, EveryGpuTestCaseRenders) {
           for (const Table& t : r.lists) nonzero = nonzero || t.rows > 0;
           EXPECT_TRUE(nonzero);
         }
+}
+
+// TMA feeds wgmma only where it can address the operands: 16-byte pitches and starts, ranges
+// that start on 16 bytes of the contiguous axis; the cp.async wgmma kernel otherwise, with the
+// same output code.
+TEST(CodegenTensor, TmaWhereItCanReadTheOperands) {
+  auto p = prepared(query("project"), DType::BF16);
+  KernelChoice k = choice(*p, F32Math::Ieee);
+  ASSERT_TRUE(k.options.tma);
+  const MathChoice m = executed_math(p->plan, F32Math::Ieee);
+  EXPECT_TRUE(tma_operands_fit(p->instance, m));
+  Instance inst = p->instance;
+  inst.red.begin = 3;  // boxes would start 6 bytes into a row
+  EXPECT_FALSE(tma_operands_fit(inst, m));
+  inst.red.begin = 8;
+  EXPECT_TRUE(tma_operands_fit(inst, m));
+  // A device input with rows of 4100 bf16 (8200 bytes: not whole 16-byte chunks), or unaligned.
+  const size_t o = size_t(p->plan.accesses[size_t(m.row_access)].operand);
+  inst.device_inputs.resize(p->plan.operands.size());
+  inst.device_inputs[o].data = reinterpret_cast<const void*>(uintptr_t(0x10000));
+  inst.device_inputs[o].strides = {4100, 1};
+  EXPECT_FALSE(tma_operands_fit(inst, m));
+  inst.device_inputs[o].strides = {4104, 1};
+  EXPECT_TRUE(tma_operands_fit(inst, m));
+  inst.device_inputs[o].data = reinterpret_cast<const void*>(uintptr_t(0x10008));
+  EXPECT_FALSE(tma_operands_fit(inst, m));
+  // Without TMA: the cp.async wgmma kernel, 256 threads, no tensor maps.
+  k.options.tma = false;
+  const std::string src = generate_source(p->plan, k.tile, k.options);
+  EXPECT_NE(src.find("gm::tc::WgmmaMainloop<"), std::string::npos);
+  EXPECT_EQ(src.find("tma_a"), std::string::npos);
+  EXPECT_EQ(kernel_info(p->plan, k.tile, k.options).threads, 256);
+  // Gamut's own copies of inputs are pitched to whole 16-byte chunks (and 4 elements).
+  EXPECT_EQ(input_pitch(4097, DType::BF16), 4104);
+  EXPECT_EQ(input_pitch(4097, DType::F32), 4100);
+  EXPECT_EQ(input_pitch(5, DType::I8), 16);
+  EXPECT_EQ(input_pitch(5, DType::F64), 8);
 }
 
 TEST(CodegenTensor, ValueIsInitPlusFactorTimesSum) {
@@ -153,11 +193,17 @@ TEST(CodegenTensor, KernelsCompileForSm90a) {
       continue;
     }
     ASSERT_EQ(k.options.tensor_math, m->math);
-    const std::string log = testnvrtc::compile(generate_source(p->plan, k.tile, k.options), "sm_90a");
-    EXPECT_EQ(log.find("bytes spill stores") != std::string::npos &&
-                  log.find(" 0 bytes spill stores, 0 bytes spill loads") == std::string::npos,
-              false)
-        << log;
+    // f16 / bf16: the TMA-fed kernel, and the cp.async one that operands TMA cannot read get.
+    CodegenOptions o = k.options;
+    for (bool tma : k.options.tma ? std::vector<bool>{true, false} : std::vector<bool>{false}) {
+      o.tma = tma;
+      SCOPED_TRACE(tma ? "TMA" : "no TMA");
+      const std::string log = testnvrtc::compile(generate_source(p->plan, k.tile, o), "sm_90a");
+      EXPECT_EQ(log.find("bytes spill stores") != std::string::npos &&
+                    log.find(" 0 bytes spill stores, 0 bytes spill loads") == std::string::npos,
+                false)
+          << log;
+    }
   }
 #endif
 }

@@ -58,7 +58,7 @@ for step in $steps; do
         $B/tests/gamut_gpu_tests --gtest_filter='*Tensor*' > "$OUT/tc_tests.log" 2>&1; echo "tensor tests rc=$?"
         grep -E "^\[  (PASSED|FAILED) |tc-compile|\[ tensor|^\[  FAILED  \]" "$OUT/tc_tests.log" | head -60
       fi
-      GAMUT_TC_BENCH=1 python3 bench/tensor_core.py --tests $B/tests/gamut_gpu_tests --json "$OUT/tc.json" 2>&1 | tee "$OUT/tc.txt" | tail -40 ;;
+      GAMUT_TC_BENCH=1 python3 bench/tensor_core.py --tests $B/tests/gamut_gpu_tests --json "$OUT/tc.json" ${TC_ARGS:-} 2>&1 | tee "$OUT/tc.txt" | tail -40 ;;
     fuzz)
       # Differential fuzzing (issue 11): random queries, GPU engine against the CPU engine.
       python3 tests/fuzz/differential.py --gamut $B/gamut --count ${FUZZ_COUNT:-1000} --backend-pair cpu,gpu \

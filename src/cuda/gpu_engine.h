@@ -16,7 +16,7 @@ namespace gamut::cuda {
 struct TileConfig {
   int bm = 128, bn = 128, bk = 8, tm = 8, tn = 8;
   int threads() const { return (bm / tm) * (bn / tn); }
-  std::string str() const;   // "128x128x8/8x8"
+  std::string str() const;  // "128x128x8/8x8"
 };
 // Parse `--tile` text "BMxBNxBK" or "BMxBNxBK/TMxTN"; throws a usage error when malformed.
 TileConfig parse_tile(const std::string& text);
@@ -38,7 +38,7 @@ struct GpuRunOptions {
   // A slot the caller keeps for one typed plan (the library: one per query and signature of
   // input types): the kernel info and loaded kernel per tile variant, so that a repeated run
   // skips code generation and the cache-key hash. Never shared between plans.
-  std::shared_ptr<void>* kernel_memo = nullptr;   // from new_kernel_memo()
+  std::shared_ptr<void>* kernel_memo = nullptr;  // from new_kernel_memo()
   // Called with (steps done, steps in all) after the compilation, the result launch and each
   // benchmark launch (a progress bar's steps).
   std::function<void(int64_t done, int64_t total)> progress;
@@ -46,12 +46,12 @@ struct GpuRunOptions {
 std::shared_ptr<void> new_kernel_memo();
 
 struct GpuRunStats {
-  double kernel_ms = 0;              // device time of the launches (CUDA events)
+  double kernel_ms = 0;  // device time of the launches (CUDA events)
   double compile_ms = 0;
-  std::string cache_hit;             // "compiled" | "disk" | "memory"
+  std::string cache_hit;  // "compiled" | "disk" | "memory"
   std::string cache_key;
   std::string tile;
-  std::string mainloop;              // "simt" | "mma.sync" | "wgmma": what the kernel ran
+  std::string mainloop;  // "simt" | "mma.sync" | "wgmma": what the kernel ran
   // One per GpuRunOptions::repeats (CUDA events): the kernel and the device side of the lists
   // (ordering, distinct, top/bottom selection), and the kernel alone.
   std::vector<double> runs_ms, runs_kernel_ms;
@@ -82,6 +82,9 @@ struct CodegenOptions {
   // tile is then tc_kernel_tile(math) (codegen/mainloop_tensor.h). Simt: the SIMT mainloop.
   InnerMath tensor_math = InnerMath::Simt;
   bool tensor_cores() const { return tensor_math != InnerMath::Simt; }
+  // The wgmma mainloop fed by TMA from a producer warp (gamut_tc_wgmma_tma.cuh): where
+  // tma_operands_fit(); the kernel then takes two tensor maps (ArgLayout::tma_a / tma_b).
+  bool tma = false;
 };
 // The CUDA C++ generated for a typed plan (no device needed): what NVRTC compiles.
 std::string generate_source(const Plan& plan, const TileConfig& tile, const CodegenOptions& options = {});
@@ -108,6 +111,12 @@ struct KernelChoice {
 // mma.sync, no cp.async), mma.sync (8.0 on), and wgmma too (9.0, compiled for sm_90a).
 enum class TensorIsa : uint8_t { None, MmaSync, Wgmma };
 TensorIsa tensor_isa(int cc_major, int cc_minor);
+// Whether the TMA unit can read the tensor-core operands of `m` (CodegenOptions::tma): 16-byte
+// aligned starts, row and batch pitches (device inputs as given; gamut's own copies have
+// input_pitch rows), and ranges starting on 16 bytes of the contiguous axis.
+bool tma_operands_fit(const Instance& inst, const MathChoice& m);
+// Elements between the rows of gamut's device copy of a matrix input: whole 16-byte chunks.
+int64_t input_pitch(int64_t cols, DType t);
 KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_block,
                            const std::optional<TileConfig>& tile = std::nullopt, bool masked_joins = false,
                            F32Math f32_math = F32Math::Ieee, TensorIsa isa = TensorIsa::Wgmma);

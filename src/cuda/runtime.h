@@ -17,7 +17,7 @@ namespace gamut::cuda {
 struct DeviceInfo {
   std::string name;
   int ordinal = 0;
-  int cc_major = 0, cc_minor = 0;   // 9, 0 on Hopper
+  int cc_major = 0, cc_minor = 0;  // 9, 0 on Hopper
   int sm_count = 0;
   size_t smem_per_block_optin = 0;  // bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin
   size_t smem_per_sm = 0;
@@ -51,6 +51,7 @@ class StreamScope {
   ~StreamScope();
   StreamScope(const StreamScope&) = delete;
   StreamScope& operator=(const StreamScope&) = delete;
+
  private:
   void* previous_;
 };
@@ -70,20 +71,21 @@ class DeviceBuffer {
   size_t size() const { return bytes_; }
   void upload(const void* host, size_t bytes, size_t offset = 0);
   void download(void* host, size_t bytes, size_t offset = 0) const;
-  void fill_bytes(int value);              // cudaMemset
+  void fill_bytes(int value);  // cudaMemset
   // Rows of `row_bytes` each, `pitch` bytes apart on the device (cudaMemcpy2D): inputs whose
   // rows are padded so every row starts 16-byte aligned.
   void upload_rows(const void* host, size_t rows, size_t row_bytes, size_t pitch);
   void download_rows(void* host, size_t rows, size_t row_bytes, size_t pitch) const;
+
  private:
   void* ptr_ = nullptr;
   size_t bytes_ = 0;
-  void* stream_ = nullptr;   // allocated (and freed) in order on this stream
+  void* stream_ = nullptr;  // allocated (and freed) in order on this stream
 };
 
 struct CompileOptions {
-  std::string arch = "sm_90a";             // NVRTC --gpu-architecture
-  std::vector<std::string> extra;          // further NVRTC options, part of the cache key
+  std::string arch = "sm_90a";     // NVRTC --gpu-architecture
+  std::vector<std::string> extra;  // further NVRTC options, part of the cache key
 };
 
 // Where a module came from, for `--json` and the compile-latency benchmark.
@@ -93,11 +95,11 @@ inline const char* cache_hit_name(CacheHit h) {
 }
 
 struct CompiledModule {
-  std::string key;                         // hex hash: the cache key
-  std::string cubin;                       // the binary
-  std::string source_path;                 // the kept .cu on disk ("" if the disk cache is off)
+  std::string key;          // hex hash: the cache key
+  std::string cubin;        // the binary
+  std::string source_path;  // the kept .cu on disk ("" if the disk cache is off)
   CacheHit hit = CacheHit::Compiled;
-  double compile_ms = 0;                   // NVRTC time when hit == Compiled
+  double compile_ms = 0;  // NVRTC time when hit == Compiled
 };
 
 // Compile CUDA C++ `source` (it may #include any embedded device header by file name) for
@@ -111,18 +113,22 @@ struct CompiledModule {
 CompiledModule compile_cached(const std::string& source, const CompileOptions& options,
                               const std::string& extra_key = "");
 // NVRTC only, no cache (tests and the benchmark of cold compiles).
-std::string nvrtc_compile(const std::string& source, const CompileOptions& options,
-                          std::string* log_out = nullptr);
-std::string nvrtc_version();               // "13.0"
+std::string nvrtc_compile(const std::string& source, const CompileOptions& options, std::string* log_out = nullptr);
+std::string nvrtc_version();  // "13.0"
 
 // The disk cache directory: $GAMUT_CACHE_DIR, else $XDG_CACHE_HOME/gamut, else ~/.cache/gamut.
 std::string cache_dir();
 // valid: KEY.cubin matches the size and checksum in KEY.meta (a failed compile leaves only
 // KEY.cu: listed, not valid). Only files named like cache entries are listed or removed.
-struct CacheEntry { std::string key; size_t cubin_bytes; std::string source_path; bool valid; };
+struct CacheEntry {
+  std::string key;
+  size_t cubin_bytes;
+  std::string source_path;
+  bool valid;
+};
 std::vector<CacheEntry> cache_list();
-size_t cache_clear();                      // entries removed; also empties the in-process cache
-void clear_memory_cache();                 // tests and the benchmark
+size_t cache_clear();       // entries removed; also empties the in-process cache
+void clear_memory_cache();  // tests and the benchmark
 
 // A loaded module and one kernel in it. kernel_name is the cubin symbol, so kernels are
 // declared extern "C". Launches go to the default stream.
@@ -135,15 +141,16 @@ class Kernel {
   // Set the dynamic shared memory limit (above 48 KiB needs this).
   void set_max_dynamic_smem(size_t bytes);
   // args: pointers to each kernel argument, as cudaLaunchKernel takes them. On current_stream().
-  void launch(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-              size_t dyn_smem, void** args);
+  void launch(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, size_t dyn_smem,
+              void** args);
   int max_active_blocks_per_sm(int block_threads, size_t dyn_smem) const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 
-void synchronize();   // waits for current_stream()
+void synchronize();  // waits for current_stream()
 
 // Device memory gamut does not own (a caller's output), on current_stream(): set every byte, or
 // copy from the host (staged before this returns).
@@ -172,7 +179,7 @@ void encode_tile_map(void* out128, DType type, const TileMapShape& shape);
 
 // Device memory held through DeviceBuffer: the peak since the last reset (benchmarks report it).
 size_t device_bytes_peak();
-void reset_device_bytes_peak();                        // cudaDeviceSynchronize + error check
+void reset_device_bytes_peak();  // cudaDeviceSynchronize + error check
 
 // CUDA events for benchmarks: elapsed milliseconds of the work `fn` enqueues.
 class EventTimer {
@@ -180,7 +187,7 @@ class EventTimer {
   EventTimer();
   ~EventTimer();
   void start();
-  double stop_ms();                        // records, synchronizes, returns elapsed
+  double stop_ms();  // records, synchronizes, returns elapsed
  private:
   void* begin_ = nullptr;
   void* end_ = nullptr;

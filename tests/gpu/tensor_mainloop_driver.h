@@ -94,12 +94,14 @@ inline cuda::TileMapShape tile_map_shape(const TcMainloopSpec& s, const std::vec
   m.box_p = a ? s.tile.bm : s.tile.bn;
   return m;
 }
-// Whether TMA can read both operands (16-byte aligned starts and pitches).
+// Whether TMA can read both operands (16-byte aligned starts and pitches, and boxes starting
+// on 16 bytes of the contiguous axis: k_begin, or the range's first row / column).
 inline bool tma_fits(const TcMainloopSpec& s, const std::vector<unsigned long long>& w, int batch) {
   for (bool a : {true, false}) {
     const cuda::TileMapShape m = tile_map_shape(s, w, a, batch);
-    if (!cuda::tile_map_fits(m.ptr, m.ld, m.batch_stride, m.batch, int(dtype_size(a ? s.a_type : s.b_type))))
-      return false;
+    const int e = int(dtype_size(a ? s.a_type : s.b_type));
+    const uint64_t first = m.k_contiguous ? w[kRedBegin] : w[a ? kRowBegin : kColBegin];
+    if (!cuda::tile_map_fits(m.ptr, m.ld, m.batch_stride, m.batch, e) || (first * uint64_t(e)) % 16 != 0) return false;
   }
   return true;
 }

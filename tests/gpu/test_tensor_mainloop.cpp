@@ -187,6 +187,9 @@ std::vector<uint32_t> run(const TcMainloopSpec& s, const Problem& p, uint32_t po
   w[kCBatch] = uint64_t(p.rows) * uint64_t(p.cols);
   if (s.tile.tma && !tma_fits(s, w, p.batch)) return {};   // TMA cannot read these rows: not run
   std::vector<unsigned long long> words = launch_words(s, w, p.batch);
+  if (std::getenv("GAMUT_TC_TRACE"))   // which launch a device fault comes from
+    std::printf("[ tc-trace ] %s %dx%dx%d batch %d from (%d, %d, %d)\n", label(s).c_str(), p.rows, p.cols, p.red,
+                p.batch, p.row_begin, p.col_begin, p.red_begin), std::fflush(stdout);
   void* args[] = {words.data()};
   const unsigned gx = unsigned((p.rows - p.row_begin + s.tile.bm - 1) / s.tile.bm);
   const unsigned gy = unsigned((p.cols - p.col_begin + s.tile.bn - 1) / s.tile.bn);
@@ -280,6 +283,10 @@ TEST(TensorMainloopBench, Products) {
   const int reps = 10;
   for (const MathCase& m : kMaths) {
     if (std::string(m.name) == "u8" || std::string(m.name) == "i8xu8") continue;
+    // GAMUT_TC_BENCH_MATHS="bf16,f16": those maths alone.
+    if (const char* only = std::getenv("GAMUT_TC_BENCH_MATHS");
+        only && ("," + std::string(only) + ",").find("," + std::string(m.name) + ",") == std::string::npos)
+      continue;
     for (int n : {4096, 8192, 16384, 4097}) {
       if (const char* only = std::getenv("GAMUT_TC_BENCH_ONLY")) {   // skip building data for the others
         const std::string o = only, tail = " " + std::to_string(n);

@@ -7,10 +7,10 @@ namespace gamut::cuda::cg {
 
 using std::to_string;
 
-KernelContext::KernelContext(const Plan& plan, const TileConfig& tile)
+KernelContext::KernelContext(const Plan& plan, const TileConfig& tile, bool tma_args)
     : P(plan),
       T(tile),
-      A(arg_layout(plan)),
+      A(arg_layout(plan, tma_args)),
       S(smem_plan(plan, tile)),
       inner_r(plan, Renderer::Ctx::Inner),
       outer_r(plan, Renderer::Ctx::Outer) {}

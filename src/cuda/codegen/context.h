@@ -52,7 +52,7 @@ struct KernelContext {
   std::unique_ptr<TileCoordinates> coords;
   AccumulatorMap map;  // set by the mainloop
 
-  KernelContext(const Plan& plan, const TileConfig& tile);
+  KernelContext(const Plan& plan, const TileConfig& tile, bool tma_args = false);
 
   // The kernel's read of argument word s (kernel_args.h): `a.NAME`.
   std::string arg(int s) const { return A.field(s); }

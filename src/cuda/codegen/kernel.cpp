@@ -30,10 +30,10 @@ namespace {
 class KernelGenerator {
  public:
   KernelGenerator(const Plan& plan, const TileConfig& tile, const CodegenOptions& options)
-      : X(plan, tile), options_(options) {
+      : X(plan, tile, options.tma), options_(options) {
     X.coords = make_tile_coordinates(plan, X.A, options.grouped_join);
-    mainloop_ =
-        options.tensor_cores() ? make_tensor_mainloop(X, options.tensor_math) : make_simt_mainloop(X, options.packed16);
+    mainloop_ = options.tensor_cores() ? make_tensor_mainloop(X, options.tensor_math, options.tma)
+                                       : make_simt_mainloop(X, options.packed16);
     X.map = mainloop_->map();
     outputs_ = make_epilogue(X);
   }
@@ -60,8 +60,13 @@ class KernelGenerator {
     c.line("// Kernel arguments: one 64-bit word per field (pointers, sizes, strides, parameter bits),");
     c.line("// written by the launcher in this order (src/cuda/codegen/kernel_args.h).");
     c.open("struct Args");
-    for (const ArgLayout::Slot& s : X.A.slots)
-      c.line("unsigned long long " + s.name + ";" + (s.comment.empty() ? "" : "  // " + s.comment));
+    for (const ArgLayout::Slot& s : X.A.slots) {
+      if (s.name.empty()) continue;  // the rest of an array
+      const std::string field = s.words > 1
+                                    ? "alignas(64) unsigned long long " + s.name + "[" + to_string(s.words) + "];"
+                                    : "unsigned long long " + s.name + ";";
+      c.line(field + (s.comment.empty() ? "" : "  // " + s.comment));
+    }
     c.close(";");
     c.line("");
     mainloop_->declare(c);
@@ -71,7 +76,7 @@ class KernelGenerator {
     const int min_blocks = mainloop_->min_blocks();
     c.line("// dynamic shared memory: " + to_string(info.smem_bytes) + " bytes; " + mainloop_->resources());
     c.open("extern \"C\" __global__ void __launch_bounds__(" + to_string(info.threads) + ", " + to_string(min_blocks) +
-           ") " + kMainKernelName + "(const Args a)");
+           ") " + kMainKernelName + (options_.tma ? "(const __grid_constant__ Args a)" : "(const Args a)"));
     prologue(c);
     mainloop_->prologue(c);
     pass_bits(c);

@@ -25,7 +25,15 @@ int ArgLayout::add(const std::string& name, const std::string& comment) {
   return count - 1;
 }
 
-ArgLayout arg_layout(const Plan& plan) {
+int ArgLayout::add_aligned(const std::string& name, const std::string& comment, int words) {
+  while (count % 8 != 0) add("pad" + std::to_string(count), "");
+  const int first = add(name, comment);
+  slots.back().words = words;
+  for (int w = 1; w < words; ++w) add("", "");
+  return first;
+}
+
+ArgLayout arg_layout(const Plan& plan, bool tma) {
   using std::to_string;
   ArgLayout L;
   for (size_t a = 0; a < plan.accesses.size(); ++a) {
@@ -53,6 +61,10 @@ ArgLayout arg_layout(const Plan& plan) {
     L.join_tiles = L.add("join_tiles", "int32 [blocks][4]: row and column position ranges of each tile");
     L.join_rows = L.add("join_rows", "int32: key-ordered position -> row index");
     L.join_cols = L.add("join_cols", "int32: key-ordered position -> column index");
+  }
+  if (tma) {
+    L.tma_a = L.add_aligned("tma_a", "CUtensorMap of the row operand (TMA)", 16);
+    L.tma_b = L.add_aligned("tma_b", "CUtensorMap of the column operand (TMA)", 16);
   }
   return L;
 }

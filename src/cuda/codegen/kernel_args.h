@@ -23,6 +23,7 @@ struct ArgLayout {
   struct Slot {
     std::string name;
     std::string comment;
+    int words = 1;  // > 1: the first of a 64-byte aligned array (a tensor map)
   };
   struct AccessSlots {
     int ptr = -1;      // the operand's device pointer
@@ -57,17 +58,23 @@ struct ArgLayout {
   // Key-grouped joins (codegen/join_groups.h): the tile table (4 int32 per block) and the
   // key-ordered position -> index maps of rows and columns.
   int join_tiles = -1, join_rows = -1, join_cols = -1;
+  // TMA (CodegenOptions::tma): the row and column operands' tensor maps, 16 words each from a
+  // 64-byte boundary (the first word names the field; the other 15 have no name).
+  int tma_a = -1, tma_b = -1;
   std::vector<Slot> slots;  // every word, in order
   int count = 0;            // slots.size()
 
   ArgLayout();
   // Appends a word; returns its position.
   int add(const std::string& name, const std::string& comment);
+  // Appends `words` words from a 64-byte boundary (padding words before it); returns the first.
+  int add_aligned(const std::string& name, const std::string& comment, int words);
   // The kernel's read of word s: "a.NAME".
   std::string field(int s) const { return "a." + slots[size_t(s)].name; }
 };
 
 // The layout of the kernel generate_source(plan, ...) renders (the same for every tile).
-ArgLayout arg_layout(const Plan& plan);
+// With `tma`, the two tensor maps last.
+ArgLayout arg_layout(const Plan& plan, bool tma = false);
 
 }  // namespace gamut::cuda

@@ -176,11 +176,11 @@ bool output_runs_along_j(const Plan& plan, int d) {
 KernelInfo kernel_info(const Plan& plan, const TileConfig& tile, const CodegenOptions& options) {
   if (!plan.typed) cg::unsupported("an untyped plan");
   KernelInfo k;
-  k.args = arg_layout(plan);
+  k.args = arg_layout(plan, options.tma);
   k.threads = tile.threads();
   if (options.tensor_cores()) {
     // The tensor-core mainloop's stages; the output operators' tables reuse the space after it.
-    const TcMainloopSpec s = tc_plan_spec(plan, tile, options.tensor_math);
+    const TcMainloopSpec s = tc_plan_spec(plan, tile, options.tensor_math, options.tma);
     k.threads = s.tile.threads();
     k.smem_bytes = std::max(tc_smem_bytes(s), cg::smem_plan(plan, tile).epilogue);
     return k;

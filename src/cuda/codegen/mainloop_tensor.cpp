@@ -13,7 +13,8 @@ using std::to_string;
 
 std::string TcTile::str() const {
   return to_string(bm) + "x" + to_string(bn) + "x" + to_string(bk) + "/" +
-         (wgmma ? std::string(tma ? "wgmma-tma" : "wgmma") : to_string(warps_m) + "x" + to_string(warps_n)) + "/s" + to_string(stages);
+         (wgmma ? std::string(tma ? "wgmma-tma" : "wgmma") : to_string(warps_m) + "x" + to_string(warps_n)) + "/s" +
+         to_string(stages);
 }
 
 std::vector<std::string> tc_headers(const TcMainloopSpec& s) {
@@ -204,8 +205,12 @@ std::string tc_mainloop_decls(const TcMainloopSpec& s, const std::string& in) {
   const std::string orient =
       std::string(s.a_kcontig ? "X[i,k]" : "X[k,i]") + " x " + (s.b_kcontig ? "Y[j,k]" : "Y[k,j]");
   std::string r;
-  r += in + "// Tensor-core mainloop (" + (t.tma ? "wgmma fed by TMA" : t.wgmma ? "wgmma" : "mma.sync") + "): " + std::string(dtype_name(s.a_type)) +
-       " x " + std::string(dtype_name(s.b_type)) + " -> " + (s.math == InnerMath::Int8 ? "i32" : "f32") + ", " +
+  r += in + "// Tensor-core mainloop (" +
+       (t.tma     ? "wgmma fed by TMA"
+        : t.wgmma ? "wgmma"
+                  : "mma.sync") +
+       "): " + std::string(dtype_name(s.a_type)) + " x " + std::string(dtype_name(s.b_type)) + " -> " +
+       (s.math == InnerMath::Int8 ? "i32" : "f32") + ", " +
        (s.math == InnerMath::Tf32     ? "operands rounded to tf32, "
         : s.math == InnerMath::Tf32x3 ? "3xTF32 split, "
                                       : "") +
@@ -217,8 +222,12 @@ std::string tc_mainloop_decls(const TcMainloopSpec& s, const std::string& in) {
     r += in + "typedef gm::tc::TcShape<" + to_string(t.bm) + ", " + to_string(t.bn) + ", " + to_string(t.bk) + ", " +
          to_string(t.warps_m) + ", " + to_string(t.warps_n) + ", " + to_string(t.stages) + "> TcShapeT;\n";
   }
-  r += in + "typedef gm::tc::" + (t.tma ? "WgmmaTmaMainloop<" : t.wgmma ? "WgmmaMainloop<" : "Mainloop<") + math_cpp(s) + ", TcShapeT, " +
-       (s.a_kcontig ? "true" : "false") + ", " + (s.b_kcontig ? "true" : "false") + "> Mainloop;\n";
+  r += in + "typedef gm::tc::" +
+       (t.tma     ? "WgmmaTmaMainloop<"
+        : t.wgmma ? "WgmmaMainloop<"
+                  : "Mainloop<") +
+       math_cpp(s) + ", TcShapeT, " + (s.a_kcontig ? "true" : "false") + ", " + (s.b_kcontig ? "true" : "false") +
+       "> Mainloop;\n";
   r += in + "static_assert(Mainloop::SMEM_BYTES == " + to_string(tc_smem_bytes(s)) +
        ", \"shared memory as the host computed it\");\n";
   return r;

@@ -13,8 +13,11 @@ namespace {
 
 class TensorMainloop final : public Mainloop {
  public:
-  TensorMainloop(KernelContext& ctx, InnerMath math)
-      : X(ctx), P(ctx.P), spec_(tc_plan_spec(ctx.P, ctx.T, math)), choice_(choose_math(ctx.P, f32_math_of(math))) {}
+  TensorMainloop(KernelContext& ctx, InnerMath math, bool tma)
+      : X(ctx),
+        P(ctx.P),
+        spec_(tc_plan_spec(ctx.P, ctx.T, math, tma)),
+        choice_(choose_math(ctx.P, f32_math_of(math))) {}
 
   // gamut_mainloop.cuh: the tile order and coordinate helpers the kernel's prologue uses.
   std::vector<std::string> headers() const override {
@@ -69,10 +72,20 @@ class TensorMainloop final : public Mainloop {
 
   void run(Code& c) override {
     c.line("// The sum of products on the tensor cores: acc over k in [red_begin, red_end).");
-    operand(c, "tc_a", choice_.row_access, spec_.a_kcontig, "tc_i0", "row_end", "row_begin");
-    operand(c, "tc_b", choice_.col_access, spec_.b_kcontig, "tc_j0", "col_end", "col_begin");
+    if (spec_.tile.tma) {
+      // The operands' tensor maps (built by the launcher for this batch range and these
+      // ranges), the tile's first row / column and the batch instance.
+      c.line("const gm::tc::TmaOperand tc_a{&" + X.arg(X.A.tma_a) + ", tc_i0, b};  // " +
+             access_name(choice_.row_access));
+      c.line("const gm::tc::TmaOperand tc_b{&" + X.arg(X.A.tma_b) + ", tc_j0, b};  // " +
+             access_name(choice_.col_access));
+    } else {
+      operand(c, "tc_a", choice_.row_access, spec_.a_kcontig, "tc_i0", "row_end", "row_begin");
+      operand(c, "tc_b", choice_.col_access, spec_.b_kcontig, "tc_j0", "col_end", "col_begin");
+    }
     for (const std::string& line : split_lines(tc_mainloop_call(spec_, "tc_a", "tc_b", "red_begin", "red_end", "smem")))
       c.line(line);
+    if (spec_.tile.tma) c.line("if (Mainloop::producer()) return;  // the producer warp's loads are all issued");
     c.line("// Coordinates again, rather than held in registers through the mainloop.");
     c.line("tc_map = TcMap(gm::fresh_tid());");
     X.coords->refresh(c);
@@ -122,6 +135,10 @@ class TensorMainloop final : public Mainloop {
     return out;
   }
 
+  std::string access_name(int a) const {
+    return P.operands[size_t(P.accesses[size_t(a)].operand)].name + pattern_name(P.accesses[size_t(a)].pattern);
+  }
+
   // gm::tc::TcOperand `name` of access a: element (p, k) of this batch instance, the tile's first
   // row (column) `first`, the range end, and whether 16-byte chunks along the contiguous axis
   // are aligned (the base, the row pitch, and the first k (k contiguous) or the range's first p).
@@ -163,8 +180,8 @@ class TensorMainloop final : public Mainloop {
 
 }  // namespace
 
-std::unique_ptr<Mainloop> make_tensor_mainloop(KernelContext& ctx, InnerMath math) {
-  return std::make_unique<TensorMainloop>(ctx, math);
+std::unique_ptr<Mainloop> make_tensor_mainloop(KernelContext& ctx, InnerMath math, bool tma) {
+  return std::make_unique<TensorMainloop>(ctx, math, tma);
 }
 
 }  // namespace gamut::cuda::cg

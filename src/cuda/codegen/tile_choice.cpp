@@ -9,6 +9,7 @@
 #include "cuda/codegen/join_groups.h"
 #include "cuda/codegen/mainloop_tensor.h"
 #include "cuda/gpu_engine.h"
+#include "cuda/runtime.h"
 
 namespace gamut::cuda {
 
@@ -193,6 +194,36 @@ TensorIsa tensor_isa(int cc_major, int cc_minor) {
   return cc_major >= 8 ? TensorIsa::MmaSync : TensorIsa::None;
 }
 
+bool tma_operands_fit(const Instance& inst, const MathChoice& m) {
+  const Plan& P = *inst.plan;
+  if (m.row_access < 0 || m.col_access < 0) return false;
+  const size_t lead = P.batched ? 1 : 0;
+  for (int a : {m.row_access, m.col_access}) {
+    const Access& acc = P.accesses[size_t(a)];
+    const size_t o = size_t(acc.operand);
+    const NDArray* x = o < inst.inputs.size() ? inst.inputs[o] : nullptr;
+    if (!x || x->shape.size() != lead + 2) return false;
+    const int e = int(dtype_size(x->dtype));
+    // The boxes start on 16 bytes of the contiguous axis (the device faulted on others).
+    const bool kc = acc.pattern == Pattern::RowRed || acc.pattern == Pattern::ColRed;
+    const int64_t first = kc ? inst.red.begin : a == m.row_access ? inst.row.begin : inst.col.begin;
+    if ((first * e) % 16 != 0) return false;
+    if (!inst.on_device(o)) continue;  // gamut's own copy: 16-byte rows (input_pitch)
+    const Instance::DeviceInput& d = inst.device_inputs[o];
+    if (d.strides.size() != x->shape.size()) return false;
+    if (!tile_map_fits(uint64_t(reinterpret_cast<uintptr_t>(d.data)), d.strides[lead], P.batched ? d.strides[0] : 0,
+                       P.batched ? inst.batch : 1, e))
+      return false;
+  }
+  return true;
+}
+
+int64_t input_pitch(int64_t cols, DType t) {
+  // Whole 4-element chunks (the SIMT loaders) and whole 16-byte chunks (cp.async, TMA).
+  const int64_t q = std::max<int64_t>(4, 16 / int64_t(dtype_size(t)));
+  return (cols + q - 1) / q * q;
+}
+
 KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_block,
                            const std::optional<TileConfig>& forced, bool masked_joins, F32Math f32_math,
                            TensorIsa isa) {
@@ -215,8 +246,11 @@ KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_b
   // (benchmarks of the SIMT tiles), packed steps and grouped joins keep the SIMT mainloop.
   const MathChoice math = executed_math(P, f32_math);
   if (isa != TensorIsa::None && math.tensor_cores() && !forced && !k.options.packed16 && !k.options.grouped_join) {
-    k.tile = tc_kernel_tile(math.math, isa == TensorIsa::Wgmma && math.wgmma, rows, cols, batch, sm_count);
+    const bool wgmma = isa == TensorIsa::Wgmma && math.wgmma;
+    k.tile = tc_kernel_tile(math.math, wgmma, rows, cols, batch, sm_count);
     k.options.tensor_math = math.math;
+    // TMA feeds wgmma where it can address both operands (else cp.async from every thread).
+    k.options.tma = wgmma && tc_tile_of(k.tile, math.math).wgmma && tma_operands_fit(inst, math);
   }
   return k;
 }

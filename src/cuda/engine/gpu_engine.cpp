@@ -15,9 +15,9 @@
 #include "cuda/codegen/codegen.h"
 #include "cuda/codegen/join_groups.h"
 #include "cuda/codegen/mainloop_tensor.h"
+#include "cuda/codegen/tile_choice.h"
 #include "cuda/engine/launch_lists.h"
 #include "cuda/runtime.h"
-#include "cuda/codegen/tile_choice.h"
 
 namespace gamut::cuda {
 
@@ -59,14 +59,25 @@ std::vector<std::byte> identity_element(StoreOp op, CType t) {
     std::memset(e.data(), 0xff, e.size());
     return e;
   }
-  if (op == StoreOp::Max) v = lowest_of(t);
-  else if (op == StoreOp::Min) v = highest_of(t);
-  else return e;   // = += |= start at 0
+  if (op == StoreOp::Max)
+    v = lowest_of(t);
+  else if (op == StoreOp::Min)
+    v = highest_of(t);
+  else
+    return e;  // = += |= start at 0
   switch (d) {
     case DType::Bool: e[0] = std::byte(v.i != 0); break;
-    case DType::I32: { const int32_t x = int32_t(v.i); std::memcpy(e.data(), &x, 4); break; }
+    case DType::I32: {
+      const int32_t x = int32_t(v.i);
+      std::memcpy(e.data(), &x, 4);
+      break;
+    }
     case DType::I64: std::memcpy(e.data(), &v.i, 8); break;
-    case DType::F32: { const float x = float(v.f); std::memcpy(e.data(), &x, 4); break; }
+    case DType::F32: {
+      const float x = float(v.f);
+      std::memcpy(e.data(), &x, 4);
+      break;
+    }
     case DType::F64: std::memcpy(e.data(), &v.f, 8); break;
     default: break;
   }
@@ -98,9 +109,11 @@ int64_t initial_list_rows(const Instance& inst, const TileConfig& tile, int64_t 
     const ListOutput& spec = P.lists[l];
     if (spec.mode != ListMode::Top && spec.mode != ListMode::Bottom) continue;
     const int64_t n = inst.list_limits[l];
-    const int64_t per_tile = spec.per == PerGroup::Row ? size_mul_saturated(std::min<int64_t>(tile.bm, rows), n)
-                           : spec.per == PerGroup::Col ? size_mul_saturated(std::min<int64_t>(tile.bn, cols), n) : n;
-    capacity = std::max(capacity, size_mul_saturated(size_mul_saturated(size_mul_saturated(tiles, inst.batch), per_tile) / 4, 5));
+    const int64_t per_tile = spec.per == PerGroup::Row   ? size_mul_saturated(std::min<int64_t>(tile.bm, rows), n)
+                             : spec.per == PerGroup::Col ? size_mul_saturated(std::min<int64_t>(tile.bn, cols), n)
+                                                         : n;
+    capacity = std::max(capacity,
+                        size_mul_saturated(size_mul_saturated(size_mul_saturated(tiles, inst.batch), per_tile) / 4, 5));
   }
   // At most 2^26 rows up front (about 2 GB of columns): beyond that, grow to the exact count.
   return std::min({pairs, capacity, int64_t(1) << 26});
@@ -140,7 +153,8 @@ int64_t product(const std::vector<int64_t>& v, size_t from = 0) {
 // The first index, along the dimension contiguous in memory, that a tile operand's chunks start at.
 int64_t contiguous_begin(const Instance& inst, Pattern p) {
   switch (p) {
-    case Pattern::RowRed: case Pattern::ColRed: return inst.red.begin;
+    case Pattern::RowRed:
+    case Pattern::ColRed: return inst.red.begin;
     case Pattern::RedRow: return inst.row.begin;
     case Pattern::RedCol: return inst.col.begin;
     default: return 0;
@@ -149,8 +163,7 @@ int64_t contiguous_begin(const Instance& inst, Pattern p) {
 
 std::string schema_text(const Plan& plan, const TileConfig& tile) {
   std::string s = "gamut-cuda-codegen-1\ntile " + tile.str() + "\n";
-  for (const Operand& o : plan.operands)
-    s += o.name + ":" + std::string(o.dtype ? dtype_name(*o.dtype) : "?") + "\n";
+  for (const Operand& o : plan.operands) s += o.name + ":" + std::string(o.dtype ? dtype_name(*o.dtype) : "?") + "\n";
   return s + print_plan(plan);
 }
 
@@ -176,17 +189,43 @@ struct Compiled {
 };
 struct KernelMemo {
   std::mutex mu;
-  std::map<std::string, Compiled> by_variant;   // tile, code options, arch
+  std::map<std::string, Compiled> by_variant;  // tile, code options, arch
 };
 
 }  // namespace
 
 std::shared_ptr<void> new_kernel_memo() { return std::make_shared<KernelMemo>(); }
 
+namespace {
+
+// The tensor maps of a TMA-fed kernel (CodegenOptions::tma) from the operands' words: the row
+// operand in boxes of tile.bm rows (or 64 columns), the column operand in tile.bn.
+void encode_operand_maps(const Instance& inst, F32Math f32_math, const TileConfig& tile, const ArgLayout& L,
+                         std::vector<uint64_t>& w) {
+  const Plan& P = *inst.plan;
+  const MathChoice m = executed_math(P, f32_math);
+  for (const bool row : {true, false}) {
+    const int a = row ? m.row_access : m.col_access;
+    const auto& s = L.access[size_t(a)];
+    TileMapShape t;
+    t.ptr = w[size_t(s.ptr)];
+    t.ld = int64_t(w[size_t(s.ld)]);
+    t.batch_stride = int64_t(w[size_t(s.bstride)]);
+    t.batch = P.batched ? inst.batch : 1;
+    t.p_extent = row ? inst.row.end : inst.col.end;
+    t.k_extent = inst.red.end;
+    t.k_contiguous = P.accesses[size_t(a)].pattern == (row ? Pattern::RowRed : Pattern::ColRed);
+    t.box_p = row ? tile.bm : tile.bn;
+    encode_tile_map(&w[size_t(row ? L.tma_a : L.tma_b)], row ? m.row_type : m.col_type, t);
+  }
+}
+
+}  // namespace
+
 Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats* stats) {
   if (!inst.plan) throw_device_error("internal error: run_gpu without a plan");
   const Plan& P = *inst.plan;
-  const DeviceInfo& dev = device();   // throws a device error when there is none
+  const DeviceInfo& dev = device();  // throws a device error when there is none
   const int64_t rows = inst.row.size(), cols = inst.col.size(), batch = inst.batch;
   for (int64_t end : {inst.row.end, inst.col.end, inst.red.end})
     if (end > INT_MAX) throw_device_error("an axis range end above 2^31-1 is not supported on the GPU");
@@ -207,11 +246,13 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
                            : cgo.tensor_math == InnerMath::Int8 ? "8-bit"
                            : cgo.tensor_math == InnerMath::Tf32 ? "tf32"
                                                                 : "tf32x3";
-  const std::string mainloop =
-      !cgo.tensor_cores() ? "simt" : tc_tile_of(tile, cgo.tensor_math).wgmma ? "wgmma" : "mma.sync";
+  const std::string mainloop = !cgo.tensor_cores()                       ? "simt"
+                               : cgo.tma                                 ? "wgmma+tma"
+                               : tc_tile_of(tile, cgo.tensor_math).wgmma ? "wgmma"
+                                                                         : "mma.sync";
   const std::string tc = cgo.tensor_cores() ? " " + mainloop + " " + math : "";
-  const std::string variant = tile.str() + (cgo.packed16 ? " packed16" : "") + (cgo.grouped_join ? " grouped-join" : "") +
-                              tc + " " + co.arch;
+  const std::string variant =
+      tile.str() + (cgo.packed16 ? " packed16" : "") + (cgo.grouped_join ? " grouped-join" : "") + tc + " " + co.arch;
   KernelMemo* memo = options.kernel_memo ? static_cast<KernelMemo*>(options.kernel_memo->get()) : nullptr;
   Compiled compiled;
   bool memo_hit = false;
@@ -227,7 +268,8 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     compiled.info = kernel_info(P, tile, cgo);
     if (compiled.info.smem_bytes > dev.smem_per_block_optin)
       throw_device_error("tile " + tile.str() + " needs " + std::to_string(compiled.info.smem_bytes) +
-                         " bytes of shared memory per block; the device has " + std::to_string(dev.smem_per_block_optin));
+                         " bytes of shared memory per block; the device has " +
+                         std::to_string(dev.smem_per_block_optin));
     module = compile_cached(generate_source(P, tile, cgo), co, schema_text(P, tile));
     compiled.kernel = &loaded_kernel(module, compiled.info.smem_bytes);
     compiled.key = module.key;
@@ -272,8 +314,9 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   w[ArgLayout::kBatch] = uint64_t(batch);
 
   // Inputs, and how each access addresses its operand. Matrix rows are padded on the device to
-  // a multiple of 4 elements (a pitched copy costs nothing over a plain one), so the tile
-  // loaders can use 16-byte loads whatever the extents: 4097 columns load like 4100.
+  // whole 4-element and 16-byte chunks (input_pitch; a pitched copy costs nothing over a plain
+  // one), so the tile loaders can use 16-byte loads whatever the extents: 4097 columns load
+  // like 4100 (4104 for 16-bit data, which TMA then reads too).
   const size_t lead = P.batched ? 1 : 0;
   std::vector<DeviceBuffer> inputs;
   std::vector<int64_t> pitch(P.operands.size(), 0);
@@ -288,7 +331,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   };
   for (size_t o = 0; o < P.operands.size(); ++o) {
     const NDArray* x = inst.inputs[o];
-    if (!x || gathered_only(o) || inst.on_device(o)) {   // (device inputs are read in place)
+    if (!x || gathered_only(o) || inst.on_device(o)) {  // (device inputs are read in place)
       inputs.emplace_back(0);
       continue;
     }
@@ -299,10 +342,10 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
       continue;
     }
     const int64_t cols_x = x->shape.back(), rows_x = cols_x ? product(x->shape) / cols_x : 0;
-    pitch[o] = (cols_x + 3) / 4 * 4;
+    pitch[o] = input_pitch(cols_x, x->dtype);
     const size_t e = dtype_size(x->dtype);
-    inputs.emplace_back(size_t(size_mul_or_throw(size_mul_or_throw(rows_x, pitch[o], "input " + P.operands[o].name), int64_t(e),
-                                                 "input " + P.operands[o].name)));
+    inputs.emplace_back(size_t(size_mul_or_throw(size_mul_or_throw(rows_x, pitch[o], "input " + P.operands[o].name),
+                                                 int64_t(e), "input " + P.operands[o].name)));
     inputs.back().upload_rows(x->data.data(), size_t(rows_x), size_t(cols_x) * e, size_t(pitch[o]) * e);
   }
   for (size_t a = 0; a < P.accesses.size(); ++a) {
@@ -316,10 +359,11 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     int64_t ld = two_d ? pitch[size_t(acc.operand)] : 1;
     int64_t bstride = !P.batched ? 0 : two_d ? x->shape[lead] * ld : product(x->shape, 1);
     uint64_t ptr = ptr_word(inputs[size_t(acc.operand)]);
-    if (inst.on_device(size_t(acc.operand))) {   // the caller's device array, in place
+    if (inst.on_device(size_t(acc.operand))) {  // the caller's device array, in place
       const Instance::DeviceInput& d = inst.device_inputs[size_t(acc.operand)];
       if (d.strides.size() != x->shape.size() || (!d.strides.empty() && d.strides.back() != 1 && x->shape.back() > 1))
-        throw_device_error("internal error: device input " + P.operands[size_t(acc.operand)].name + " is not row-major");
+        throw_device_error("internal error: device input " + P.operands[size_t(acc.operand)].name +
+                           " is not row-major");
       ptr = uint64_t(reinterpret_cast<uintptr_t>(d.data));
       ld = two_d ? d.strides[lead] : 1;
       bstride = P.batched ? d.strides[0] : 0;
@@ -334,6 +378,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
                        (ptr % 16 == 0 || ptr == 0);
   }
   for (const auto& p : L.params) w[size_t(p.slot)] = param_word(inst.params[size_t(p.param)], p.type);
+  if (cgo.tma) encode_operand_maps(inst, options.f32_math, tile, L, w);
 
   // Grouped joins: the mainloop's tile operands gathered into key order (positions from 0), the
   // position -> index maps and the tile table.
@@ -350,12 +395,13 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
       const int64_t cols_g = g.shape[1], pitch_g = (cols_g + 3) / 4 * 4;
       const size_t e = dtype_size(g.dtype);
       join_buffers.emplace_back(std::max<size_t>(1, size_t(g.shape[0] * pitch_g) * e));
-      if (g.nbytes() > 0) join_buffers.back().upload_rows(g.data.data(), size_t(g.shape[0]), size_t(cols_g) * e, size_t(pitch_g) * e);
+      if (g.nbytes() > 0)
+        join_buffers.back().upload_rows(g.data.data(), size_t(g.shape[0]), size_t(cols_g) * e, size_t(pitch_g) * e);
       const auto& sl = L.access[a];
       w[size_t(sl.ptr)] = ptr_word(join_buffers.back());
       w[size_t(sl.ld)] = uint64_t(pitch_g);
       w[size_t(sl.bstride)] = 0;
-      w[size_t(sl.vec)] = !p_first || inst.red.begin % 4 == 0;   // positions start at 0
+      w[size_t(sl.vec)] = !p_first || inst.red.begin % 4 == 0;  // positions start at 0
     }
     auto upload_ints = [&](const std::vector<int32_t>& v) {
       join_buffers.emplace_back(std::max<size_t>(1, v.size()) * sizeof(int32_t));
@@ -381,8 +427,9 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     const int64_t last = shape.empty() ? 1 : shape.back();
     out_pitch[d] = shape.size() >= 2 && !options.dense_output ? (last + 3) / 4 * 4 : last;
     out_rows[d] = last ? product(shape) / last : 0;
-    const size_t out_bytes = size_t(size_mul_or_throw(size_mul_or_throw(out_rows[d], out_pitch[d], "output " + P.dense[d].name),
-                                                      int64_t(dtype_size(dt)), "output " + P.dense[d].name));
+    const size_t out_bytes =
+        size_t(size_mul_or_throw(size_mul_or_throw(out_rows[d], out_pitch[d], "output " + P.dense[d].name),
+                                 int64_t(dtype_size(dt)), "output " + P.dense[d].name));
     outputs.emplace_back(options.dense_output ? 0 : out_bytes);
     out_ptr[d] = options.dense_output ? options.dense_output(d, out_bytes) : outputs.back().get();
     if (!out_ptr[d] && out_bytes) throw_device_error("no device memory for output " + P.dense[d].name);
@@ -390,7 +437,8 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     bool aligned = inst.col.begin % 4 == 0 && reinterpret_cast<uintptr_t>(out_ptr[d]) % 16 == 0;
     for (size_t p = 0; p < shape.size(); ++p) {
       int64_t stride = 1;
-      if (p + 1 < shape.size()) stride = out_pitch[d] * product(std::vector<int64_t>(shape.begin() + int64_t(p) + 1, shape.end() - 1));
+      if (p + 1 < shape.size())
+        stride = out_pitch[d] * product(std::vector<int64_t>(shape.begin() + int64_t(p) + 1, shape.end() - 1));
       w[size_t(s.stride[p])] = uint64_t(stride);
       if (p + 1 < shape.size()) aligned = aligned && stride % 4 == 0;
     }
@@ -407,13 +455,14 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   DeviceLists lists(inst, list_rows, tile);
 
   const int64_t blocks = groups ? groups->tile_count() : size_mul_saturated(tiles, batch);
-  if (blocks > INT_MAX) throw_device_error("the problem needs " + std::to_string(blocks) + " thread blocks (at most 2^31-1)");
+  if (blocks > INT_MAX)
+    throw_device_error("the problem needs " + std::to_string(blocks) + " thread blocks (at most 2^31-1)");
   double ms = 0;
   while (true) {
     init_outputs();
     lists.reset();
     lists.fill_args(L, w);
-    if (blocks > 0 && options.asynchronous) {   // in stream order, nothing waits
+    if (blocks > 0 && options.asynchronous) {  // in stream order, nothing waits
       void* args[] = {w.data()};
       kernel.launch(unsigned(blocks), 1, 1, unsigned(info.threads), 1, 1, info.smem_bytes, args);
     } else if (blocks > 0) {
@@ -444,7 +493,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
       EventTimer timer;
       timer.start();
       kernel.launch(unsigned(blocks), 1, 1, unsigned(info.threads), 1, 1, info.smem_bytes, args);
-      const double tk = timer.stop_ms();   // the kernel alone (this waits for it)
+      const double tk = timer.stop_ms();  // the kernel alone (this waits for it)
       timer.start();
       lists.finalize_on_device();
       const double t = tk + timer.stop_ms();
@@ -459,7 +508,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
 
   Results res;
   for (size_t d = 0; d < P.dense.size(); ++d) {
-    if (options.dense_output) {   // stays where the caller wanted it
+    if (options.dense_output) {  // stays where the caller wanted it
       NDArray a;
       a.dtype = storage_type_of(P.dense[d].type);
       a.shape = inst.dense_shapes[d];

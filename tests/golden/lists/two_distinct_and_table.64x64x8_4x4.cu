@@ -154,7 +154,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   unsigned pr1[(Shape::TM * Shape::TN + 31) / 32];  // T: rows that reached the emit
 #pragma unroll
   for (int w = 0; w < (Shape::TM * Shape::TN + 31) / 32; ++w) pr1[w] = 0u;
-  __syncthreads();  // tables initialised
+  gm::tile_sync<Shape::THREADS>();  // tables initialised
 #pragma unroll
   for (int m = 0; m < Shape::TM; ++m) {
     const int i = st.i0 + st.tmap.row(m);
@@ -182,7 +182,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
     }
   }
   ar0.finish(sk0);
-  __syncthreads();  // every commit is in its table
+  gm::tile_sync<Shape::THREADS>();  // every commit is in its table
   sk0.flush();
    {
     // S: each distinct row of the tile once (gm::TileDistinct), then the rows that

@@ -132,7 +132,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   sk0.init(smem + 0, out0, gm::u64(a.out0_elems));
   gm::AggRun<float, gm::kAdd> ar0;
   ar0.reset();
-  __syncthreads();  // tables initialised
+  gm::tile_sync<Shape::THREADS>();  // tables initialised
   if (sk0.direct) {
     unsigned kc0[Shape::TN];
 #pragma unroll
@@ -177,6 +177,6 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
     }
   }
   ar0.finish(sk0);
-  __syncthreads();  // every commit is in its table
+  gm::tile_sync<Shape::THREADS>();  // every commit is in its table
   sk0.flush();
 }

@@ -184,7 +184,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gamut_main(const Args a) {
   ar4.reset();
   gm::AggRun<double, gm::kAdd> ar5;
   ar5.reset();
-  __syncthreads();  // tables initialised
+  gm::tile_sync<Shape::THREADS>();  // tables initialised
   if (sk0.direct && sk1.direct && sk2.direct && sk3.direct && sk4.direct && sk5.direct) {
     unsigned kc0[Shape::TN];
     unsigned kc1[Shape::TN];
@@ -283,7 +283,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gamut_main(const Args a) {
   ar3.finish(sk3);
   ar4.finish(sk4);
   ar5.finish(sk5);
-  __syncthreads();  // every commit is in its table
+  gm::tile_sync<Shape::THREADS>();  // every commit is in its table
   sk0.flush();
   sk1.flush();
   sk2.flush();
