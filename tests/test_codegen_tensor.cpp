@@ -92,7 +92,7 @@ TEST(CodegenTensor, EveryGpuTestCaseRenders) {
           SCOPED_TRACE(std::string(q.name) + " " + m.name);
           auto p = prepared(q, m.type, {33, 7, 45}, m.r_type);
           const KernelChoice k = choice(*p, m.f32_math, std::nullopt, q.masked_joins);
-          // (per-group top/bottom lists stay on SIMT: executed_math)
+          // (the plans executed_math keeps on SIMT)
           EXPECT_EQ(k.options.tensor_math,
                     executed_math(p->plan, m.f32_math).tensor_cores() ? m.math : InnerMath::Simt);
           EXPECT_NO_THROW(generate_source(p->plan, k.tile, k.options));
@@ -188,7 +188,7 @@ TEST(CodegenTensor, KernelsCompileForSm90a) {
     auto p = prepared(q, m->type, {7, 33, 45}, m->r_type);
     const KernelChoice k = choice(*p, m->f32_math, std::nullopt, q.masked_joins);
     if (!executed_math(p->plan, m->f32_math).tensor_cores()) {
-      // per-group top/bottom lists: the SIMT kernel (executed_math), compiled elsewhere
+      // a plan executed_math keeps on SIMT: compiled elsewhere
       ASSERT_EQ(k.options.tensor_math, InnerMath::Simt);
       continue;
     }

@@ -224,16 +224,6 @@ bool generator_emits(InnerMath m) {
   return false;
 }
 
-// Top/bottom lists per i or per j keep the SIMT mainloop: the expanded kNN (16384^2, K = 256,
-// randn data, H200) took 38 ms there against 39 on wgmma (bf16) and 41 against 46 on mma.sync
-// (tf32), one run (bench/NOTES.md, session 6). Its time is in the per-i selection whatever the
-// mainloop (the product alone is ~0.3 ms), so tensor cores gain nothing for it yet.
-bool per_group_ranked_list(const Plan& plan) {
-  for (const ListOutput& l : plan.lists)
-    if ((l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.per != PerGroup::None) return true;
-  return false;
-}
-
 }  // namespace
 
 MathChoice executed_math(const Plan& plan, F32Math f32_math) {
@@ -241,15 +231,19 @@ MathChoice executed_math(const Plan& plan, F32Math f32_math) {
   if (c.tensor_cores() && !generator_emits(c.math)) {
     c.why = std::string("could run as ") + c.math_name() + " on tensor cores; this build's kernel generator runs it on the SIMT mainloop";
     c.math = InnerMath::Simt;
-  } else if (c.tensor_cores() && per_group_ranked_list(plan)) {
-    c.why = std::string("could run as ") + c.math_name() +
-            " on tensor cores; top/bottom lists per i or j stay on the SIMT mainloop (no slower there, measured)";
-    c.math = InnerMath::Simt;
   }
+  // (Top/bottom lists per i or j ran on SIMT until session 7: with the kept rows ordered on the
+  // device, the expanded kNN is faster on tensor cores, 9.8 -> 7.2 ms at K = 256 and 25 -> 7.4
+  // ms at K = 1024 on bf16; bench/NOTES.md.)
   // Distinct lists de-duplicate per tile over the accumulator map: over wgmma's (2 x 64 pairs
   // per thread) the distinct areas took 32 ms on bf16, over mma.sync's (8 x 8) 15 ms on tf32
   // (H200, 16384^2, K = 256; bench/NOTES.md, session 6).
-  for (const ListOutput& l : plan.lists) c.wgmma = c.wgmma && l.mode != ListMode::Distinct;
+  // Top/bottom lists per i or j hold their selection state next to the accumulators: over
+  // wgmma's map (and its producer warp's register limit) the kNN kernel spilled 392 bytes;
+  // over mma.sync's none.
+  for (const ListOutput& l : plan.lists)
+    c.wgmma = c.wgmma && l.mode != ListMode::Distinct &&
+              !((l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.per != PerGroup::None);
   return c;
 }
 
