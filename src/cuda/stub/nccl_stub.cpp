@@ -13,7 +13,10 @@ bool available(std::string* why) {
   if (why) *why = kWhy;
   return false;
 }
-bool try_library(const std::string&, std::string* why) { return available(why); }
+bool try_library(const std::string& path, std::string* why) {
+  if (why) *why = "NCCL library " + path + " not usable: built without CUDA";
+  return false;
+}
 std::string version() { throw_device_error(kWhy); }
 void reduce_to_first(const std::vector<int>&, const std::vector<Reduction>&) { throw_device_error(kWhy); }
 
