@@ -59,8 +59,8 @@ struct Data {
   }
   ~Data() { fs::remove_all(dir); }
   static void write(const fs::path& p, int r, int c) {
-    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(r) + ", " +
-                         std::to_string(c) + "), }";
+    std::string header =
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(r) + ", " + std::to_string(c) + "), }";
     while ((10 + header.size() + 1) % 64 != 0) header += ' ';
     header += '\n';
     std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
@@ -116,7 +116,7 @@ TEST(CliGpus, OneGpuIsTheNormalRun) {
   const Outcome plain = run_gamut("run " + kQuery + d.args + " --quiet");
   const Outcome one = run_gamut("run " + kQuery + d.args + " --quiet --gpus 1");
   ASSERT_EQ(one.code, 0) << one.err;
-  EXPECT_EQ(one.out.substr(one.out.find('\n')), plain.out.substr(plain.out.find('\n')));   // (timing line aside)
+  EXPECT_EQ(one.out.substr(one.out.find('\n')), plain.out.substr(plain.out.find('\n')));  // (timing line aside)
   EXPECT_EQ(one.out.find("partition"), std::string::npos);
 }
 

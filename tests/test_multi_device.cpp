@@ -20,7 +20,8 @@ using namespace gamut::partition_cases;
 
 namespace {
 
-template <class F> std::string error_of(F f, ExitCode* code = nullptr) {
+template <class F>
+std::string error_of(F f, ExitCode* code = nullptr) {
   try {
     f();
   } catch (const Error& e) {
@@ -60,8 +61,8 @@ TEST(MultiDevice, DeviceRequestsParse) {
 }
 
 TEST(MultiDevice, DeviceListsAreCheckedAgainstTheVisibleGpus) {
-  EXPECT_TRUE(resolve_devices({}, 0, true, "--gpus").empty());          // not asked
-  EXPECT_TRUE(resolve_devices({1, {}}, 0, true, "--gpus").empty());     // one GPU: the normal path
+  EXPECT_TRUE(resolve_devices({}, 0, true, "--gpus").empty());       // not asked
+  EXPECT_TRUE(resolve_devices({1, {}}, 0, true, "--gpus").empty());  // one GPU: the normal path
   EXPECT_EQ(resolve_devices({2, {}}, 4, false, "--gpus"), (std::vector<int>{0, 1}));
   EXPECT_EQ(resolve_devices({-1, {}}, 3, false, "--gpus"), (std::vector<int>{0, 1, 2}));
   EXPECT_EQ(resolve_devices({0, {0, 0}}, 1, false, "--gpus"), (std::vector<int>{0, 0}));
