@@ -229,6 +229,9 @@ Results run_on_gpus(const Instance& inst, const std::vector<int>& devices, const
             return mine[d].get();
           };
         Results r = cuda::run_gpu(instances[size_t(p)], o, &rep.part_stats[size_t(p)]);
+        // NCCL reads on streams of its own: this part's work (an identity fill too, where no
+        // block ran) must be finished first.
+        if (use_nccl) cuda::synchronize();
         if (use_nccl)
           for (size_t d = 0; d < P.dense.size(); ++d) {
             NDArray& a = r.dense[d];
