@@ -118,6 +118,17 @@ struct Inputs {
   bool empty() const { return arrays.empty() && scalars.empty() && extents.empty(); }
 };
 
+// Which GPUs run a query (docs/multi-gpu.md). Not asked (the default): the current GPU. Several:
+// the query is split into one part per GPU, the parts run at once (a thread each) and merge into
+// the one result a single run gives. An ordinal may repeat ({0, 0}): those parts share the GPU.
+struct Devices {
+  int count = 0;               // N: GPUs 0 to N-1 (1: the normal run); -1: every visible GPU
+  std::vector<int> ordinals;   // these GPUs instead, when not empty
+  static Devices first(int n) { return Devices{n, {}}; }
+  static Devices all() { return Devices{-1, {}}; }
+  static Devices list(std::vector<int> ordinals) { return Devices{0, std::move(ordinals)}; }
+};
+
 struct Options {
   std::string backend = "auto";     // auto (the GPU when one is usable) | cpu | gpu
   std::string f32_math = "ieee";    // sums of f32 products (spec section 10)
@@ -137,6 +148,10 @@ struct Options {
   // programs' stages. The CPU engine calls it from its worker threads at once: it must be
   // thread-safe and cheap (the CLI's progress bar checks the clock and returns).
   std::function<void(double fraction)> progress;
+  // Several GPUs (the CLI's --gpus). More than visible is a device error naming the count; a
+  // list on the CPU engine is a usage error. Inputs are read on the host (device arrays are
+  // copied there first) and the outputs go where a single run's would.
+  Devices devices;
 };
 
 // How a run went (the CLI's --json fields).
@@ -157,6 +172,12 @@ struct RunStats {
   std::vector<std::string> rewrites;            // rewrites applied, in order
   std::vector<uint64_t> list_rows_appended;     // GPU: per list output, rows the kernel appended
   std::vector<std::string> copies;              // inputs gamut had to copy, and why
+  // Several GPUs: each part's GPU, the partition ("partition: 2 parts along i (0..512, 512..1024)
+  // on GPUs 0,1"), how the parts merged ("nccl", or "host" and why) and the merge's share of
+  // `seconds` (which is the slowest part's engine time plus the merge).
+  std::vector<int> devices;
+  std::string partition, merge;
+  double merge_seconds = 0;
 };
 
 // One output: a dense array, or a list (`emit`) as columns of `rows` elements each.

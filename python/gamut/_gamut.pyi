@@ -9,6 +9,7 @@ Binding = Union[ArrayLike, int, float, bool]
 # A dense output is an array of the inputs' framework; a list output a dict of its columns.
 OutputValue = Union[Any, dict[str, Any]]
 Stream = Union[int, Any, None]   # cudaStream_t as int, torch.cuda.Stream, cupy.cuda.Stream
+Devices = Union[int, str, list[int], tuple[int, ...], None]   # 2, "all", [0, 1]: several GPUs
 
 class Query:
     """A compiled query: call it with arrays and scalars as keywords."""
@@ -24,12 +25,15 @@ class Query:
     @property
     def outputs(self) -> list[str]: ...
     def __call__(self, *, backend: str = "auto", f32_math: str = "ieee", threads: int = 0,
-                 stream: Stream = None, **bindings: Binding) -> dict[str, OutputValue]:
+                 stream: Stream = None, devices: Devices = None,
+                 **bindings: Binding) -> dict[str, OutputValue]:
         """Run on the keyword arrays and scalars; returns outputs by name."""
     def run(self, inputs: Mapping[str, Binding], *, backend: str = "auto", f32_math: str = "ieee",
-            threads: int = 0, stream: Stream = None) -> tuple[dict[str, OutputValue], dict[str, Any]]:
+            threads: int = 0, stream: Stream = None,
+            devices: Devices = None) -> tuple[dict[str, OutputValue], dict[str, Any]]:
         """Run on a mapping of bindings (any names, also 'backend' ...); returns (outputs, stats)."""
-    def explain(self, *, backend: str = "auto", f32_math: str = "ieee", **bindings: Binding) -> str:
+    def explain(self, *, backend: str = "auto", f32_math: str = "ieee", devices: Devices = None,
+                **bindings: Binding) -> str:
         """The plan; with bindings also extents, rewrites, the GPU kernel and input placement."""
     def kernel_source(self, *, backend: str = "auto", **bindings: Binding) -> str:
         """The CUDA C++ the GPU backend compiles for these bindings."""

@@ -123,12 +123,39 @@ void* stream_of(nb::handle s) {
   usage("stream: give an int (cudaStream_t), a torch.cuda.Stream or a cupy.cuda.Stream");
 }
 
+// devices=2, devices="all" or devices=[0, 1] (several GPUs, docs/multi-gpu.md).
+gamut::Devices devices_of(nb::handle v) {
+  const char* how = "devices=: give a count of GPUs (1 or more), 'all', or a list of GPU ordinals such as [0, 1]";
+  if (v.is_none()) return {};   // the current GPU, as without devices=
+  if (nb::isinstance<nb::str>(v)) {
+    if (nb::cast<std::string>(v) != "all") usage(how);
+    return gamut::Devices::all();
+  }
+  if (PyBool_Check(v.ptr())) usage(how);
+  if (PyLong_Check(v.ptr())) {
+    const long long n = nb::cast<long long>(v);
+    if (n < 1 || n > 1 << 20) usage("devices=" + std::to_string(n) + ": give a count of 1 or more, or 'all'");
+    return gamut::Devices::first(int(n));
+  }
+  if (!nb::isinstance<nb::list>(v) && !nb::isinstance<nb::tuple>(v)) usage(how);
+  std::vector<int> ordinals;
+  for (nb::handle x : v) {
+    if (PyBool_Check(x.ptr()) || !PyLong_Check(x.ptr())) usage(how);
+    const long long d = nb::cast<long long>(x);
+    if (d < 0 || d > 1 << 20) usage("devices=: GPU ordinal " + std::to_string(d) + " is out of range");
+    ordinals.push_back(int(d));
+  }
+  if (ordinals.empty()) usage(how);
+  return gamut::Devices::list(std::move(ordinals));
+}
+
 // Options are keywords too; these names are not bindings (bind such inputs with Query.run).
 bool set_option(gamut::Options& o, const std::string& key, nb::handle v) {
   if (key == "backend") o.backend = nb::cast<std::string>(nb::str(v));
   else if (key == "f32_math") o.f32_math = nb::cast<std::string>(nb::str(v));
   else if (key == "threads") o.threads = nb::cast<int>(v);
   else if (key == "stream") o.stream = stream_of(v);   // (Call::stream_given notes it)
+  else if (key == "devices") o.devices = devices_of(v);
   else return false;
   return true;
 }
@@ -158,6 +185,12 @@ nb::dict stats_dict(const gamut::RunStats& s) {
   d["mainloop"] = s.mainloop;   // "simt", "mma.sync", "wgmma", "cpu"
   d["threads"] = s.threads;
   d["device_peak_bytes"] = s.device_peak_bytes;
+  if (!s.devices.empty()) {   // several GPUs
+    d["devices"] = s.devices;
+    d["partition"] = s.partition.substr(0, s.partition.find('\n'));
+    d["merge"] = s.merge;
+    d["merge_seconds"] = s.merge_seconds;
+  }
   d["M"] = s.m;
   d["N"] = s.n;
   d["K"] = s.k;
@@ -271,14 +304,14 @@ NB_MODULE(_gamut, m) {
             bind_mapping(c, kwargs, true);
             return run_call(q, c, nullptr);
           },
-          "Run on the keyword arrays and scalars; backend=, f32_math=, threads=, stream= are options.")
+          "Run on the keyword arrays and scalars; backend=, f32_math=, threads=, stream=, devices= are options.")
       .def(
           "run",
           [](const gamut::Query& q, nb::dict inputs, nb::kwargs options) {
             Call c;
             for (auto [k, v] : options)
               if (!set_option(c.options, nb::cast<std::string>(k), v))
-                usage("run(): unknown option '" + nb::cast<std::string>(k) + "' (backend, f32_math, threads, stream)");
+                usage("run(): unknown option '" + nb::cast<std::string>(k) + "' (backend, f32_math, threads, stream, devices)");
             bind_mapping(c, inputs, false);
             gamut::RunStats stats;
             nb::dict out = run_call(q, c, &stats);

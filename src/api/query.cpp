@@ -13,6 +13,7 @@
 #include "driver/kernel_sources.h"
 #include "driver/pipeline.h"
 #include "gamut/gamut.h"
+#include "partition/multi_device.h"
 #include "sema/analyze.h"
 
 namespace gamut {
@@ -123,6 +124,44 @@ std::string location(const Plan& plan, Span s) {
   return plan.source_name + ":" + std::to_string(s.line) + ":" + std::to_string(s.col);
 }
 
+DeviceRequest device_request(const Devices& d) { return DeviceRequest{d.count, d.ordinals}; }
+
+// The GPUs a run goes to (empty: the normal run on the current device); errors name `devices=`.
+std::vector<int> run_devices(const Options& o, const RunOptions& r) {
+  std::string why;
+  const int visible = r.backend == Backend::Cpu || !cuda::gpu_available(&why) ? 0 : cuda::device_count();
+  return resolve_devices(device_request(o.devices), visible, r.backend == Backend::Cpu, "devices=", why);
+}
+
+// explain needs no GPU: a count names GPUs 0 to N-1 whether or not they are visible.
+std::vector<int> explained_devices(const Devices& d) {
+  if (d.count < -1) throw_usage_error("devices=" + std::to_string(d.count) + ": give a count of 1 or more, or all");
+  for (int o : d.ordinals)
+    if (o < 0) throw_usage_error("devices=: device ordinal " + std::to_string(o) + " is negative");
+  if (!d.ordinals.empty()) return d.ordinals;
+  const int n = d.count < 0 ? (cuda::gpu_available(nullptr) ? cuda::device_count() : 0) : d.count;
+  std::vector<int> out;
+  for (int k = 0; k < n; ++k) out.push_back(k);
+  return out;
+}
+
+// The calling thread's GPU for a scope (a rewritten program runs whole on the first GPU asked).
+class CurrentDeviceScope {
+ public:
+  explicit CurrentDeviceScope(int ordinal) : previous_(cuda::current_device()) { cuda::set_current_device(ordinal); }
+  ~CurrentDeviceScope() {
+    try {
+      cuda::set_current_device(previous_);
+    } catch (...) {   // (it was current a moment ago)
+    }
+  }
+  CurrentDeviceScope(const CurrentDeviceScope&) = delete;
+  CurrentDeviceScope& operator=(const CurrentDeviceScope&) = delete;
+
+ private:
+  int previous_;
+};
+
 std::string variant_text(const cuda::KernelChoice& k) {
   return k.tile.str() + (k.options.packed16 ? " packed16" : "") + (k.options.grouped_join ? " grouped-join" : "");
 }
@@ -167,7 +206,10 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
   const auto t0 = std::chrono::steady_clock::now();
   RunOptions ro = engine_options(options);
   const bool gpu = gpu_engine(ro);
-  api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu, impl_->index_operands);
+  // Several GPUs read the inputs on the host: each part uploads them to its own GPU.
+  const std::vector<int> devices = run_devices(options, ro);
+  const bool several = !devices.empty();
+  api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu && !several, impl_->index_operands);
   // The cached typed plan is bound as it is (no copy); only where a bound rewrite applies does
   // the call go through a Prepared of its own (the rewrite's stage program).
   const std::shared_ptr<Impl::Typed> typed = impl_->typed_plan(staged.bindings);
@@ -185,11 +227,15 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
       if (auto it = staged.device.find(plan.operands[o].name); it != staged.device.end()) inst.device_inputs[o] = it->second;
   }
   if (!prep) ro.kernel_memo = &typed->kernel_memo;   // (`typed` keeps it alive for this call)
+  // A rewritten program (a few small stages) runs whole, on the first GPU asked.
+  std::optional<CurrentDeviceScope> on_first;
+  if (several && prep) on_first.emplace(devices[0]);
+  if (several && !prep) ro.devices = devices;
   // Device inputs in, device outputs out: the GPU engine writes dense outputs into the caller's
   // memory (its Allocator, else cudaMalloc) in order on its stream, and nothing waits.
   ro.stream = options.stream;
   std::vector<Allocation> written;
-  if (gpu && staged.output_device.is_gpu()) {
+  if (gpu && !several && staged.output_device.is_gpu()) {
     written.resize(plan.dense.size());
     ro.asynchronous = true;
     ro.dense_output = [&](size_t d, size_t bytes) -> void* {
@@ -238,6 +284,15 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
   s.math = math.math_name();
   s.rewrites = plan.rewrites;
   s.copies = std::move(staged.copies);
+  s.devices = rep.devices;
+  s.partition = rep.partition;
+  s.merge = rep.merge;
+  s.merge_seconds = rep.merge_seconds;
+  if (several && prep) {
+    s.devices = {devices[0]};
+    s.partition = "partition: one part (the rewritten program " + (plan.rewrites.empty() ? "" : plan.rewrites.back()) +
+                  " runs whole) on GPU " + std::to_string(devices[0]) + "\n";
+  }
   s.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
@@ -288,6 +343,12 @@ std::string Query::explain(const Inputs& inputs, const Options& options) const {
   if (in_place)
     out << "  (inputs read in device memory: no bound rewrites, packed 16-bit steps or key-grouped joins, which read "
            "the data on the host)\n";
+  if (const std::vector<int> devices = explained_devices(options.devices); devices.size() > 1) {
+    if (prep->program)
+      out << "partition: one part (the rewritten program runs whole) on GPU " << devices[0] << "\n";
+    else
+      out << describe_devices(choose_partition(inst, int(devices.size())), devices);
+  }
   std::string why;
   if (cuda::gpu_available(&why))
     out << "gpu: " << cuda::device().name << ", tile " << variant_text(kernel_for(inst, options.tile, engine_options(options).f32_math)) << "\n";

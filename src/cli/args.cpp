@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "lang/diagnostics.h"
+#include "partition/multi_device.h"
 
 namespace gamut::cli {
 
@@ -73,12 +74,16 @@ ParsedArgs parse_command_line(int argc, const char* const* argv) {
 
   Invocation inv;
   std::vector<std::string> positionals;
-  std::string expr_text, backend = "auto", out_dir, f32_math = "ieee";
+  std::string expr_text, backend = "auto", out_dir, f32_math = "ieee", gpus;
 
   auto add_query = [&](CLI::App* sub, bool with_bindings) {
     sub->add_option("-e", expr_text, "query text instead of a file");
     sub->add_option("args", positionals, with_bindings ? "QUERY file, then NAME=VALUE bindings (NAME=file.npy or NAME=number)"
                                                        : "QUERY file");
+  };
+  auto add_gpus = [&](CLI::App* sub) {
+    sub->add_option("--gpus", gpus,
+                    "split the run over several GPUs of this host: a count, all, or ordinals such as 0,1 (default: one GPU)");
   };
   auto add_backend = [&](CLI::App* sub) {
     sub->add_option("--backend", backend, "auto (GPU when present), cpu or gpu")
@@ -93,6 +98,7 @@ ParsedArgs parse_command_line(int argc, const char* const* argv) {
   CLI::App* run = app.add_subcommand("run", "run a query on bound data");
   add_query(run, true);
   add_backend(run);
+  add_gpus(run);
   run->add_option("-o", out_dir, "write every output as DIR/NAME.npy (without -o: small outputs are printed)");
   run->add_option("--dim", inv.query.dims, "extents of an aggregate output, NAME=D1[,D2]");
   run->add_flag("--json", inv.json, "print the summary (and errors) as JSON");
@@ -104,6 +110,7 @@ ParsedArgs parse_command_line(int argc, const char* const* argv) {
   CLI::App* explain = app.add_subcommand("explain", "print the plan (typed when inputs are bound)");
   add_query(explain, true);
   add_backend(explain);
+  add_gpus(explain);
   explain->add_option("--dim", inv.query.dims, "extents of an aggregate output, NAME=D1[,D2]");
   explain->add_flag("--no-rewrite", no_rewrite, "show the plan as written (no aggregate push-down)");
   explain->add_flag("--source", inv.print_source, "also print the generated CUDA kernel (needs the inputs bound)");
@@ -155,6 +162,10 @@ ParsedArgs parse_command_line(int argc, const char* const* argv) {
   } else if (!positionals.empty()) {
     inv.query.file = positionals[0];
     inv.query.bindings.assign(positionals.begin() + 1, positionals.end());
+  }
+  if (run->count("--gpus") + explain->count("--gpus") > 0) {
+    const DeviceRequest req = parse_device_request(gpus, "--gpus");
+    inv.options.devices = Devices{req.count, req.ordinals};
   }
   const bool out_given = run->count("-o") > 0;
   if (out_given) inv.output.dir = out_dir;

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "cuda/runtime.h"
 #include "data/output_files.h"
+#include "partition/multi_device.h"
 #include "peak/peak.h"
 
 namespace gamut::cli {
@@ -100,6 +101,12 @@ nlohmann::json run_json(const std::string& query, const RunStats& st, const RunO
   j["rewrites"] = st.rewrites;
   j["math"] = st.math;
   j["mainloop"] = st.mainloop;
+  if (!st.devices.empty()) {
+    j["devices"] = st.devices;
+    j["partition"] = st.partition.substr(0, st.partition.find('\n'));
+    j["merge"] = st.merge;
+    j["merge_ms"] = st.merge_seconds * 1e3;
+  }
   if (st.backend == "gpu") {
     j["compile_ms"] = st.compile_ms;
     if (st.kernel_seconds > 0) j["kernel_ms"] = st.kernel_seconds * 1e3;
@@ -137,12 +144,25 @@ std::string run_summary(const std::string& query, const RunStats& st) {
   line << ", M=" << st.m << " N=" << st.n << " K=" << st.k;
   if (st.batched) line << " batch=" << st.batch;
   line << ", " << st.seconds * 1e3 << " ms, SPR " << std::setprecision(2) << steps_per_second(st) << "\n";
+  if (!st.partition.empty()) line << "  " << st.partition << "  merge: " << st.merge << ", " << st.merge_seconds * 1e3 << " ms\n";
   return line.str();
+}
+
+// --gpus checked against the GPUs visible before any file is read; the resolved list (or
+// nothing, for one GPU) goes to the library.
+void resolve_gpus(Options& opt) {
+  if (opt.devices.count == 0 && opt.devices.ordinals.empty()) return;
+  std::string why;
+  const int visible = opt.backend == "cpu" || !gpu_available(&why) ? 0 : cuda::device_count();
+  const std::vector<int> devices =
+      resolve_devices(DeviceRequest{opt.devices.count, opt.devices.ordinals}, visible, opt.backend == "cpu", "--gpus", why);
+  opt.devices = devices.empty() ? Devices{} : Devices::list(devices);
 }
 
 }  // namespace
 
 int cmd_run(const QueryArgs& q, Options opt, const RunOutput& out) {
+  resolve_gpus(opt);
   const Query query = load_query(q);
   CliInputs in = read_inputs(q, query);
 

@@ -28,8 +28,16 @@ struct DeviceInfo {
 
 // True when a CUDA device can be used; never throws. `why` gets the reason when false.
 bool device_available(std::string* why = nullptr);
-// The current device (ordinal 0). Throws Error(ExitCode::Device) when there is none.
+// The calling thread's current device (ordinal 0 unless set_current_device chose another).
+// Throws Error(ExitCode::Device) when there is none.
 const DeviceInfo& device();
+const DeviceInfo& device_info(int ordinal);
+// Devices visible to this process (CUDA_VISIBLE_DEVICES applies); 0 without a usable one.
+int device_count();
+// The calling thread's device (cudaGetDevice / cudaSetDevice: per thread). Every allocation,
+// copy and launch of that thread goes to it; a device that is not visible is a device error.
+int current_device();
+void set_current_device(int ordinal);
 
 // Device memory a new allocation can get: free memory (cudaMemGetInfo) plus what the memory pool
 // keeps unused; and the device's total.
@@ -80,7 +88,8 @@ class DeviceBuffer {
  private:
   void* ptr_ = nullptr;
   size_t bytes_ = 0;
-  void* stream_ = nullptr;  // allocated (and freed) in order on this stream
+  void* stream_ = nullptr;   // allocated (and freed) in order on this stream
+  int device_ = 0;           // of this device (freed there whichever device is current)
 };
 
 struct CompileOptions {
@@ -131,14 +140,17 @@ size_t cache_clear();       // entries removed; also empties the in-process cach
 void clear_memory_cache();  // tests and the benchmark
 
 // A loaded module and one kernel in it. kernel_name is the cubin symbol, so kernels are
-// declared extern "C". Launches go to the default stream.
+// declared extern "C". Launches go to current_stream() on the current device. One Kernel serves
+// every device: the module is a context-independent cudaLibrary_t, which cudart loads into each
+// device's context on its first launch there (no per-device module cache is needed).
 class Kernel {
  public:
   Kernel(const CompiledModule& module, const std::string& kernel_name);
   ~Kernel();
   Kernel(const Kernel&) = delete;
   Kernel& operator=(const Kernel&) = delete;
-  // Set the dynamic shared memory limit (above 48 KiB needs this).
+  // Set the dynamic shared memory limit (above 48 KiB needs this). The attribute is per device:
+  // it is set here for the current device and again before the first launch on any other.
   void set_max_dynamic_smem(size_t bytes);
   // args: pointers to each kernel argument, as cudaLaunchKernel takes them. On current_stream().
   void launch(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, size_t dyn_smem,

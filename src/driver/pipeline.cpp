@@ -18,6 +18,7 @@
 #include "cpu/engine.h"
 #include "cuda/gpu_engine.h"
 #include "cuda/runtime.h"
+#include "partition/multi_device.h"
 #if GAMUT_HAVE_CUDA
 #include "cuda/stages/bit_pack.h"
 #include "cuda/stages/segment_sum.h"
@@ -249,12 +250,58 @@ Results execute(const Prepared& p, const RunOptions& options, RunReport* report)
   return res;
 }
 
+// Several GPUs: the parts' engine time is the slowest part's (each part's median with
+// repeats), the merge's wall time added.
+static Results run_on_devices(const Instance& inst, const RunOptions& options, RunReport& r) {
+  cuda::GpuRunOptions go;
+  if (!options.tile.empty()) go.tile = cuda::parse_tile(options.tile);
+  go.kernel_memo = options.kernel_memo;
+  go.f32_math = options.f32_math;
+  if (options.repeats > 0) {
+    go.warmup = 1;
+    go.repeats = options.repeats;
+  }
+  if (options.progress)
+    go.progress = [&options](int64_t done, int64_t total) { options.progress(double(done) / double(total)); };
+  MultiRunReport m;
+  cuda::reset_device_bytes_peak();
+  Results res = run_on_gpus(inst, options.devices, go, MergePath::Auto, &m);
+  r.device_peak_bytes = std::max(r.device_peak_bytes, cuda::device_bytes_peak());
+  r.backend = "gpu";
+  double slowest = 0, slowest_kernel = 0;
+  for (const cuda::GpuRunStats& st : m.part_stats) {
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v.empty() ? 0.0 : v[v.size() / 2];
+    };
+    slowest = std::max(slowest, st.runs_ms.empty() ? st.kernel_ms : median(st.runs_ms));
+    slowest_kernel = std::max(slowest_kernel, median(st.runs_kernel_ms));
+  }
+  r.seconds = slowest / 1e3 + m.merge_seconds;
+  r.kernel_seconds = slowest_kernel / 1e3;
+  const cuda::GpuRunStats& first = m.part_stats.front();
+  r.compile_ms = first.compile_ms;
+  r.cache_hit = first.cache_hit;
+  r.tile = first.tile;
+  r.mainloop = first.mainloop;
+  r.list_rows_appended.assign(first.list_rows_appended.size(), 0);
+  for (const cuda::GpuRunStats& st : m.part_stats)
+    for (size_t l = 0; l < st.list_rows_appended.size() && l < r.list_rows_appended.size(); ++l)
+      r.list_rows_appended[l] += st.list_rows_appended[l];
+  r.devices = m.devices;
+  r.partition = describe_devices(m.partition, m.devices);
+  r.merge = m.merge + (m.merge_note.empty() ? "" : " (" + m.merge_note + ")");
+  r.merge_seconds = m.merge_seconds;
+  return res;
+}
+
 Results execute(const Instance& inst, const RunOptions& options, RunReport* report) {
   cuda::StreamScope stream(options.stream);
   RunReport local;
   RunReport& r = report ? *report : local;
   Backend be = options.backend;
   if (be == Backend::Auto) be = cuda::gpu_available() ? Backend::Gpu : Backend::Cpu;
+  if (!options.devices.empty() && be != Backend::Gpu) throw_device_error("several devices: " + no_device_reason());
   auto t0 = std::chrono::steady_clock::now();
   Results res;
   // What the run will hold is checked before anything is allocated (bind/footprint.h). (A
@@ -267,6 +314,11 @@ Results execute(const Instance& inst, const RunOptions& options, RunReport* repo
       require_fits(gpu_host_memory(inst), host.available, "host memory", host.limited_by);
     }
     cuda::GpuRunOptions go;
+    if (!options.devices.empty()) {
+      res = run_on_devices(inst, options, r);
+      r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      return res;
+    }
     if (!options.tile.empty()) go.tile = cuda::parse_tile(options.tile);
     go.dense_output = options.dense_output;
     go.asynchronous = options.asynchronous && options.repeats == 0;

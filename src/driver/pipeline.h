@@ -32,6 +32,9 @@ struct RunOptions {
   // thread-safe and cheap (a progress bar checks the clock and returns).
   std::function<void(double fraction)> progress;
   F32Math f32_math = F32Math::Ieee;  // sums of products of f32 inputs (spec section 10)
+  // Several GPUs (partition/multi_device.h): one part per ordinal, resolved (resolve_devices);
+  // empty: the normal run on the current device. Programs of a bound rewrite run whole.
+  std::vector<int> devices;
 };
 
 struct RunReport {
@@ -47,6 +50,11 @@ struct RunReport {
   size_t device_peak_bytes = 0;    // GPU: most device memory held at once during the run
   std::vector<uint64_t> list_rows_appended;   // GPU: per list, rows the kernel appended (before
                                               // the device de-duplication / selection)
+  // Several GPUs: the ordinal of each part, describe_devices' line, how the parts merged
+  // ("host" | "nccl") and the merge's wall time (in `seconds` too).
+  std::vector<int> devices;
+  std::string partition, merge;
+  double merge_seconds = 0;
 };
 
 // A query compiled against bindings: owns the source, plan and data the Instance points into.

@@ -108,13 +108,15 @@ Instance part_instance(const Instance& inst, const Partition& part, int p, const
   return x;
 }
 
-Results merge_parts(const Instance& inst, const Partition& part, std::vector<Results>&& parts) {
+Results merge_parts(const Instance& inst, const Partition& part, std::vector<Results>&& parts,
+                    const std::vector<bool>* reduced) {
   const Plan& P = *inst.plan;
   if (parts.size() != size_t(part.parts()) || parts.empty()) cpu::internal_error("merge_parts: one result per part");
   Results out;
   for (size_t d = 0; d < P.dense.size(); ++d) {
     NDArray whole = std::move(parts[0].dense[d]);
-    for (size_t p = 1; p < parts.size(); ++p) {
+    const bool done = reduced && d < reduced->size() && (*reduced)[d];
+    for (size_t p = 1; p < parts.size() && !done; ++p) {
       const NDArray& mine = parts[p].dense[d];
       if (mine.shape != whole.shape || mine.dtype != whole.dtype)
         cpu::internal_error("merge_parts: part shapes differ");

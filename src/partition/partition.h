@@ -35,8 +35,10 @@ Partition choose_partition(const Instance& inst, int parts);
 // plan `part_plan` (inst.plan with list provenance: with_list_provenance(*inst.plan)).
 Instance part_instance(const Instance& inst, const Partition& part, int p, const Plan* part_plan);
 
-// The whole result from the parts' results (run on part_instance(..., part_plan)).
-Results merge_parts(const Instance& inst, const Partition& part, std::vector<Results>&& parts);
+// The whole result from the parts' results (run on part_instance(..., part_plan)). Dense
+// outputs marked in `reduced` are already merged (an NCCL reduction): part 0 holds the whole.
+Results merge_parts(const Instance& inst, const Partition& part, std::vector<Results>&& parts,
+                    const std::vector<bool>* reduced = nullptr);
 
 // The whole run as parts one after another through `run_part` (tests, and a single device
 // standing in for several): identical to running `inst` at once (float sums up to reordering).

@@ -25,12 +25,13 @@ SelectKernels& kernels(DType key, bool top, PerGroup per) {
   static std::mutex mu;
   static std::map<std::string, std::unique_ptr<SelectKernels>> loaded;
   const std::string src = select_source(key, top, per);
+  // (Keyed by the arch too: the devices of one host may differ.)
+  const DeviceInfo& dev = device();
+  CompileOptions co;
+  co.arch = arch_for(dev.cc_major, dev.cc_minor);
   std::lock_guard<std::mutex> lock(mu);
-  auto& k = loaded[src];
+  auto& k = loaded[co.arch + "\n" + src];
   if (!k) {
-    const DeviceInfo& dev = device();
-    CompileOptions co;
-    co.arch = arch_for(dev.cc_major, dev.cc_minor);
     const CompiledModule mod = compile_cached(src, co, "gamut-select-3");
     auto s = std::make_unique<SelectKernels>();
     s->hist = std::make_unique<Kernel>(mod, "gm_sel_hist");

@@ -1,8 +1,11 @@
 // Device discovery and device memory through the statically linked cudart.
-#include <atomic>
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "core/error.h"
@@ -63,27 +66,63 @@ bool device_available(std::string* why) {
   return probe.ok;
 }
 
-const DeviceInfo& device() {
-  // A throw leaves the static uninitialised, so a later call tries again.
-  static const DeviceInfo info = [] {
-    detail::require_device();
-    cudaDeviceProp p{};
-    detail::check(cudaGetDeviceProperties(&p, 0), "cudaGetDeviceProperties");
-    DeviceInfo d;
-    d.name = p.name;
-    d.ordinal = 0;
-    d.cc_major = p.major;
-    d.cc_minor = p.minor;
-    d.sm_count = p.multiProcessorCount;
-    d.smem_per_block_optin = p.sharedMemPerBlockOptin;
-    d.smem_per_sm = p.sharedMemPerMultiprocessor;
-    d.regs_per_sm = p.regsPerMultiprocessor;
-    d.l2_bytes = static_cast<size_t>(p.l2CacheSize);
-    d.total_mem = p.totalGlobalMem;
-    return d;
-  }();
-  return info;
+int device_count() {
+  if (!device_available()) return 0;
+  int count = 0;
+  detail::check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+  return count;
 }
+
+int current_device() {
+  detail::require_device();
+  int dev = 0;
+  detail::check(cudaGetDevice(&dev), "cudaGetDevice");
+  return dev;
+}
+
+void set_current_device(int ordinal) {
+  // The probe (once per process) selects device 0 in whichever thread runs it: run it first.
+  detail::require_device();
+  const int count = device_count();
+  if (ordinal < 0 || ordinal >= count)
+    throw_device_error("no CUDA device " + std::to_string(ordinal) + ": " + std::to_string(count) +
+                       (count == 1 ? " device is" : " devices are") + " visible");
+  detail::check(cudaSetDevice(ordinal), "cudaSetDevice(" + std::to_string(ordinal) + ")");
+}
+
+const DeviceInfo& device_info(int ordinal) {
+  detail::require_device();
+  // Filled once per ordinal (a few hundred microseconds each), then read without a lock.
+  constexpr int kMaxDevices = 64;
+  static std::mutex mu;
+  static std::unique_ptr<DeviceInfo> infos[kMaxDevices];
+  static std::atomic<bool> ready[kMaxDevices];
+  if (ordinal < 0 || ordinal >= kMaxDevices || ordinal >= device_count())
+    throw_device_error("no CUDA device " + std::to_string(ordinal) + ": " + std::to_string(device_count()) +
+                       " visible");
+  if (ready[ordinal].load(std::memory_order_acquire)) return *infos[ordinal];
+  std::lock_guard<std::mutex> lock(mu);
+  if (!infos[ordinal]) {
+    cudaDeviceProp p{};
+    detail::check(cudaGetDeviceProperties(&p, ordinal), "cudaGetDeviceProperties");
+    auto d = std::make_unique<DeviceInfo>();
+    d->name = p.name;
+    d->ordinal = ordinal;
+    d->cc_major = p.major;
+    d->cc_minor = p.minor;
+    d->sm_count = p.multiProcessorCount;
+    d->smem_per_block_optin = p.sharedMemPerBlockOptin;
+    d->smem_per_sm = p.sharedMemPerMultiprocessor;
+    d->regs_per_sm = p.regsPerMultiprocessor;
+    d->l2_bytes = static_cast<size_t>(p.l2CacheSize);
+    d->total_mem = p.totalGlobalMem;
+    infos[ordinal] = std::move(d);
+    ready[ordinal].store(true, std::memory_order_release);
+  }
+  return *infos[ordinal];
+}
+
+const DeviceInfo& device() { return device_info(current_device()); }
 
 std::string arch_for(int cc_major, int cc_minor) {
   // sm_90a unlocks wgmma/TMA/setmaxnreg on Hopper; such a cubin runs only on cc 9.0.
@@ -123,17 +162,29 @@ void reset_device_bytes_peak() { g_peak.store(g_held.load()); }
 // (release threshold: all of it), so a repeated run allocates nothing from the driver; it is
 // trimmed before an allocation is reported as out of memory.
 namespace {
+// The current device's default pool; its release threshold is raised once per device.
 cudaMemPool_t pool() {
-  static cudaMemPool_t p = [] {
-    cudaMemPool_t q = nullptr;
-    int dev = 0;
-    detail::check(cudaGetDevice(&dev), "cudaGetDevice");
-    detail::check(cudaDeviceGetDefaultMemPool(&q, dev), "cudaDeviceGetDefaultMemPool");
-    uint64_t keep = UINT64_MAX;
-    detail::check(cudaMemPoolSetAttribute(q, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
-    return q;
-  }();
-  return p;
+  static std::mutex mu;
+  static std::map<int, cudaMemPool_t> pools;
+  const int dev = current_device();
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = pools.find(dev); it != pools.end()) return it->second;
+  cudaMemPool_t q = nullptr;
+  detail::check(cudaDeviceGetDefaultMemPool(&q, dev), "cudaDeviceGetDefaultMemPool");
+  uint64_t keep = UINT64_MAX;
+  detail::check(cudaMemPoolSetAttribute(q, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
+  pools.emplace(dev, q);
+  return q;
+}
+
+// A buffer is freed in order on its own device's stream, whichever device the freeing thread
+// has current (the multi-device runner frees parts' buffers from its own thread).
+void free_on_device(void* ptr, void* stream, int dev) {
+  int now = dev;
+  cudaGetDevice(&now);
+  if (now != dev) cudaSetDevice(dev);
+  cudaFreeAsync(ptr, static_cast<cudaStream_t>(stream));
+  if (now != dev) cudaSetDevice(now);
 }
 }  // namespace
 
@@ -161,6 +212,7 @@ DeviceBuffer::DeviceBuffer(size_t bytes) {
   detail::require_device();
   if (bytes == 0) return;  // cudaMalloc(0) gives nullptr anyway; skip the call
   stream_ = g_stream;
+  device_ = current_device();
   // More than the device has is never tried: a failed request can leave the pool holding memory.
   cudaError_t err = bytes > device().total_mem ? cudaErrorMemoryAllocation : cudaMallocFromPoolAsync(&ptr_, bytes, pool(), stream_of(stream_));
   if (err == cudaErrorMemoryAllocation && bytes <= device().total_mem) {   // memory the pool keeps may be what is missing
@@ -187,7 +239,8 @@ DeviceBuffer::DeviceBuffer(size_t bytes) {
   account_alloc(bytes);
 }
 
-DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_), stream_(o.stream_) {
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
+    : ptr_(o.ptr_), bytes_(o.bytes_), stream_(o.stream_), device_(o.device_) {
   o.ptr_ = nullptr;
   o.bytes_ = 0;
 }
@@ -195,12 +248,13 @@ DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.b
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   if (this != &o) {
     if (ptr_) {
-      cudaFreeAsync(ptr_, stream_of(stream_));
+      free_on_device(ptr_, stream_, device_);
       g_held -= bytes_;
     }
     ptr_ = o.ptr_;
     bytes_ = o.bytes_;
     stream_ = o.stream_;
+    device_ = o.device_;
     o.ptr_ = nullptr;
     o.bytes_ = 0;
   }
@@ -210,7 +264,7 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 DeviceBuffer::~DeviceBuffer() {
   // Errors cannot be thrown from here; at process exit cudart may already be shutting down.
   if (ptr_) {
-    cudaFreeAsync(ptr_, stream_of(stream_));
+    free_on_device(ptr_, stream_, device_);
     g_held -= bytes_;
   }
 }

@@ -1,6 +1,7 @@
 // Loading cubins and launching kernels through cudart's library API, plus events and sync.
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <string>
 
 #include "core/error.h"
@@ -16,6 +17,10 @@ struct Kernel::Impl {
   cudaKernel_t kernel = nullptr;
   std::string name;
   std::string key;
+  // The dynamic shared memory limit asked for (0: the default), and the devices (bit per
+  // ordinal below 64) where it is set: the attribute belongs to a device's context.
+  size_t max_dyn_smem = 0;
+  std::atomic<uint64_t> smem_set_on{0};
   ~Impl() {
     if (library) cudaLibraryUnload(library);  // no throwing from a destructor
   }
@@ -38,16 +43,33 @@ Kernel::Kernel(const CompiledModule& module, const std::string& kernel_name)
 
 Kernel::~Kernel() = default;
 
-void Kernel::set_max_dynamic_smem(size_t bytes) {
-  detail::check(cudaFuncSetAttribute(impl_->fn(), cudaFuncAttributeMaxDynamicSharedMemorySize,
+namespace {
+void set_smem_attribute(const void* fn, size_t bytes, const std::string& name) {
+  detail::check(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      static_cast<int>(bytes)),
-                "setting " + std::to_string(bytes) + " bytes of dynamic shared memory for '" +
-                    impl_->name + "'");
+                "setting " + std::to_string(bytes) + " bytes of dynamic shared memory for '" + name + "'");
+}
+}  // namespace
+
+void Kernel::set_max_dynamic_smem(size_t bytes) {
+  const int dev = current_device();
+  set_smem_attribute(impl_->fn(), bytes, impl_->name);
+  impl_->max_dyn_smem = bytes;
+  impl_->smem_set_on = dev < 64 ? uint64_t(1) << dev : 0;
 }
 
 void Kernel::launch(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                     size_t dyn_smem, void** args) {
   const dim3 grid(gx, gy, gz), block(bx, by, bz);
+  if (impl_->max_dyn_smem > 0) {   // first launch on another device (the multi-device runner)
+    int dev = 0;
+    detail::check(cudaGetDevice(&dev), "cudaGetDevice");
+    const uint64_t bit = dev < 64 ? uint64_t(1) << dev : 0;
+    if (!(impl_->smem_set_on.load() & bit)) {
+      set_smem_attribute(impl_->fn(), impl_->max_dyn_smem, impl_->name);
+      impl_->smem_set_on.fetch_or(bit);
+    }
+  }
   cudaError_t err = cudaLaunchKernel(impl_->fn(), grid, block, args, dyn_smem, static_cast<cudaStream_t>(current_stream()));
   if (err != cudaSuccess) {
     auto dims = [](unsigned x, unsigned y, unsigned z) {

@@ -19,6 +19,10 @@ bool device_available(std::string* why) {
 }
 
 const DeviceInfo& device() { no_cuda(); }
+const DeviceInfo& device_info(int) { no_cuda(); }
+int device_count() { return 0; }
+int current_device() { no_cuda(); }
+void set_current_device(int) { no_cuda(); }
 DeviceMemory device_memory() { no_cuda(); }
 
 std::string arch_for(int cc_major, int cc_minor) {
