@@ -105,7 +105,7 @@ for step in $steps; do
       (SHARDS=${SHARDS:-6} timeout $T "$0" shards > "$OUT/verify_shards.txt" 2>&1) &
       (timeout $T "$0" api reach > "$OUT/verify_api.txt" 2>&1) &
       (export PYTHONPATH=$PWD/.devcarry/site; cd /tmp && timeout $T python3 -m pytest -q -p no:cacheprovider \
-         "$OLDPWD/tests/python/test_device.py" "$OLDPWD/tests/python/test_frameworks.py" > "$OUT/verify_pytest.txt" 2>&1) &
+         "$OLDPWD/tests/python/test_device.py" "$OLDPWD/tests/python/test_frameworks.py" "$OLDPWD/tests/python/test_devices.py" > "$OUT/verify_pytest.txt" 2>&1) &
       wait
       cat "$OUT/verify_shards.txt" "$OUT/verify_api.txt"; tail -5 "$OUT/verify_pytest.txt" ;;
     sanitizers)
