@@ -21,7 +21,7 @@ namespace gamut {
 struct Query::Impl {
   Source source;
   QueryInfo info;
-  std::vector<std::string> index_operands;   // g in C[g[i]] or `when` keys: their values are read on the host
+  std::vector<std::string> index_operands;  // g in C[g[i]] or `when` keys: their values are read on the host
   std::mutex mu;
   // Per signature of input element types ("A:8;B:8;"): the typed plan (typing and the plan
   // rewrites run once) and the GPU engine's kernel memo for it (no code generation or hashing
@@ -63,10 +63,14 @@ namespace {
 
 RunOptions engine_options(const Options& o) {
   RunOptions r;
-  if (o.backend == "auto") r.backend = Backend::Auto;
-  else if (o.backend == "cpu") r.backend = Backend::Cpu;
-  else if (o.backend == "gpu") r.backend = Backend::Gpu;
-  else throw_usage_error("backend '" + o.backend + "': use auto, cpu or gpu");
+  if (o.backend == "auto")
+    r.backend = Backend::Auto;
+  else if (o.backend == "cpu")
+    r.backend = Backend::Cpu;
+  else if (o.backend == "gpu")
+    r.backend = Backend::Gpu;
+  else
+    throw_usage_error("backend '" + o.backend + "': use auto, cpu or gpu");
   // tf32 and tf32x3 permit tensor cores (spec section 10); explain says which math ran.
   const std::optional<F32Math> math = f32_math_from_name(o.f32_math);
   if (!math) throw_usage_error("f32_math '" + o.f32_math + "': use ieee, tf32x3 or tf32");
@@ -152,7 +156,7 @@ class CurrentDeviceScope {
   ~CurrentDeviceScope() {
     try {
       cuda::set_current_device(previous_);
-    } catch (...) {   // (it was current a moment ago)
+    } catch (...) {  // (it was current a moment ago)
     }
   }
   CurrentDeviceScope(const CurrentDeviceScope&) = delete;
@@ -184,7 +188,8 @@ Query Query::compile(const std::string& text, const std::string& name) {
   }
   for (const DenseOutput& d : plan.dense)
     for (const OutIndex& x : d.index)
-      if (x.kind == OutIndex::Lookup) info.input_info[size_t(plan.accesses[size_t(x.access)].operand)].output_index = true;
+      if (x.kind == OutIndex::Lookup)
+        info.input_info[size_t(plan.accesses[size_t(x.access)].operand)].output_index = true;
   for (const Param& p : plan.params) {
     info.params.push_back(p.name);
     info.param_info.push_back(BindingInfo{p.name, location(plan, p.span), 0, false, false});
@@ -224,9 +229,10 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
   if (in_place) {
     inst.device_inputs.resize(plan.operands.size());
     for (size_t o = 0; o < plan.operands.size(); ++o)
-      if (auto it = staged.device.find(plan.operands[o].name); it != staged.device.end()) inst.device_inputs[o] = it->second;
+      if (auto it = staged.device.find(plan.operands[o].name); it != staged.device.end())
+        inst.device_inputs[o] = it->second;
   }
-  if (!prep) ro.kernel_memo = &typed->kernel_memo;   // (`typed` keeps it alive for this call)
+  if (!prep) ro.kernel_memo = &typed->kernel_memo;  // (`typed` keeps it alive for this call)
   // A rewritten program (a few small stages) runs whole, on the first GPU asked.
   std::optional<CurrentDeviceScope> on_first;
   if (several && prep) on_first.emplace(devices[0]);
@@ -247,7 +253,8 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
         api::DeviceAllocation m = api::device_alloc(bytes, staged.output_device.id, options.stream);
         written[d] = Allocation{m.data, m.owner};
       }
-      if (!written[d].data && bytes) throw_device_error("the output allocator returned no memory for " + plan.dense[d].name);
+      if (!written[d].data && bytes)
+        throw_device_error("the output allocator returned no memory for " + plan.dense[d].name);
       return written[d].data;
     };
   }
@@ -258,7 +265,8 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
                        " outputs for " + std::to_string(plan.dense.size() + plan.lists.size()));
 
   Result r;
-  r.outputs = api::make_outputs(plan, std::move(res), staged.output_device, options, ro.dense_output ? &written : nullptr);
+  r.outputs =
+      api::make_outputs(plan, std::move(res), staged.output_device, options, ro.dense_output ? &written : nullptr);
   if (options.synchronize && (gpu || staged.output_device.is_gpu())) api::synchronize_stream(options.stream);
   RunStats& s = r.stats;
   s.backend = rep.backend;
@@ -280,7 +288,8 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
   // (A rewritten program's CPU stages name none.)
   s.mainloop = rep.backend != "gpu" ? "cpu" : rep.mainloop.empty() ? "simt" : rep.mainloop;
   MathChoice math = executed_math(plan, ro.f32_math);
-  if (math.tensor_cores() && s.mainloop != "wgmma" && s.mainloop != "mma.sync") math.math = InnerMath::Simt;
+  // ("wgmma+tma": the wgmma mainloop fed by TMA)
+  if (math.tensor_cores() && s.mainloop.rfind("wgmma", 0) != 0 && s.mainloop != "mma.sync") math.math = InnerMath::Simt;
   s.math = math.math_name();
   s.rewrites = plan.rewrites;
   s.copies = std::move(staged.copies);
@@ -327,7 +336,8 @@ std::string Query::explain(const Inputs& inputs, const Options& options) const {
     MathChoice math = executed_math(plan, f32);
     if (math.tensor_cores() && !prep->program && !kernel_for(inst, options.tile, f32).options.tensor_cores()) {
       math.why = std::string("could run as ") + math.math_name() +
-                 " on tensor cores; this kernel variant (a forced --tile, a key-grouped join or packed 16-bit steps) keeps SIMT";
+                 " on tensor cores; this kernel variant (a forced --tile, a key-grouped join or packed 16-bit steps) "
+                 "keeps SIMT";
       math.math = InnerMath::Simt;
     }
     out << explain_math(math);
@@ -351,7 +361,8 @@ std::string Query::explain(const Inputs& inputs, const Options& options) const {
   }
   std::string why;
   if (cuda::gpu_available(&why))
-    out << "gpu: " << cuda::device().name << ", tile " << variant_text(kernel_for(inst, options.tile, engine_options(options).f32_math)) << "\n";
+    out << "gpu: " << cuda::device().name << ", tile "
+        << variant_text(kernel_for(inst, options.tile, engine_options(options).f32_math)) << "\n";
   else
     out << "gpu: none (" << why << "); the CPU engine would run this\n";
   return out.str();
@@ -363,7 +374,9 @@ std::string Query::kernel_source(const Inputs& inputs, const Options& options) c
   const auto prep = impl_->prepare_call(staged, options);
   const KernelTarget t;
   std::string out;
-  for (const KernelSource& k : kernel_sources(*prep, t.sms, t.smem, options.tile, false, engine_options(options).f32_math)) out += k.title + "\n" + k.source;
+  for (const KernelSource& k :
+       kernel_sources(*prep, t.sms, t.smem, options.tile, false, engine_options(options).f32_math))
+    out += k.title + "\n" + k.source;
   return out;
 }
 

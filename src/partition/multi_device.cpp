@@ -221,6 +221,9 @@ Results run_on_gpus(const Instance& inst, const std::vector<int>& devices, const
         cuda::GpuRunOptions o = options;
         o.asynchronous = false;
         if (p > 0) o.progress = nullptr;
+        // The caller's kernel memo holds its plan's kernels by variant; the parts run another
+        // plan (with list provenance): a memo hit would launch a kernel of other arguments.
+        if (parts > 1) o.kernel_memo = nullptr;
         std::vector<cuda::DeviceBuffer>& mine = kept[size_t(p)];
         mine.resize(P.dense.size());
         if (use_nccl)

@@ -174,6 +174,12 @@ def test_bf16(torch, queries):
     best = top(Q=Q, E=X)["Best"]
     want = (Q.float() @ X.float().T).topk(5, dim=1).values.reshape(-1)
     torch.testing.assert_close(best["s"], want, rtol=0, atol=0)
+    # A product on tensor cores says so in the statistics (wgmma+tma on sm_90: "bf16", not "simt").
+    prod = gamut.compile("where (i, j) { s = 0; reduce (k) { s += Q[i, k] * E[j, k]; } C[i, j] = s; }")
+    out, stats = prod.run({"Q": Q, "E": X})
+    torch.testing.assert_close(out["C"], Q.float() @ X.float().T, rtol=0, atol=0)
+    assert stats["math"] == "bf16", stats
+    assert stats["mainloop"] in ("wgmma+tma", "wgmma", "mma.sync"), stats
 
 
 def test_memory_bounded_across_calls(torch, queries):
