@@ -168,7 +168,7 @@ struct RunStats {
   int64_t m = 0, n = 0, k = 0, batch = 1;       // axis extents
   bool batched = false;                         // the query has a batch axis
   std::string math;                             // the math that ran (spec section 10): "ieee", "bf16", "i8", ...
-  std::string mainloop;                         // "wgmma", "mma.sync" or "simt" on the GPU, "cpu" for the CPU engine
+  std::string mainloop;                         // "wgmma+tma", "wgmma", "mma.sync" or "simt" on the GPU, "cpu" on the CPU
   std::vector<std::string> rewrites;            // rewrites applied, in order
   std::vector<uint64_t> list_rows_appended;     // GPU: per list output, rows the kernel appended
   std::vector<std::string> copies;              // inputs gamut had to copy, and why

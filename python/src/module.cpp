@@ -182,7 +182,7 @@ nb::dict stats_dict(const gamut::RunStats& s) {
   d["cache"] = s.cache;
   d["tile"] = s.tile;
   d["math"] = s.math;           // spec section 10: "ieee", "bf16", "tf32", ...
-  d["mainloop"] = s.mainloop;   // "simt", "mma.sync", "wgmma", "cpu"
+  d["mainloop"] = s.mainloop;   // "simt", "mma.sync", "wgmma", "wgmma+tma", "cpu"
   d["threads"] = s.threads;
   d["device_peak_bytes"] = s.device_peak_bytes;
   if (!s.devices.empty()) {   // several GPUs
