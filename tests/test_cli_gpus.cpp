@@ -2,41 +2,20 @@
 // than visible a device error (exit 4) naming the count, each one line on stderr and no output
 // file; `--gpus 1` is the normal run; `explain --gpus N` shows the partition without a GPU.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <string>
+#include <vector>
 
+#include "cli_process.h"
 #include "cuda/runtime.h"
+#include "data/npy.h"
 
 namespace fs = std::filesystem;
+using cli_test::Exit;
 
 namespace {
-
-struct Outcome {
-  int code;
-  std::string out, err;
-};
-
-Outcome run_gamut(const std::string& args) {
-  const fs::path err = fs::temp_directory_path() / ("gamut_gpus_err_" + std::to_string(::getpid()));
-  const std::string cmd = std::string(GAMUT_BINARY) + " " + args + " 2>" + err.string();
-  Outcome o{};
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) o.out.append(buf.data(), n);
-  const int st = pclose(p);
-  o.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  FILE* e = fopen(err.c_str(), "r");
-  while (e && (n = fread(buf.data(), 1, buf.size(), e)) > 0) o.err.append(buf.data(), n);
-  if (e) fclose(e);
-  fs::remove(err);
-  return o;
-}
 
 size_t lines(const std::string& s) {
   size_t k = 0;
@@ -44,36 +23,33 @@ size_t lines(const std::string& s) {
   return k;
 }
 
-// sgemm with a scalar total too, on 3x2 and 2x4 constants given as -e text and --dim-free data.
-const std::string kQuery = "-e 'where (i, j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } C[i, j] = s; t += s; }'";
+// sgemm with a scalar total too, on 40x6 and 6x30 small-integer matrices.
+const std::vector<std::string> kQuery = {
+    "-e", "where (i, j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } C[i, j] = s; t += s; }"};
 
 struct Data {
   fs::path dir = fs::temp_directory_path() / ("gamut_gpus_" + std::to_string(::getpid()));
-  std::string args;
+  std::vector<std::string> args;
   Data() {
     fs::create_directories(dir);
-    // Matrices written as .npy by the CLI itself would need a run; write them by hand instead.
-    write(dir / "A.npy", 40, 6);
-    write(dir / "B.npy", 6, 30);
-    args = " A=" + (dir / "A.npy").string() + " B=" + (dir / "B.npy").string();
+    gamut::write_npy((dir / "A.npy").string(), matrix(40, 6));
+    gamut::write_npy((dir / "B.npy").string(), matrix(6, 30));
+    args = {"A=" + (dir / "A.npy").string(), "B=" + (dir / "B.npy").string()};
   }
   ~Data() { fs::remove_all(dir); }
-  static void write(const fs::path& p, int r, int c) {
-    std::string header =
-        "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(r) + ", " + std::to_string(c) + "), }";
-    while ((10 + header.size() + 1) % 64 != 0) header += ' ';
-    header += '\n';
-    std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
-    bytes += char(header.size() & 0xff);
-    bytes += char(header.size() >> 8);
-    bytes += header;
-    for (int e = 0; e < r * c; ++e) {
-      const float v = float(e % 5) - 2.0f;
-      bytes.append(reinterpret_cast<const char*>(&v), 4);
-    }
-    FILE* f = fopen(p.c_str(), "wb");
-    fwrite(bytes.data(), 1, bytes.size(), f);
-    fclose(f);
+  static gamut::NDArray matrix(int64_t r, int64_t c) {
+    gamut::NDArray a = gamut::NDArray::zeros(gamut::DType::F32, {r, c});
+    float* v = reinterpret_cast<float*>(a.data.data());
+    for (int64_t e = 0; e < r * c; ++e) v[e] = float(e % 5) - 2.0f;
+    return a;
+  }
+  // gamut COMMAND -e QUERY A=... B=... EXTRA...
+  Exit run(const std::string& command, const std::vector<std::string>& extra) const {
+    std::vector<std::string> all = {command};
+    all.insert(all.end(), kQuery.begin(), kQuery.end());
+    all.insert(all.end(), args.begin(), args.end());
+    all.insert(all.end(), extra.begin(), extra.end());
+    return cli_test::run_gamut(all);
   }
 };
 
@@ -82,13 +58,13 @@ struct Data {
 TEST(CliGpus, MalformedCountsAreUsageErrors) {
   Data d;
   for (const char* bad : {"0", "abc", "-1", "1,x", "2.5"}) {
-    const Outcome o = run_gamut("run " + kQuery + d.args + " --gpus " + bad);
+    const Exit o = d.run("run", {"--gpus", bad});
     EXPECT_EQ(o.code, 2) << bad << ": " << o.err;
     EXPECT_EQ(lines(o.err), 1u) << o.err;
     EXPECT_EQ(o.err.rfind("usage error: --gpus", 0), 0u) << o.err;
     EXPECT_EQ(o.out, "");
   }
-  const Outcome cpu = run_gamut("run " + kQuery + d.args + " --gpus 2 --backend cpu");
+  const Exit cpu = d.run("run", {"--gpus", "2", "--backend", "cpu"});
   EXPECT_EQ(cpu.code, 2) << cpu.err;
   EXPECT_EQ(lines(cpu.err), 1u) << cpu.err;
 }
@@ -96,7 +72,7 @@ TEST(CliGpus, MalformedCountsAreUsageErrors) {
 TEST(CliGpus, MoreGpusThanVisibleIsADeviceErrorNamingTheCount) {
   Data d;
   const fs::path out = d.dir / "out";
-  const Outcome o = run_gamut("run " + kQuery + d.args + " --gpus 99 -o " + out.string());
+  const Exit o = d.run("run", {"--gpus", "99", "-o", out.string()});
   EXPECT_EQ(o.code, 4) << o.err;
   EXPECT_EQ(lines(o.err), 1u) << o.err;
   EXPECT_EQ(o.err.rfind("device error: --gpus 99: ", 0), 0u) << o.err;
@@ -106,15 +82,15 @@ TEST(CliGpus, MoreGpusThanVisibleIsADeviceErrorNamingTheCount) {
   else
     EXPECT_NE(o.err.find("only " + std::to_string(visible) + " GPU"), std::string::npos) << o.err;
   EXPECT_FALSE(fs::exists(out / "C.npy"));
-  const Outcome j = run_gamut("run " + kQuery + d.args + " --gpus 99 --json");
+  const Exit j = d.run("run", {"--gpus", "99", "--json"});
   EXPECT_EQ(j.code, 4);
   EXPECT_NE(j.out.find("\"exit_status\":4"), std::string::npos) << j.out;
 }
 
 TEST(CliGpus, OneGpuIsTheNormalRun) {
   Data d;
-  const Outcome plain = run_gamut("run " + kQuery + d.args + " --quiet");
-  const Outcome one = run_gamut("run " + kQuery + d.args + " --quiet --gpus 1");
+  const Exit plain = d.run("run", {"--quiet"});
+  const Exit one = d.run("run", {"--quiet", "--gpus", "1"});
   ASSERT_EQ(one.code, 0) << one.err;
   EXPECT_EQ(one.out.substr(one.out.find('\n')), plain.out.substr(plain.out.find('\n')));  // (timing line aside)
   EXPECT_EQ(one.out.find("partition"), std::string::npos);
@@ -122,13 +98,13 @@ TEST(CliGpus, OneGpuIsTheNormalRun) {
 
 TEST(CliGpus, ExplainShowsThePartitionWithoutAGpu) {
   Data d;
-  const Outcome o = run_gamut("explain " + kQuery + d.args + " --gpus 3");
+  const Exit o = d.run("explain", {"--gpus", "3"});
   ASSERT_EQ(o.code, 0) << o.err;
   EXPECT_NE(o.out.find("partition: 3 parts along i (0..14, 14..27, 27..40) on GPUs 0,1,2\n"), std::string::npos)
       << o.out;
-  const Outcome list = run_gamut("explain " + kQuery + d.args + " --gpus 0,0");
+  const Exit list = d.run("explain", {"--gpus", "0,0"});
   EXPECT_NE(list.out.find("partition: 2 parts along i (0..20, 20..40) on GPUs 0,0\n"), std::string::npos) << list.out;
-  const Outcome one = run_gamut("explain " + kQuery + d.args + " --gpus 1");
+  const Exit one = d.run("explain", {"--gpus", "1"});
   EXPECT_EQ(one.out.find("partition"), std::string::npos) << one.out;
-  EXPECT_EQ(run_gamut("explain " + kQuery + d.args + " --gpus 0").code, 2);
+  EXPECT_EQ(d.run("explain", {"--gpus", "0"}).code, 2);
 }

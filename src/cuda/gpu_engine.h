@@ -106,6 +106,7 @@ bool packed16_data_fits(const Plan& plan, const Instance& inst);
 struct KernelChoice {
   TileConfig tile;
   CodegenOptions options;
+  MathChoice math;  // executed_math of the plan (its operand accesses feed the TMA maps)
 };
 // The tensor-core instructions of a device: none (compute capability below 8.0: no bf16 / tf32
 // mma.sync, no cp.async), mma.sync (8.0 on), and wgmma too (9.0, compiled for sm_90a).

@@ -250,9 +250,15 @@ Results execute(const Prepared& p, const RunOptions& options, RunReport* report)
   return res;
 }
 
-// Several GPUs: the parts' engine time is the slowest part's (each part's median with
-// repeats), the merge's wall time added.
-static Results run_on_devices(const Instance& inst, const RunOptions& options, RunReport& r) {
+// The median of timed repetitions (0 without any).
+static double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// The GPU engine's options for a run: tile, kernel memo, math, repeats, progress (the same for
+// one GPU and for each part on several).
+static cuda::GpuRunOptions gpu_run_options(const RunOptions& options) {
   cuda::GpuRunOptions go;
   if (!options.tile.empty()) go.tile = cuda::parse_tile(options.tile);
   go.kernel_memo = options.kernel_memo;
@@ -263,6 +269,13 @@ static Results run_on_devices(const Instance& inst, const RunOptions& options, R
   }
   if (options.progress)
     go.progress = [&options](int64_t done, int64_t total) { options.progress(double(done) / double(total)); };
+  return go;
+}
+
+// Several GPUs: the parts' engine time is the slowest part's (each part's median with
+// repeats), the merge's wall time added.
+static Results run_on_devices(const Instance& inst, const RunOptions& options, RunReport& r) {
+  const cuda::GpuRunOptions go = gpu_run_options(options);
   MultiRunReport m;
   cuda::reset_device_bytes_peak();
   Results res = run_on_gpus(inst, options.devices, go, MergePath::Auto, &m);
@@ -270,10 +283,6 @@ static Results run_on_devices(const Instance& inst, const RunOptions& options, R
   r.backend = "gpu";
   double slowest = 0, slowest_kernel = 0;
   for (const cuda::GpuRunStats& st : m.part_stats) {
-    auto median = [](std::vector<double> v) {
-      std::sort(v.begin(), v.end());
-      return v.empty() ? 0.0 : v[v.size() / 2];
-    };
     slowest = std::max(slowest, st.runs_ms.empty() ? st.kernel_ms : median(st.runs_ms));
     slowest_kernel = std::max(slowest_kernel, median(st.runs_kernel_ms));
   }
@@ -313,23 +322,14 @@ Results execute(const Instance& inst, const RunOptions& options, RunReport* repo
       const HostMemory host = host_memory();
       require_fits(gpu_host_memory(inst), host.available, "host memory", host.limited_by);
     }
-    cuda::GpuRunOptions go;
     if (!options.devices.empty()) {
       res = run_on_devices(inst, options, r);
       r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       return res;
     }
-    if (!options.tile.empty()) go.tile = cuda::parse_tile(options.tile);
+    cuda::GpuRunOptions go = gpu_run_options(options);
     go.dense_output = options.dense_output;
     go.asynchronous = options.asynchronous && options.repeats == 0;
-    go.kernel_memo = options.kernel_memo;
-    go.f32_math = options.f32_math;
-    if (options.repeats > 0) {
-      go.warmup = 1;
-      go.repeats = options.repeats;
-    }
-    if (options.progress)
-      go.progress = [&options](int64_t done, int64_t total) { options.progress(double(done) / double(total)); };
     cuda::GpuRunStats st;
     cuda::reset_device_bytes_peak();
     res = cuda::run_gpu(inst, go, &st);
@@ -337,11 +337,8 @@ Results execute(const Instance& inst, const RunOptions& options, RunReport* repo
     r.backend = "gpu";
     r.seconds = st.kernel_ms / 1e3;
     if (!st.runs_ms.empty()) {
-      std::vector<double> v = st.runs_ms, k = st.runs_kernel_ms;
-      std::sort(v.begin(), v.end());
-      std::sort(k.begin(), k.end());
-      r.seconds = v[v.size() / 2] / 1e3;
-      r.kernel_seconds = k.empty() ? r.seconds : k[k.size() / 2] / 1e3;
+      r.seconds = median(st.runs_ms) / 1e3;
+      r.kernel_seconds = st.runs_kernel_ms.empty() ? r.seconds : median(st.runs_kernel_ms) / 1e3;
     }
     r.compile_ms = st.compile_ms;
     r.list_rows_appended = st.list_rows_appended;

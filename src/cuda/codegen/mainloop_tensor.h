@@ -23,7 +23,6 @@ struct TcTile {
   bool wgmma = false;
   bool tma = false;
   int threads() const { return wgmma ? 128 * (bm / 64) + (tma ? 32 : 0) : 32 * warps_m * warps_n; }
-  int consumer_threads() const { return wgmma ? 128 * (bm / 64) : threads(); }
   std::string str() const;  // "128x128x32/2x4/s4", "128x256x64/wgmma/s4", "128x256x64/wgmma-tma/s4"
 };
 

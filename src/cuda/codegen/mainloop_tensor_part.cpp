@@ -147,8 +147,7 @@ class TensorMainloop final : public Mainloop {
     const auto& s = X.A.access[size_t(a)];
     const std::string st = dtype_cpp(access_dtype(P, a));
     const int es = int(dtype_size(access_dtype(P, a)));
-    const std::string pat =
-        P.operands[size_t(P.accesses[size_t(a)].operand)].name + pattern_name(P.accesses[size_t(a)].pattern);
+    const std::string pat = access_name(a);
     c.line("const " + st + "* const " + name + "_base = reinterpret_cast<const " + st + "*>(" + X.arg(s.ptr) +
            ") + gm::i64(b) * gm::arg_i64(" + X.arg(s.bstride) + ");  // " + pat);
     c.line("const gm::i64 " + name + "_ld = gm::arg_i64(" + X.arg(s.ld) + ");");

@@ -244,7 +244,8 @@ KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_b
   k.options.grouped_join = join_grouping_form(P) && !masked_joins && inst.device_inputs.empty();
   // Sums of products on the tensor cores (spec section 10) with their own tile. A forced tile
   // (benchmarks of the SIMT tiles), packed steps and grouped joins keep the SIMT mainloop.
-  const MathChoice math = executed_math(P, f32_math);
+  k.math = executed_math(P, f32_math);
+  const MathChoice& math = k.math;
   if (isa != TensorIsa::None && math.tensor_cores() && !forced && !k.options.packed16 && !k.options.grouped_join) {
     const bool wgmma = isa == TensorIsa::Wgmma && math.wgmma;
     k.tile = tc_kernel_tile(math.math, wgmma, rows, cols, batch, sm_count);

@@ -200,10 +200,9 @@ namespace {
 
 // The tensor maps of a TMA-fed kernel (CodegenOptions::tma) from the operands' words: the row
 // operand in boxes of tile.bm rows (or 64 columns), the column operand in tile.bn.
-void encode_operand_maps(const Instance& inst, F32Math f32_math, const TileConfig& tile, const ArgLayout& L,
+void encode_operand_maps(const Instance& inst, const MathChoice& m, const TileConfig& tile, const ArgLayout& L,
                          std::vector<uint64_t>& w) {
   const Plan& P = *inst.plan;
-  const MathChoice m = executed_math(P, f32_math);
   for (const bool row : {true, false}) {
     const int a = row ? m.row_access : m.col_access;
     const auto& s = L.access[size_t(a)];
@@ -378,7 +377,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
                        (ptr % 16 == 0 || ptr == 0);
   }
   for (const auto& p : L.params) w[size_t(p.slot)] = param_word(inst.params[size_t(p.param)], p.type);
-  if (cgo.tma) encode_operand_maps(inst, options.f32_math, tile, L, w);
+  if (cgo.tma) encode_operand_maps(inst, choice.math, tile, L, w);
 
   // Grouped joins: the mainloop's tile operands gathered into key order (positions from 0), the
   // position -> index maps and the tile table.
