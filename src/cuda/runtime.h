@@ -169,11 +169,11 @@ void synchronize();  // waits for current_stream()
 void fill_device_bytes(void* device, int value, size_t bytes);
 void copy_host_to_device(void* device, const void* host, size_t bytes);
 
-// A TMA tensor map (CUtensorMap, 128 bytes) of one 16-bit tensor-core operand, for the
-// TMA-fed wgmma mainloop: element (p, k) of batch instance b at
+// A TMA tensor map (CUtensorMap, 128 bytes) of one tensor-core operand (16-bit, or f32 with k
+// contiguous), for the TMA-fed wgmma mainloop: element (p, k) of batch instance b at
 // ptr + (b * batch_stride + (k_contiguous ? p * ld + k : k * ld + p)) * element size, p in
-// [0, p_extent), k in [0, k_extent); boxes of 64 k x box_p rows (k contiguous) or 64 p x 64 k,
-// 128-byte swizzled, zeros outside. tile_map_fits: whether TMA can address such an operand
+// [0, p_extent), k in [0, k_extent); boxes of one 128-byte row of k x box_p rows (k contiguous)
+// or 64 p x 64 k, 128-byte swizzled, zeros outside. tile_map_fits: whether TMA can address such an operand
 // (16-byte aligned start, row and batch pitches).
 struct TileMapShape {
   uint64_t ptr = 0;
@@ -181,6 +181,7 @@ struct TileMapShape {
   int64_t p_extent = 0, k_extent = 0;
   bool k_contiguous = true;
   int box_p = 128;
+  bool tf32 = false;  // f32 elements rounded to TF32 as they land (the TFLOAT32 map type)
 };
 inline bool tile_map_fits(uint64_t ptr, int64_t ld, int64_t batch_stride, int64_t batch, int element_bytes) {
   const int64_t e = element_bytes, most = int64_t(1) << 40;

@@ -40,7 +40,7 @@ std::string MathChoice::math_name() const {
 
 std::string MathChoice::mainloop_name() const {
   if (!tensor_cores()) return "simt";
-  return wgmma && (math == InnerMath::F16 || math == InnerMath::BF16) ? "wgmma" : "mma.sync";
+  return wgmma && math != InnerMath::Int8 ? "wgmma" : "mma.sync";
 }
 
 namespace {

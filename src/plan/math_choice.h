@@ -45,17 +45,17 @@ struct MathChoice {
   // (wrapping), float factors add one rounding.
   Scalar factor = Scalar::of_int(CType::I32, 1);
   std::string why;                 // why the SIMT path runs (empty when a tensor-core math does)
-  // f16 / bf16 may take the wgmma mainloop (sm_90a); executed_math clears it for plans whose
-  // output operators run slower over its accumulator layout (distinct lists).
+  // f16 / bf16 / tf32 / tf32x3 may take the wgmma mainloop (sm_90a); executed_math clears it
+  // for plans whose output operators run slower over its accumulator layout (distinct lists).
   bool wgmma = true;
 
   bool tensor_cores() const { return math != InnerMath::Simt; }
   // For explain / --json: "ieee" (SIMT f32), "simt" (other SIMT), "f16", "bf16", "i8", "u8",
   // "i8xu8", "u8xi8", "tf32", "tf32x3".
   std::string math_name() const;
-  // "simt", or the tensor-core mainloop of an sm_90a device (H100/H200): "wgmma" for f16 / bf16
-  // (unless `wgmma` is cleared), "mma.sync" for the others. (On sm_80 f16 / bf16 run mma.sync:
-  // run statistics name what ran.)
+  // "simt", or the tensor-core mainloop of an sm_90a device (H100/H200): "wgmma" for f16 /
+  // bf16 / tf32 / tf32x3 (unless `wgmma` is cleared), "mma.sync" for 8-bit. (On sm_80 they run
+  // mma.sync: run statistics name what ran.)
   std::string mainloop_name() const;
 };
 

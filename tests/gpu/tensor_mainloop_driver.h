@@ -92,6 +92,7 @@ inline cuda::TileMapShape tile_map_shape(const TcMainloopSpec& s, const std::vec
   m.k_extent = int64_t(w[kRedEnd]);
   m.k_contiguous = a ? s.a_kcontig : s.b_kcontig;
   m.box_p = a ? s.tile.bm : s.tile.bn;
+  m.tf32 = s.math == InnerMath::Tf32;  // (the engine's maps round tf32 as boxes land)
   return m;
 }
 // Whether TMA can read both operands (16-byte aligned starts and pitches, and boxes starting

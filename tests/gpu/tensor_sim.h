@@ -15,6 +15,7 @@
 #include <cstring>
 #include <memory>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "core/types.h"
@@ -65,6 +66,7 @@ struct TensorMap {
   int64_t dims[3];
   int64_t strides[2];
   int box[2];
+  bool tf32 = false;   // the TFLOAT32 type: f32 elements rounded to TF32 as they land
 };
 
 struct Copy {
@@ -76,7 +78,7 @@ struct Copy {
 struct PendingWgmma {
   float* d;
   int n;
-  bool bf16;
+  int kind;   // gm::tc::Kind: F16, BF16 or TF32
   int tnsp_a, tnsp_b;
   unsigned long long desc_a, desc_b;
 };
@@ -136,6 +138,8 @@ typedef long long i64;
 typedef unsigned long long u64;
 struct f16 { unsigned short x; };
 struct bf16 { unsigned short x; };
+struct uint4 { unsigned x, y, z, w; };
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
 
 inline void cp_async_commit() {
   sim::groups.push_back(std::move(sim::open_group));
@@ -338,28 +342,31 @@ using sim::wgmma_open;
 // Byte address of element (p, k) of a 128-byte-swizzled operand: k-major (rows p of 128 bytes,
 // 8-row atoms SBO apart) or p-major (128-byte blocks of p LBO apart, 8-k-row groups SBO apart);
 // the swizzle XORs address bits 4-6 with bits 7-9.
-inline unsigned swizzled_address(u64 desc, bool p_major, int p, int k) {
+// (es: element bytes; p-major operands are 16-bit.)
+inline unsigned swizzled_address(u64 desc, bool p_major, int p, int k, int es) {
   if ((desc >> 62) != 1) throw std::runtime_error("wgmma descriptor: not the 128-byte swizzle");
   const unsigned start = unsigned(desc & 0x3fffu) << 4, lbo = unsigned((desc >> 16) & 0x3fffu) << 4,
                  sbo = unsigned((desc >> 32) & 0x3fffu) << 4;
   const unsigned a = p_major ? start + unsigned(p / 64) * lbo + unsigned(k / 8) * sbo + unsigned(k % 8) * 128 + unsigned(p % 64) * 2
-                             : start + unsigned(p / 8) * sbo + unsigned(p % 8) * 128 + unsigned(k) * 2;
+                             : start + unsigned(p / 8) * sbo + unsigned(p % 8) * 128 + unsigned(k * es);
   return a ^ (((a >> 7) & 7u) << 4);
 }
 
 inline void run_wgmma(const PendingWgmma& w) {
   const unsigned t = sim::tid % 128;
-  const Kind kind = w.bf16 ? Kind::BF16 : Kind::F16;
+  const Kind kind = Kind(w.kind);
+  const int es = kind == Kind::TF32 ? 4 : 2, kk = 32 / es;
+  if (kind == Kind::TF32 && (w.tnsp_a || w.tnsp_b)) throw std::runtime_error("tf32 wgmma with a transposed operand");
   auto at = [&](u64 desc, bool p_major, int p, int k) {
-    uint16_t h;
-    std::memcpy(&h, sim::shared(swizzled_address(desc, p_major, p, k), 2), 2);
-    return element(kind, h, 0);
+    unsigned v = 0;
+    std::memcpy(&v, sim::shared(swizzled_address(desc, p_major, p, k, es), es), size_t(es));
+    return element(kind, v, 0);
   };
   for (int i = 0; i < w.n / 8; ++i)
     for (int r = 0; r < 4; ++r) {
       const int row = int(t / 32) * 16 + int(t % 32) / 4 + 8 * (r / 2), col = 8 * i + 2 * int(t % 4) + r % 2;
       double s = 0;
-      for (int k = 0; k < 16; ++k) s += at(w.desc_a, w.tnsp_a != 0, row, k) * at(w.desc_b, w.tnsp_b != 0, col, k);
+      for (int k = 0; k < kk; ++k) s += at(w.desc_a, w.tnsp_a != 0, row, k) * at(w.desc_b, w.tnsp_b != 0, col, k);
       w.d[4 * i + r] = float(double(w.d[4 * i + r]) + s);
     }
 }
@@ -379,9 +386,10 @@ inline void wgmma_wait() {
   }
   sim::warp().bar.arrive_and_wait();
 }
-template <int N, bool BF16, int TNSP_A, int TNSP_B>
+template <int N, class T, int TNSP_A, int TNSP_B>
 inline void wgmma_f32(float (&d)[N / 2], u64 desc_a, u64 desc_b) {
-  wgmma_open.push_back({d, N, BF16, TNSP_A, TNSP_B, desc_a, desc_b});
+  const Kind k = sizeof(T) == 4 ? Kind::TF32 : std::is_same_v<T, bf16> ? Kind::BF16 : Kind::F16;
+  wgmma_open.push_back({d, N, int(k), TNSP_A, TNSP_B, desc_a, desc_b});
 }
 template <int N>
 inline void fence_registers(float (&)[N]) {}   // a compiler fence: nothing to emulate
@@ -440,9 +448,15 @@ inline void tma_load_3d(unsigned dst, const void* map, int c0, int c1, int c2, u
     for (int x = 0; x < t.box[0]; ++x) {
       const int64_t g0 = int64_t(c0) + x, g1 = int64_t(c1) + y;
       const unsigned o = unsigned((y * t.box[0] + x) * t.es), sw = o ^ (((o >> 7) & 7u) << 4);
-      if (g0 >= 0 && g0 < t.dims[0] && g1 >= 0 && g1 < t.dims[1] && c2 >= 0 && c2 < t.dims[2])
+      if (g0 >= 0 && g0 < t.dims[0] && g1 >= 0 && g1 < t.dims[1] && c2 >= 0 && c2 < t.dims[2]) {
         std::memcpy(d + sw, t.base + c2 * t.strides[1] + g1 * t.strides[0] + g0 * t.es, size_t(t.es));
-      else
+        if (t.tf32) {
+          unsigned v;
+          std::memcpy(&v, d + sw, 4);
+          v = (v + 0x1000u) & 0xffffe000u;   // (to_tf32, defined below: nearest, ties away)
+          std::memcpy(d + sw, &v, 4);
+        }
+      } else
         std::memset(d + sw, 0, size_t(t.es));
     }
   std::lock_guard<std::mutex> l(sim::block->mu);

@@ -77,12 +77,15 @@ std::vector<TcMainloopSpec> variants(const MathCase& m) {
     v.push_back(spec(m, false, true, tiles[t]));
   }
   // The wgmma mainloop (f16 / bf16): every orientation with the big tile, two with the square one.
-  // The same with TMA feeding it.
+  // The same with TMA feeding it. (tf32 / tf32x3: TMA-fed, both operands k-major only.)
   for (bool tma : {false, true}) {
     const std::vector<TcTile> wg = cuda::tc_wgmma_tiles(m.math, tma);
     for (size_t t = 0; t < wg.size(); ++t)
       for (int o = 0; o < 4; ++o)
-        if (t == 0 || o == 1 || o == 2) v.push_back(spec(m, (o & 1) != 0, (o & 2) != 0, wg[t]));
+        if (t == 0 || o == 1 || o == 2 || cuda::wgmma_needs_tma(m.math)) {
+          const TcMainloopSpec s = spec(m, (o & 1) != 0, (o & 2) != 0, wg[t]);
+          if (!cuda::wgmma_needs_tma(m.math) || (s.a_kcontig && s.b_kcontig)) v.push_back(s);
+        }
   }
   return v;
 }
@@ -324,6 +327,7 @@ TEST(TensorMainloopBench, Products) {
       for (bool b_kc : {false, true})
         for (size_t t = 0; t < tiles.size(); ++t) {
           const TcMainloopSpec s = spec(m, true, b_kc, tiles[t]);
+          if (!cuda::tc_spec_valid(s)) continue;  // (tf32 wgmma: NT only)
           // GAMUT_TC_BENCH_ONLY="bf16 NN 128x256x64/wgmma/s4 8192": that configuration alone (ncu).
           const std::string what = std::string(m.name) + (b_kc ? " NT " : " NN ") + s.tile.str() + " " + std::to_string(n);
           if (const char* only = std::getenv("GAMUT_TC_BENCH_ONLY"); only && what != only) continue;

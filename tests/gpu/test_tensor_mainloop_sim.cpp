@@ -38,26 +38,27 @@ struct MainloopOf {
   typedef gm::tc::Mainloop<Math, Shape, A_KC, B_KC> type;
   static constexpr int kThreads = Shape::THREADS;
 };
-template <class Math, int BM, int BN, int S, bool A_KC, bool B_KC, bool TMA>
-struct MainloopOf<Math, gm::tc::WgShape<BM, BN, S>, A_KC, B_KC, TMA> {
-  typedef gm::tc::WgShape<BM, BN, S> Shape;
+template <class Math, int BM, int BN, int S, int ES, bool A_KC, bool B_KC, bool TMA>
+struct MainloopOf<Math, gm::tc::WgShape<BM, BN, S, ES>, A_KC, B_KC, TMA> {
+  typedef gm::tc::WgShape<BM, BN, S, ES> Shape;
   typedef std::conditional_t<TMA, gm::tc::WgmmaTmaMainloop<Math, Shape, A_KC, B_KC>,
                              gm::tc::WgmmaMainloop<Math, Shape, A_KC, B_KC>>
       type;
   static constexpr int kThreads = TMA ? Shape::THREADS + 32 : Shape::THREADS;
 };
 
-// The tensor map of one operand laid out by lay_out (the host's encode_tile_map, emulated).
+// The tensor map of one operand laid out by lay_out (the host's encode_tile_map, emulated; f32
+// maps of the tf32 math round to TF32 as the TFLOAT32 type does).
 sim::TensorMap tensor_map(const Layout& l, const std::byte* base, DType t, int batch, int p_extent, int k_extent,
-                          bool kc, int box_p) {
+                          bool kc, int box_p, bool tf32) {
   const int es = int(dtype_size(t));
-  sim::TensorMap m{reinterpret_cast<const unsigned char*>(base), es, {}, {}, {}};
+  sim::TensorMap m{reinterpret_cast<const unsigned char*>(base), es, {}, {}, {}, tf32};
   m.dims[0] = kc ? k_extent : p_extent;
   m.dims[1] = kc ? p_extent : k_extent;
   m.dims[2] = batch;
   m.strides[0] = l.ld * es;
   m.strides[1] = l.bstride * es;
-  m.box[0] = 64;
+  m.box[0] = 128 / es;
   m.box[1] = kc ? box_p : 64;
   return m;
 }
@@ -88,8 +89,9 @@ Outcome run_sim(const Problem& p, DType ta, DType tb, bool aligned, bool exact, 
           typename ML::Acc acc[ML::kAcc];
           for (auto& v : acc) v = 0;
           if constexpr (TMA) {
-            const sim::TensorMap ma = tensor_map(la, da.p, ta, p.batch, p.rows, p.red, A_KC, Shape::BM),
-                                 mb = tensor_map(lb, db.p, tb, p.batch, p.cols, p.red, B_KC, Shape::BN);
+            const bool tf32 = Math::kK == 8 && Math::kPasses == 1;
+            const sim::TensorMap ma = tensor_map(la, da.p, ta, p.batch, p.rows, p.red, A_KC, Shape::BM, tf32),
+                                 mb = tensor_map(lb, db.p, tb, p.batch, p.cols, p.red, B_KC, Shape::BN, tf32);
             ML::run(acc, sim::block->smem.data(), gm::tc::TmaOperand{&ma, i0, bz}, gm::tc::TmaOperand{&mb, j0, bz},
                     p.red_begin, p.red);
             if (ML::producer()) return;
@@ -252,4 +254,42 @@ TEST(TensorMainloopSim, WgmmaTmaTwoWarpgroups) {
     EXPECT_EQ(o.stray, 0);
     EXPECT_GT(o.nonzero, 0);
   }
+}
+
+// f32 on wgmma + TMA (k-major operands only): tf32 rounds as boxes land (the TFLOAT32 map),
+// tf32x3 splits each landed slice in place and into its stage's twin, both warpgroups meeting
+// before the products; more slices than stages so that twins are rewritten.
+TEST(TensorMainloopSim, WgmmaTmaTf32) {
+  typedef gm::tc::WgShape<64, 128, 3, 4> One;
+  typedef gm::tc::WgShape<128, 128, 3, 4> Two;
+  check_orientation<gm::tc::MathTf32, One, true, true, true>(DType::F32, DType::F32, 1.1e-3, "wgmma+tma tf32");
+  check_orientation<gm::tc::MathTf32x3, One, true, true, true>(DType::F32, DType::F32, 1e-5, "wgmma+tma tf32x3");
+  const Problem p = make_problem(DType::F32, DType::F32, 150, 140, 300, 2, false, 41, 3, 5, 8);
+  for (const Outcome& o : {run_sim<gm::tc::MathTf32, Two, true, true, true>(p, DType::F32, DType::F32, true, false, 1.1e-3),
+                           run_sim<gm::tc::MathTf32x3, Two, true, true, true>(p, DType::F32, DType::F32, true, false, 1e-5)}) {
+    EXPECT_EQ(o.wrong, 0) << o.first;
+    EXPECT_EQ(o.unwritten, 0);
+    EXPECT_EQ(o.stray, 0);
+    EXPECT_GT(o.nonzero, 0);
+  }
+}
+
+// tf32 rounds to nearest (like cvt.rna and PyTorch's allow_tf32), not toward zero as wgmma
+// reads raw f32 bits: A = 1 + 3 * 2^-12 becomes 1 + 2^-10, and with small-integer B the sums of
+// the rounded products are exact in f32, so the result must equal them exactly. A map that did
+// not round (or a split that truncated) fails this.
+TEST(TensorMainloopSim, WgmmaTmaTf32RoundsToNearest) {
+  typedef gm::tc::WgShape<64, 128, 3, 4> One;
+  Problem p = make_problem(DType::F32, DType::F32, 20, 24, 40, 1, true, 43);
+  Problem rounded = p;
+  for (size_t e = 0; e < p.a.size(); ++e) {
+    p.a[e] = 1.0 + 3.0 / 4096.0;
+    rounded.a[e] = 1.0 + 1.0 / 1024.0;
+  }
+  const Reference want = reference(rounded);
+  const Outcome o = run_sim<gm::tc::MathTf32, One, true, true, true>(p, DType::F32, DType::F32, true, true, 0, &want);
+  EXPECT_EQ(o.wrong, 0) << o.first;
+  EXPECT_GT(o.nonzero, 0);
+  const Outcome x3 = run_sim<gm::tc::MathTf32x3, One, true, true, true>(p, DType::F32, DType::F32, true, true, 0, &want);
+  EXPECT_GT(x3.wrong, 0) << "tf32x3 keeps the bits tf32 rounds away";
 }

@@ -99,10 +99,13 @@ bool tc_spec_valid(const TcMainloopSpec& s, std::string* why) {
   if (s.math == InnerMath::Simt) return no("the SIMT math has no tensor-core mainloop");
   if (t.tma && !t.wgmma) return no("TMA feeds the wgmma mainloop only");
   if (t.wgmma) {
-    if (s.math != InnerMath::F16 && s.math != InnerMath::BF16) return no("the wgmma mainloop takes f16 / bf16");
+    if (!wgmma_math(s.math)) return no("the wgmma mainloop takes f16 / bf16, and f32 as tf32 / tf32x3");
+    const bool f32 = element_bytes(s.math) == 4;
+    if (f32 && !t.tma) return no("tf32 wgmma is fed by TMA");
+    if (f32 && !(s.a_kcontig && s.b_kcontig)) return no("tf32 wgmma reads both operands k-major");
     if (t.bm != 64 && t.bm != 128) return no("wgmma BM is 64 or 128 (one or two warpgroups)");
     if (t.bn != 128 && t.bn != 256) return no("wgmma BN is 128 or 256");
-    if (t.bk != 64) return no("wgmma BK is 64 (one 128-byte swizzle row)");
+    if (t.bk * element_bytes(s.math) != 128) return no("wgmma BK is one 128-byte swizzle row (64 or 32 elements)");
     if (t.stages < 3 || t.stages > 6) return no("3 to 6 stages");
     return true;
   }
@@ -133,8 +136,11 @@ size_t tc_smem_bytes(const TcMainloopSpec& s) {
   const int es = element_bytes(s.math);
   const TcTile& t = s.tile;
   // wgmma: 128-byte swizzled rows (P x 128 bytes per operand either way), + 1024 for alignment.
-  // TMA: + 128 bytes of mbarriers (full and empty per stage).
-  if (t.wgmma) return size_t(t.stages) * size_t(t.bm + t.bn) * 128 + 1024 + (t.tma ? 128 : 0);
+  // TMA: + 128 bytes of mbarriers (full and empty per stage). tf32x3: each stage has a twin
+  // holding the small parts.
+  if (t.wgmma)
+    return size_t(t.stages) * size_t(t.bm + t.bn) * 128 * (s.math == InnerMath::Tf32x3 ? 2 : 1) + 1024 +
+           (t.tma ? 128 : 0);
   return size_t(t.stages) * size_t(operand_layout(es, t.bm, t.bk, t.threads(), s.a_kcontig).bytes +
                                    operand_layout(es, t.bn, t.bk, t.threads(), s.b_kcontig).bytes);
 }
@@ -146,22 +152,27 @@ std::vector<TcTile> tc_tiles(InnerMath m) {
 }
 
 std::vector<TcTile> tc_wgmma_tiles(InnerMath m, bool tma) {
-  if (m != InnerMath::F16 && m != InnerMath::BF16) return {};
-  TcTile big{128, 256, 64, 0, 0, 4, true, tma}, square{128, 128, 64, 0, 0, 4, true, tma};
+  if (!wgmma_math(m)) return {};
+  const int bk = 128 / element_bytes(m);
+  if (m == InnerMath::Tf32x3)  // (the stages' twins: 3 x 2 x 32 KiB at 128 x 128; 128 x 256 does not fit)
+    return tma ? std::vector<TcTile>{TcTile{128, 128, bk, 0, 0, 3, true, true}} : std::vector<TcTile>{};
+  if (m == InnerMath::Tf32 && !tma) return {};
+  TcTile big{128, 256, bk, 0, 0, 4, true, tma}, square{128, 128, bk, 0, 0, 4, true, tma};
   return {big, square};
 }
 
-bool wgmma_math(InnerMath m) { return m == InnerMath::F16 || m == InnerMath::BF16; }
+bool wgmma_math(InnerMath m) { return m != InnerMath::Simt && m != InnerMath::Int8; }
+bool wgmma_needs_tma(InnerMath m) { return m == InnerMath::Tf32 || m == InnerMath::Tf32x3; }
 
 TileConfig tc_kernel_tile(InnerMath m, bool wgmma, int64_t rows, int64_t cols, int64_t batch, int sm_count) {
   if (wgmma && wgmma_math(m)) {
     // 128 x 256 (the fastest of tc_wgmma_tiles at 4096..16384 on the H200, bench/NOTES.md)
     // where its grid fills the SMs, else 128 x 128. The map's grid per thread: 2 x BN/4.
-    const std::vector<TcTile> t = tc_wgmma_tiles(m);
+    const std::vector<TcTile> t = tc_wgmma_tiles(m, wgmma_needs_tma(m));
     const TcTile& big = t[0];
     const int64_t blocks =
         ((rows + big.bm - 1) / big.bm) * ((cols + big.bn - 1) / big.bn) * std::max<int64_t>(batch, 1);
-    const TcTile& w = rows >= 0 && cols >= 0 && sm_count > 0 && blocks < sm_count ? t[1] : big;
+    const TcTile& w = t.size() > 1 && rows >= 0 && cols >= 0 && sm_count > 0 && blocks < sm_count ? t[1] : big;
     return TileConfig{w.bm, w.bn, w.bk, 2, w.bn / 4};
   }
   const TcTile t = tc_tiles(m)[1];                                                      // 128 x 128, 2 x 4 warps
@@ -178,7 +189,8 @@ TcTile tc_tile_of(const TileConfig& t, InnerMath m, bool tma) {
   if (wgmma_math(m) && t.tm == 2) {  // (the mma.sync maps' grids have 4 or 8 rows)
     r.warps_m = r.warps_n = 0;
     r.wgmma = true;
-    r.tma = tma;
+    r.tma = tma || wgmma_needs_tma(m);
+    if (m == InnerMath::Tf32x3) r.stages = 3;
     return r;
   }
   r.warps_m = 2;
@@ -194,7 +206,10 @@ TcMainloopSpec tc_plan_spec(const Plan& plan, const TileConfig& t, InnerMath m, 
     throw Error(ExitCode::Query, "internal error: the plan does not choose this tensor-core math (" + c.why + ")");
   const bool a_kc = plan.accesses[size_t(c.row_access)].pattern == Pattern::RowRed;  // X[i, k]
   const bool b_kc = plan.accesses[size_t(c.col_access)].pattern == Pattern::ColRed;  // Y[j, k]
-  return tc_spec(c, a_kc, b_kc, tc_tile_of(t, m, tma));
+  const TcTile tile = tc_tile_of(t, m, tma);
+  // tf32 wgmma reads k-major copies of operands that are not (the engine makes them).
+  const bool copies = tile.wgmma && wgmma_needs_tma(m);
+  return tc_spec(c, a_kc || copies, b_kc || copies, tile);
 }
 
 std::string tc_mainloop_decls(const TcMainloopSpec& s, const std::string& in) {
@@ -214,10 +229,11 @@ std::string tc_mainloop_decls(const TcMainloopSpec& s, const std::string& in) {
        (s.math == InnerMath::Tf32     ? "operands rounded to tf32, "
         : s.math == InnerMath::Tf32x3 ? "3xTF32 split, "
                                       : "") +
-       orient + ", tile " + t.str() + ".\n";
+       orient + (t.wgmma && wgmma_needs_tma(s.math) ? " (as read: the engine copies other layouts k-major)" : "") +
+       ", tile " + t.str() + ".\n";
   if (t.wgmma) {
     r += in + "typedef gm::tc::WgShape<" + to_string(t.bm) + ", " + to_string(t.bn) + ", " + to_string(t.stages) +
-         "> TcShapeT;\n";
+         (element_bytes(s.math) == 4 ? ", 4" : "") + "> TcShapeT;\n";
   } else {
     r += in + "typedef gm::tc::TcShape<" + to_string(t.bm) + ", " + to_string(t.bn) + ", " + to_string(t.bk) + ", " +
          to_string(t.warps_m) + ", " + to_string(t.warps_n) + ", " + to_string(t.stages) + "> TcShapeT;\n";

@@ -15,7 +15,7 @@ namespace gamut::cuda {
 
 // Block tile BM x BN, k-slice BK (elements of the operands), WARPS_M x WARPS_N warps, STAGES
 // slices in flight (gm::tc::TcShape). wgmma: the wgmma mainloop (gm::tc::WgShape: BM / 64
-// warpgroups, BK 64, f16 / bf16 only; warps_m / warps_n unused).
+// warpgroups, BK one 128-byte row: 64 for f16 / bf16, 32 for tf32; warps_m / warps_n unused).
 // tma (with wgmma): fed by TMA from a producer warp after the warpgroups
 // (gm::tc::WgmmaTmaMainloop), which threads() counts.
 struct TcTile {
@@ -52,21 +52,27 @@ size_t tc_smem_bytes(const TcMainloopSpec& s);
 int tc_instruction_k(InnerMath m);
 // mma.sync tiles offered for a math, largest first: 128x256 and 128x128 with 8 warps, 64x64 with 4.
 std::vector<TcTile> tc_tiles(InnerMath m);
-// wgmma tiles (f16 / bf16; empty for other maths): 128x256 and 128x128, two warpgroups; with
-// `tma`, their TMA-fed forms.
+// wgmma tiles, two warpgroups: f16 / bf16 128x256 and 128x128 (with `tma`, their TMA-fed
+// forms); tf32 the same, TMA-fed only; tf32x3 128x128 with 3 stages, TMA-fed only; empty for
+// 8-bit maths and where the math needs TMA and `tma` is false.
 std::vector<TcTile> tc_wgmma_tiles(InnerMath m, bool tma = false);
 
 // The kernel tile of a tensor-core math (TileConfig, as the launcher and the output operators
 // see it), TM x TN the accumulator map's grid per thread, so that threads() is the mainloop's 256:
-// - f16 / bf16 with `wgmma` (sm_90a): the wgmma mainloop, 128 x 256 where a grid of those for
-//   rows x cols x batch (when given) fills the sm_count SMs, else 128 x 128; grid 2 x BN/4;
+// - f16 / bf16 / tf32 with `wgmma` (sm_90a): the wgmma mainloop, 128 x 256 where a grid of
+//   those for rows x cols x batch (when given) fills the sm_count SMs, else 128 x 128 (tf32x3:
+//   128 x 128 always); grid 2 x BN/4;
 // - otherwise mma.sync, 128 x 128 with the k-slice of tc_tiles, grid 8 x 8 (2 x 4 warps).
+// Maths the wgmma mainloop takes on sm_90a: f16, bf16, tf32 and tf32x3 (not 8-bit).
 bool wgmma_math(InnerMath m);
+// tf32 / tf32x3: wgmma reads f32 operands only k-major, so only from TMA over k-major copies
+// the engine makes where the caller's layout is not (src/cuda/stages/k_major_copy.h).
+bool wgmma_needs_tma(InnerMath m);
 TileConfig tc_kernel_tile(InnerMath m, bool wgmma = false, int64_t rows = -1, int64_t cols = -1, int64_t batch = 1,
                           int sm_count = 0);
-// The mainloop tile of a kernel tile of math m: wgmma (4 stages) for f16 / bf16 with a 2-row
-// grid, else mma.sync with 2 x 4 warps and 4 stages.
-// `tma`: the wgmma tile's TMA-fed form (CodegenOptions::tma).
+// The mainloop tile of a kernel tile of math m: wgmma (4 stages; tf32x3 3) for wgmma_math with
+// a 2-row grid, else mma.sync with 2 x 4 warps and 4 stages.
+// `tma`: the wgmma tile's TMA-fed form (CodegenOptions::tma; always for tf32 / tf32x3).
 TcTile tc_tile_of(const TileConfig& t, InnerMath m, bool tma = false);
 // The spec of a plan whose choose_math is `m` (throws an internal error when it is not), with
 // the operand orientations of its row and column accesses.

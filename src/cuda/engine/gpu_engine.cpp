@@ -18,6 +18,7 @@
 #include "cuda/codegen/tile_choice.h"
 #include "cuda/engine/launch_lists.h"
 #include "cuda/runtime.h"
+#include "cuda/stages/k_major_copy.h"
 
 namespace gamut::cuda {
 
@@ -198,11 +199,24 @@ std::shared_ptr<void> new_kernel_memo() { return std::make_shared<KernelMemo>();
 
 namespace {
 
+// k-major copies of f32 operands for tf32 wgmma, made before the kernel and again before each
+// timed repetition (their time is the query's).
+struct OperandCopies {
+  std::vector<KMajorSource> sources;
+  std::vector<DeviceBuffer> buffers;
+  void run() const {
+    for (size_t c = 0; c < sources.size(); ++c) k_major_copy(sources[c], buffers[c].get());
+  }
+};
+
 // The tensor maps of a TMA-fed kernel (CodegenOptions::tma) from the operands' words: the row
-// operand in boxes of tile.bm rows (or 64 columns), the column operand in tile.bn.
+// operand in boxes of tile.bm rows (or 64 columns), the column operand in tile.bn. tf32 /
+// tf32x3: wgmma reads f32 only k-major, so an operand that is not, or whose rows TMA cannot
+// address, is read from a k-major copy (`copies`); tf32's maps round to TF32 as boxes land.
 void encode_operand_maps(const Instance& inst, const MathChoice& m, const TileConfig& tile, const ArgLayout& L,
-                         std::vector<uint64_t>& w) {
+                         std::vector<uint64_t>& w, OperandCopies& copies) {
   const Plan& P = *inst.plan;
+  const bool f32 = wgmma_needs_tma(m.math);
   for (const bool row : {true, false}) {
     const int a = row ? m.row_access : m.col_access;
     const auto& s = L.access[size_t(a)];
@@ -215,6 +229,25 @@ void encode_operand_maps(const Instance& inst, const MathChoice& m, const TileCo
     t.k_extent = inst.red.end;
     t.k_contiguous = P.accesses[size_t(a)].pattern == (row ? Pattern::RowRed : Pattern::ColRed);
     t.box_p = row ? tile.bm : tile.bn;
+    if (f32) {
+      if (!t.k_contiguous || !tile_map_fits(t.ptr, t.ld, t.batch_stride, t.batch, 4)) {
+        KMajorSource src;
+        src.ptr = t.ptr;
+        src.p_stride = t.k_contiguous ? t.ld : 1;
+        src.k_stride = t.k_contiguous ? 1 : t.ld;
+        src.batch_stride = t.batch_stride;
+        src.p_extent = t.p_extent;
+        src.k_extent = t.k_extent;
+        src.batch = t.batch;
+        copies.buffers.emplace_back(k_major_bytes(src));
+        copies.sources.push_back(src);
+        t.ptr = ptr_word(copies.buffers.back());
+        t.ld = k_major_pitch(src);
+        t.batch_stride = t.p_extent * t.ld;
+        t.k_contiguous = true;
+      }
+      t.tf32 = m.math == InnerMath::Tf32;
+    }
     encode_tile_map(&w[size_t(row ? L.tma_a : L.tma_b)], row ? m.row_type : m.col_type, t);
   }
 }
@@ -298,7 +331,16 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   const int64_t list_rows = initial_list_rows(inst, tile, tiles);
   if (!(options.dense_output && P.lists.empty())) {
     const DeviceMemory free_mem = device_memory();
-    require_fits(gpu_device_memory(inst, list_rows), int64_t(free_mem.free), "device memory",
+    MemoryEstimate need = gpu_device_memory(inst, list_rows);
+    if (cgo.tma && wgmma_needs_tma(cgo.tensor_math))  // (at most: both operands copied)
+      for (const int64_t p : {inst.row.end, inst.col.end}) {
+        KMajorSource s;
+        s.p_extent = p;
+        s.k_extent = inst.red.end;
+        s.batch = P.batched ? batch : 1;
+        need.add("a k-major copy of an f32 operand", int64_t(k_major_bytes(s)));
+      }
+    require_fits(need, int64_t(free_mem.free), "device memory",
                  "free of " + bytes_text(int64_t(free_mem.total)) + " on the device");
   }
 
@@ -377,7 +419,8 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
                        (ptr % 16 == 0 || ptr == 0);
   }
   for (const auto& p : L.params) w[size_t(p.slot)] = param_word(inst.params[size_t(p.param)], p.type);
-  if (cgo.tma) encode_operand_maps(inst, choice.math, tile, L, w);
+  OperandCopies copies;
+  if (cgo.tma && tiles * batch > 0) encode_operand_maps(inst, choice.math, tile, L, w, copies);
 
   // Grouped joins: the mainloop's tile operands gathered into key order (positions from 0), the
   // position -> index maps and the tile table.
@@ -463,11 +506,13 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     lists.fill_args(L, w);
     if (blocks > 0 && options.asynchronous) {  // in stream order, nothing waits
       void* args[] = {w.data()};
+      copies.run();
       kernel.launch(unsigned(blocks), 1, 1, unsigned(info.threads), 1, 1, info.smem_bytes, args);
     } else if (blocks > 0) {
       void* args[] = {w.data()};
       EventTimer timer;
       timer.start();
+      copies.run();
       kernel.launch(unsigned(blocks), 1, 1, unsigned(info.threads), 1, 1, info.smem_bytes, args);
       ms += timer.stop_ms();
       synchronize();
@@ -491,8 +536,9 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
       void* args[] = {w.data()};
       EventTimer timer;
       timer.start();
+      copies.run();
       kernel.launch(unsigned(blocks), 1, 1, unsigned(info.threads), 1, 1, info.smem_bytes, args);
-      const double tk = timer.stop_ms();  // the kernel alone (this waits for it)
+      const double tk = timer.stop_ms();  // the kernel (and operand copies) alone (this waits for it)
       timer.start();
       lists.finalize_on_device();
       const double t = tk + timer.stop_ms();

@@ -35,7 +35,8 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
 void encode_tile_map(void* out, DType type, const TileMapShape& s) {
   detail::require_device();
   const int e = int(dtype_size(type));
-  if ((type != DType::BF16 && type != DType::F16) || !tile_map_fits(s.ptr, s.ld, s.batch_stride, s.batch, e))
+  if ((type != DType::BF16 && type != DType::F16 && type != DType::F32) || (s.tf32 && type != DType::F32) ||
+      (type == DType::F32 && !s.k_contiguous) || !tile_map_fits(s.ptr, s.ld, s.batch_stride, s.batch, e))
     throw_device_error("internal error: a tensor map for an operand TMA cannot read");
   PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
   if (!fn) throw_device_error("the driver has no cuTensorMapEncodeTiled (TMA needs CUDA 12 drivers)");
@@ -47,10 +48,13 @@ void encode_tile_map(void* out, DType type, const TileMapShape& s) {
   // (A single batch instance still needs a valid stride: the whole matrix.)
   const int64_t bstride = batch > 1 ? s.batch_stride : s.ld * int64_t(dims[1]);
   cuuint64_t strides[2] = {cuuint64_t(s.ld * e), cuuint64_t(bstride * e)};
-  cuuint32_t box[3] = {64u, cuuint32_t(s.k_contiguous ? s.box_p : 64), 1u};
+  // Boxes of one 128-byte swizzle row along the contiguous axis: 64 16-bit or 32 f32 elements.
+  cuuint32_t box[3] = {cuuint32_t(128 / e), cuuint32_t(s.k_contiguous ? s.box_p : 64), 1u};
   cuuint32_t elem_strides[3] = {1u, 1u, 1u};
-  const CUtensorMapDataType dt =
-      type == DType::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const CUtensorMapDataType dt = type == DType::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                 : type == DType::F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                 : s.tf32             ? CU_TENSOR_MAP_DATA_TYPE_TFLOAT32
+                                                      : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
   const CUresult r = fn(static_cast<CUtensorMap*>(out), dt, 3, reinterpret_cast<void*>(s.ptr), dims, strides, box,
                         elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);

@@ -3,7 +3,8 @@
 // by warpgroups (4 warps) issuing asynchronous m64nNk16 products from shared memory.
 //
 // - f16 / bf16 operands, f32 accumulation, both orientations of each operand (wgmma reads 16-bit
-//   operands k-major or m/n-major through its transpose bits).
+//   operands k-major or m/n-major through its transpose bits). Its shapes, tiles and
+//   descriptors also serve the TMA form (gamut_tc_wgmma_tma.cuh) for tf32, k-major only.
 // - Shared tiles in the canonical 128-byte-swizzled layout (TcTile<..., 128>), filled by cp.async
 //   from every thread (zero-fill at the edges, as the mma.sync mainloop), STAGES slices: slices
 //   t+1 .. t+STAGES-2 are in flight while warpgroups run slice t's products, one wgmma group in
@@ -29,19 +30,13 @@ GM_DEV u64 wgmma_desc(unsigned saddr, unsigned lbo_bytes, unsigned sbo_bytes) {
          (u64((sbo_bytes >> 4) & 0x3fffu) << 32) | (u64(1) << 62);
 }
 
-template <class T>
-struct IsBF16 {
-  static constexpr bool value = false;
-};
-template <>
-struct IsBF16<bf16> {
-  static constexpr bool value = true;
-};
-
-template <int BM_, int BN_, int STAGES_>
+// ES: bytes per operand element, 2 (f16 / bf16) or 4 (f32 read as tf32); a k-slice is one
+// 128-byte swizzle row whatever the type (BK 64 or 32), and a k-step 32 bytes of it.
+template <int BM_, int BN_, int STAGES_, int ES_ = 2>
 struct WgShape {
-  static constexpr int BM = BM_, BN = BN_, STAGES = STAGES_;
-  static constexpr int BK = 64;                         // 16-bit elements: one 128-byte swizzle row
+  static constexpr int BM = BM_, BN = BN_, STAGES = STAGES_, ES = ES_;
+  static constexpr int BK = 128 / ES;
+  static_assert(ES == 2 || ES == 4, "16-bit or f32 operands");
   static constexpr int WARPGROUPS = BM / 64;
   static constexpr int THREADS = 128 * WARPGROUPS;
   static_assert(BM == 64 || BM == 128, "one or two warpgroups of m64");
@@ -65,8 +60,9 @@ template <class Math, class Shape, bool A_KC, bool B_KC>
 struct WgmmaMainloop {
   typedef typename Math::Acc Acc;
   typedef WgmmaAccMap<Shape> Map;
-  static_assert(Math::kK == 16, "wgmma mainloop: f16 / bf16 operands");
-  static constexpr bool kBF16 = IsBF16<typename Math::A>::value;
+  typedef typename Math::A Operand;   // picks the instruction (wgmma_f32)
+  static_assert(Math::kK * int(sizeof(Operand)) == 32 && int(sizeof(Operand)) == Shape::ES,
+                "wgmma mainloop: f16 / bf16 (k16) or tf32 (k8) operands of the shape's size");
   static constexpr int BK = Shape::BK, STAGES = Shape::STAGES, BN = Shape::BN;
   static constexpr int kAcc = BN / 2;
   typedef TcTile<typename Math::A, Shape::BM, BK, Shape::THREADS, A_KC, 128> ATile;
@@ -74,7 +70,7 @@ struct WgmmaMainloop {
   static constexpr int STAGE_BYTES = ATile::BYTES + BTile::BYTES;   // multiples of 1024
   static_assert(ATile::BYTES % 1024 == 0 && BTile::BYTES % 1024 == 0, "swizzle atoms stay 1024-byte aligned");
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024;    // + alignment of the first stage
-  static constexpr int KSTEPS = BK / 16;
+  static constexpr int KSTEPS = BK / Math::kK;                     // 4 k-steps of 32 bytes
 
   // Descriptors of k-step ks of a stage: k contiguous: the step's 32 bytes within each 128-byte
   // row; p contiguous: the step's 16 k-rows (2 swizzle atoms of 8 rows).
@@ -86,6 +82,7 @@ struct WgmmaMainloop {
 
   static GM_DEV void run(Acc (&acc)[kAcc], void* smem, const TcOperand& a, const TcOperand& b, int k_begin,
                          int k_end) {
+    static_assert(sizeof(Operand) == 2, "the cp.async form takes 16-bit operands (tf32 comes by TMA)");
     ATile ta;
     BTile tb;
     ta.init(a);
@@ -124,7 +121,7 @@ struct WgmmaMainloop {
       wgmma_fence();
 #pragma unroll
       for (int ks = 0; ks < KSTEPS; ++ks)
-        wgmma_f32<BN, kBF16, A_KC ? 0 : 1, B_KC ? 0 : 1>(acc, desc<ATile, A_KC>(stage, wg, ks),
+        wgmma_f32<BN, Operand, A_KC ? 0 : 1, B_KC ? 0 : 1>(acc, desc<ATile, A_KC>(stage, wg, ks),
                                                           desc<BTile, B_KC>(stage + ATile::BYTES, 0, ks));
       wgmma_commit();
       wgmma_wait<1>();          // slice t-1's products are done; slice t's may run on

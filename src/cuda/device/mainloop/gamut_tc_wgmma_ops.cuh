@@ -1,6 +1,6 @@
 // wgmma (sm_90a warpgroup matrix multiply-accumulate) for the wgmma mainloop
-// (gamut_tc_wgmma.cuh): shared-memory matrix descriptors, the instruction for f16 / bf16 at
-// N = 128 and 256, and its fences. Hand-written for the same reason as gamut_tc_mma.cuh: CuTe's
+// (gamut_tc_wgmma.cuh): shared-memory matrix descriptors, the instruction for f16 / bf16 (k16)
+// and tf32 (k8) at N = 128 and 256, and its fences. Hand-written for the same reason as gamut_tc_mma.cuh: CuTe's
 // wgmma atoms and layouts cost seconds of NVRTC time (docs/tensor-cores.md).
 #pragma once
 #include "gamut_math.cuh"
@@ -20,15 +20,16 @@ GM_DEV void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 
-// m64n128k16: 64 f32 accumulators per thread.
-#define GM_WGMMA_N128(TYPE) \
+// m64n128kK: 64 f32 accumulators per thread. SHAPE_TYPE: "k16.f32.bf16.bf16" and the like;
+// TAIL: the transpose immediates (16-bit operands only; tf32 reads both operands k-major).
+#define GM_WGMMA_N128(SHAPE_TYPE, TAIL) \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n" \
-               "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE " {" \
+               "wgmma.mma_async.sync.aligned.m64n128" SHAPE_TYPE " {" \
                "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
                "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
                "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
                "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63" \
-               "}, %64, %65, p, 1, 1, %67, %68;\n}\n" \
+               "}, %64, %65, p, 1, 1" TAIL ";\n}\n" \
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
                  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
                  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
@@ -39,10 +40,10 @@ GM_DEV void wgmma_wait() {
                  "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]) \
                : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TNSP_A), "n"(TNSP_B))
 
-// m64n256k16: 128 f32 accumulators per thread.
-#define GM_WGMMA_N256(TYPE) \
+// m64n256kK: 128 f32 accumulators per thread.
+#define GM_WGMMA_N256(SHAPE_TYPE, TAIL) \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n" \
-               "wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPE "." TYPE " {" \
+               "wgmma.mma_async.sync.aligned.m64n256" SHAPE_TYPE " {" \
                "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
                "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
                "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
@@ -51,7 +52,7 @@ GM_DEV void wgmma_wait() {
                "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
                "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
                "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127" \
-               "}, %128, %129, p, 1, 1, %131, %132;\n}\n" \
+               "}, %128, %129, p, 1, 1" TAIL ";\n}\n" \
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
                  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
                  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
@@ -70,17 +71,32 @@ GM_DEV void wgmma_wait() {
                  "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127]) \
                : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TNSP_A), "n"(TNSP_B))
 
-// d (N/2 f32 per thread) += A (64 x 16, descriptor a) * B (16 x N, descriptor b). TNSP_A / TNSP_B:
-// 0 when the operand has k contiguous in shared memory, 1 when m / n is.
-template <int N, bool BF16, int TNSP_A, int TNSP_B>
+template <class T>
+struct IsBF16 {
+  static constexpr bool value = false;
+};
+template <>
+struct IsBF16<bf16> {
+  static constexpr bool value = true;
+};
+
+// d (N/2 f32 per thread) += A (64 x K, descriptor a) * B (K x N, descriptor b); T, the operands'
+// storage type, picks the instruction: f16 / bf16 (K = 16), float (tf32, K = 8: the instruction
+// reads each element's 19 high bits). TNSP_A / TNSP_B: 0 when the operand has k contiguous in
+// shared memory, 1 when m / n is (16-bit operands only).
+template <int N, class T, int TNSP_A, int TNSP_B>
 GM_DEV void wgmma_f32(float (&d)[N / 2], u64 desc_a, u64 desc_b) {
   static_assert(N == 128 || N == 256, "wgmma N of 128 or 256");
+  constexpr bool kTf32 = sizeof(T) == 4, kBF16 = IsBF16<T>::value;
+  static_assert(!kTf32 || (TNSP_A == 0 && TNSP_B == 0), "tf32 wgmma reads both operands k-major");
   if constexpr (N == 128) {
-    if constexpr (BF16) GM_WGMMA_N128("bf16");
-    else GM_WGMMA_N128("f16");
+    if constexpr (kTf32) GM_WGMMA_N128("k8.f32.tf32.tf32", "");
+    else if constexpr (kBF16) GM_WGMMA_N128("k16.f32.bf16.bf16", ", %67, %68");
+    else GM_WGMMA_N128("k16.f32.f16.f16", ", %67, %68");
   } else {
-    if constexpr (BF16) GM_WGMMA_N256("bf16");
-    else GM_WGMMA_N256("f16");
+    if constexpr (kTf32) GM_WGMMA_N256("k8.f32.tf32.tf32", "");
+    else if constexpr (kBF16) GM_WGMMA_N256("k16.f32.bf16.bf16", ", %131, %132");
+    else GM_WGMMA_N256("k16.f32.f16.f16", ", %131, %132");
   }
 }
 #undef GM_WGMMA_N128

@@ -13,6 +13,14 @@
 // TcOperand, plus BLOCK_THREADS and producer(): after run() the kernel returns in the
 // producer's threads, and the output operators synchronize the consumers only
 // (gm::tile_sync<Shape::THREADS>, barrier 1), never with __syncthreads.
+//
+// f32 operands (tf32, tf32x3) are read k-major only (the host hands over k-major copies of
+// others, src/cuda/stages/k_major_copy.h). tf32: the tensor map's TFLOAT32 type rounds each
+// element to TF32 as it lands. tf32x3: the map copies f32 bits; once a slice has landed the
+// consumers split it in place, x -> big = tf32(x) in the stage and small = tf32(x - big) in the
+// stage's twin (same layout, after the stages), and each k-step issues small*big, big*small,
+// big*big (the small terms first, as the mma.sync form). The twin lives and dies with its
+// stage: written after full[s], read by the products that release empty[s].
 #pragma once
 #ifndef GM_TC_INSTRUCTIONS_PROVIDED
 #include "gamut_tma_ops.cuh"
@@ -38,20 +46,24 @@ struct WgmmaTmaMainloop {
   typedef typename Products::Map Map;
   typedef typename Products::ATile ATile;
   typedef typename Products::BTile BTile;
-  static constexpr bool kBF16 = Products::kBF16;
+  typedef typename Products::Operand Operand;
+  static constexpr bool kSplit = Math::kPasses == 3;   // tf32x3
   static constexpr int BK = Shape::BK, STAGES = Shape::STAGES, BN = Shape::BN, BM = Shape::BM;
   static constexpr int kAcc = Products::kAcc, KSTEPS = Products::KSTEPS;
   static constexpr int STAGE_BYTES = Products::STAGE_BYTES;
   static constexpr int THREADS = Shape::THREADS, BLOCK_THREADS = THREADS + 32;
   static constexpr int CONSUMER_WARPS = THREADS / 32;
-  // Stages (1024-byte aligned), then full[STAGES] and empty[STAGES] mbarriers of 8 bytes.
-  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024 + 128;
+  // Stages (1024-byte aligned), their tf32x3 twins, then full[STAGES] and empty[STAGES]
+  // mbarriers of 8 bytes.
+  static constexpr int SPLIT_BYTES = kSplit ? STAGES * STAGE_BYTES : 0;
+  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + SPLIT_BYTES + 1024 + 128;
+  static_assert(int(sizeof(Operand)) == 2 || (A_KC && B_KC), "f32 operands come k-major");
   static_assert(STAGES <= 8, "the barriers' 128 bytes hold 8 stages");
 
   static GM_DEV bool producer() { return int(threadIdx.x) >= THREADS; }
 
   // The boxes of one operand's slice at k0 into the stage tile at `dst`: k contiguous: one box
-  // of 64 k x P rows; else P / 64 boxes of 64 p x 64 k, 64 x 64 x 2 bytes apart.
+  // of BK k x P rows; else (16-bit) P / 64 boxes of 64 p x 64 k, 64 x 64 x 2 bytes apart.
   template <bool KC, int P>
   static GM_DEV void load(unsigned dst, const TmaOperand& op, int k0, unsigned bar) {
     if constexpr (KC) {
@@ -63,10 +75,24 @@ struct WgmmaTmaMainloop {
     }
   }
 
+  // tf32x3: the stage at shared address `stage` split in place (big) and into its twin (small),
+  // 16 bytes per thread and step; every consumer thread takes part.
+  static GM_DEV void split(void* smem, unsigned stage) {
+    unsigned char* base = static_cast<unsigned char*>(smem) + (stage - smem_addr(smem));
+#pragma unroll 4
+    for (int c = int(threadIdx.x); c < STAGE_BYTES / 16; c += THREADS) {
+      const uint4 x = *reinterpret_cast<const uint4*>(base + 16 * c);
+      unsigned v[4] = {x.x, x.y, x.z, x.w}, small[4];
+      split_tf32(v, small);
+      *reinterpret_cast<uint4*>(base + 16 * c) = make_uint4(v[0], v[1], v[2], v[3]);
+      *reinterpret_cast<uint4*>(base + SPLIT_BYTES + 16 * c) = make_uint4(small[0], small[1], small[2], small[3]);
+    }
+  }
+
   static GM_DEV void run(Acc (&acc)[kAcc], void* smem, const TmaOperand& a, const TmaOperand& b, int k_begin,
                          int k_end) {
     const unsigned s0 = (smem_addr(smem) + 1023u) & ~1023u;
-    const unsigned full0 = s0 + unsigned(STAGES * STAGE_BYTES), empty0 = full0 + 8u * STAGES;
+    const unsigned full0 = s0 + unsigned(STAGES * STAGE_BYTES + SPLIT_BYTES), empty0 = full0 + 8u * STAGES;
     const int nk = k_end > k_begin ? (k_end - k_begin + BK - 1) / BK : 0;
     if (threadIdx.x == 0) {
 #pragma unroll
@@ -103,13 +129,25 @@ struct WgmmaTmaMainloop {
     for (int t = 0; t < nk; ++t) {
       mbar_wait(full0 + 8u * unsigned(s), use & 1u);  // slice t has landed
       const unsigned stage = s0 + unsigned(s * STAGE_BYTES);
+      if constexpr (kSplit) {
+        split(smem, stage);
+        fence_proxy_async();     // the split is visible to wgmma ...
+        tile_sync<THREADS>();    // ... everybody's (both warpgroups read all of B)
+      }
       fence_registers(acc);
       wgmma_fence();
 #pragma unroll
-      for (int ks = 0; ks < KSTEPS; ++ks)
-        wgmma_f32<BN, kBF16, A_KC ? 0 : 1, B_KC ? 0 : 1>(
-            acc, Products::template desc<ATile, A_KC>(stage, wg, ks),
-            Products::template desc<BTile, B_KC>(stage + unsigned(ATile::BYTES), 0, ks));
+      for (int ks = 0; ks < KSTEPS; ++ks) {
+        const u64 da = Products::template desc<ATile, A_KC>(stage, wg, ks),
+                  db = Products::template desc<BTile, B_KC>(stage + unsigned(ATile::BYTES), 0, ks);
+        if constexpr (kSplit) {
+          const u64 sa = Products::template desc<ATile, A_KC>(stage + unsigned(SPLIT_BYTES), wg, ks),
+                    sb = Products::template desc<BTile, B_KC>(stage + unsigned(SPLIT_BYTES + ATile::BYTES), 0, ks);
+          wgmma_f32<BN, Operand, 0, 0>(acc, sa, db);
+          wgmma_f32<BN, Operand, 0, 0>(acc, da, sb);
+        }
+        wgmma_f32<BN, Operand, A_KC ? 0 : 1, B_KC ? 0 : 1>(acc, da, db);
+      }
       wgmma_commit();
       wgmma_wait<1>();  // slice t-1's products are done: its stage may be refilled
       fence_registers(acc);

@@ -58,4 +58,14 @@ struct GatherArgs {
   unsigned long long dst, src, idx, m;
 };
 
+// K-major copy (gamut_k_major_copy.cuh): dst[b, p, k] = src at b * batch_stride + p * p_stride
+// + k * k_stride, 4-byte elements, for the tf32 wgmma mainloop, which reads f32 operands only
+// with k contiguous (src/cuda/stages/k_major_copy.h).
+struct KMajorCopyArgs {
+  unsigned long long src, dst;
+  long long p_stride, k_stride, batch_stride;  // elements of src
+  long long p_extent, k_extent, batch;
+  long long dst_pitch;                         // elements between rows p of dst
+};
+
 }  // namespace gm
