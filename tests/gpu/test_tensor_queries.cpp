@@ -189,3 +189,76 @@ TEST(GpuTensorQueries, Bf16RandomWithinBound) {
   // f32 sums of 515 exact products in two orders: a few ulps of the largest partial sums.
   EXPECT_LE(worst, 1e-4 * scale) << "max |gpu - cpu| " << worst << " of max |cpu| " << scale;
 }
+
+// f32 under tf32 / tf32x3 on random data (on sm_90a: wgmma fed by TMA, R[k, j] read through its
+// k-major copy): within the documented bounds of the f64 sum (docs/tensor-cores.md: tf32 1.1e-3,
+// tf32x3 1e-5 of sum |x y|). And tf32 rounds each operand to nearest like PyTorch's
+// allow_tf32: P = 1 + 3 * 2^-12 becomes 1 + 2^-10 (toward zero it would be 1), so with
+// small-integer R every result is exactly (1 + 2^-10) sum_k R[k, j].
+TEST(GpuTensorQueries, F32MathsRandomAndRounding) {
+  SKIP_WITHOUT_GPU();
+  const tq::TcQuery& q = tq::operator_queries()[0];  // project, P[i, k] x R[k, j]
+  const tq::Sizes s{300, 257, 515};
+  for (const tq::TcMath& m : tq::maths()) {
+    if (m.type != DType::F32) continue;
+    SCOPED_TRACE(m.name);
+    Bindings b = tq::bindings(q, m, s);
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    for (const char* name : {"P", "R"}) {
+      NDArray& a = b.arrays[name];
+      for (int64_t e = 0; e < a.size(); ++e) tq::put(a, e, u(rng));
+    }
+    const NDArray P = b.arrays["P"], R = b.arrays["R"];
+    auto p = prepare(Source{"q.mmlt", q.text}, std::move(b), false);
+    cuda::GpuRunOptions o;
+    o.f32_math = m.f32_math;
+    cuda::GpuRunStats st;
+    const Results gpu = cuda::run_gpu(p->instance, o, &st);
+    if (cuda::tensor_isa(cuda::device().cc_major, cuda::device().cc_minor) == cuda::TensorIsa::Wgmma)
+      EXPECT_NE(st.tile.find("wgmma"), std::string::npos) << st.tile;
+    double worst = 0;
+    int64_t nonzero = 0;
+    for (int64_t i = 0; i < s.m; ++i)
+      for (int64_t j = 0; j < s.n; ++j) {
+        double ref = 0, mag = 0;
+        for (int64_t k = 0; k < s.k; ++k) {
+          const double x = P.get_f64(i * s.k + k) * R.get_f64(k * s.n + j);
+          ref += x;
+          mag += std::abs(x);
+        }
+        const double got = gpu.dense[0].get_f64(i * s.n + j);
+        worst = std::max(worst, std::abs(got - ref) / mag);
+        nonzero += got != 0;
+      }
+    EXPECT_GT(nonzero, s.m * s.n / 2);
+    EXPECT_LE(worst, m.math == InnerMath::Tf32 ? 1.1e-3 : 1e-5) << "worst |gpu - f64| / sum |x y|";
+    std::printf("[ f32 math ] %s: worst error %.3g of sum |x y| (%s)\n", m.name, worst, st.tile.c_str());
+  }
+  // The rounding mode of tf32.
+  const tq::TcMath* tf32 = nullptr;
+  for (const tq::TcMath& m : tq::maths())
+    if (m.math == InnerMath::Tf32) tf32 = &m;
+  ASSERT_TRUE(tf32);
+  Bindings b = tq::bindings(q, *tf32, s);
+  NDArray& P = b.arrays["P"];
+  for (int64_t e = 0; e < P.size(); ++e) tq::put(P, e, 1.0f + 3.0f / 4096.0f);
+  const NDArray R = b.arrays["R"];  // small integers
+  auto p = prepare(Source{"q.mmlt", q.text}, std::move(b), false);
+  cuda::GpuRunOptions o;
+  o.f32_math = F32Math::Tf32;
+  const Results gpu = cuda::run_gpu(p->instance, o, nullptr);
+  int64_t wrong = 0, nonzero = 0;
+  for (int64_t j = 0; j < s.n; ++j) {
+    double col = 0;
+    for (int64_t k = 0; k < s.k; ++k) col += R.get_f64(k * s.n + j);
+    const double want = (1.0 + 1.0 / 1024.0) * col;
+    for (int64_t i = 0; i < s.m; ++i) {
+      const double got = gpu.dense[0].get_f64(i * s.n + j);
+      wrong += got != want;
+      nonzero += got != 0;
+    }
+  }
+  EXPECT_EQ(wrong, 0) << "tf32 operands not rounded to nearest";
+  EXPECT_GT(nonzero, 0);
+}
