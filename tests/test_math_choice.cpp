@@ -205,8 +205,8 @@ TEST(MathChoice, ExecutedMathIsWhatTheGeneratorEmits) {
   }
   Plan f = text(q, {{{"A", DType::F32}, {"B", DType::F32}}});
   EXPECT_EQ(explain_math(f, F32Math::Ieee), "math: ieee on the simt mainloop (f32 inputs under f32_math ieee)\n");
-  EXPECT_EQ(explain_math(f, F32Math::Tf32), "math: tf32 on the mma.sync mainloop\n");
-  EXPECT_EQ(explain_math(f, F32Math::Tf32x3), "math: tf32x3 on the mma.sync mainloop\n");
+  EXPECT_EQ(explain_math(f, F32Math::Tf32), "math: tf32 on the wgmma mainloop\n");
+  EXPECT_EQ(explain_math(f, F32Math::Tf32x3), "math: tf32x3 on the wgmma mainloop\n");
   Plan maxplus = text("where (i, j) { s = 0; reduce (k) { s max= A[i, k] + B[k, j]; } C[i, j] = s; }",
                       {{{"A", DType::BF16}, {"B", DType::BF16}}});
   EXPECT_EQ(executed_math(maxplus, F32Math::Tf32).mainloop_name(), "simt");

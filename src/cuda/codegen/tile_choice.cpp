@@ -248,14 +248,14 @@ KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_b
   const MathChoice& math = k.math;
   if (isa != TensorIsa::None && math.tensor_cores() && !forced && !k.options.packed16 && !k.options.grouped_join) {
     // (tf32 wgmma's boxes start at k_begin: TMA needs that on 16 bytes.)
-    const bool wgmma = isa == TensorIsa::Wgmma && math.wgmma &&
-                       (!wgmma_needs_tma(math.math) || (inst.red.begin * 4) % 16 == 0);
+    const bool wgmma =
+        isa == TensorIsa::Wgmma && math.wgmma && (!wgmma_needs_tma(math.math) || (inst.red.begin * 4) % 16 == 0);
     k.tile = tc_kernel_tile(math.math, wgmma, rows, cols, batch, sm_count);
     k.options.tensor_math = math.math;
     // TMA feeds wgmma where it can address both operands (else cp.async from every thread);
     // tf32 wgmma always (the engine makes k-major copies where TMA cannot read the operands).
-    k.options.tma = wgmma && tc_tile_of(k.tile, math.math).wgmma &&
-                    (wgmma_needs_tma(math.math) || tma_operands_fit(inst, math));
+    k.options.tma =
+        wgmma && tc_tile_of(k.tile, math.math).wgmma && (wgmma_needs_tma(math.math) || tma_operands_fit(inst, math));
   }
   return k;
 }

@@ -65,7 +65,7 @@ struct KMajorCopyArgs {
   unsigned long long src, dst;
   long long p_stride, k_stride, batch_stride;  // elements of src
   long long p_extent, k_extent, batch;
-  long long dst_pitch;                         // elements between rows p of dst
+  long long dst_pitch;  // elements between rows p of dst
 };
 
 }  // namespace gm
