@@ -89,6 +89,50 @@ struct WgmmaTmaMainloop {
     }
   }
 
+  // tf32x3's consumers. The tensor cores add products into the accumulators rounding toward
+  // zero: summed over all of K, tf32x3's error grew with K to 20x SGEMM's at K = 16384 (H200,
+  // bench/NOTES.md, session 8). So each slice's products go into a zeroed partial, added to acc
+  // with f32 adds (to nearest). The split of slice t+1 runs while slice t's products are in
+  // flight (a different stage and twin); a consumer barrier then makes it everybody's.
+  static GM_DEV void consume_split(Acc (&acc)[kAcc], void* smem, unsigned s0, unsigned full0, unsigned empty0,
+                                   int nk) {
+    const int wg = int(threadIdx.x / 128);
+    Acc part[kAcc];
+    auto land = [&](int t) {  // slice t has landed, is split, and is visible to wgmma
+      mbar_wait(full0 + 8u * unsigned(t % STAGES), unsigned(t / STAGES) & 1u);
+      split(smem, s0 + unsigned((t % STAGES) * STAGE_BYTES));
+      fence_proxy_async();
+    };
+    if (nk > 0) land(0);
+    tile_sync<THREADS>();
+#pragma unroll 1
+    for (int t = 0; t < nk; ++t) {
+      const unsigned stage = s0 + unsigned((t % STAGES) * STAGE_BYTES);
+#pragma unroll
+      for (int e = 0; e < kAcc; ++e) part[e] = 0;
+      fence_registers(part);
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < KSTEPS; ++ks) {
+        const u64 da = Products::template desc<ATile, true>(stage, wg, ks),
+                  db = Products::template desc<BTile, true>(stage + unsigned(ATile::BYTES), 0, ks),
+                  sa = Products::template desc<ATile, true>(stage + unsigned(SPLIT_BYTES), wg, ks),
+                  sb = Products::template desc<BTile, true>(stage + unsigned(SPLIT_BYTES + ATile::BYTES), 0, ks);
+        wgmma_f32<BN, Operand, 0, 0>(part, sa, db);  // small terms first
+        wgmma_f32<BN, Operand, 0, 0>(part, da, sb);
+        wgmma_f32<BN, Operand, 0, 0>(part, da, db);
+      }
+      wgmma_commit();
+      if (t + 1 < nk) land(t + 1);
+      wgmma_wait<0>();
+      fence_registers(part);
+#pragma unroll
+      for (int e = 0; e < kAcc; ++e) acc[e] += part[e];
+      if (threadIdx.x % 32 == 0) mbar_arrive(empty0 + 8u * unsigned(t % STAGES));  // slice t's products are done
+      tile_sync<THREADS>();  // slice t+1's split is everybody's
+    }
+  }
+
   static GM_DEV void run(Acc (&acc)[kAcc], void* smem, const TmaOperand& a, const TmaOperand& b, int k_begin,
                          int k_end) {
     const unsigned s0 = (smem_addr(smem) + 1023u) & ~1023u;
@@ -122,6 +166,11 @@ struct WgmmaTmaMainloop {
       }
       return;
     }
+    if constexpr (kSplit) {
+      consume_split(acc, smem, s0, full0, empty0, nk);
+      tile_sync<THREADS>();  // every consumer's products are done: the stages may be reused
+      return;
+    }
     const int wg = int(threadIdx.x / 128);
     int s = 0, prev = STAGES - 1;
     unsigned use = 0;
@@ -129,25 +178,13 @@ struct WgmmaTmaMainloop {
     for (int t = 0; t < nk; ++t) {
       mbar_wait(full0 + 8u * unsigned(s), use & 1u);  // slice t has landed
       const unsigned stage = s0 + unsigned(s * STAGE_BYTES);
-      if constexpr (kSplit) {
-        split(smem, stage);
-        fence_proxy_async();     // the split is visible to wgmma ...
-        tile_sync<THREADS>();    // ... everybody's (both warpgroups read all of B)
-      }
       fence_registers(acc);
       wgmma_fence();
 #pragma unroll
-      for (int ks = 0; ks < KSTEPS; ++ks) {
-        const u64 da = Products::template desc<ATile, A_KC>(stage, wg, ks),
-                  db = Products::template desc<BTile, B_KC>(stage + unsigned(ATile::BYTES), 0, ks);
-        if constexpr (kSplit) {
-          const u64 sa = Products::template desc<ATile, A_KC>(stage + unsigned(SPLIT_BYTES), wg, ks),
-                    sb = Products::template desc<BTile, B_KC>(stage + unsigned(SPLIT_BYTES + ATile::BYTES), 0, ks);
-          wgmma_f32<BN, Operand, 0, 0>(acc, sa, db);
-          wgmma_f32<BN, Operand, 0, 0>(acc, da, sb);
-        }
-        wgmma_f32<BN, Operand, A_KC ? 0 : 1, B_KC ? 0 : 1>(acc, da, db);
-      }
+      for (int ks = 0; ks < KSTEPS; ++ks)
+        wgmma_f32<BN, Operand, A_KC ? 0 : 1, B_KC ? 0 : 1>(
+            acc, Products::template desc<ATile, A_KC>(stage, wg, ks),
+            Products::template desc<BTile, B_KC>(stage + unsigned(ATile::BYTES), 0, ks));
       wgmma_commit();
       wgmma_wait<1>();  // slice t-1's products are done: its stage may be refilled
       fence_registers(acc);
