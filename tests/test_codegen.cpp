@@ -120,8 +120,11 @@ TEST(Codegen, OutputIteratorsChosenPerOutput) {
   const std::string tr = generate_source(tp::product(DType::F16, DType::BF16, Pattern::RedRow, Pattern::ColRed, true),
                                          parse_tile("64x64x8/4x4"));
   EXPECT_EQ(tr.find("store_run"), std::string::npos);   // C[j,i]: scalar stores
-  EXPECT_NE(tr.find("gm::TileLoader<gm::f16, float"), std::string::npos);
-  EXPECT_NE(tr.find("gm::TileLoader<gm::bf16, float"), std::string::npos);
+  // 16-bit operands: raw copies staged in shared memory and widened there, in both orientations.
+  EXPECT_NE(tr.find("gm::StagedTileLoader<gm::f16, float, Shape::BM, Shape::BK, Shape::THREADS, false>"),
+            std::string::npos);
+  EXPECT_NE(tr.find("gm::StagedTileLoader<gm::bf16, float, Shape::BN, Shape::BK, Shape::THREADS, true>"),
+            std::string::npos);
   const std::string q4 = generate_source(tp::join_area(), parse_tile("64x64x8/4x4"));
   EXPECT_NE(q4.find("__syncthreads_or(any)"), std::string::npos);
 }

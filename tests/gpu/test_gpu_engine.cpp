@@ -212,6 +212,14 @@ TEST(GpuEngine, RangesNotStartingAtZero) {
   // Unaligned begins and leading dimensions: the scalar load paths; positions below begin keep 0.
   check(*make_case(tp::sgemm(), {3, 70}, {1, 98}, {2, 37}, 1, Data::Exact), Data::Exact, kOddTiles);
   check(*make_case(tp::sgemm(), {4, 260}, {8, 132}, {4, 68}, 1, Data::Exact), Data::Exact, kOddTiles);
+  // 1- and 2-byte operands (staged raw and widened in shared memory), both orientations each:
+  // unaligned begins take the element-by-element copies, aligned ones the whole-chunk copies.
+  for (const Plan& p : {tp::product(DType::F16, DType::BF16, Pattern::RedRow, Pattern::ColRed, true),
+                        tp::product(DType::I8, DType::U8, Pattern::RowRed, Pattern::RedCol)}) {
+    SCOPED_TRACE(print_plan(p));
+    check(*make_case(p, {3, 70}, {1, 98}, {2, 37}, 1, Data::Exact), Data::Exact, kOddTiles);
+    check(*make_case(p, {4, 260}, {8, 132}, {4, 68}, 1, Data::Exact), Data::Exact, kOddTiles);
+  }
 }
 
 TEST(GpuEngine, InputTypesAndOrientations) {
@@ -222,7 +230,8 @@ TEST(GpuEngine, InputTypesAndOrientations) {
                         tp::product(DType::I32, DType::I32, Pattern::RedRow, Pattern::RedCol, true)};
   for (const Plan& p : plans) {
     SCOPED_TRACE(print_plan(p));
-    check(*square_case(p, 77, 45, 37, Data::Exact), Data::Exact, {"32x32x8/4x4", "64x32x4/4x2"});
+    check(*square_case(p, 77, 45, 37, Data::Exact), Data::Exact,
+          {"32x32x8/4x4", "64x32x4/4x2", "16x64x16/1x4", "128x256x16/8x16"});
   }
 }
 

@@ -7,11 +7,11 @@ namespace gamut::cuda::cg {
 
 using std::to_string;
 
-KernelContext::KernelContext(const Plan& plan, const TileConfig& tile, bool tma_args)
+KernelContext::KernelContext(const Plan& plan, const TileConfig& tile, bool tma_args, bool packed16)
     : P(plan),
       T(tile),
       A(arg_layout(plan, tma_args)),
-      S(smem_plan(plan, tile)),
+      S(smem_plan(plan, tile, packed16)),
       inner_r(plan, Renderer::Ctx::Inner),
       outer_r(plan, Renderer::Ctx::Outer) {}
 

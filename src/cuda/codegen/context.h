@@ -52,7 +52,8 @@ struct KernelContext {
   std::unique_ptr<TileCoordinates> coords;
   AccumulatorMap map;  // set by the mainloop
 
-  KernelContext(const Plan& plan, const TileConfig& tile, bool tma_args = false);
+  // packed16: the SIMT mainloop steps on packed 16-bit lanes (its shared-memory plan differs).
+  KernelContext(const Plan& plan, const TileConfig& tile, bool tma_args = false, bool packed16 = false);
 
   // The kernel's read of argument word s (kernel_args.h): `a.NAME`.
   std::string arg(int s) const { return A.field(s); }

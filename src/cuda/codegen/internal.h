@@ -42,8 +42,13 @@ enum class InnerKind { RowTile, ColTile, RowVec, ColVec, RedVec, None };
 InnerKind inner_kind(Pattern p);
 bool k_contiguous(Pattern p);  // X[r,k] / X[c,k]: k is the contiguous dimension
 bool uses_cp_async(DType t);   // stored as its compute type: copied by cp.async
-// Whether tile operand `access` goes global -> shared by cp.async (else through registers).
-bool async_tile(const Plan& plan, int access);
+// How tile operand `access` goes global -> shared: through registers (gm::TileLoader), by
+// cp.async as it is (gm::AsyncTileLoader), or by cp.async into a staging ring of raw 1- and
+// 2-byte slices widened in shared memory (gm::StagedTileLoader). `packed16`: the kernel steps
+// on packed 16-bit lanes (CodegenOptions::packed16), whose p-contiguous i16 column operand
+// is copied as it is.
+enum class TileCopy { Registers, Async, Staged };
+TileCopy tile_copy(const Plan& plan, int access, bool packed16 = false);
 CType access_ctype(const Plan& plan, int access);
 DType access_dtype(const Plan& plan, int access);
 
@@ -60,6 +65,8 @@ bool output_uses_table(const Plan& plan, int d);
 struct SmemPlan {
   std::vector<long> inner_off;  // per access: byte offset of its kStages buffers, -1: none
   std::vector<size_t> inner_bytes;
+  std::vector<long> stage_off;  // per access: byte offset of its kStages staging slices, -1: none
+  std::vector<size_t> stage_bytes;
   size_t mainloop = 0;
   std::vector<long> table_off;  // per dense output: byte offset of its table, -1: none
   int table_slots = kTableSlots;
@@ -70,7 +77,7 @@ struct SmemPlan {
   size_t epilogue = 0;  // (the epilogue reuses the mainloop's space)
   size_t total() const { return mainloop > epilogue ? mainloop : epilogue; }
 };
-SmemPlan smem_plan(const Plan& plan, const TileConfig& tile);
+SmemPlan smem_plan(const Plan& plan, const TileConfig& tile, bool packed16 = false);
 
 // Indented source text.
 class Code {

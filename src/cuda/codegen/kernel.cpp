@@ -30,7 +30,7 @@ namespace {
 class KernelGenerator {
  public:
   KernelGenerator(const Plan& plan, const TileConfig& tile, const CodegenOptions& options)
-      : X(plan, tile, options.tma), options_(options) {
+      : X(plan, tile, options.tma, options.packed16), options_(options) {
     X.coords = make_tile_coordinates(plan, X.A, options.grouped_join);
     mainloop_ = options.tensor_cores() ? make_tensor_mainloop(X, options.tensor_math, options.tma)
                                        : make_simt_mainloop(X, options.packed16);

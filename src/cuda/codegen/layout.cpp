@@ -7,6 +7,7 @@
 #include "cuda/codegen/internal.h"
 #include "cuda/codegen/mainloop_tensor.h"
 #include "cuda/codegen/outputs/output_operator.h"
+#include "plan/semiring.h"
 
 namespace gamut::cuda {
 
@@ -35,11 +36,18 @@ bool k_contiguous(Pattern p) { return p == Pattern::RowRed || p == Pattern::ColR
 
 bool uses_cp_async(DType t) { return t == DType::F32 || t == DType::I32 || t == DType::I64 || t == DType::F64; }
 
-bool async_tile(const Plan& plan, int access) {
+TileCopy tile_copy(const Plan& plan, int access, bool packed16) {
+  const DType t = access_dtype(plan, access);
+  const bool kcontig = k_contiguous(plan.accesses[size_t(access)].pattern);
   // X[p, k] operands are transposed into shared memory: through registers that is one 16-byte
   // load and four stores per chunk, by cp.async four 4-byte copies, which measured 15% slower
   // on the f32 product (H200).
-  return uses_cp_async(access_dtype(plan, access)) && !k_contiguous(plan.accesses[size_t(access)].pattern);
+  if (uses_cp_async(t)) return kcontig ? TileCopy::Registers : TileCopy::Async;
+  // The packed steps keep the column operand as 16-bit values in shared memory (packed16.cpp).
+  if (packed16 && t == DType::I16 && !kcontig && access == semiring_form(plan).col_access) return TileCopy::Async;
+  // 1- and 2-byte types widened once per slice from raw copies (gm::StagedTileLoader); bool is
+  // held as a byte in shared memory too, so there is nothing to widen.
+  return t == DType::Bool ? TileCopy::Registers : TileCopy::Staged;
 }
 
 DType access_dtype(const Plan& plan, int access) {
@@ -107,12 +115,15 @@ bool output_uses_table(const Plan& plan, int d) {
   return !(row && col);
 }
 
-SmemPlan smem_plan(const Plan& plan, const TileConfig& t) {
+SmemPlan smem_plan(const Plan& plan, const TileConfig& t, bool packed16) {
   SmemPlan s;
   s.inner_off.assign(plan.accesses.size(), -1);
   s.inner_bytes.assign(plan.accesses.size(), 0);
+  s.stage_off.assign(plan.accesses.size(), -1);
+  s.stage_bytes.assign(plan.accesses.size(), 0);
   size_t off = 0;
-  for (int a : inner_accesses(plan)) {
+  const std::vector<int> inner = inner_accesses(plan);
+  for (int a : inner) {
     const Pattern p = plan.accesses[size_t(a)].pattern;
     const size_t pad = k_contiguous(p) ? 4 : 0;
     size_t elems = 0;
@@ -125,6 +136,16 @@ SmemPlan smem_plan(const Plan& plan, const TileConfig& t) {
     s.inner_off[size_t(a)] = long(off);
     s.inner_bytes[size_t(a)] = round16(size_t(kStages) * elems * ctype_bytes(access_ctype(plan, a)));
     off += s.inner_bytes[size_t(a)];
+  }
+  // The staging slices of staged tiles, (P, BK) raw elements each (gm::StagedTileLoader::SBUF).
+  for (int a : inner) {
+    const InnerKind k = inner_kind(plan.accesses[size_t(a)].pattern);
+    if ((k != InnerKind::RowTile && k != InnerKind::ColTile) || tile_copy(plan, a, packed16) != TileCopy::Staged)
+      continue;
+    const size_t elems = size_t(t.bk) * size_t(k == InnerKind::RowTile ? t.bm : t.bn);
+    s.stage_off[size_t(a)] = long(off);
+    s.stage_bytes[size_t(a)] = round16(size_t(kStages) * elems * dtype_size(access_dtype(plan, a)));
+    off += s.stage_bytes[size_t(a)];
   }
   s.mainloop = off;
   // The output operators' regions, after the mainloop's (whose space they reuse).
@@ -185,7 +206,7 @@ KernelInfo kernel_info(const Plan& plan, const TileConfig& tile, const CodegenOp
     k.smem_bytes = std::max(tc_smem_bytes(s), cg::smem_plan(plan, tile).epilogue);
     return k;
   }
-  k.smem_bytes = cg::smem_plan(plan, tile).total();
+  k.smem_bytes = cg::smem_plan(plan, tile, options.packed16).total();
   return k;
 }
 

@@ -48,8 +48,8 @@ class SimtStep {
   virtual ~SimtStep() = default;
   // Element type of access a's shared buffers (compute type, or as stored for packed columns).
   virtual std::string smem_type(int a) const = 0;
-  // Whether access a goes global -> shared by cp.async (else widened through registers).
-  virtual bool async(int a) const = 0;
+  // How access a (a tile operand) goes global -> shared (internal.h, tile_copy).
+  virtual TileCopy copy(int a) const = 0;
   // Extra template arguments of access a's tile loader ("" or ", true": values in both halves).
   virtual std::string loader_flags(int a) const = 0;
   // Stage members after the accumulators, and the body of Stage::step(buf, k, kk).

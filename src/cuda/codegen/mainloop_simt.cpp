@@ -22,7 +22,7 @@ class GenericStep final : public SimtStep {
  public:
   GenericStep(const Plan& plan, const std::vector<int>& inner) : P(plan), inner_acc(inner) {}
   std::string smem_type(int a) const override { return frag_cpp(access_ctype(P, a)); }
-  bool async(int a) const override { return async_tile(P, a); }
+  TileCopy copy(int a) const override { return tile_copy(P, a); }
   std::string loader_flags(int) const override { return ""; }
   void members(Code&) const override {}
   void step(Code& c) const override {
@@ -115,6 +115,14 @@ class SimtMainloop final : public Mainloop {
                to_string(X.S.inner_off[size_t(a)]) + ");");
         c.line("static_assert(" + to_string(kStages) + " * Stage::" + loader(a) + "::BUF * sizeof(" + ct +
                ") <= " + to_string(X.S.inner_bytes[size_t(a)]) + ", \"shared memory plan\");");
+      }
+    for (int a : inner_acc)
+      if (staged(a)) {
+        const std::string st = dtype_cpp(access_dtype(P, a));
+        c.line("st.sg" + to_string(a) + " = reinterpret_cast<" + st + "*>(smem + " +
+               to_string(X.S.stage_off[size_t(a)]) + ");");
+        c.line("static_assert(" + to_string(kStages) + " * Stage::" + loader(a) + "::SBUF * sizeof(" + st +
+               ") <= " + to_string(X.S.stage_bytes[size_t(a)]) + ", \"shared memory plan\");");
       }
     for (const auto& [p, t] : params_in(P, true))
       c.line("st.f." + Renderer::param_name(p, t) + " = " + Renderer::param_name(p, t) + ";");
@@ -232,15 +240,21 @@ class SimtMainloop final : public Mainloop {
         case InnerKind::RowTile:
         case InnerKind::ColTile: {
           const bool row = inner_kind(acc.pattern) == InnerKind::RowTile;
-          // Operands stored in their compute type go to shared memory by cp.async; the others
-          // are widened through registers.
-          c.line(std::string("typedef gm::") +
-                 (step_->async(a) ? "AsyncTileLoader<" + st : "TileLoader<" + st + ", " + ct) +
-                 (row ? ", Shape::BM" : ", Shape::BN") + ", Shape::BK, Shape::THREADS, " +
+          // Operands stored in their compute type go to shared memory by cp.async as they are, 1-
+          // and 2-byte ones by cp.async into staging slices widened in shared memory, the others
+          // (X[p, k] of 4- and 8-byte types, bool) through registers.
+          const TileCopy how = step_->copy(a);
+          const std::string kind = how == TileCopy::Async    ? "AsyncTileLoader<" + st
+                                   : how == TileCopy::Staged ? "StagedTileLoader<" + st + ", " + ct
+                                                             : "TileLoader<" + st + ", " + ct;
+          c.line("typedef gm::" + kind + (row ? ", Shape::BM" : ", Shape::BN") + ", Shape::BK, Shape::THREADS, " +
                  (k_contiguous(acc.pattern) ? "true" : "false") + step_->loader_flags(a) + "> " + loader(a) + ";  // " +
                  name);
           c.line(loader(a) + " ld" + to_string(a) + ";");
           c.line(ct + "* sm" + to_string(a) + ";  // (" + to_string(kStages) + ", BK, " + loader(a) + "::LDS)");
+          if (how == TileCopy::Staged)
+            c.line(st + "* sg" + to_string(a) + ";  // (" + to_string(kStages) + ", " + loader(a) +
+                   "::SBUF) raw slices, chunk order");
           break;
         }
         case InnerKind::RedVec:
@@ -260,15 +274,28 @@ class SimtMainloop final : public Mainloop {
       c.line(X.acc_type(int(n)) + " acc" + to_string(n) + "[Shape::TM][Shape::TN];  // " + P.accs[n].name);
     step_->members(c);
     c.line("__device__ __forceinline__ explicit Stage(int tid) : tmap(tid) {}");
-    std::string ld, stv;
+    std::string ld, stv, sg, wd;
     for (int a : inner_acc) {
       const InnerKind k = inner_kind(P.accesses[size_t(a)].pattern);
       if (k != InnerKind::RowTile && k != InnerKind::ColTile && k != InnerKind::RedVec) continue;
-      ld += " ld" + to_string(a) + ".load(sm" + to_string(a) + " + buf * " + loader(a) + "::BUF, k0, k_end);";
-      stv += " ld" + to_string(a) + ".store(sm" + to_string(a) + " + buf * " + loader(a) + "::BUF);";
+      const std::string n = to_string(a), tile = "sm" + n + " + buf * " + loader(a) + "::BUF";
+      if (staged(a)) {
+        const std::string raw = "sg" + n + " + buf * " + loader(a) + "::SBUF";
+        sg += " ld" + n + ".stage(" + raw + ", k0, k_end);";
+        wd += " ld" + n + ".widen(" + raw + ", " + tile + ");";
+        continue;
+      }
+      ld += " ld" + n + ".load(" + tile + ", k0, k_end);";
+      stv += " ld" + n + ".store(" + tile + ");";
     }
     c.line("__device__ __forceinline__ void load(int k0, int k_end, int buf) {" + ld + " }");
     c.line("__device__ __forceinline__ void store(int buf) {" + stv + " }");
+    if (!sg.empty()) {  // (gm::mainloop calls these only where kStaged is declared true)
+      c.line("// Staged tiles: raw copies of slice k0 into staging buffer buf; widening of it into tile buffer buf.");
+      c.line("static constexpr bool kStaged = true;");
+      c.line("__device__ __forceinline__ void stage(int k0, int k_end, int buf) {" + sg + " }");
+      c.line("__device__ __forceinline__ void widen(int buf) {" + wd + " }");
+    }
     c.line("// One k of a slice: fragments from shared buffer buf, the inner op on every (m, n).");
     c.open("__device__ __forceinline__ void step(int buf, int k, int kk)");
     step_->step(c);
@@ -292,6 +319,11 @@ class SimtMainloop final : public Mainloop {
     c.close();
     c.close();
     c.close(";");
+  }
+
+  bool staged(int a) const {
+    const InnerKind k = inner_kind(P.accesses[size_t(a)].pattern);
+    return (k == InnerKind::RowTile || k == InnerKind::ColTile) && step_->copy(a) == TileCopy::Staged;
   }
 
   KernelContext& X;

@@ -10,7 +10,7 @@
 // are never touched and the accumulator keeps its initial value.
 //
 // Layout: the row operand is stored in shared memory as 32-bit words holding the value in both
-// halves (made once by the loader, gm::TileLoader's DUP16, not once per use: a byte permute per
+// halves (made once by the loader, gm::widened's DUP16, not once per use: a byte permute per
 // row and k cost ~10% of the DPX issue); the column operand is kept as 16-bit values, so a
 // 32-bit fragment word is the pair of columns (2p, 2p + 1) of the thread's column run.
 #include <algorithm>
@@ -113,12 +113,10 @@ class Packed16Step final : public SimtStep {
   }
   // The column operand stays 16-bit in shared memory (a 32-bit word is a column pair).
   std::string smem_type(int a) const override { return a == col ? "short" : frag_cpp(access_ctype(P, a)); }
-  // The column operand is copied as it is, like a compute-type operand, when p is contiguous.
-  bool async(int a) const override {
-    return async_tile(P, a) ||
-           (a == col && access_dtype(P, a) == DType::I16 && !k_contiguous(P.accesses[size_t(a)].pattern));
-  }
-  // The row operand's loader writes each value into both 16-bit halves (gm::TileLoader's DUP16).
+  // The column operand is copied as it is, like a compute-type operand, when it is i16 and p is
+  // contiguous; the other operands are staged and widened (tile_copy).
+  TileCopy copy(int a) const override { return tile_copy(P, a, true); }
+  // The row operand's loader writes each value into both 16-bit halves (gm::widened's DUP16).
   std::string loader_flags(int a) const override { return a == row ? ", true" : ""; }
 
   void members(Code& c) const override {

@@ -123,7 +123,7 @@ int estimate_registers(const Plan& plan, const TileConfig& t) {
         // fragment, pointer and mask; register-staged operands also hold their next chunk
         regs += (row ? t.tm : t.tn) * w + 4;
         // (the compiler keeps one register per staged element)
-        if (!cg::async_tile(plan, a)) regs += per * std::max(storage, cg::kChunk) + 2;
+        if (cg::tile_copy(plan, a) == cg::TileCopy::Registers) regs += per * std::max(storage, cg::kChunk) + 2;
         break;
       }
       case cg::InnerKind::RowVec: regs += t.tm * w; break;

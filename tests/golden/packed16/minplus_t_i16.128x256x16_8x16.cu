@@ -41,12 +41,14 @@ struct Inner {
 
 // The plan's operands in the mainloop: staged tiles (shared memory), vectors (registers).
 struct Stage {
-  typedef gm::TileLoader<short, short, Shape::BN, Shape::BK, Shape::THREADS, true> L0;  // B[c,k]
+  typedef gm::StagedTileLoader<short, short, Shape::BN, Shape::BK, Shape::THREADS, true> L0;  // B[c,k]
   L0 ld0;
   short* sm0;  // (3, BK, L0::LDS)
-  typedef gm::TileLoader<short, int, Shape::BM, Shape::BK, Shape::THREADS, false, true> L1;  // A[k,r]
+  short* sg0;  // (3, L0::SBUF) raw slices, chunk order
+  typedef gm::StagedTileLoader<short, int, Shape::BM, Shape::BK, Shape::THREADS, false, true> L1;  // A[k,r]
   L1 ld1;
   int* sm1;  // (3, BK, L1::LDS)
+  short* sg1;  // (3, L1::SBUF) raw slices, chunk order
   gm::ThreadMap<Shape> tmap;
   int i0, j0;  // the block tile's first row and column
   Inner f;
@@ -60,8 +62,12 @@ struct Stage {
     return k_any ? gm::min_(int(7), lane) : int(7);
   }
   __device__ __forceinline__ explicit Stage(int tid) : tmap(tid) {}
-  __device__ __forceinline__ void load(int k0, int k_end, int buf) { ld0.load(sm0 + buf * L0::BUF, k0, k_end); ld1.load(sm1 + buf * L1::BUF, k0, k_end); }
-  __device__ __forceinline__ void store(int buf) { ld0.store(sm0 + buf * L0::BUF); ld1.store(sm1 + buf * L1::BUF); }
+  __device__ __forceinline__ void load(int k0, int k_end, int buf) { }
+  __device__ __forceinline__ void store(int buf) { }
+  // Staged tiles: raw copies of slice k0 into staging buffer buf; widening of it into tile buffer buf.
+  static constexpr bool kStaged = true;
+  __device__ __forceinline__ void stage(int k0, int k_end, int buf) { ld0.stage(sg0 + buf * L0::SBUF, k0, k_end); ld1.stage(sg1 + buf * L1::SBUF, k0, k_end); }
+  __device__ __forceinline__ void widen(int buf) { ld0.widen(sg0 + buf * L0::SBUF, sm0 + buf * L0::BUF); ld1.widen(sg1 + buf * L1::SBUF, sm1 + buf * L1::BUF); }
   // One k of a slice: fragments from shared buffer buf, the inner op on every (m, n).
   __device__ __forceinline__ void step(int buf, int k, int kk) {
     int x1[Shape::TM];  // (TM) row values, each in both 16-bit halves (the loader's DUP16)
@@ -88,7 +94,7 @@ struct Stage {
 
 }  // namespace
 
-// dynamic shared memory: 74496 bytes; estimated registers: 218
+// dynamic shared memory: 111360 bytes; estimated registers: 190
 extern "C" __global__ void __launch_bounds__(256, 1) gamut_main(const Args a) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int row_begin = gm::arg_i32(a.row_begin), row_end = gm::arg_i32(a.row_end);
@@ -110,6 +116,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) gamut_main(const Args a) {
   static_assert(3 * Stage::L0::BUF * sizeof(short) <= 49920, "shared memory plan");
   st.sm1 = reinterpret_cast<int*>(smem + 49920);
   static_assert(3 * Stage::L1::BUF * sizeof(int) <= 24576, "shared memory plan");
+  st.sg0 = reinterpret_cast<short*>(smem + 74496);
+  static_assert(3 * Stage::L0::SBUF * sizeof(short) <= 24576, "shared memory plan");
+  st.sg1 = reinterpret_cast<short*>(smem + 99072);
+  static_assert(3 * Stage::L1::SBUF * sizeof(short) <= 12288, "shared memory plan");
   st.f.b = b;
   st.ld0.init(reinterpret_cast<const short*>(a.x0_ptr) + gm::i64(b) * gm::arg_i64(a.x0_batch_stride), gm::arg_i32(a.x0_ld), st.j0, col_end, a.x0_vec4 != 0);
   st.ld1.init(reinterpret_cast<const short*>(a.x1_ptr) + gm::i64(b) * gm::arg_i64(a.x1_batch_stride), gm::arg_i32(a.x1_ld), st.i0, row_end, a.x1_vec4 != 0);

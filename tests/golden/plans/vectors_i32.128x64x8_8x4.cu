@@ -61,15 +61,17 @@ struct Inner {
 
 // The plan's operands in the mainloop: staged tiles (shared memory), vectors (registers).
 struct Stage {
-  typedef gm::TileLoader<short, int, Shape::BM, Shape::BK, Shape::THREADS, false> L0;  // A[k,r]
+  typedef gm::StagedTileLoader<short, int, Shape::BM, Shape::BK, Shape::THREADS, false> L0;  // A[k,r]
   L0 ld0;
   int* sm0;  // (3, BK, L0::LDS)
+  short* sg0;  // (3, L0::SBUF) raw slices, chunk order
   typedef gm::KVecLoader<unsigned char, int, Shape::BK> L1;  // w[k]
   L1 ld1;
   int* sm1;  // (3, BK)
-  typedef gm::TileLoader<signed char, int, Shape::BN, Shape::BK, Shape::THREADS, true> L2;  // B[c,k]
+  typedef gm::StagedTileLoader<signed char, int, Shape::BN, Shape::BK, Shape::THREADS, true> L2;  // B[c,k]
   L2 ld2;
   int* sm2;  // (3, BK, L2::LDS)
+  signed char* sg2;  // (3, L2::SBUF) raw slices, chunk order
   int rv3[Shape::TM];  // r[r], loaded once
   int cv4[Shape::TN];  // c[c], loaded once
   gm::ThreadMap<Shape> tmap;
@@ -77,8 +79,12 @@ struct Stage {
   Inner f;
   int acc0[Shape::TM][Shape::TN];  // acc
   __device__ __forceinline__ explicit Stage(int tid) : tmap(tid) {}
-  __device__ __forceinline__ void load(int k0, int k_end, int buf) { ld0.load(sm0 + buf * L0::BUF, k0, k_end); ld1.load(sm1 + buf * L1::BUF, k0, k_end); ld2.load(sm2 + buf * L2::BUF, k0, k_end); }
-  __device__ __forceinline__ void store(int buf) { ld0.store(sm0 + buf * L0::BUF); ld1.store(sm1 + buf * L1::BUF); ld2.store(sm2 + buf * L2::BUF); }
+  __device__ __forceinline__ void load(int k0, int k_end, int buf) { ld1.load(sm1 + buf * L1::BUF, k0, k_end); }
+  __device__ __forceinline__ void store(int buf) { ld1.store(sm1 + buf * L1::BUF); }
+  // Staged tiles: raw copies of slice k0 into staging buffer buf; widening of it into tile buffer buf.
+  static constexpr bool kStaged = true;
+  __device__ __forceinline__ void stage(int k0, int k_end, int buf) { ld0.stage(sg0 + buf * L0::SBUF, k0, k_end); ld2.stage(sg2 + buf * L2::SBUF, k0, k_end); }
+  __device__ __forceinline__ void widen(int buf) { ld0.widen(sg0 + buf * L0::SBUF, sm0 + buf * L0::BUF); ld2.widen(sg2 + buf * L2::SBUF, sm2 + buf * L2::BUF); }
   // One k of a slice: fragments from shared buffer buf, the inner op on every (m, n).
   __device__ __forceinline__ void step(int buf, int k, int kk) {
     int x0[Shape::TM];
@@ -106,7 +112,7 @@ struct Stage {
 
 }  // namespace
 
-// dynamic shared memory: 18912 bytes; estimated registers: 109
+// dynamic shared memory: 26592 bytes; estimated registers: 97
 extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int row_begin = gm::arg_i32(a.row_begin), row_end = gm::arg_i32(a.row_end);
@@ -134,6 +140,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   static_assert(3 * Stage::L1::BUF * sizeof(int) <= 96, "shared memory plan");
   st.sm2 = reinterpret_cast<int*>(smem + 12384);
   static_assert(3 * Stage::L2::BUF * sizeof(int) <= 6528, "shared memory plan");
+  st.sg0 = reinterpret_cast<short*>(smem + 18912);
+  static_assert(3 * Stage::L0::SBUF * sizeof(short) <= 6144, "shared memory plan");
+  st.sg2 = reinterpret_cast<signed char*>(smem + 25056);
+  static_assert(3 * Stage::L2::SBUF * sizeof(signed char) <= 1536, "shared memory plan");
   st.f.b = b;
   st.ld0.init(reinterpret_cast<const short*>(a.x0_ptr) + gm::i64(b) * gm::arg_i64(a.x0_batch_stride), gm::arg_i32(a.x0_ld), st.i0, row_end, a.x0_vec4 != 0);
   st.ld1.init(reinterpret_cast<const unsigned char*>(a.x1_ptr) + gm::i64(b) * gm::arg_i64(a.x1_batch_stride));

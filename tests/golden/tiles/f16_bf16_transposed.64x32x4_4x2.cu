@@ -41,19 +41,25 @@ struct Inner {
 
 // The plan's operands in the mainloop: staged tiles (shared memory), vectors (registers).
 struct Stage {
-  typedef gm::TileLoader<gm::f16, float, Shape::BM, Shape::BK, Shape::THREADS, false> L0;  // A[k,r]
+  typedef gm::StagedTileLoader<gm::f16, float, Shape::BM, Shape::BK, Shape::THREADS, false> L0;  // A[k,r]
   L0 ld0;
   float* sm0;  // (3, BK, L0::LDS)
-  typedef gm::TileLoader<gm::bf16, float, Shape::BN, Shape::BK, Shape::THREADS, true> L1;  // B[c,k]
+  gm::f16* sg0;  // (3, L0::SBUF) raw slices, chunk order
+  typedef gm::StagedTileLoader<gm::bf16, float, Shape::BN, Shape::BK, Shape::THREADS, true> L1;  // B[c,k]
   L1 ld1;
   float* sm1;  // (3, BK, L1::LDS)
+  gm::bf16* sg1;  // (3, L1::SBUF) raw slices, chunk order
   gm::ThreadMap<Shape> tmap;
   int i0, j0;  // the block tile's first row and column
   Inner f;
   float acc0[Shape::TM][Shape::TN];  // accum
   __device__ __forceinline__ explicit Stage(int tid) : tmap(tid) {}
-  __device__ __forceinline__ void load(int k0, int k_end, int buf) { ld0.load(sm0 + buf * L0::BUF, k0, k_end); ld1.load(sm1 + buf * L1::BUF, k0, k_end); }
-  __device__ __forceinline__ void store(int buf) { ld0.store(sm0 + buf * L0::BUF); ld1.store(sm1 + buf * L1::BUF); }
+  __device__ __forceinline__ void load(int k0, int k_end, int buf) { }
+  __device__ __forceinline__ void store(int buf) { }
+  // Staged tiles: raw copies of slice k0 into staging buffer buf; widening of it into tile buffer buf.
+  static constexpr bool kStaged = true;
+  __device__ __forceinline__ void stage(int k0, int k_end, int buf) { ld0.stage(sg0 + buf * L0::SBUF, k0, k_end); ld1.stage(sg1 + buf * L1::SBUF, k0, k_end); }
+  __device__ __forceinline__ void widen(int buf) { ld0.widen(sg0 + buf * L0::SBUF, sm0 + buf * L0::BUF); ld1.widen(sg1 + buf * L1::SBUF, sm1 + buf * L1::BUF); }
   // One k of a slice: fragments from shared buffer buf, the inner op on every (m, n).
   __device__ __forceinline__ void step(int buf, int k, int kk) {
     float x0[Shape::TM];
@@ -80,7 +86,7 @@ struct Stage {
 
 }  // namespace
 
-// dynamic shared memory: 4800 bytes; estimated registers: 64
+// dynamic shared memory: 7104 bytes; estimated registers: 52
 extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int row_begin = gm::arg_i32(a.row_begin), row_end = gm::arg_i32(a.row_end);
@@ -101,6 +107,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   static_assert(3 * Stage::L0::BUF * sizeof(float) <= 3072, "shared memory plan");
   st.sm1 = reinterpret_cast<float*>(smem + 3072);
   static_assert(3 * Stage::L1::BUF * sizeof(float) <= 1728, "shared memory plan");
+  st.sg0 = reinterpret_cast<gm::f16*>(smem + 4800);
+  static_assert(3 * Stage::L0::SBUF * sizeof(gm::f16) <= 1536, "shared memory plan");
+  st.sg1 = reinterpret_cast<gm::bf16*>(smem + 6336);
+  static_assert(3 * Stage::L1::SBUF * sizeof(gm::bf16) <= 768, "shared memory plan");
   st.f.b = b;
   st.ld0.init(reinterpret_cast<const gm::f16*>(a.x0_ptr) + gm::i64(b) * gm::arg_i64(a.x0_batch_stride), gm::arg_i32(a.x0_ld), st.i0, row_end, a.x0_vec4 != 0);
   st.ld1.init(reinterpret_cast<const gm::bf16*>(a.x1_ptr) + gm::i64(b) * gm::arg_i64(a.x1_batch_stride), gm::arg_i32(a.x1_ld), st.j0, col_end, a.x1_vec4 != 0);

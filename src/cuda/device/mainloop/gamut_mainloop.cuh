@@ -6,6 +6,7 @@
 // consecutive shared addresses: 128-bit LDS without bank conflicts.
 // The k loop is a pipeline of kStages (3) shared buffers: slice t+2 is fetched (cp.async, or
 // into registers and stored after the compute) while slice t is computed; one barrier per slice.
+// 1- and 2-byte operands are copied raw one slice further ahead and widened in shared memory.
 #pragma once
 #include "gamut_accumulator_map.cuh"
 #include "gamut_constants.cuh"
@@ -109,41 +110,75 @@ GM_DEV void tile_coords(int id, int tiles_m, int tiles_n, int& tile_m, int& tile
   tile_n = in_group / rows;
 }
 
+// Stage::kStaged where the Stage declares it (the generator declares it only with staged tiles).
+template <class S, class = void>
+struct StagedOf {
+  static constexpr bool value = false;
+};
+template <class S>
+struct StagedOf<S, decltype(void(S::kStaged))> {
+  static constexpr bool value = S::kStaged;
+};
+
 // The k loop, a 3-buffer pipeline with one barrier per slice. Stage provides
 //   load(k0, k_end, buf): start fetching slice k0 (cp.async into buffer buf, or into registers),
 //   store(buf): write register-staged operands of that slice into buffer buf,
 //   compute<GUARD>(buf, k0, krem): the inner op over the slice (with GUARD only its first krem
-//   k exist).
+//   k exist),
+//   and where kStaged is declared true (StagedOf), stage(k0, k_end, buf) / widen(buf): the staged operands
+//   (gm::StagedTileLoader): copy slice k0 raw into staging buffer buf / widen the slice in
+//   staging buffer buf into tile buffer buf.
 // Slice t+2 is fetched while slice t is computed; it goes to the buffer slice t-1 used, which
-// every thread has finished with at the barrier. k runs in increasing order in every thread,
-// which is what general `ACC = e` updates need. Ends with a barrier: shared memory is free
-// afterwards. (Measured: 4 or 5 buffers are no faster.)
+// every thread has finished with at the barrier. Staged operands run one slice ahead: slice t+3
+// is copied into the staging buffer of slice t (widened in the previous iteration), and slice t+1
+// is widened after slice t's compute (its copies were in the group waited for at the top, and
+// its tile buffer was last read by slice t-2), so their copies have two slices to land, as the
+// others' do, with no second barrier. k runs in increasing order in every thread, which is what
+// general `ACC = e` updates need. Ends with a barrier: shared memory is free afterwards.
+// (Measured: 4 or 5 buffers are no faster.)
 template <int BK, class Stage>
 GM_DEV void mainloop(Stage& st, int k_begin, int k_end) {
   static_assert(kStages == 3, "the pipeline is written for three buffers");
+  constexpr bool staged = StagedOf<Stage>::value;
   if (k_end <= k_begin) return;
   const int nk = (k_end - k_begin + BK - 1) / BK;
   st.load(k_begin, k_end, 0);
   st.store(0);
+  if constexpr (staged) {
+    st.stage(k_begin, k_end, 0);
+    if (nk > 1) st.stage(k_begin + BK, k_end, 1);
+  }
   cp_async_commit();
   if (nk > 1) {
     st.load(k_begin + BK, k_end, 1);
     st.store(1);
   }
+  if constexpr (staged)
+    if (nk > 2) st.stage(k_begin + 2 * BK, k_end, 2);
   cp_async_commit();
+  if constexpr (staged) {  // slice 0 widened before the loop; the loop's barrier publishes it
+    cp_async_wait<1>();
+    __syncthreads();
+    st.widen(0);
+  }
   int rb = 0, wb = 2;   // buffer read by this slice, written by the prefetch
 #pragma unroll 1
   for (int t = 0; t < nk; ++t) {
     const int k0 = k_begin + t * BK;
-    cp_async_wait<1>();  // slice t has landed (this thread's copies) ...
+    cp_async_wait<1>();  // slice t (staged operands: t+1) has landed (this thread's copies) ...
     __syncthreads();     // ... everybody's; and slice t-1's buffer is no longer read
     const bool pre = t + 2 < nk;
     if (pre) st.load(k0 + 2 * BK, k_end, wb);
+    if constexpr (staged)
+      if (t + 3 < nk) st.stage(k0 + 3 * BK, k_end, rb);
     cp_async_commit();   // possibly empty: keeps the group count in step
     if (k_end - k0 >= BK) st.template compute<false>(rb, k0, BK);
     else st.template compute<true>(rb, k0, k_end - k0);
     if (pre) st.store(wb);  // register-staged operands: the loads had a whole slice to land
-    rb = rb + 1 == kStages ? 0 : rb + 1;
+    const int nb = rb + 1 == kStages ? 0 : rb + 1;
+    if constexpr (staged)
+      if (t + 1 < nk) st.widen(nb);
+    rb = nb;
     wb = wb + 1 == kStages ? 0 : wb + 1;
   }
   cp_async_wait<0>();
