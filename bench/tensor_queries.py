@@ -11,7 +11,23 @@ Through the Python package on CUDA tensors (no copies either side), each timed w
               which materialises the M x N scores; and gamut's own product of the same operands
               (the issue's bound: a query at most 1.3x it), printed as "ours/prod"
 
-Also `explain`'s math and mainloop line, so a row that ran on SIMT says so.
+Also `explain`'s math and mainloop line, so a row that ran on SIMT says so; and, on a line
+below each row, device memory (the issue's "peak device memory = inputs + outputs + O(tiles)"),
+from one more, untimed call q.run(...) after the timing:
+
+  in        bytes of the tensors passed (index vectors included; scalars not)
+  out       bytes of the arrays returned (a list output: its columns)
+  own       stats["device_peak_bytes"]: the most device memory gamut itself held at once in the
+            call (list buffers, sort scratch, uploads; what it still held from earlier calls
+            included). Not in it: inputs read in place and dense outputs, which come from
+            PyTorch's caching allocator
+  torch     torch.cuda.max_memory_allocated() during the call above what was allocated before
+            it: what PyTorch allocated for gamut (the outputs, device copies of inputs)
+  peak/(in+out) = (in + torch + own) / (in + out): 1.00 is inputs + outputs and nothing else;
+            an upper bound of the call's peak (gamut's and PyTorch's peaks need not coincide)
+
+The timing and the columns above are unchanged; JSON rows carry in_bytes, out_bytes,
+gamut_device_peak_bytes, torch_alloc_peak_bytes, peak_over_in_out.
 
     python bench/tensor_queries.py [--n 16384] [--ks 256,1024] [--product-sizes 4096,8192] [--json out.json]
 """
@@ -36,6 +52,38 @@ KNN = ("where (i, j) { dot = 0; reduce (k) { dot += Q[i, k] * X[j, k]; } let dis
 
 def timed(fn, repeat):
     return cuda_time(fn, repeat, 2)[0]
+
+
+def tensor_bytes(x):
+    """Bytes of a tensor, of the tensors in a dict (a list output's columns, a result), else 0."""
+    if isinstance(x, dict):
+        return sum(tensor_bytes(v) for v in x.values())
+    if hasattr(x, "element_size") and hasattr(x, "numel"):
+        return x.numel() * x.element_size()
+    return 0
+
+
+def memory(q, bindings, **options):
+    """Device memory of one untimed call: the bytes in, out, gamut's own peak and PyTorch's."""
+    import torch
+
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_stats()
+    before = torch.cuda.memory_allocated()
+    out, st = q.run(bindings, **options)
+    torch.cuda.synchronize()
+    torch_peak = torch.cuda.max_memory_allocated() - before
+    in_b = sum(tensor_bytes(v) for v in bindings.values())
+    out_b = tensor_bytes(out)
+    own = int(st["device_peak_bytes"])
+    del out
+    return {"in_bytes": in_b, "out_bytes": out_b, "gamut_device_peak_bytes": own, "torch_alloc_peak_bytes": torch_peak,
+            "peak_over_in_out": (in_b + torch_peak + own) / max(1, in_b + out_b),
+            "stats_math": st["math"], "stats_mainloop": st["mainloop"]}
+
+
+def mb(b):
+    return f"{b / 1e6:.1f} MB"
 
 
 def math_line(q, **kw):
@@ -67,6 +115,10 @@ def main():
         prod_part = f"  ours/prod {extra['ours_over_product']:5.2f}" if "ours_over_product" in extra else ""
         print(f"{case:34s} gamut {gamut_ms:9.3f} ms  torch {torch_ms:9.3f} ms  torch/gamut {r['ratio']:6.2f}{prod_part}  [{math}]",
               flush=True)
+        if "in_bytes" in extra:
+            print(f"{'':34s} memory: in {mb(r['in_bytes'])}, out {mb(r['out_bytes'])}, gamut own "
+                  f"{mb(r['gamut_device_peak_bytes'])}, torch {mb(r['torch_alloc_peak_bytes'])};"
+                  f" peak/(in+out) {r['peak_over_in_out']:.3f}", flush=True)
 
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
     prod = gamut.compile(PRODUCT)
@@ -76,7 +128,7 @@ def main():
             B = torch.randn(n, n, device=dev, dtype=dt)
             g = timed(lambda: prod(A=A, B=B), a.repeat)
             t = timed(lambda: torch.matmul(A, B), a.repeat)
-            report(f"product {name} {n}^3", g, t, math_line(prod, A=A, B=B))
+            report(f"product {name} {n}^3", g, t, math_line(prod, A=A, B=B), **memory(prod, {"A": A, "B": B}))
         A = torch.randn(n, n, device=dev)
         B = torch.randn(n, n, device=dev)
         for mode, allow in [("tf32", True), ("tf32x3", False), ("ieee", False)]:
@@ -84,14 +136,14 @@ def main():
             g = timed(lambda: prod(A=A, B=B, f32_math=mode), a.repeat)
             t = timed(lambda: torch.matmul(A, B), a.repeat)
             report(f"product f32 {mode} {n}^3 (torch {'tf32' if allow else 'ieee'})", g, t,
-                   math_line(prod, A=A, B=B, f32_math=mode))
+                   math_line(prod, A=A, B=B, f32_math=mode), **memory(prod, {"A": A, "B": B}, f32_math=mode))
         torch.backends.cuda.matmul.allow_tf32 = False
         A8 = torch.randint(-100, 100, (n, n), device=dev, dtype=torch.int8)
         B8 = torch.randint(-100, 100, (n, n), device=dev, dtype=torch.int8)
         i8 = gamut.compile("where (i, j) { a: i32 = 0; reduce (k) { a += i32(A[i, k]) * i32(B[k, j]); } C[i, j] = a; }")
         g = timed(lambda: i8(A=A8, B=B8), a.repeat)
         t = timed(lambda: torch._int_mm(A8, B8), a.repeat)
-        report(f"product i8 {n}^3 (torch _int_mm)", g, t, math_line(i8, A=A8, B=B8))
+        report(f"product i8 {n}^3 (torch _int_mm)", g, t, math_line(i8, A=A8, B=B8), **memory(i8, {"A": A8, "B": B8}))
 
     q5, q7, knn = gamut.compile(Q5), gamut.compile(Q7), gamut.compile(KNN)
     q3, areas = gamut.compile(Q3), gamut.compile(AREAS)
@@ -130,22 +182,26 @@ def main():
 
             # gamut's own product of the same operands (a dense N x N f32 output).
             p_ms = timed(lambda: prod(A=P, B=R, f32_math=mode), a.repeat)
-            report(f"product {name} {N}x{N} K={K}", p_ms, timed(lambda: P @ R, a.repeat), math_line(prod, A=P, B=R, f32_math=mode))
+            report(f"product {name} {N}x{N} K={K}", p_ms, timed(lambda: P @ R, a.repeat), math_line(prod, A=P, B=R, f32_math=mode),
+                   **memory(prod, {"A": P, "B": R}, f32_math=mode))
             g = timed(lambda: q3(P=P, R=R, Pzip=Pz, Rzip=Rz, thres=t3, f32_math=mode), a.repeat)
             t = timed(torch_q3, a.repeat)
             report(f"Q3 {name} {N}x{N} K={K}", g, t, math_line(q3, P=P, R=R, Pzip=Pz, Rzip=Rz, thres=t3, f32_math=mode),
-                   ours_over_product=g / p_ms)
+                   ours_over_product=g / p_ms,
+                   **memory(q3, {"P": P, "R": R, "Pzip": Pz, "Rzip": Rz, "thres": t3}, f32_math=mode))
             g = timed(lambda: q5(P=P, R=R, thres=thres, f32_math=mode), a.repeat)
             t = timed(torch_q5, a.repeat)
             report(f"Q5 {name} {N}x{N} K={K}", g, t, math_line(q5, P=P, R=R, thres=thres, f32_math=mode),
-                   ours_over_product=g / p_ms)
+                   ours_over_product=g / p_ms, **memory(q5, {"P": P, "R": R, "thres": thres}, f32_math=mode))
             g = timed(lambda: q7(P=P, R=R, f32_math=mode), a.repeat)
             t = timed(torch_q7, a.repeat)
-            report(f"Q7 {name} {N}x{N} K={K}", g, t, math_line(q7, P=P, R=R, f32_math=mode), ours_over_product=g / p_ms)
+            report(f"Q7 {name} {N}x{N} K={K}", g, t, math_line(q7, P=P, R=R, f32_math=mode), ours_over_product=g / p_ms,
+                   **memory(q7, {"P": P, "R": R}, f32_math=mode))
             g = timed(lambda: areas(P=P, R=R, Pzip=Pz, Rzip=Rz, thres=t3, f32_math=mode), a.repeat)
             t = timed(torch_areas, a.repeat)
             report(f"areas {name} {N}x{N} K={K}", g, t,
-                   math_line(areas, P=P, R=R, Pzip=Pz, Rzip=Rz, thres=t3, f32_math=mode), ours_over_product=g / p_ms)
+                   math_line(areas, P=P, R=R, Pzip=Pz, Rzip=Rz, thres=t3, f32_math=mode), ours_over_product=g / p_ms,
+                   **memory(areas, {"P": P, "R": R, "Pzip": Pz, "Rzip": Rz, "thres": t3}, f32_math=mode))
             Q = torch.randn(N, K, device=dev).to(dt)
             X = torch.randn(N, K, device=dev).to(dt)
             qn = (Q.float() * Q.float()).sum(1)
@@ -158,7 +214,7 @@ def main():
             g = timed(lambda: knn(Q=Q, X=X, qn=qn, xn=xn, f32_math=mode), a.repeat)
             t = timed(torch_knn, a.repeat)
             report(f"kNN expanded {name} {N}x{N} K={K}", g, t, math_line(knn, Q=Q, X=X, qn=qn, xn=xn, f32_math=mode),
-                   ours_over_product=g / p_ms)
+                   ours_over_product=g / p_ms, **memory(knn, {"Q": Q, "X": X, "qn": qn, "xn": xn}, f32_math=mode))
             del P, R, Q, X
             torch.cuda.empty_cache()
     if a.json:
