@@ -257,7 +257,8 @@ void add_variant_cases(std::vector<GoldenCase>& cases) {
     cases.push_back({"stages/segment_sum." + n + ".cu", [t] { return segment_sum_source(t); }});
     if (!is_float(t)) cases.push_back({"stages/bit_pack." + n + ".cu", [t] { return bit_pack_source(t); }});
   }
-  cases.push_back({"stages/k_major_copy.cu", [] { return k_major_copy_source(); }});
+  cases.push_back({"stages/k_major_copy.cu", [] { return k_major_copy_source(4); }});
+  cases.push_back({"stages/k_major_copy_16bit.cu", [] { return k_major_copy_source(2); }});
   for (DType k : {DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool})
     for (PerGroup g : {PerGroup::None, PerGroup::Row, PerGroup::Col})
       for (bool top : {true, false}) {

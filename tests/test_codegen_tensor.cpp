@@ -105,9 +105,9 @@ TEST(CodegenTensor, EveryGpuTestCaseRenders) {
         }
 }
 
-// TMA feeds wgmma only where it can address the operands: 16-byte pitches and starts, ranges
-// that start on 16 bytes of the contiguous axis; the cp.async wgmma kernel otherwise, with the
-// same output code.
+// TMA feeds wgmma where its boxes start on 16 bytes of the contiguous axis; the cp.async wgmma
+// kernel otherwise, with the same output code. Device inputs whose start or pitches TMA cannot
+// address keep TMA: the engine reads them from a re-pitched copy (stages/k_major_copy.h).
 TEST(CodegenTensor, TmaWhereItCanReadTheOperands) {
   auto p = prepared(query("project"), DType::BF16);
   KernelChoice k = choice(*p, F32Math::Ieee);
@@ -129,6 +129,15 @@ TEST(CodegenTensor, TmaWhereItCanReadTheOperands) {
   EXPECT_TRUE(tma_operands_fit(inst, m));
   inst.device_inputs[o].data = reinterpret_cast<const void*>(uintptr_t(0x10008));
   EXPECT_FALSE(tma_operands_fit(inst, m));
+  EXPECT_TRUE(tma_starts_fit(inst, m));
+  const auto on = [&](const Instance& i) {
+    return choose_kernel(i, testnvrtc::kH100Sms, testnvrtc::kH100Smem, std::nullopt, false, F32Math::Ieee).options.tma;
+  };
+  EXPECT_TRUE(on(inst));  // (copied with 16-byte rows)
+  inst.red.begin = 3;
+  EXPECT_FALSE(tma_starts_fit(inst, m));
+  EXPECT_FALSE(on(inst));
+  inst.red.begin = 0;
   // Without TMA: the cp.async wgmma kernel, 256 threads, no tensor maps.
   k.options.tma = false;
   const std::string src = generate_source(p->plan, k.tile, k.options);

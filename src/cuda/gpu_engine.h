@@ -83,7 +83,8 @@ struct CodegenOptions {
   InnerMath tensor_math = InnerMath::Simt;
   bool tensor_cores() const { return tensor_math != InnerMath::Simt; }
   // The wgmma mainloop fed by TMA from a producer warp (gamut_tc_wgmma_tma.cuh): where
-  // tma_operands_fit(); the kernel then takes two tensor maps (ArgLayout::tma_a / tma_b).
+  // tma_starts_fit() (operands TMA cannot read in place are copied, stages/k_major_copy.h); the
+  // kernel then takes two tensor maps (ArgLayout::tma_a / tma_b).
   bool tma = false;
 };
 // The CUDA C++ generated for a typed plan (no device needed): what NVRTC compiles.
@@ -112,10 +113,12 @@ struct KernelChoice {
 // mma.sync, no cp.async), mma.sync (8.0 on), and wgmma too (9.0, compiled for sm_90a).
 enum class TensorIsa : uint8_t { None, MmaSync, Wgmma };
 TensorIsa tensor_isa(int cc_major, int cc_minor);
-// Whether the TMA unit can read the tensor-core operands of `m` (CodegenOptions::tma): 16-byte
-// aligned starts, row and batch pitches (device inputs as given; gamut's own copies have
-// input_pitch rows), and ranges starting on 16 bytes of the contiguous axis.
+// Whether the TMA unit can read the tensor-core operands of `m` in place: 16-byte aligned
+// starts, row and batch pitches (device inputs as given; gamut's own copies have input_pitch
+// rows), and ranges starting on 16 bytes of the contiguous axis. tma_starts_fit: the ranges
+// alone (CodegenOptions::tma: the engine re-pitches device inputs TMA cannot address).
 bool tma_operands_fit(const Instance& inst, const MathChoice& m);
+bool tma_starts_fit(const Instance& inst, const MathChoice& m);
 // Elements between the rows of gamut's device copy of a matrix input: whole 16-byte chunks.
 int64_t input_pitch(int64_t cols, DType t);
 KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_block,

@@ -194,7 +194,11 @@ TensorIsa tensor_isa(int cc_major, int cc_minor) {
   return cc_major >= 8 ? TensorIsa::MmaSync : TensorIsa::None;
 }
 
-bool tma_operands_fit(const Instance& inst, const MathChoice& m) {
+namespace {
+
+// Whether TMA can read the operands of `m`: their boxes start on 16 bytes of the contiguous axis,
+// and with `in_place` also every device input's start, row and batch pitches.
+bool tma_fit(const Instance& inst, const MathChoice& m, bool in_place) {
   const Plan& P = *inst.plan;
   if (m.row_access < 0 || m.col_access < 0) return false;
   const size_t lead = P.batched ? 1 : 0;
@@ -208,7 +212,7 @@ bool tma_operands_fit(const Instance& inst, const MathChoice& m) {
     const bool kc = acc.pattern == Pattern::RowRed || acc.pattern == Pattern::ColRed;
     const int64_t first = kc ? inst.red.begin : a == m.row_access ? inst.row.begin : inst.col.begin;
     if ((first * e) % 16 != 0) return false;
-    if (!inst.on_device(o)) continue;  // gamut's own copy: 16-byte rows (input_pitch)
+    if (!in_place || !inst.on_device(o)) continue;  // gamut's own copy: 16-byte rows (input_pitch)
     const Instance::DeviceInput& d = inst.device_inputs[o];
     if (d.strides.size() != x->shape.size()) return false;
     if (!tile_map_fits(uint64_t(reinterpret_cast<uintptr_t>(d.data)), d.strides[lead], P.batched ? d.strides[0] : 0,
@@ -217,6 +221,11 @@ bool tma_operands_fit(const Instance& inst, const MathChoice& m) {
   }
   return true;
 }
+
+}  // namespace
+
+bool tma_operands_fit(const Instance& inst, const MathChoice& m) { return tma_fit(inst, m, true); }
+bool tma_starts_fit(const Instance& inst, const MathChoice& m) { return tma_fit(inst, m, false); }
 
 int64_t input_pitch(int64_t cols, DType t) {
   // Whole 4-element chunks (the SIMT loaders) and whole 16-byte chunks (cp.async, TMA).
@@ -252,10 +261,11 @@ KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_b
         isa == TensorIsa::Wgmma && math.wgmma && (!wgmma_needs_tma(math.math) || (inst.red.begin * 4) % 16 == 0);
     k.tile = tc_kernel_tile(math.math, wgmma, rows, cols, batch, sm_count);
     k.options.tensor_math = math.math;
-    // TMA feeds wgmma where it can address both operands (else cp.async from every thread);
-    // tf32 wgmma always (the engine makes k-major copies where TMA cannot read the operands).
+    // TMA feeds wgmma where its boxes start on 16 bytes (else cp.async from every thread); tf32
+    // wgmma always. The engine copies operands TMA cannot address as they lie (device inputs
+    // with rows off 16 bytes: re-pitched; f32 that is not k-major: k-major), stages/k_major_copy.h.
     k.options.tma =
-        wgmma && tc_tile_of(k.tile, math.math).wgmma && (wgmma_needs_tma(math.math) || tma_operands_fit(inst, math));
+        wgmma && tc_tile_of(k.tile, math.math).wgmma && (wgmma_needs_tma(math.math) || tma_starts_fit(inst, math));
   }
   return k;
 }

@@ -199,8 +199,8 @@ std::shared_ptr<void> new_kernel_memo() { return std::make_shared<KernelMemo>();
 
 namespace {
 
-// k-major copies of f32 operands for tf32 wgmma, made before the kernel and again before each
-// timed repetition (their time is the query's).
+// Operand copies for the TMA-fed wgmma mainloop (stages/k_major_copy.h), made before the kernel
+// and again before each timed repetition (their time is the query's).
 struct OperandCopies {
   std::vector<KMajorSource> sources;
   std::vector<DeviceBuffer> buffers;
@@ -210,9 +210,11 @@ struct OperandCopies {
 };
 
 // The tensor maps of a TMA-fed kernel (CodegenOptions::tma) from the operands' words: the row
-// operand in boxes of tile.bm rows (or 64 columns), the column operand in tile.bn. tf32 /
-// tf32x3: wgmma reads f32 only k-major, so an operand that is not, or whose rows TMA cannot
-// address, is read from a k-major copy (`copies`); tf32's maps round to TF32 as boxes land.
+// operand in boxes of tile.bm rows (or 64 columns), the column operand in tile.bn. An operand
+// whose start or pitches TMA cannot address (a device input of 4097 bf16 columns) is read from a
+// copy with 16-byte rows (`copies`), in its own orientation; tf32 / tf32x3 copy f32 operands
+// that are not k-major too (wgmma reads f32 only k-major), and tf32's maps round to TF32 as
+// boxes land.
 void encode_operand_maps(const Instance& inst, const MathChoice& m, const TileConfig& tile, const ArgLayout& L,
                          std::vector<uint64_t>& w, OperandCopies& copies) {
   const Plan& P = *inst.plan;
@@ -220,6 +222,8 @@ void encode_operand_maps(const Instance& inst, const MathChoice& m, const TileCo
   for (const bool row : {true, false}) {
     const int a = row ? m.row_access : m.col_access;
     const auto& s = L.access[size_t(a)];
+    const DType type = row ? m.row_type : m.col_type;
+    const int e = int(dtype_size(type));
     TileMapShape t;
     t.ptr = w[size_t(s.ptr)];
     t.ld = int64_t(w[size_t(s.ld)]);
@@ -229,26 +233,28 @@ void encode_operand_maps(const Instance& inst, const MathChoice& m, const TileCo
     t.k_extent = inst.red.end;
     t.k_contiguous = P.accesses[size_t(a)].pattern == (row ? Pattern::RowRed : Pattern::ColRed);
     t.box_p = row ? tile.bm : tile.bn;
-    if (f32) {
-      if (!t.k_contiguous || !tile_map_fits(t.ptr, t.ld, t.batch_stride, t.batch, 4)) {
-        KMajorSource src;
-        src.ptr = t.ptr;
-        src.p_stride = t.k_contiguous ? t.ld : 1;
-        src.k_stride = t.k_contiguous ? 1 : t.ld;
-        src.batch_stride = t.batch_stride;
-        src.p_extent = t.p_extent;
-        src.k_extent = t.k_extent;
-        src.batch = t.batch;
-        copies.buffers.emplace_back(k_major_bytes(src));
-        copies.sources.push_back(src);
-        t.ptr = ptr_word(copies.buffers.back());
-        t.ld = k_major_pitch(src);
-        t.batch_stride = t.p_extent * t.ld;
-        t.k_contiguous = true;
-      }
-      t.tf32 = m.math == InnerMath::Tf32;
+    const bool fits = tile_map_fits(t.ptr, t.ld, t.batch_stride, t.batch, e);
+    if (!fits || (f32 && !t.k_contiguous)) {
+      // f32: k-major; 16-bit: as it lies (the slow axis as p, the contiguous one as k).
+      const bool k_major = f32 || t.k_contiguous;
+      KMajorSource src;
+      src.ptr = t.ptr;
+      src.element_bytes = e;
+      src.p_stride = t.k_contiguous || !k_major ? t.ld : 1;
+      src.k_stride = t.k_contiguous || !k_major ? 1 : t.ld;
+      src.batch_stride = t.batch_stride;
+      src.p_extent = k_major ? t.p_extent : t.k_extent;
+      src.k_extent = k_major ? t.k_extent : t.p_extent;
+      src.batch = t.batch;
+      copies.buffers.emplace_back(k_major_bytes(src));
+      copies.sources.push_back(src);
+      t.ptr = ptr_word(copies.buffers.back());
+      t.ld = k_major_pitch(src);
+      t.batch_stride = src.p_extent * t.ld;
+      t.k_contiguous = k_major;
     }
-    encode_tile_map(&w[size_t(row ? L.tma_a : L.tma_b)], row ? m.row_type : m.col_type, t);
+    t.tf32 = m.math == InnerMath::Tf32;
+    encode_tile_map(&w[size_t(row ? L.tma_a : L.tma_b)], type, t);
   }
 }
 
@@ -332,13 +338,15 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   if (!(options.dense_output && P.lists.empty())) {
     const DeviceMemory free_mem = device_memory();
     MemoryEstimate need = gpu_device_memory(inst, list_rows);
-    if (cgo.tma && wgmma_needs_tma(cgo.tensor_math))  // (at most: both operands copied)
-      for (const int64_t p : {inst.row.end, inst.col.end}) {
+    // Operand copies (encode_operand_maps): at most both operands.
+    if (cgo.tma && (wgmma_needs_tma(cgo.tensor_math) || !tma_operands_fit(inst, choice.math)))
+      for (const bool row : {true, false}) {
         KMajorSource s;
-        s.p_extent = p;
+        s.p_extent = row ? inst.row.end : inst.col.end;
         s.k_extent = inst.red.end;
         s.batch = P.batched ? batch : 1;
-        need.add("a k-major copy of an f32 operand", int64_t(k_major_bytes(s)));
+        s.element_bytes = int(dtype_size(row ? choice.math.row_type : choice.math.col_type));
+        need.add("a copy of a tensor-core operand with 16-byte rows", int64_t(k_major_bytes(s)));
       }
     require_fits(need, int64_t(free_mem.free), "device memory",
                  "free of " + bytes_text(int64_t(free_mem.total)) + " on the device");

@@ -17,30 +17,37 @@ namespace gamut::cuda {
 
 namespace {
 
-Kernel& copy_kernel() {
+Kernel& copy_kernel(int element_bytes) {
   static std::mutex mu;
   static std::map<std::string, std::unique_ptr<Kernel>> loaded;
   const DeviceInfo& dev = device();
   CompileOptions co;
   co.arch = arch_for(dev.cc_major, dev.cc_minor);
+  const std::string schema = "gamut-k-major-copy-2 e" + std::to_string(element_bytes);
   std::lock_guard<std::mutex> lock(mu);
-  auto& k = loaded[co.arch];
-  if (!k) k = std::make_unique<Kernel>(compile_cached(k_major_copy_source(), co, "gamut-k-major-copy-1"), "k_major_copy");
+  auto& k = loaded[co.arch + " " + schema];
+  if (!k) k = std::make_unique<Kernel>(compile_cached(k_major_copy_source(element_bytes), co, schema), "k_major_copy");
   return *k;
 }
 
 }  // namespace
 
-int64_t k_major_pitch(const KMajorSource& s) { return (std::max<int64_t>(s.k_extent, 1) + 3) / 4 * 4; }
+int64_t k_major_pitch(const KMajorSource& s) {
+  const int64_t q = 16 / std::max(1, s.element_bytes);  // elements of a 16-byte chunk
+  return (std::max<int64_t>(s.k_extent, 1) + q - 1) / q * q;
+}
 
 size_t k_major_bytes(const KMajorSource& s) {
   const int64_t rows = size_mul_or_throw(std::max<int64_t>(s.batch, 1), s.p_extent, "a k-major copy");
-  return size_t(size_mul_or_throw(size_mul_or_throw(rows, k_major_pitch(s), "a k-major copy"), 4, "a k-major copy"));
+  return size_t(size_mul_or_throw(size_mul_or_throw(rows, k_major_pitch(s), "a k-major copy"), s.element_bytes,
+                                  "a k-major copy"));
 }
 
 void k_major_copy(const KMajorSource& s, void* dst) {
   if (s.p_extent <= 0 || s.k_extent <= 0 || s.batch <= 0) return;
   if (s.batch > 65535) throw_device_error("a k-major copy of more than 65535 batch instances is not supported");
+  if (s.element_bytes != 2 && s.element_bytes != 4)
+    throw_device_error("internal error: a k-major copy of " + std::to_string(s.element_bytes) + "-byte elements");
   gm::KMajorCopyArgs a{};
   a.src = s.ptr;
   a.dst = uint64_t(reinterpret_cast<uintptr_t>(dst));
@@ -54,7 +61,8 @@ void k_major_copy(const KMajorSource& s, void* dst) {
   void* args[] = {&a};
   const int64_t kx = (s.k_extent + 31) / 32, py = std::min<int64_t>((s.p_extent + 31) / 32, 65535);
   if (kx > INT32_MAX) throw_device_error("a k-major copy with more than 2^31 chunks of k");
-  copy_kernel().launch(unsigned(kx), unsigned(py), unsigned(s.batch), unsigned(gm::kStageThreads), 1, 1, 0, args);
+  copy_kernel(s.element_bytes)
+      .launch(unsigned(kx), unsigned(py), unsigned(s.batch), unsigned(gm::kStageThreads), 1, 1, 0, args);
 }
 
 }  // namespace gamut::cuda

@@ -1,8 +1,12 @@
-// K-major copies of f32 operands for the tf32 wgmma mainloop: wgmma reads tf32 operands only
-// with k contiguous in shared memory, and TMA copies boxes as they lie in memory, so an operand
-// X[k, i] / Y[k, j] (or one whose rows TMA cannot address) is copied once per run into a
-// buffer [batch, p, k] with 16-byte rows (device/stages/gamut_k_major_copy.cuh). The copy costs
-// one read and one write of the operand, against the product's 2 M N K operations.
+// Operand copies for the TMA-fed wgmma mainloop, made once per run into a buffer [batch, p, k]
+// with 16-byte rows (device/stages/gamut_k_major_copy.cuh):
+// - f32 operands for tf32 / tf32x3: wgmma reads tf32 only with k contiguous in shared memory and
+//   TMA copies boxes as they lie in memory, so X[k, i] / Y[k, j] (or an operand whose rows TMA
+//   cannot address) is copied k-major;
+// - 16-bit operands in device memory whose rows TMA cannot address (4097 bf16 columns: 8194-byte
+//   rows, or a start off 16 bytes): copied as they lie (p = the slow axis, k = the contiguous
+//   one), only re-pitched, so that TMA reads them instead of per-element loads.
+// A copy costs one read and one write of the operand, against the product's 2 M N K operations.
 #pragma once
 #include <cstdint>
 
@@ -10,12 +14,13 @@
 
 namespace gamut::cuda {
 
-// A 4-byte operand in device memory: element (b, p, k) at ptr + 4 (b batch_stride + p p_stride
-// + k k_stride); p in [0, p_extent), k in [0, k_extent), b in [0, batch).
+// An operand in device memory: element (b, p, k) at ptr + element_bytes (b batch_stride +
+// p p_stride + k k_stride); p in [0, p_extent), k in [0, k_extent), b in [0, batch).
 struct KMajorSource {
   uint64_t ptr = 0;
   int64_t p_stride = 0, k_stride = 1, batch_stride = 0;
   int64_t p_extent = 0, k_extent = 0, batch = 1;
+  int element_bytes = 4;  // 4 or 2
 };
 
 // The buffer a copy needs and its row pitch (elements, whole 16-byte chunks).
