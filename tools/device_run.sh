@@ -23,6 +23,8 @@ else
   echo "build ok"
 fi
 export GAMUT_CACHE_DIR=$PWD/$B/kcache
+# GPU tests that read the whole device's free memory or peak rates: run alone (verify).
+export ALONE='GpuSizes.OutOfMemoryReportsWhatIsReallyFree:PeakDevice.*'
 for step in $steps; do
   case $step in
     tests)
@@ -78,7 +80,7 @@ for step in $steps; do
       n=${SHARDS:-8}
       for ((k = 0; k < n; ++k)); do
         GTEST_TOTAL_SHARDS=$n GTEST_SHARD_INDEX=$k GAMUT_CACHE_DIR=$PWD/$B/kcache$k \
-          $B/tests/gamut_gpu_tests --gtest_filter="${GPU_FILTER:--TensorMainloopSim.*:TensorMainloop.EveryVariantCompilesForSm90a}" > "$OUT/gpu_shard$k.log" 2>&1 &
+          $B/tests/gamut_gpu_tests --gtest_filter="${GPU_FILTER:--TensorMainloopSim.*:TensorMainloop.EveryVariantCompilesForSm90a:$ALONE}" > "$OUT/gpu_shard$k.log" 2>&1 &
       done
       wait
       cat "$OUT"/gpu_shard*.log > "$OUT/gpu_tests.log"
@@ -107,6 +109,10 @@ for step in $steps; do
       (export PYTHONPATH=$PWD/.devcarry/site; cd /tmp && timeout $T python3 -m pytest -q -p no:cacheprovider \
          "$OLDPWD/tests/python/test_device.py" "$OLDPWD/tests/python/test_frameworks.py" "$OLDPWD/tests/python/test_devices.py" > "$OUT/verify_pytest.txt" 2>&1) &
       wait
+      # Tests that need the device to themselves (free memory, peak rates), after the others.
+      timeout 120 $B/tests/gamut_gpu_tests --gtest_filter="$ALONE" > "$OUT/verify_alone.txt" 2>&1
+      echo "alone ($ALONE): rc=$? $(grep -c '^\[       OK \]' "$OUT/verify_alone.txt") passed"
+      grep -h '^\[  FAILED  \] [A-Za-z]' "$OUT/verify_alone.txt" | head
       cat "$OUT/verify_shards.txt" "$OUT/verify_api.txt"; tail -5 "$OUT/verify_pytest.txt" ;;
     sanitizers)
       # compute-sanitizer memcheck, racecheck and synccheck on the tensor-core query tests (issue 12),
