@@ -183,12 +183,12 @@ TEST(GpuTensorQueries, Tf32Layouts) {
   layouts_of("tf32");
 }
 
-// Device arrays as PyTorch holds them: rows of 257, 1025 or 37 elements (not whole 16-byte
+// Device arrays as PyTorch holds them: rows of 257, 1025, 4097 or 37 elements (not whole 16-byte
 // chunks), starting at offset 0 or one element in. Every layout and math, bit-identical to the
 // CPU engine; wgmma still fed by TMA (from copies with 16-byte rows).
 TEST(GpuTensorQueries, DeviceInputsOffSixteenBytes) {
   SKIP_WITHOUT_GPU();
-  const tq::Sizes sizes[] = {{300, 257, 515}, {33, 1025, 37}, {1, 7, 9}};
+  const tq::Sizes sizes[] = {{300, 257, 515}, {33, 1025, 37}, {129, 4097, 33}, {1, 7, 9}};
   for (const tq::TcMath& m : tq::maths()) {
     if (m.r_type) continue;  // (mixed 8-bit: MixedEightBit)
     int64_t seen = 0;

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Cold compile of the generated tensor-core kernels (issue 12: at most 1 s each).
+
+Each case runs in its own process with an empty kernel cache (GAMUT_CACHE_DIR), one call on
+small torch tensors; the run's statistics give the compile time (NVRTC + module load, the
+engine's `compile_ms`), the cache outcome (must be "compiled") and the mainloop that ran. Cases run
+one after another so that NVRTC has the host to itself. Run on the device:
+
+    PYTHONPATH=.devcarry/site python3 bench/tc_cold_compile.py
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tensor_queries import KNN, PRODUCT, Q5, Q7  # noqa: E402
+
+# (label, query, operand dtype, f32_math)
+CASES = [
+    ("product bf16", "PRODUCT", "bfloat16", "ieee"),
+    ("product f16", "PRODUCT", "float16", "ieee"),
+    ("product i8", "I8", "int8", "ieee"),
+    ("product f32 tf32", "PRODUCT", "float32", "tf32"),
+    ("product f32 tf32x3", "PRODUCT", "float32", "tf32x3"),
+    ("Q5 select bf16", "Q5", "bfloat16", "ieee"),
+    ("Q7 top 128 bf16", "Q7", "bfloat16", "ieee"),
+    ("kNN expanded bf16", "KNN", "bfloat16", "ieee"),
+]
+I8 = "where (i, j) { a: i32 = 0; reduce (k) { a += i32(A[i, k]) * i32(B[k, j]); } C[i, j] = a; }"
+
+CHILD = r"""
+import json, sys, torch, gamut
+label, text, dtype, mode = sys.argv[1:5]
+dev, n, k = torch.device("cuda"), 1024, 256
+dt = getattr(torch, dtype)
+def mat(r, c):
+    return torch.randint(-3, 4, (r, c), device=dev).to(dt) if dt == torch.int8 else torch.randn(r, c, device=dev).to(dt)
+q = gamut.compile(text)
+names = set(q.inputs)
+b = {}
+if "A" in names: b.update(A=mat(n, k), B=mat(k, n))
+if "P" in names: b.update(P=mat(n, k), R=mat(k, n), thres=1.0)
+if "Q" in names:
+    b.update(Q=mat(n, k), X=mat(n, k), qn=torch.rand(n, device=dev), xn=torch.rand(n, device=dev))
+torch.cuda.synchronize()
+out, st = q.run(b, f32_math=mode)
+torch.cuda.synchronize()
+print(json.dumps({"compile_ms": st["compile_ms"], "cache": st["cache"], "mainloop": st["mainloop"],
+                  "math": st["math"], "tile": st["tile"]}))
+"""
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", default="")
+    ap.add_argument("--limit-ms", type=float, default=1000.0)
+    a = ap.parse_args()
+    texts = {"PRODUCT": PRODUCT, "Q5": Q5, "Q7": Q7, "KNN": KNN, "I8": I8}
+    rows, worst = [], 0.0
+    for label, qname, dtype, mode in CASES:
+        with tempfile.TemporaryDirectory() as cache:
+            env = dict(os.environ, GAMUT_CACHE_DIR=cache)
+            p = subprocess.run([sys.executable, "-c", CHILD, label, texts[qname], dtype, mode], env=env,
+                               capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            print(f"{label:22s} failed: {p.stderr.strip().splitlines()[-1] if p.stderr.strip() else p.returncode}")
+            rows.append({"case": label, "error": p.stderr[-2000:]})
+            continue
+        r = json.loads(p.stdout.strip().splitlines()[-1])
+        r["case"] = label
+        rows.append(r)
+        worst = max(worst, r["compile_ms"])
+        cold = r["cache"] == "compiled"
+        ok = "NOT COLD" if not cold else "ok" if r["compile_ms"] <= a.limit_ms else "OVER"
+        print(f"{label:22s} {r['compile_ms']:8.1f} ms  cache {r['cache']:8s}  {r['math']} on {r['mainloop']}, "
+              f"tile {r['tile']}  [{ok}]", flush=True)
+    print(f"worst cold compile {worst:.1f} ms (target <= {a.limit_ms:.0f} ms)")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0 if all("error" not in r for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
