@@ -42,7 +42,8 @@ q = gamut.compile(text)
 names = set(q.inputs)
 b = {}
 if "A" in names: b.update(A=mat(n, k), B=mat(k, n))
-if "P" in names: b.update(P=mat(n, k), R=mat(k, n), thres=1.0)
+if "P" in names: b.update(P=mat(n, k), R=mat(k, n))
+if "thres" in text: b["thres"] = 1.0
 if "Q" in names:
     b.update(Q=mat(n, k), X=mat(n, k), qn=torch.rand(n, device=dev), xn=torch.rand(n, device=dev))
 torch.cuda.synchronize()

@@ -30,6 +30,7 @@ The timing and the columns above are unchanged; JSON rows carry in_bytes, out_by
 gamut_device_peak_bytes, torch_alloc_peak_bytes, peak_over_in_out.
 
     python bench/tensor_queries.py [--n 16384] [--ks 256,1024] [--product-sizes 4096,8192] [--json out.json]
+        [--queries product,Q3,Q5,Q7,areas,kNN] [--data bf16,tf32]
 """
 import argparse
 import json
@@ -100,7 +101,10 @@ def main():
     ap.add_argument("--product-sizes", default="4096,8192")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--json", default="")
+    ap.add_argument("--queries", default="product,Q3,Q5,Q7,areas,kNN", help="which rows of the query table")
+    ap.add_argument("--data", default="bf16,tf32", help="the query table's data: bf16 and / or f32 under tf32")
     a = ap.parse_args()
+    qs = set(a.queries.split(","))
     import torch
     import gamut
 
@@ -153,6 +157,8 @@ def main():
     N = a.n
     for K in [int(x) for x in a.ks.split(",") if x]:
         for dt, name, mode in [(torch.bfloat16, "bf16", "ieee"), (torch.float32, "f32 tf32", "tf32")]:
+            if name.split()[-1] not in a.data.split(","):
+                continue
             torch.backends.cuda.matmul.allow_tf32 = mode == "tf32"
             P = torch.rand(N, K, device=dev).to(dt)
             R = torch.rand(K, N, device=dev).to(dt)
@@ -184,27 +190,36 @@ def main():
                 return torch.unique(Pz[ij[:, 0]] * G + Rz[ij[:, 1]])
 
             # gamut's own product of the same operands (a dense N x N f32 output).
-            p_ms = timed(lambda: prod(A=P, B=R, f32_math=mode), a.repeat)
-            report(f"product {name} {N}x{N} K={K}", p_ms, timed(lambda: P @ R, a.repeat), math_line(prod, A=P, B=R, f32_math=mode),
-                   **memory(prod, {"A": P, "B": R}, f32_math=mode))
-            g = timed(lambda: q3(P=P, R=R, Pzip=Pz, Rzip=Rz, thres=t3, f32_math=mode), a.repeat)
-            t = timed(torch_q3, a.repeat)
-            report(f"Q3 {name} {N}x{N} K={K}", g, t, math_line(q3, P=P, R=R, Pzip=Pz, Rzip=Rz, thres=t3, f32_math=mode),
-                   ours_over_product=g / p_ms,
-                   **memory(q3, {"P": P, "R": R, "Pzip": Pz, "Rzip": Rz, "thres": t3}, f32_math=mode))
-            g = timed(lambda: q5(P=P, R=R, thres=thres, f32_math=mode), a.repeat)
-            t = timed(torch_q5, a.repeat)
-            report(f"Q5 {name} {N}x{N} K={K}", g, t, math_line(q5, P=P, R=R, thres=thres, f32_math=mode),
-                   ours_over_product=g / p_ms, **memory(q5, {"P": P, "R": R, "thres": thres}, f32_math=mode))
-            g = timed(lambda: q7(P=P, R=R, f32_math=mode), a.repeat)
-            t = timed(torch_q7, a.repeat)
-            report(f"Q7 {name} {N}x{N} K={K}", g, t, math_line(q7, P=P, R=R, f32_math=mode), ours_over_product=g / p_ms,
-                   **memory(q7, {"P": P, "R": R}, f32_math=mode))
-            g = timed(lambda: areas(P=P, R=R, Pzip=Pz, Rzip=Rz, thres=t3, f32_math=mode), a.repeat)
-            t = timed(torch_areas, a.repeat)
-            report(f"areas {name} {N}x{N} K={K}", g, t,
-                   math_line(areas, P=P, R=R, Pzip=Pz, Rzip=Rz, thres=t3, f32_math=mode), ours_over_product=g / p_ms,
-                   **memory(areas, {"P": P, "R": R, "Pzip": Pz, "Rzip": Rz, "thres": t3}, f32_math=mode))
+            p_ms = None
+            if "product" in qs:
+                p_ms = timed(lambda: prod(A=P, B=R, f32_math=mode), a.repeat)
+                report(f"product {name} {N}x{N} K={K}", p_ms, timed(lambda: P @ R, a.repeat), math_line(prod, A=P, B=R, f32_math=mode),
+                       **memory(prod, {"A": P, "B": R}, f32_math=mode))
+
+            def over(g):   # gamut's time over its own product's
+                return {"ours_over_product": g / p_ms} if p_ms else {}
+
+            if "Q3" in qs:
+                g = timed(lambda: q3(P=P, R=R, Pzip=Pz, Rzip=Rz, thres=t3, f32_math=mode), a.repeat)
+                t = timed(torch_q3, a.repeat)
+                report(f"Q3 {name} {N}x{N} K={K}", g, t, math_line(q3, P=P, R=R, Pzip=Pz, Rzip=Rz, thres=t3, f32_math=mode),
+                       **over(g), **memory(q3, {"P": P, "R": R, "Pzip": Pz, "Rzip": Rz, "thres": t3}, f32_math=mode))
+            if "Q5" in qs:
+                g = timed(lambda: q5(P=P, R=R, thres=thres, f32_math=mode), a.repeat)
+                t = timed(torch_q5, a.repeat)
+                report(f"Q5 {name} {N}x{N} K={K}", g, t, math_line(q5, P=P, R=R, thres=thres, f32_math=mode),
+                       **over(g), **memory(q5, {"P": P, "R": R, "thres": thres}, f32_math=mode))
+            if "Q7" in qs:
+                g = timed(lambda: q7(P=P, R=R, f32_math=mode), a.repeat)
+                t = timed(torch_q7, a.repeat)
+                report(f"Q7 {name} {N}x{N} K={K}", g, t, math_line(q7, P=P, R=R, f32_math=mode), **over(g),
+                       **memory(q7, {"P": P, "R": R}, f32_math=mode))
+            if "areas" in qs:
+                g = timed(lambda: areas(P=P, R=R, Pzip=Pz, Rzip=Rz, thres=t3, f32_math=mode), a.repeat)
+                t = timed(torch_areas, a.repeat)
+                report(f"areas {name} {N}x{N} K={K}", g, t,
+                       math_line(areas, P=P, R=R, Pzip=Pz, Rzip=Rz, thres=t3, f32_math=mode), **over(g),
+                       **memory(areas, {"P": P, "R": R, "Pzip": Pz, "Rzip": Rz, "thres": t3}, f32_math=mode))
             Q = torch.randn(N, K, device=dev).to(dt)
             X = torch.randn(N, K, device=dev).to(dt)
             qn = (Q.float() * Q.float()).sum(1)
@@ -214,10 +229,11 @@ def main():
                 d = torch.addmm((qn[:, None] + xn[None, :]).to(dt), Q, X.t(), beta=1.0, alpha=-2.0)
                 return torch.topk(d, 10, dim=1, largest=False)
 
-            g = timed(lambda: knn(Q=Q, X=X, qn=qn, xn=xn, f32_math=mode), a.repeat)
-            t = timed(torch_knn, a.repeat)
-            report(f"kNN expanded {name} {N}x{N} K={K}", g, t, math_line(knn, Q=Q, X=X, qn=qn, xn=xn, f32_math=mode),
-                   ours_over_product=g / p_ms, **memory(knn, {"Q": Q, "X": X, "qn": qn, "xn": xn}, f32_math=mode))
+            if "kNN" in qs:
+                g = timed(lambda: knn(Q=Q, X=X, qn=qn, xn=xn, f32_math=mode), a.repeat)
+                t = timed(torch_knn, a.repeat)
+                report(f"kNN expanded {name} {N}x{N} K={K}", g, t, math_line(knn, Q=Q, X=X, qn=qn, xn=xn, f32_math=mode),
+                       **over(g), **memory(knn, {"Q": Q, "X": X, "qn": qn, "xn": xn}, f32_math=mode))
             del P, R, Q, X
             torch.cuda.empty_cache()
     if a.json:

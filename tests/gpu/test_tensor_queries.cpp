@@ -184,8 +184,9 @@ TEST(GpuTensorQueries, Tf32Layouts) {
 }
 
 // Device arrays as PyTorch holds them: rows of 257, 1025, 4097 or 37 elements (not whole 16-byte
-// chunks), starting at offset 0 or one element in. Every layout and math, bit-identical to the
-// CPU engine; wgmma still fed by TMA (from copies with 16-byte rows).
+// chunks), starting at offset 0 or one element in. Every layout, output operator and math,
+// bit-identical to the CPU engine; wgmma still fed by TMA (the engine reads such operands from
+// copies with 16-byte rows, on every tensor-core mainloop).
 TEST(GpuTensorQueries, DeviceInputsOffSixteenBytes) {
   SKIP_WITHOUT_GPU();
   const tq::Sizes sizes[] = {{300, 257, 515}, {33, 1025, 37}, {129, 4097, 33}, {1, 7, 9}};
@@ -197,6 +198,8 @@ TEST(GpuTensorQueries, DeviceInputsOffSixteenBytes) {
     for (const tq::TcQuery& q : queries)
       for (const tq::Sizes& s : sizes)
         for (int off : {0, 1}) seen += check(q, m, s, off);
+    // Every output operator (mma.sync for distinct and per-i lists: re-pitched copies there too).
+    for (const tq::TcQuery& q : tq::operator_queries()) seen += check(q, m, {40, 1025, 99}, 1);
     EXPECT_GT(seen, 0) << m.name << ": every result was empty or zero";
   }
 }

@@ -17,7 +17,7 @@ std::string segment_sum_source(DType t);
 // Kernel bit_pack_tiled for source element type `t` (integer or bool; a float type is a device
 // error).
 std::string bit_pack_source(DType t);
-// Kernel k_major_copy: a 4- or 2-byte operand copied into 16-byte rows (stages/k_major_copy.h).
+// Kernel k_major_copy: a 4-, 2- or 1-byte operand copied into 16-byte rows (stages/k_major_copy.h).
 std::string k_major_copy_source(int element_bytes);
 // The top/bottom selection kernels for a key stored as `key`, top or bottom, grouped by `per`:
 // gm_sel_hist, gm_sel_digit, gm_sel_keep, gm_gather{1,2,4,8}.

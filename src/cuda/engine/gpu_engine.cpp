@@ -207,7 +207,56 @@ struct OperandCopies {
   void run() const {
     for (size_t c = 0; c < sources.size(); ++c) k_major_copy(sources[c], buffers[c].get());
   }
+  // Copies `src`; the operand's words (pointer, row pitch, batch stride) become the copy's.
+  void add(const KMajorSource& src, uint64_t& ptr, int64_t& ld, int64_t& batch_stride) {
+    buffers.emplace_back(k_major_bytes(src));
+    sources.push_back(src);
+    ptr = ptr_word(buffers.back());
+    ld = k_major_pitch(src);
+    batch_stride = src.p_extent * ld;
+  }
+  // The operand as it lies (rows along its slow axis, `cols` contiguous), with 16-byte rows.
+  void add_repitched(uint64_t& ptr, int64_t& ld, int64_t& batch_stride, int64_t rows, int64_t cols, int64_t batch,
+                     int element_bytes) {
+    KMajorSource src;
+    src.ptr = ptr;
+    src.element_bytes = element_bytes;
+    src.p_stride = ld;
+    src.k_stride = 1;
+    src.batch_stride = batch_stride;
+    src.p_extent = rows;
+    src.k_extent = cols;
+    src.batch = batch;
+    add(src, ptr, ld, batch_stride);
+  }
 };
+
+// Tensor-core kernels without TMA (mma.sync, cp.async wgmma): device operands of the product
+// whose start or pitches are off 16 bytes (a torch tensor of 4097 i8 columns; K = 1023 bf16)
+// are read from re-pitched copies, so that the loaders move 16-byte chunks: their unaligned
+// path goes element by element (i8 4097^3 5.4x the time of 4096^3, bench/unaligned_inputs.py).
+void repitch_operands(const Instance& inst, const MathChoice& m, const ArgLayout& L, std::vector<uint64_t>& w,
+                      OperandCopies& copies) {
+  const Plan& P = *inst.plan;
+  for (const bool row : {true, false}) {
+    const int a = row ? m.row_access : m.col_access;
+    if (a < 0 || !inst.on_device(size_t(P.accesses[size_t(a)].operand))) continue;
+    const auto& s = L.access[size_t(a)];
+    const int e = int(dtype_size(row ? m.row_type : m.col_type));
+    uint64_t ptr = w[size_t(s.ptr)];
+    int64_t ld = int64_t(w[size_t(s.ld)]), bstride = int64_t(w[size_t(s.bstride)]);
+    const int64_t batch = P.batched ? inst.batch : 1;
+    if (tile_map_fits(ptr, ld, bstride, batch, e)) continue;
+    const bool kc = P.accesses[size_t(a)].pattern == (row ? Pattern::RowRed : Pattern::ColRed);
+    const int64_t p_end = row ? inst.row.end : inst.col.end;
+    copies.add_repitched(ptr, ld, bstride, kc ? p_end : inst.red.end, kc ? inst.red.end : p_end, batch, e);
+    w[size_t(s.ptr)] = ptr;
+    w[size_t(s.ld)] = uint64_t(ld);
+    w[size_t(s.bstride)] = uint64_t(bstride);
+    w[size_t(s.vec)] =
+        ld % 4 == 0 && bstride % 4 == 0 && contiguous_begin(inst, P.accesses[size_t(a)].pattern) % 4 == 0;
+  }
+}
 
 // The tensor maps of a TMA-fed kernel (CodegenOptions::tma) from the operands' words: the row
 // operand in boxes of tile.bm rows (or 64 columns), the column operand in tile.bn. An operand
@@ -233,25 +282,20 @@ void encode_operand_maps(const Instance& inst, const MathChoice& m, const TileCo
     t.k_extent = inst.red.end;
     t.k_contiguous = P.accesses[size_t(a)].pattern == (row ? Pattern::RowRed : Pattern::ColRed);
     t.box_p = row ? tile.bm : tile.bn;
-    const bool fits = tile_map_fits(t.ptr, t.ld, t.batch_stride, t.batch, e);
-    if (!fits || (f32 && !t.k_contiguous)) {
-      // f32: k-major; 16-bit: as it lies (the slow axis as p, the contiguous one as k).
-      const bool k_major = f32 || t.k_contiguous;
+    if (f32 && !t.k_contiguous) {  // k-major
       KMajorSource src;
       src.ptr = t.ptr;
-      src.element_bytes = e;
-      src.p_stride = t.k_contiguous || !k_major ? t.ld : 1;
-      src.k_stride = t.k_contiguous || !k_major ? 1 : t.ld;
+      src.p_stride = 1;
+      src.k_stride = t.ld;
       src.batch_stride = t.batch_stride;
-      src.p_extent = k_major ? t.p_extent : t.k_extent;
-      src.k_extent = k_major ? t.k_extent : t.p_extent;
+      src.p_extent = t.p_extent;
+      src.k_extent = t.k_extent;
       src.batch = t.batch;
-      copies.buffers.emplace_back(k_major_bytes(src));
-      copies.sources.push_back(src);
-      t.ptr = ptr_word(copies.buffers.back());
-      t.ld = k_major_pitch(src);
-      t.batch_stride = src.p_extent * t.ld;
-      t.k_contiguous = k_major;
+      copies.add(src, t.ptr, t.ld, t.batch_stride);
+      t.k_contiguous = true;
+    } else if (!tile_map_fits(t.ptr, t.ld, t.batch_stride, t.batch, e)) {  // as it lies
+      copies.add_repitched(t.ptr, t.ld, t.batch_stride, t.k_contiguous ? t.p_extent : t.k_extent,
+                           t.k_contiguous ? t.k_extent : t.p_extent, t.batch, e);
     }
     t.tf32 = m.math == InnerMath::Tf32;
     encode_tile_map(&w[size_t(row ? L.tma_a : L.tma_b)], type, t);
@@ -332,14 +376,17 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   if (options.progress) options.progress(1, steps);
 
   // Before anything is allocated: does the run fit in the device's memory? (bind/footprint.h)
-  // (A library call on device arrays with only dense outputs allocates nothing of its own.)
+  // (A library call on device arrays with only dense outputs allocates nothing of its own,
+  // unless tensor-core operands are copied: encode_operand_maps, repitch_operands.)
   const int64_t tiles = ((rows + tile.bm - 1) / tile.bm) * ((cols + tile.bn - 1) / tile.bn);
   const int64_t list_rows = initial_list_rows(inst, tile, tiles);
-  if (!(options.dense_output && P.lists.empty())) {
+  const bool may_copy =
+      cgo.tensor_cores() && ((cgo.tma && wgmma_needs_tma(cgo.tensor_math)) || !tma_operands_fit(inst, choice.math));
+  const bool own_nothing = options.dense_output && P.lists.empty();
+  if (!own_nothing || may_copy) {
     const DeviceMemory free_mem = device_memory();
-    MemoryEstimate need = gpu_device_memory(inst, list_rows);
-    // Operand copies (encode_operand_maps): at most both operands.
-    if (cgo.tma && (wgmma_needs_tma(cgo.tensor_math) || !tma_operands_fit(inst, choice.math)))
+    MemoryEstimate need = own_nothing ? MemoryEstimate{} : gpu_device_memory(inst, list_rows);
+    if (may_copy)  // (at most both operands)
       for (const bool row : {true, false}) {
         KMajorSource s;
         s.p_extent = row ? inst.row.end : inst.col.end;
@@ -429,6 +476,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   for (const auto& p : L.params) w[size_t(p.slot)] = param_word(inst.params[size_t(p.param)], p.type);
   OperandCopies copies;
   if (cgo.tma && tiles * batch > 0) encode_operand_maps(inst, choice.math, tile, L, w, copies);
+  if (cgo.tensor_cores() && !cgo.tma && tiles * batch > 0) repitch_operands(inst, choice.math, L, w, copies);
 
   // Grouped joins: the mainloop's tile operands gathered into key order (positions from 0), the
   // position -> index maps and the tile table.

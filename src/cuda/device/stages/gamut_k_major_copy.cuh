@@ -1,7 +1,7 @@
 // Operand copies for the TMA-fed wgmma mainloop (src/cuda/stages/k_major_copy.h): wgmma reads
-// tf32 operands only with k contiguous, so f32 X[k, i] / Y[k, j] are copied k-major; operands
-// whose rows TMA cannot address (a torch tensor of 4097 bf16 columns) are copied with 16-byte
-// rows. Both are dst[b, p, k] = src[b, p, k] for a `p` / `k` stride pair of the caller's choice.
+// tf32 operands only with k contiguous, so f32 X[k, i] / Y[k, j] are copied k-major; device
+// operands of tensor-core kernels whose rows are not whole 16-byte chunks (a torch tensor of 4097
+// bf16 columns) are copied with 16-byte rows. Both are dst[b, p, k] = src[b, p, k] for a `p` / `k` stride pair of the caller's choice.
 #pragma once
 #include "gamut_constants.cuh"
 #include "gamut_math.cuh"
@@ -14,7 +14,7 @@ static_assert(kStageThreads == 256, "the copy is written for 32 x 8 threads");
 // Grid: x = chunks of 32 k, y = chunks of 32 p (looping while p remains), z = batch instances.
 // A 32 x 32 tile goes through shared memory: read along src's contiguous axis, written along k,
 // so both sides are coalesced whichever axis src has contiguous.
-// Elem: the element's bits (unsigned for 4 bytes, unsigned short for 2).
+// Elem: the element's bits (unsigned for 4 bytes, unsigned short for 2, unsigned char for 1).
 template <typename Elem>
 GM_DEV void k_major_copy(const KMajorCopyArgs& a) {
   __shared__ Elem tile[32][33];  // (32 p, 32 k), padded: rows and columns hit distinct banks

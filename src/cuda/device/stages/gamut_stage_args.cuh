@@ -59,8 +59,8 @@ struct GatherArgs {
 };
 
 // K-major copy (gamut_k_major_copy.cuh): dst[b, p, k] = src at b * batch_stride + p * p_stride
-// + k * k_stride, 4- or 2-byte elements, for the TMA-fed wgmma mainloop: f32 operands k-major
-// (tf32 wgmma reads them only so), operands TMA cannot address re-pitched (src/cuda/stages/k_major_copy.h).
+// + k * k_stride, 4-, 2- or 1-byte elements, for the tensor-core mainloops: f32 operands k-major
+// (tf32 wgmma reads them only so), device operands off 16 bytes re-pitched (src/cuda/stages/k_major_copy.h).
 struct KMajorCopyArgs {
   unsigned long long src, dst;
   long long p_stride, k_stride, batch_stride;  // elements of src
