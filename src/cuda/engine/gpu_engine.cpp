@@ -17,8 +17,8 @@
 #include "cuda/codegen/mainloop_tensor.h"
 #include "cuda/codegen/tile_choice.h"
 #include "cuda/engine/launch_lists.h"
+#include "cuda/engine/operand_copies.h"
 #include "cuda/runtime.h"
-#include "cuda/stages/k_major_copy.h"
 
 namespace gamut::cuda {
 
@@ -151,17 +151,6 @@ int64_t product(const std::vector<int64_t>& v, size_t from = 0) {
   return p;
 }
 
-// The first index, along the dimension contiguous in memory, that a tile operand's chunks start at.
-int64_t contiguous_begin(const Instance& inst, Pattern p) {
-  switch (p) {
-    case Pattern::RowRed:
-    case Pattern::ColRed: return inst.red.begin;
-    case Pattern::RedRow: return inst.row.begin;
-    case Pattern::RedCol: return inst.col.begin;
-    default: return 0;
-  }
-}
-
 std::string schema_text(const Plan& plan, const TileConfig& tile) {
   std::string s = "gamut-cuda-codegen-1\ntile " + tile.str() + "\n";
   for (const Operand& o : plan.operands) s += o.name + ":" + std::string(o.dtype ? dtype_name(*o.dtype) : "?") + "\n";
@@ -196,113 +185,6 @@ struct KernelMemo {
 }  // namespace
 
 std::shared_ptr<void> new_kernel_memo() { return std::make_shared<KernelMemo>(); }
-
-namespace {
-
-// Operand copies for the TMA-fed wgmma mainloop (stages/k_major_copy.h), made before the kernel
-// and again before each timed repetition (their time is the query's).
-struct OperandCopies {
-  std::vector<KMajorSource> sources;
-  std::vector<DeviceBuffer> buffers;
-  void run() const {
-    for (size_t c = 0; c < sources.size(); ++c) k_major_copy(sources[c], buffers[c].get());
-  }
-  // Copies `src`; the operand's words (pointer, row pitch, batch stride) become the copy's.
-  void add(const KMajorSource& src, uint64_t& ptr, int64_t& ld, int64_t& batch_stride) {
-    buffers.emplace_back(k_major_bytes(src));
-    sources.push_back(src);
-    ptr = ptr_word(buffers.back());
-    ld = k_major_pitch(src);
-    batch_stride = src.p_extent * ld;
-  }
-  // The operand as it lies (rows along its slow axis, `cols` contiguous), with 16-byte rows.
-  void add_repitched(uint64_t& ptr, int64_t& ld, int64_t& batch_stride, int64_t rows, int64_t cols, int64_t batch,
-                     int element_bytes) {
-    KMajorSource src;
-    src.ptr = ptr;
-    src.element_bytes = element_bytes;
-    src.p_stride = ld;
-    src.k_stride = 1;
-    src.batch_stride = batch_stride;
-    src.p_extent = rows;
-    src.k_extent = cols;
-    src.batch = batch;
-    add(src, ptr, ld, batch_stride);
-  }
-};
-
-// Tensor-core kernels without TMA (mma.sync, cp.async wgmma): device operands of the product
-// whose start or pitches are off 16 bytes (a torch tensor of 4097 i8 columns; K = 1023 bf16)
-// are read from re-pitched copies, so that the loaders move 16-byte chunks: their unaligned
-// path goes element by element (i8 4097^3 5.4x the time of 4096^3, bench/unaligned_inputs.py).
-void repitch_operands(const Instance& inst, const MathChoice& m, const ArgLayout& L, std::vector<uint64_t>& w,
-                      OperandCopies& copies) {
-  const Plan& P = *inst.plan;
-  for (const bool row : {true, false}) {
-    const int a = row ? m.row_access : m.col_access;
-    if (a < 0 || !inst.on_device(size_t(P.accesses[size_t(a)].operand))) continue;
-    const auto& s = L.access[size_t(a)];
-    const int e = int(dtype_size(row ? m.row_type : m.col_type));
-    uint64_t ptr = w[size_t(s.ptr)];
-    int64_t ld = int64_t(w[size_t(s.ld)]), bstride = int64_t(w[size_t(s.bstride)]);
-    const int64_t batch = P.batched ? inst.batch : 1;
-    if (tile_map_fits(ptr, ld, bstride, batch, e)) continue;
-    const bool kc = P.accesses[size_t(a)].pattern == (row ? Pattern::RowRed : Pattern::ColRed);
-    const int64_t p_end = row ? inst.row.end : inst.col.end;
-    copies.add_repitched(ptr, ld, bstride, kc ? p_end : inst.red.end, kc ? inst.red.end : p_end, batch, e);
-    w[size_t(s.ptr)] = ptr;
-    w[size_t(s.ld)] = uint64_t(ld);
-    w[size_t(s.bstride)] = uint64_t(bstride);
-    w[size_t(s.vec)] =
-        ld % 4 == 0 && bstride % 4 == 0 && contiguous_begin(inst, P.accesses[size_t(a)].pattern) % 4 == 0;
-  }
-}
-
-// The tensor maps of a TMA-fed kernel (CodegenOptions::tma) from the operands' words: the row
-// operand in boxes of tile.bm rows (or 64 columns), the column operand in tile.bn. An operand
-// whose start or pitches TMA cannot address (a device input of 4097 bf16 columns) is read from a
-// copy with 16-byte rows (`copies`), in its own orientation; tf32 / tf32x3 copy f32 operands
-// that are not k-major too (wgmma reads f32 only k-major), and tf32's maps round to TF32 as
-// boxes land.
-void encode_operand_maps(const Instance& inst, const MathChoice& m, const TileConfig& tile, const ArgLayout& L,
-                         std::vector<uint64_t>& w, OperandCopies& copies) {
-  const Plan& P = *inst.plan;
-  const bool f32 = wgmma_needs_tma(m.math);
-  for (const bool row : {true, false}) {
-    const int a = row ? m.row_access : m.col_access;
-    const auto& s = L.access[size_t(a)];
-    const DType type = row ? m.row_type : m.col_type;
-    const int e = int(dtype_size(type));
-    TileMapShape t;
-    t.ptr = w[size_t(s.ptr)];
-    t.ld = int64_t(w[size_t(s.ld)]);
-    t.batch_stride = int64_t(w[size_t(s.bstride)]);
-    t.batch = P.batched ? inst.batch : 1;
-    t.p_extent = row ? inst.row.end : inst.col.end;
-    t.k_extent = inst.red.end;
-    t.k_contiguous = P.accesses[size_t(a)].pattern == (row ? Pattern::RowRed : Pattern::ColRed);
-    t.box_p = row ? tile.bm : tile.bn;
-    if (f32 && !t.k_contiguous) {  // k-major
-      KMajorSource src;
-      src.ptr = t.ptr;
-      src.p_stride = 1;
-      src.k_stride = t.ld;
-      src.batch_stride = t.batch_stride;
-      src.p_extent = t.p_extent;
-      src.k_extent = t.k_extent;
-      src.batch = t.batch;
-      copies.add(src, t.ptr, t.ld, t.batch_stride);
-      t.k_contiguous = true;
-    } else if (!tile_map_fits(t.ptr, t.ld, t.batch_stride, t.batch, e)) {  // as it lies
-      copies.add_repitched(t.ptr, t.ld, t.batch_stride, t.k_contiguous ? t.p_extent : t.k_extent,
-                           t.k_contiguous ? t.k_extent : t.p_extent, t.batch, e);
-    }
-    t.tf32 = m.math == InnerMath::Tf32;
-    encode_tile_map(&w[size_t(row ? L.tma_a : L.tma_b)], type, t);
-  }
-}
-
-}  // namespace
 
 Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats* stats) {
   if (!inst.plan) throw_device_error("internal error: run_gpu without a plan");
@@ -386,15 +268,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   if (!own_nothing || may_copy) {
     const DeviceMemory free_mem = device_memory();
     MemoryEstimate need = own_nothing ? MemoryEstimate{} : gpu_device_memory(inst, list_rows);
-    if (may_copy)  // (at most both operands)
-      for (const bool row : {true, false}) {
-        KMajorSource s;
-        s.p_extent = row ? inst.row.end : inst.col.end;
-        s.k_extent = inst.red.end;
-        s.batch = P.batched ? batch : 1;
-        s.element_bytes = int(dtype_size(row ? choice.math.row_type : choice.math.col_type));
-        need.add("a copy of a tensor-core operand with 16-byte rows", int64_t(k_major_bytes(s)));
-      }
+    if (may_copy) need.add("copies of tensor-core operands with 16-byte rows", operand_copies_bytes(inst, choice.math));
     require_fits(need, int64_t(free_mem.free), "device memory",
                  "free of " + bytes_text(int64_t(free_mem.total)) + " on the device");
   }

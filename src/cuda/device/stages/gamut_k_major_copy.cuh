@@ -1,7 +1,8 @@
-// Operand copies for the TMA-fed wgmma mainloop (src/cuda/stages/k_major_copy.h): wgmma reads
+// Operand copies for the tensor-core mainloops (src/cuda/stages/k_major_copy.h): wgmma reads
 // tf32 operands only with k contiguous, so f32 X[k, i] / Y[k, j] are copied k-major; device
-// operands of tensor-core kernels whose rows are not whole 16-byte chunks (a torch tensor of 4097
-// bf16 columns) are copied with 16-byte rows. Both are dst[b, p, k] = src[b, p, k] for a `p` / `k` stride pair of the caller's choice.
+// operands whose rows are not whole 16-byte chunks (a torch tensor of 4097 bf16 columns) are
+// copied with 16-byte rows. Both are dst[b, p, k] = src[b, p, k] for a `p` / `k` stride pair
+// of the caller's choice.
 #pragma once
 #include "gamut_constants.cuh"
 #include "gamut_math.cuh"
