@@ -3,7 +3,7 @@
 # sanitizers on one query of each family, and the benchmarks. Logs go to $OUT (or ./device-out).
 # usage: tools/device_run.sh [tests] [sanitize] [bench] [demo] [relbench] [semibench] [tc] [fuzz] [py] [sweep] [profile]
 #                            [shards] [api] [reach] [cold] [tq] [verify] [pyoverhead] [sanitizers]
-#                            [hostoverhead] [kunroll]   (default: tests sanitize bench)
+#                            [hostoverhead] [kunroll] [multigpu]   (default: tests sanitize bench)
 # PREBUILT=DIR: binaries built elsewhere (a build folder of this checkout at the same absolute
 # path, carried along; tools/device_prebuild.sh): no build here. Else build-dev is built here.
 set -uo pipefail
@@ -132,6 +132,15 @@ for step in $steps; do
         echo "== GAMUT_EXPERIMENT_K_UNROLL=$u"
         GAMUT_EXPERIMENT_K_UNROLL=$u GAMUT_CACHE_DIR=$PWD/$B/kcache-u$u $B/bench/bench_gpu ${KU_ARGS:---sizes 4096,8192 --q1-sizes 4096} 2>&1
       done | tee "$OUT/kunroll.txt" ;;
+    multigpu)
+      # Several GPUs (issue 14), on a kind with several: the multi-device GPU tests (NCCL across
+      # the visible GPUs), then bench/multi_gpu.py on 1, 2, 4, 8 GPUs (those visible). NVLink
+      # multicast stays off (the device tool's KINDS.md).
+      export NCCL_NVLS_ENABLE=0
+      nvidia-smi -L | tee "$OUT/gpus.txt"
+      $B/tests/gamut_gpu_tests --gtest_filter='GpuMultiDevice.*' > "$OUT/multi_tests.log" 2>&1; echo "GpuMultiDevice rc=$?"
+      grep -E "^\[ +(OK|FAILED|SKIPPED) \]" "$OUT/multi_tests.log" | head -12
+      timeout ${MG_TIMEOUT:-480} python3 bench/multi_gpu.py --gamut $B/gamut --json "$OUT/multi_gpu.json" ${MG_ARGS:-} 2>&1 | tee "$OUT/multi_gpu.txt" ;;
     pyoverhead)
       (export PYTHONPATH=$PWD/.devcarry/site; cd /tmp && timeout ${PYO_TIMEOUT:-60} python3 "$OLDPWD/bench/python_overhead.py" --iters 1000 \
          --json "$OUT/py_overhead.json" 2>&1 | tee "$OUT/py_overhead.txt" | tail -20) ;;
