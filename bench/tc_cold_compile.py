@@ -16,7 +16,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tensor_queries import KNN, PRODUCT, Q5, Q7  # noqa: E402
+from tensor_queries import I8, KNN, PRODUCT, Q5, Q7  # noqa: E402
 
 # (label, query, operand dtype, f32_math)
 CASES = [
@@ -29,7 +29,6 @@ CASES = [
     ("Q7 top 128 bf16", "Q7", "bfloat16", "ieee"),
     ("kNN expanded bf16", "KNN", "bfloat16", "ieee"),
 ]
-I8 = "where (i, j) { a: i32 = 0; reduce (k) { a += i32(A[i, k]) * i32(B[k, j]); } C[i, j] = a; }"
 
 CHILD = r"""
 import json, sys, torch, gamut

@@ -41,6 +41,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import cuda_time  # noqa: E402
 
 PRODUCT = "where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } C[i, j] = a; }"
+I8 = "where (i, j) { a: i32 = 0; reduce (k) { a += i32(A[i, k]) * i32(B[k, j]); } C[i, j] = a; }"
 Q5 = "where (i, j) { a = 0; reduce (k) { a += P[i, k] * R[k, j]; } if (a > thres) emit Pairs(i, j, a); }"
 Q7 = "where (i, j) { a = 0; reduce (k) { a += P[i, k] * R[k, j]; } emit Top(i, j, a) top 128 by a; }"
 Q3 = ("where (i, j) { a = 0; reduce (k) { a += P[i, k] * R[k, j]; } Cnt[Pzip[i], Rzip[j]] += a > thres; }")
@@ -147,7 +148,7 @@ def main():
             continue
         A8 = torch.randint(-100, 100, (n, n), device=dev, dtype=torch.int8)
         B8 = torch.randint(-100, 100, (n, n), device=dev, dtype=torch.int8)
-        i8 = gamut.compile("where (i, j) { a: i32 = 0; reduce (k) { a += i32(A[i, k]) * i32(B[k, j]); } C[i, j] = a; }")
+        i8 = gamut.compile(I8)
         g = timed(lambda: i8(A=A8, B=B8), a.repeat)
         t = timed(lambda: torch._int_mm(A8, B8), a.repeat)
         report(f"product i8 {n}^3 (torch _int_mm)", g, t, math_line(i8, A=A8, B=B8), **memory(i8, {"A": A8, "B": B8}))

@@ -12,9 +12,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import cuda_time  # noqa: E402
-from tensor_queries import KNN, PRODUCT  # noqa: E402
+from tensor_queries import I8, KNN, PRODUCT  # noqa: E402
 
-I8 = "where (i, j) { a: i32 = 0; reduce (k) { a += i32(A[i, k]) * i32(B[k, j]); } C[i, j] = a; }"
 
 
 def main():

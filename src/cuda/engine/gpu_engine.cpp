@@ -349,8 +349,8 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   }
   for (const auto& p : L.params) w[size_t(p.slot)] = param_word(inst.params[size_t(p.param)], p.type);
   OperandCopies copies;
+  if (cgo.tensor_cores() && tiles * batch > 0) repitch_operands(inst, choice.math, cgo.tma, L, w, copies);
   if (cgo.tma && tiles * batch > 0) encode_operand_maps(inst, choice.math, tile, L, w, copies);
-  if (cgo.tensor_cores() && !cgo.tma && tiles * batch > 0) repitch_operands(inst, choice.math, L, w, copies);
 
   // Grouped joins: the mainloop's tile operands gathered into key order (positions from 0), the
   // position -> index maps and the tile table.

@@ -51,23 +51,25 @@ void OperandCopies::add_repitched(uint64_t& ptr, int64_t& ld, int64_t& batch_str
   add(src, ptr, ld, batch_stride);
 }
 
-// Tensor-core kernels without TMA (mma.sync, cp.async wgmma): device operands of the product
-// whose start or pitches are off 16 bytes (a torch tensor of 4097 i8 columns; K = 1023 bf16)
-// are read from re-pitched copies, so that the loaders move 16-byte chunks: their unaligned
-// path goes element by element (i8 4097^3 5.4x the time of 4096^3, bench/unaligned_inputs.py).
-void repitch_operands(const Instance& inst, const MathChoice& m, const ArgLayout& L, std::vector<uint64_t>& w,
+// Every tensor-core kernel: device operands of the product whose start or pitches are off 16
+// bytes (a torch tensor of 4097 i8 columns; K = 1023 bf16) are read from re-pitched copies, so
+// that TMA can address them and the cp.async loaders move 16-byte chunks (their unaligned path
+// goes element by element: i8 4097^3 5.4x the time of 4096^3, bench/unaligned_inputs.py). An
+// f32 operand that tf32 wgmma reads through a k-major copy (encode_operand_maps) is left to it.
+void repitch_operands(const Instance& inst, const MathChoice& m, bool tma, const ArgLayout& L, std::vector<uint64_t>& w,
                       OperandCopies& copies) {
   const Plan& P = *inst.plan;
   for (const bool row : {true, false}) {
     const int a = row ? m.row_access : m.col_access;
     if (a < 0 || !inst.on_device(size_t(P.accesses[size_t(a)].operand))) continue;
+    const bool kc = P.accesses[size_t(a)].pattern == (row ? Pattern::RowRed : Pattern::ColRed);
+    if (tma && wgmma_needs_tma(m.math) && !kc) continue;
     const auto& s = L.access[size_t(a)];
     const int e = int(dtype_size(row ? m.row_type : m.col_type));
     uint64_t ptr = w[size_t(s.ptr)];
     int64_t ld = int64_t(w[size_t(s.ld)]), bstride = int64_t(w[size_t(s.bstride)]);
     const int64_t batch = P.batched ? inst.batch : 1;
     if (tile_map_fits(ptr, ld, bstride, batch, e)) continue;
-    const bool kc = P.accesses[size_t(a)].pattern == (row ? Pattern::RowRed : Pattern::ColRed);
     const int64_t p_end = row ? inst.row.end : inst.col.end;
     copies.add_repitched(ptr, ld, bstride, kc ? p_end : inst.red.end, kc ? inst.red.end : p_end, batch, e);
     w[size_t(s.ptr)] = ptr;
@@ -78,12 +80,10 @@ void repitch_operands(const Instance& inst, const MathChoice& m, const ArgLayout
   }
 }
 
-// The tensor maps of a TMA-fed kernel (CodegenOptions::tma) from the operands' words: the row
-// operand in boxes of tile.bm rows (or 64 columns), the column operand in tile.bn. An operand
-// whose start or pitches TMA cannot address (a device input of 4097 bf16 columns) is read from a
-// copy with 16-byte rows (`copies`), in its own orientation; tf32 / tf32x3 copy f32 operands
-// that are not k-major too (wgmma reads f32 only k-major), and tf32's maps round to TF32 as
-// boxes land.
+// The tensor maps of a TMA-fed kernel (CodegenOptions::tma) from the operands' words, after
+// repitch_operands: the row operand in boxes of tile.bm rows (or 64 columns), the column operand
+// in tile.bn. tf32 / tf32x3 read f32 operands that are not k-major from a k-major copy (wgmma
+// reads f32 only k-major), and tf32's maps round to TF32 as boxes land.
 void encode_operand_maps(const Instance& inst, const MathChoice& m, const TileConfig& tile, const ArgLayout& L,
                          std::vector<uint64_t>& w, OperandCopies& copies) {
   const Plan& P = *inst.plan;
@@ -92,7 +92,6 @@ void encode_operand_maps(const Instance& inst, const MathChoice& m, const TileCo
     const int a = row ? m.row_access : m.col_access;
     const auto& s = L.access[size_t(a)];
     const DType type = row ? m.row_type : m.col_type;
-    const int e = int(dtype_size(type));
     TileMapShape t;
     t.ptr = w[size_t(s.ptr)];
     t.ld = int64_t(w[size_t(s.ld)]);
@@ -113,9 +112,6 @@ void encode_operand_maps(const Instance& inst, const MathChoice& m, const TileCo
       src.batch = t.batch;
       copies.add(src, t.ptr, t.ld, t.batch_stride);
       t.k_contiguous = true;
-    } else if (!tile_map_fits(t.ptr, t.ld, t.batch_stride, t.batch, e)) {  // as it lies
-      copies.add_repitched(t.ptr, t.ld, t.batch_stride, t.k_contiguous ? t.p_extent : t.k_extent,
-                           t.k_contiguous ? t.k_extent : t.p_extent, t.batch, e);
     }
     t.tf32 = m.math == InnerMath::Tf32;
     encode_tile_map(&w[size_t(row ? L.tma_a : L.tma_b)], type, t);

@@ -29,13 +29,14 @@ struct OperandCopies {
                      int element_bytes);
 };
 
-// The tensor maps of a TMA-fed kernel (CodegenOptions::tma) from the operands' words in `w`,
-// with the copies TMA needs (f32 not k-major; start or pitches off 16 bytes).
+// Every tensor-core kernel (`tma`: CodegenOptions::tma), first: re-pitched copies of device
+// operands off 16 bytes; their words in `w` become the copies'.
+void repitch_operands(const Instance& inst, const MathChoice& m, bool tma, const ArgLayout& L, std::vector<uint64_t>& w,
+                      OperandCopies& copies);
+// TMA-fed kernels, then: the tensor maps from the operands' words in `w`, with the k-major
+// copies of f32 operands that tf32 / tf32x3 wgmma need.
 void encode_operand_maps(const Instance& inst, const MathChoice& m, const TileConfig& tile, const ArgLayout& L,
                          std::vector<uint64_t>& w, OperandCopies& copies);
-// Kernels without TMA (mma.sync, cp.async wgmma): re-pitched copies of device operands off 16 bytes.
-void repitch_operands(const Instance& inst, const MathChoice& m, const ArgLayout& L, std::vector<uint64_t>& w,
-                      OperandCopies& copies);
 // An upper bound of the copies' device memory (both operands copied), for the memory check.
 int64_t operand_copies_bytes(const Instance& inst, const MathChoice& m);
 

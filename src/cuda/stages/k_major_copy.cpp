@@ -46,8 +46,6 @@ size_t k_major_bytes(const KMajorSource& s) {
 void k_major_copy(const KMajorSource& s, void* dst) {
   if (s.p_extent <= 0 || s.k_extent <= 0 || s.batch <= 0) return;
   if (s.batch > 65535) throw_device_error("a k-major copy of more than 65535 batch instances is not supported");
-  if (s.element_bytes != 1 && s.element_bytes != 2 && s.element_bytes != 4)
-    throw_device_error("internal error: a k-major copy of " + std::to_string(s.element_bytes) + "-byte elements");
   gm::KMajorCopyArgs a{};
   a.src = s.ptr;
   a.dst = uint64_t(reinterpret_cast<uintptr_t>(dst));

@@ -1,5 +1,5 @@
-// Operand copies for the TMA-fed wgmma mainloop, made once per run into a buffer [batch, p, k]
-// with 16-byte rows (device/stages/gamut_k_major_copy.cuh):
+// Operand copies for the tensor-core mainloops, made once per run into a buffer [batch, p, k]
+// with 16-byte rows (device/stages/gamut_k_major_copy.cuh; engine/operand_copies.h decides):
 // - f32 operands for tf32 / tf32x3: wgmma reads tf32 only with k contiguous in shared memory and
 //   TMA copies boxes as they lie in memory, so X[k, i] / Y[k, j] (or an operand whose rows TMA
 //   cannot address) is copied k-major;
