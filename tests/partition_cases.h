@@ -46,6 +46,14 @@ inline const Case kCases[] = {
     {"batched_top",
      "batch (b) where (i, j) { s = 0; reduce (k) { s += A[b, i, k] * B[b, k, j]; } emit L(b, s) top 5 by s; }", 21, 18,
      4, false, true},
+    // Per-group lists whose groups a split keeps whole (merged by concatenation, no sort): per i
+    // along i, batched (the parts' rows interleave by b), and per j of a wide query (split along j).
+    {"batched_bottom_per_i",
+     "batch (b) where (i, j) { s = 0; reduce (k) { s += A[b, i, k] * B[b, k, j]; } emit L(b, j, s) bottom 2 by s per "
+     "i; }",
+     19, 15, 3, false, true},
+    {"top_per_j_wide", "where (i, j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } emit L(i, s) top 3 by s per j; }",
+     7, 45, 2},
 };
 
 inline Bindings bindings(const Case& c) {

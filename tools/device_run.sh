@@ -138,6 +138,13 @@ for step in $steps; do
       # multicast stays off (the device tool's KINDS.md).
       export NCCL_NVLS_ENABLE=0
       nvidia-smi -L | tee "$OUT/gpus.txt"
+      # The CLI finds NCCL on the loader's path or in the toolkit; on an image where only pip's
+      # nvidia-nccl package (PyTorch's) has it, point GAMUT_NCCL_LIBRARY there.
+      if [ -z "${GAMUT_NCCL_LIBRARY:-}" ] && ! ldconfig -p 2>/dev/null | grep -q libnccl.so.2; then
+        lib=$(python3 -c 'import nvidia.nccl, os; d = os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"); print(d if os.path.exists(d) else "")' 2>/dev/null)
+        [ -n "$lib" ] && export GAMUT_NCCL_LIBRARY=$lib
+      fi
+      echo "NCCL: ${GAMUT_NCCL_LIBRARY:-(loader path)}"
       $B/tests/gamut_gpu_tests --gtest_filter='GpuMultiDevice.*' > "$OUT/multi_tests.log" 2>&1; echo "GpuMultiDevice rc=$?"
       grep -E "^\[ +(OK|FAILED|SKIPPED) \]" "$OUT/multi_tests.log" | head -12
       timeout ${MG_TIMEOUT:-480} python3 bench/multi_gpu.py --gamut $B/gamut --json "$OUT/multi_gpu.json" ${MG_ARGS:-} 2>&1 | tee "$OUT/multi_gpu.txt" ;;

@@ -84,6 +84,9 @@ class DeviceBuffer {
   // rows are padded so every row starts 16-byte aligned.
   void upload_rows(const void* host, size_t rows, size_t row_bytes, size_t pitch);
   void download_rows(void* host, size_t rows, size_t row_bytes, size_t pitch) const;
+  // Rows of `row_bytes` each, `pitch` bytes apart on both sides, starting at byte `offset` of
+  // this buffer and of `host` (a block of a C-order array the host holds whole: one part's slice).
+  void download_block(void* host, size_t offset, size_t rows, size_t row_bytes, size_t pitch) const;
 
  private:
   void* ptr_ = nullptr;

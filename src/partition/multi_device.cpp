@@ -209,8 +209,18 @@ Results run_on_gpus(const Instance& inst, const std::vector<int>& devices, const
   std::vector<bool> reduced(P.dense.size(), false);
   for (size_t d = 0; d < P.dense.size(); ++d) reduced[d] = use_nccl && nccl_reduction(P.dense[d]).has_value();
 
-  // NCCL path: every dense output of a part lands in device memory the runner keeps (C order);
-  // the reduced ones stay there, the others are copied to the host by their part's thread.
+  // Several parts (or the NCCL path): every dense output of a part lands in device memory the
+  // runner keeps (C order). NCCL's reductions stay there; each part copies its own slice of a
+  // projection straight into the one host array (nothing left to merge, no whole array per
+  // part on the host); other outputs go to the host whole, to be merged there.
+  const bool keep = use_nccl || parts > 1;
+  std::vector<bool> merged = reduced;
+  std::vector<NDArray> whole(P.dense.size());
+  for (size_t d = 0; d < P.dense.size() && parts > 1; ++d)
+    if (P.dense[d].is_project()) {
+      whole[d] = NDArray::zeros(storage_type_of(P.dense[d].type), inst.dense_shapes[d]);
+      merged[d] = true;
+    }
   std::vector<std::vector<cuda::DeviceBuffer>> kept(static_cast<size_t>(parts));
   std::vector<Results> results(static_cast<size_t>(parts));
   const auto t0 = Clock::now();
@@ -226,7 +236,7 @@ Results run_on_gpus(const Instance& inst, const std::vector<int>& devices, const
         if (parts > 1) o.kernel_memo = nullptr;
         std::vector<cuda::DeviceBuffer>& mine = kept[size_t(p)];
         mine.resize(P.dense.size());
-        if (use_nccl)
+        if (keep)
           o.dense_output = [&mine](size_t d, size_t bytes) {
             mine[d] = cuda::DeviceBuffer(std::max<size_t>(bytes, 1));
             return mine[d].get();
@@ -234,15 +244,20 @@ Results run_on_gpus(const Instance& inst, const std::vector<int>& devices, const
         Results r = cuda::run_gpu(instances[size_t(p)], o, &rep.part_stats[size_t(p)]);
         // NCCL reads on streams of its own: this part's work (an identity fill too, where no
         // block ran) must be finished first.
-        if (use_nccl) cuda::synchronize();
-        if (use_nccl)
-          for (size_t d = 0; d < P.dense.size(); ++d) {
-            NDArray& a = r.dense[d];
-            if (reduced[d]) continue;  // (a views device memory until the merge)
-            NDArray host = NDArray::zeros(a.dtype, a.shape);
-            if (host.nbytes() > 0) mine[d].download(host.data.data(), host.nbytes());
-            a = std::move(host);
+        if (keep) cuda::synchronize();
+        for (size_t d = 0; d < P.dense.size() && keep; ++d) {
+          NDArray& a = r.dense[d];
+          if (reduced[d]) continue;  // (a views device memory until the merge)
+          if (merged[d]) {           // this part's slice, into the one result
+            const SliceBytes s = projection_slice(P, d, a.shape, rep.partition, p);
+            mine[d].download_block(whole[d].data.data(), s.offset, s.rows, s.row_bytes, s.pitch);
+            a = NDArray{};
+            continue;
           }
+          NDArray host = NDArray::zeros(a.dtype, a.shape);
+          if (host.nbytes() > 0) mine[d].download(host.data.data(), host.nbytes());
+          a = std::move(host);
+        }
         results[size_t(p)] = std::move(r);
       },
       rep.part_seconds);
@@ -274,8 +289,9 @@ Results run_on_gpus(const Instance& inst, const std::vector<int>& devices, const
     cuda::set_current_device(previous);
     rep.merge = "nccl";
   }
-  Results out = parts > 1 ? merge_parts(inst, rep.partition, std::move(results), use_nccl ? &reduced : nullptr)
-                          : std::move(results[0]);
+  for (size_t d = 0; d < P.dense.size(); ++d)
+    if (merged[d] && !reduced[d]) results[0].dense[d] = std::move(whole[d]);
+  Results out = parts > 1 ? merge_parts(inst, rep.partition, std::move(results), &merged) : std::move(results[0]);
   kept.clear();
   rep.merge_seconds = seconds_since(t1);
   return out;

@@ -55,18 +55,9 @@ std::vector<AxisRange> even_ranges(const AxisRange& r, int parts) {
   return out;
 }
 
-void copy_slice(NDArray& into, const NDArray& from, int dim, const AxisRange& r) {
-  const auto& shape = into.shape;
-  int64_t outer = 1, inner = 1;
-  for (int k = 0; k < dim; ++k) outer *= shape[size_t(k)];
-  for (size_t k = size_t(dim) + 1; k < shape.size(); ++k) inner *= shape[k];
-  const size_t elem = dtype_size(into.dtype), row = size_t(inner) * elem;
-  const int64_t extent = shape[size_t(dim)];
-  const int64_t b = std::min(r.begin, extent), e = std::min(r.end, extent);
-  for (int64_t o = 0; o < outer; ++o) {
-    const size_t at = (size_t(o) * size_t(extent) + size_t(b)) * row;
-    std::memcpy(into.data.data() + at, from.data.data() + at, size_t(e - b) * row);
-  }
+void copy_slice(NDArray& into, const NDArray& from, const SliceBytes& s) {
+  for (size_t r = 0; r < s.rows; ++r)
+    std::memcpy(into.data.data() + s.offset + r * s.pitch, from.data.data() + s.offset + r * s.pitch, s.row_bytes);
 }
 
 void append_column(Column& into, const Column& from) {
@@ -79,7 +70,76 @@ std::vector<int32_t> int32_column(const Column& c) {
   return v;
 }
 
+// Whether list `spec`'s groups are whole in every part: `per i` lists split along i, `per j`
+// along j. Each part's rows are then final already, in the spec's order of (b, group, key).
+bool groups_disjoint(const ListOutput& spec, const Partition& part) {
+  return (spec.per == PerGroup::Row && part.axis == AxisRole::Row) ||
+         (spec.per == PerGroup::Col && part.axis == AxisRole::Col);
+}
+
+// The parts' final rows of a list whose groups are disjoint, in the spec's order without a sort:
+// the groups of one batch b are ordered by the part ranges, so the result takes, for each b in
+// turn, every part's run of rows of that b (each part's rows are ordered by b first). The hidden
+// provenance columns are dropped.
+Table concatenate_groups(const ListOutput& spec, std::vector<Results>& parts, size_t l) {
+  const size_t own = spec.columns.size();
+  Table out;
+  for (size_t c = 0; c < own; ++c) {
+    out.columns.push_back(parts[0].lists[l].columns[c]);
+    out.columns.back().data.clear();
+  }
+  std::vector<std::vector<int32_t>> batch;
+  std::vector<int64_t> at(parts.size(), 0);
+  for (Results& r : parts) {
+    batch.push_back(int32_column(r.lists[l].columns[own + 1]));
+    out.rows += r.lists[l].rows;
+  }
+  for (Column& c : out.columns) c.data.reserve(size_t(out.rows) * dtype_size(c.dtype));
+  for (;;) {
+    int32_t b = 0;
+    bool any = false;
+    for (size_t p = 0; p < parts.size(); ++p)
+      if (at[p] < parts[p].lists[l].rows && (!any || batch[p][size_t(at[p])] < b)) {
+        b = batch[p][size_t(at[p])];
+        any = true;
+      }
+    if (!any) break;
+    for (size_t p = 0; p < parts.size(); ++p) {
+      int64_t end = at[p];
+      while (end < parts[p].lists[l].rows && batch[p][size_t(end)] == b) ++end;
+      for (size_t c = 0; c < own; ++c) {
+        const Column& from = parts[p].lists[l].columns[c];
+        const size_t w = dtype_size(from.dtype);
+        out.columns[c].data.insert(out.columns[c].data.end(), from.data.begin() + int64_t(size_t(at[p]) * w),
+                                   from.data.begin() + int64_t(size_t(end) * w));
+      }
+      at[p] = end;
+    }
+  }
+  for (Results& r : parts) r.lists[l] = Table{};
+  return out;
+}
+
 }  // namespace
+
+SliceBytes projection_slice(const Plan& plan, size_t d, const std::vector<int64_t>& shape, const Partition& part,
+                            int p) {
+  const int dim = axis_dim(plan, plan.dense[d], part.axis);
+  if (dim < 0) cpu::internal_error("projection_slice: output " + plan.dense[d].name + " not indexed by the axis");
+  int64_t outer = 1, inner = 1;
+  for (int k = 0; k < dim; ++k) outer *= shape[size_t(k)];
+  for (size_t k = size_t(dim) + 1; k < shape.size(); ++k) inner *= shape[k];
+  const size_t row = size_t(inner) * dtype_size(storage_type_of(plan.dense[d].type));
+  const int64_t extent = shape[size_t(dim)];
+  const AxisRange& r = part.ranges[size_t(p)];
+  const int64_t b = std::min(r.begin, extent), e = std::min(r.end, extent);
+  SliceBytes out;
+  out.offset = size_t(b) * row;
+  out.rows = e > b ? size_t(outer) : 0;
+  out.row_bytes = size_t(e - b) * row;
+  out.pitch = size_t(extent) * row;
+  return out;
+}
 
 Partition choose_partition(const Instance& inst, int parts) {
   Partition out;
@@ -109,19 +169,19 @@ Instance part_instance(const Instance& inst, const Partition& part, int p, const
 }
 
 Results merge_parts(const Instance& inst, const Partition& part, std::vector<Results>&& parts,
-                    const std::vector<bool>* reduced) {
+                    const std::vector<bool>* merged) {
   const Plan& P = *inst.plan;
   if (parts.size() != size_t(part.parts()) || parts.empty()) cpu::internal_error("merge_parts: one result per part");
   Results out;
   for (size_t d = 0; d < P.dense.size(); ++d) {
     NDArray whole = std::move(parts[0].dense[d]);
-    const bool done = reduced && d < reduced->size() && (*reduced)[d];
+    const bool done = merged && d < merged->size() && (*merged)[d];
     for (size_t p = 1; p < parts.size() && !done; ++p) {
       const NDArray& mine = parts[p].dense[d];
       if (mine.shape != whole.shape || mine.dtype != whole.dtype)
         cpu::internal_error("merge_parts: part shapes differ");
       if (P.dense[d].is_project())
-        copy_slice(whole, mine, axis_dim(P, P.dense[d], part.axis), part.ranges[p]);
+        copy_slice(whole, mine, projection_slice(P, d, whole.shape, part, int(p)));
       else
         cpu::merge_partial(whole, mine.data.data(), P.dense[d].op, P.dense[d].type);
     }
@@ -133,6 +193,13 @@ Results merge_parts(const Instance& inst, const Partition& part, std::vector<Res
     const CType key_type = ranked ? P.expr(spec.key).type : CType::I32;
     ListCandidates all = cpu::empty_candidates(spec, key_type);
     const size_t own = spec.columns.size();
+    if (ranked && groups_disjoint(spec, part)) {
+      for (const Results& r : parts)
+        if (r.lists[l].columns.size() != own + size_t(kProvenanceColumnCount))
+          cpu::internal_error("merge_parts: list " + spec.name + " without its provenance columns");
+      out.lists.push_back(concatenate_groups(spec, parts, l));
+      continue;
+    }
     for (Results& r : parts) {
       const Table& t = r.lists[l];
       if (t.columns.size() != own + (ranked ? size_t(kProvenanceColumnCount) : 0))

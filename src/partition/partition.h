@@ -8,7 +8,8 @@
 //     dense aggregates      reduced with the output's monoid (every part starts from its identity)
 //     plain / distinct      concatenated, then ordered (and de-duplicated) once more
 //     top / bottom          each part's best N (with the hidden key and (b, i, j) columns of
-//                           rewrite/list_provenance.h), then the best N of those
+//                           rewrite/list_provenance.h), then the best N of those; per-group
+//                           lists whose groups the split keeps whole: concatenated by batch
 #pragma once
 #include <functional>
 #include <string>
@@ -35,10 +36,21 @@ Partition choose_partition(const Instance& inst, int parts);
 // plan `part_plan` (inst.plan with list provenance: with_list_provenance(*inst.plan)).
 Instance part_instance(const Instance& inst, const Partition& part, int p, const Plan* part_plan);
 
+// Where part p's slice of projection output d (C order, `shape`) lies: `rows` runs of
+// `row_bytes` bytes, the first at byte `offset`, `pitch` bytes apart (clipped to the output's
+// extent along the axis; no rows where the part's range lies beyond it).
+struct SliceBytes {
+  size_t offset = 0, rows = 0, row_bytes = 0, pitch = 0;
+};
+SliceBytes projection_slice(const Plan& plan, size_t d, const std::vector<int64_t>& shape, const Partition& part,
+                            int p);
+
 // The whole result from the parts' results (run on part_instance(..., part_plan)). Dense
-// outputs marked in `reduced` are already merged (an NCCL reduction): part 0 holds the whole.
+// outputs marked in `merged` are whole in part 0 already (an NCCL reduction, or projections whose
+// parts wrote their slices into one array). `per i` lists split along i (`per j` along j) are
+// concatenated without a sort: their groups are disjoint and each part's rows are final.
 Results merge_parts(const Instance& inst, const Partition& part, std::vector<Results>&& parts,
-                    const std::vector<bool>* reduced = nullptr);
+                    const std::vector<bool>* merged = nullptr);
 
 // The whole run as parts one after another through `run_part` (tests, and a single device
 // standing in for several): identical to running `inst` at once (float sums up to reordering).

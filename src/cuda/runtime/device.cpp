@@ -43,8 +43,7 @@ Probe probe_device() {
   // cudaSetDevice creates the primary context, so a device that cannot be used fails here.
   if (err == cudaSuccess) err = cudaSetDevice(0);
   if (err != cudaSuccess) {
-    p.why = std::string("no usable CUDA device: ") + cudaGetErrorString(err) + " (" +
-            cudaGetErrorName(err) + ")";
+    p.why = std::string("no usable CUDA device: ") + cudaGetErrorString(err) + " (" + cudaGetErrorName(err) + ")";
     cudaGetLastError();
     return p;
   }
@@ -140,15 +139,15 @@ std::string gib(size_t bytes) {
 
 void check_range(const char* op, size_t bytes, size_t offset, size_t size) {
   if (offset > size || bytes > size - offset)
-    throw_device_error(std::string(op) + " of " + std::to_string(bytes) + " bytes at offset " +
-                       std::to_string(offset) + " outside a buffer of " + std::to_string(size) +
-                       " bytes");
+    throw_device_error(std::string(op) + " of " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) +
+                       " outside a buffer of " + std::to_string(size) + " bytes");
 }
 // Bytes held by DeviceBuffers now, and the most held at once since the last reset.
 std::atomic<size_t> g_held{0}, g_peak{0};
 void account_alloc(size_t bytes) {
   size_t now = g_held.fetch_add(bytes) + bytes, peak = g_peak.load();
-  while (now > peak && !g_peak.compare_exchange_weak(peak, now)) {}
+  while (now > peak && !g_peak.compare_exchange_weak(peak, now)) {
+  }
 }
 }  // namespace
 
@@ -203,7 +202,8 @@ DeviceMemory device_memory() {
   detail::check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
   // Memory the pool holds but no buffer uses is free for the next allocation too.
   uint64_t reserved = 0, used = 0;
-  detail::check(cudaMemPoolGetAttribute(pool(), cudaMemPoolAttrReservedMemCurrent, &reserved), "cudaMemPoolGetAttribute");
+  detail::check(cudaMemPoolGetAttribute(pool(), cudaMemPoolAttrReservedMemCurrent, &reserved),
+                "cudaMemPoolGetAttribute");
   detail::check(cudaMemPoolGetAttribute(pool(), cudaMemPoolAttrUsedMemCurrent, &used), "cudaMemPoolGetAttribute");
   return {free_b + size_t(reserved > used ? reserved - used : 0), total_b};
 }
@@ -214,12 +214,14 @@ DeviceBuffer::DeviceBuffer(size_t bytes) {
   stream_ = g_stream;
   device_ = current_device();
   // More than the device has is never tried: a failed request can leave the pool holding memory.
-  cudaError_t err = bytes > device().total_mem ? cudaErrorMemoryAllocation : cudaMallocFromPoolAsync(&ptr_, bytes, pool(), stream_of(stream_));
-  if (err == cudaErrorMemoryAllocation && bytes <= device().total_mem) {   // memory the pool keeps may be what is missing
+  cudaError_t err = bytes > device().total_mem ? cudaErrorMemoryAllocation
+                                               : cudaMallocFromPoolAsync(&ptr_, bytes, pool(), stream_of(stream_));
+  if (err == cudaErrorMemoryAllocation &&
+      bytes <= device().total_mem) {  // memory the pool keeps may be what is missing
     cudaGetLastError();
     cudaDeviceSynchronize();
     cudaMemPoolTrimTo(pool(), 0);
-    cudaDeviceSynchronize();   // the trim returns memory to the driver only once the device is idle
+    cudaDeviceSynchronize();  // the trim returns memory to the driver only once the device is idle
     err = cudaMallocFromPoolAsync(&ptr_, bytes, pool(), stream_of(stream_));
   }
   if (err == cudaErrorMemoryAllocation) {
@@ -230,9 +232,9 @@ DeviceBuffer::DeviceBuffer(size_t bytes) {
     cudaMemPoolTrimTo(pool(), 0);
     cudaDeviceSynchronize();
     const DeviceMemory m = device_memory();
-    throw_device_error("out of device memory: asked for " + std::to_string(bytes) + " bytes (" +
-                       gib(bytes) + "), " + std::to_string(m.free) + " bytes free (" +
-                       gib(m.free) + ") of " + std::to_string(m.total) + " (" + gib(m.total) + ")");
+    throw_device_error("out of device memory: asked for " + std::to_string(bytes) + " bytes (" + gib(bytes) + "), " +
+                       std::to_string(m.free) + " bytes free (" + gib(m.free) + ") of " + std::to_string(m.total) +
+                       " (" + gib(m.total) + ")");
   }
   detail::check(err, "cudaMallocFromPoolAsync of " + std::to_string(bytes) + " bytes");
   bytes_ = bytes;
@@ -273,8 +275,9 @@ void DeviceBuffer::upload(const void* host, size_t bytes, size_t offset) {
   check_range("upload", bytes, offset, bytes_);
   if (bytes == 0) return;
   // From pageable memory the copy is staged before this returns: `host` may go at once.
-  detail::check(cudaMemcpyAsync(static_cast<char*>(ptr_) + offset, host, bytes, cudaMemcpyHostToDevice, stream_of(g_stream)),
-                "cudaMemcpy host to device of " + std::to_string(bytes) + " bytes");
+  detail::check(
+      cudaMemcpyAsync(static_cast<char*>(ptr_) + offset, host, bytes, cudaMemcpyHostToDevice, stream_of(g_stream)),
+      "cudaMemcpy host to device of " + std::to_string(bytes) + " bytes");
 }
 
 void DeviceBuffer::download(void* host, size_t bytes, size_t offset) const {
@@ -289,14 +292,25 @@ void DeviceBuffer::download(void* host, size_t bytes, size_t offset) const {
 void DeviceBuffer::upload_rows(const void* host, size_t rows, size_t row_bytes, size_t pitch) {
   if (rows == 0 || row_bytes == 0) return;
   check_range("upload", (rows - 1) * pitch + row_bytes, 0, bytes_);
-  detail::check(cudaMemcpy2DAsync(ptr_, pitch, host, row_bytes, row_bytes, rows, cudaMemcpyHostToDevice, stream_of(g_stream)),
-                "cudaMemcpy2D host to device of " + std::to_string(rows * row_bytes) + " bytes");
+  detail::check(
+      cudaMemcpy2DAsync(ptr_, pitch, host, row_bytes, row_bytes, rows, cudaMemcpyHostToDevice, stream_of(g_stream)),
+      "cudaMemcpy2D host to device of " + std::to_string(rows * row_bytes) + " bytes");
 }
 
 void DeviceBuffer::download_rows(void* host, size_t rows, size_t row_bytes, size_t pitch) const {
   if (rows == 0 || row_bytes == 0) return;
   check_range("download", (rows - 1) * pitch + row_bytes, 0, bytes_);
-  detail::check(cudaMemcpy2DAsync(host, row_bytes, ptr_, pitch, row_bytes, rows, cudaMemcpyDeviceToHost, stream_of(g_stream)),
+  detail::check(
+      cudaMemcpy2DAsync(host, row_bytes, ptr_, pitch, row_bytes, rows, cudaMemcpyDeviceToHost, stream_of(g_stream)),
+      "cudaMemcpy2D device to host of " + std::to_string(rows * row_bytes) + " bytes");
+  detail::check(cudaStreamSynchronize(stream_of(g_stream)), "waiting for a copy to the host");
+}
+
+void DeviceBuffer::download_block(void* host, size_t offset, size_t rows, size_t row_bytes, size_t pitch) const {
+  if (rows == 0 || row_bytes == 0) return;
+  check_range("download", (rows - 1) * pitch + row_bytes, offset, bytes_);
+  detail::check(cudaMemcpy2DAsync(static_cast<char*>(host) + offset, pitch, static_cast<const char*>(ptr_) + offset,
+                                  pitch, row_bytes, rows, cudaMemcpyDeviceToHost, stream_of(g_stream)),
                 "cudaMemcpy2D device to host of " + std::to_string(rows * row_bytes) + " bytes");
   detail::check(cudaStreamSynchronize(stream_of(g_stream)), "waiting for a copy to the host");
 }

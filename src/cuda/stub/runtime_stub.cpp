@@ -53,6 +53,7 @@ size_t device_bytes_peak() { return 0; }
 void reset_device_bytes_peak() {}
 void DeviceBuffer::upload_rows(const void*, size_t, size_t, size_t) { no_cuda(); }
 void DeviceBuffer::download_rows(void*, size_t, size_t, size_t) const { no_cuda(); }
+void DeviceBuffer::download_block(void*, size_t, size_t, size_t, size_t) const { no_cuda(); }
 
 CompiledModule compile_cached(const std::string&, const CompileOptions&, const std::string&) {
   no_cuda();
