@@ -15,7 +15,9 @@ Default: 0, 0-1, 0-3, 0-7, cut to the visible GPUs.
 
 usage:
   bench/multi_gpu.py [--gamut build/gamut] [--configs "0;0,0"] [--n 65536] [--k 1024] [--repeat 5]
-                     [--queries q5,q7,knn,maxplus] [--json OUT.json] [--dry-run]
+                     [--queries q5,q7,knn,maxplus] [--f32-math ieee,tf32] [--json OUT.json] [--dry-run]
+--f32-math: each f32 query once per math (spec section 10); tf32 runs the products on the tensor
+cores, so the parts are ~10x shorter and the runner's fixed costs and the merge weigh more.
 --dry-run: M = N = 256, K = 32, the CPU engine and one configuration, so that the flow runs on a
 machine without a GPU.
 """
@@ -118,6 +120,7 @@ def main():
     ap.add_argument("--mp-size", type=int, default=2048, help="batched max-plus: M = N = K of each")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--queries", default="q5,q7,knn,maxplus")
+    ap.add_argument("--f32-math", default="ieee", help="comma-separated: ieee, tf32x3, tf32")
     ap.add_argument("--json", default="")
     ap.add_argument("--timeout", type=int, default=1800)
     ap.add_argument("--dry-run", action="store_true")
@@ -138,19 +141,22 @@ def main():
     try:
         files = make_inputs(tmp, a.n, a.k, a.batch, a.mp_size)
         table = benchmarks(files, a.k)
-        for q in a.queries.split(","):
+        runs = [(q, m) for q in a.queries.split(",") for m in a.f32_math.split(",") if q != "maxplus" or m == "ieee"]
+        for q, math in runs:
             path, binds = table[q]
             path = path if path.endswith(".mmlt") else query_path(path)
             base_t, base_out = None, None
             for devs in configs:
                 extra = [] if devs == [0] else ["--gpus", ",".join(map(str, devs))]
+                if math != "ieee":
+                    extra += ["--f32-math", math]
                 outdir = os.path.join(tmp, "out")
                 j, err, outs = run_gamut(a.gamut, path, binds, backend, a.repeat, a.timeout, extra, outdir)
-                row = {"query": q, "devices": devs, "gpus": len(set(devs)), "parts": len(devs)}
+                row = {"query": q, "f32_math": math, "devices": devs, "gpus": len(set(devs)), "parts": len(devs)}
                 if err:
                     row["error"] = err
                     rows.append(row)
-                    print(f"{q:8s} {','.join(map(str, devs)):16s} error: {err}", flush=True)
+                    print(f"{q:8s} {math:6s} {','.join(map(str, devs)):16s} error: {err}", flush=True)
                     continue
                 t = j["time_ms"]
                 got = rows_of(outs)
@@ -163,7 +169,7 @@ def main():
                            merge_share=j.get("merge_ms", 0.0) / t if t > 0 else 0.0,
                            same_as_one_gpu=same(base_out, got))
                 rows.append(row)
-                print(f"{q:8s} {','.join(map(str, devs)):16s} {t:10.2f} ms  speedup {row['speedup']:5.2f}  "
+                print(f"{q:8s} {math:6s} {','.join(map(str, devs)):16s} {t:10.2f} ms  speedup {row['speedup']:5.2f}  "
                       f"efficiency {row['efficiency']:5.2f}  merge {100 * row['merge_share']:5.1f}% ({row['merge']})  "
                       f"{'same' if row['same_as_one_gpu'] else 'DIFFERENT'}", flush=True)
     finally:
