@@ -204,7 +204,25 @@ Table finalize_list(const ListOutput& spec, int64_t limit, ListCandidates&& rows
   } else {
     perm.resize(size_t(t.rows));
     std::iota(perm.begin(), perm.end(), 0);
-    std::sort(perm.begin(), perm.end(), [&](int64_t x, int64_t y) { return cmp_row(t, x, y) < 0; });
+    const auto before = [&](int64_t x, int64_t y) { return cmp_row(t, x, y) < 0; };
+    if (rows.sorted_runs.empty()) {
+      std::sort(perm.begin(), perm.end(), before);
+    } else {  // runs in order already: merged pairwise, log2(runs) passes over the rows
+      std::vector<int64_t> bounds = {0};
+      for (int64_t s : rows.sorted_runs)
+        if (s > bounds.back() && s < t.rows) bounds.push_back(s);
+      bounds.push_back(t.rows);
+      while (bounds.size() > 2) {
+        std::vector<int64_t> next = {0};
+        for (size_t k = 0; k + 1 < bounds.size(); k += 2) {
+          const int64_t end = k + 2 < bounds.size() ? bounds[k + 2] : bounds[k + 1];
+          if (k + 2 < bounds.size())
+            std::inplace_merge(perm.begin() + bounds[k], perm.begin() + bounds[k + 1], perm.begin() + end, before);
+          next.push_back(end);
+        }
+        bounds = std::move(next);
+      }
+    }
     if (spec.mode == ListMode::Distinct) {
       auto end = std::unique(perm.begin(), perm.end(),
                              [&](int64_t x, int64_t y) { return cmp_row(t, x, y) == 0; });

@@ -202,6 +202,7 @@ Results merge_parts(const Instance& inst, const Partition& part, std::vector<Res
     }
     for (Results& r : parts) {
       const Table& t = r.lists[l];
+      if (!ranked && all.table.rows > 0) all.sorted_runs.push_back(all.table.rows);  // each part's rows are final
       if (t.columns.size() != own + (ranked ? size_t(kProvenanceColumnCount) : 0))
         cpu::internal_error("merge_parts: list " + spec.name + " without its provenance columns");
       for (size_t c = 0; c < own; ++c) append_column(all.table.columns[c], t.columns[c]);
