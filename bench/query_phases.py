@@ -6,7 +6,7 @@ to the same query's CUDA-event time and gamut's own product of the same operands
 Prints the device activities of `--calls` warm calls by total device time (the main kernel, list
 ordering, memsets, copies), and the wall-clock time per call on the host.
 
-    python bench/query_phases.py [--query Q5|Q3|Q7|kNN] [--n 16384] [--k 256] [--calls 10]
+    python bench/query_phases.py [--query Q5|Q3|Q7|kNN] [--n 16384] [--k 256] [--calls 10] [--timeline]
 """
 import argparse
 import os
@@ -24,6 +24,7 @@ def main():
     ap.add_argument("--n", type=int, default=16384)
     ap.add_argument("--k", type=int, default=256)
     ap.add_argument("--calls", type=int, default=10)
+    ap.add_argument("--timeline", action="store_true", help="also one call's host and device events in time order")
     a = ap.parse_args()
     import torch
     from torch.profiler import ProfilerActivity, profile
@@ -66,6 +67,38 @@ def main():
             call()
         torch.cuda.synchronize()
     print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=14, max_name_column_width=60))
+    if a.timeline:
+        timeline(call, profile, ProfilerActivity, torch)
+
+
+def timeline(call, profile, ProfilerActivity, torch):
+    """One call's host and device events in time order (us from the call's start): which runtime
+    calls the host makes, where it waits, and where the device is idle."""
+    from torch.profiler import record_function
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(3):
+            with record_function("gamut_call"):
+                call()
+            torch.cuda.synchronize()
+    events = list(prof.events())
+    calls = [e for e in events if e.name == "gamut_call"]
+    if not calls:
+        print("timeline: no gamut_call range recorded")
+        return
+    c = calls[-1]
+    t0, t1 = c.time_range.start, c.time_range.end
+    rows = []
+    for e in events:
+        s, d = e.time_range.start, e.time_range.end - e.time_range.start
+        if e is c or s < t0 or s > t1 + 3000:
+            continue
+        where = "gpu" if "cuda" in str(getattr(e, "device_type", "")).lower() else "cpu"
+        rows.append((s - t0, d, where, e.name[:70]))
+    rows.sort()
+    print(f"timeline of one call: {t1 - t0:.0f} us on the host")
+    for s, d, where, name in rows[:800]:
+        print(f"{s:9.1f} {d:9.1f}  {where}  {name}")
 
 
 if __name__ == "__main__":

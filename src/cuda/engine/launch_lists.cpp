@@ -15,6 +15,7 @@
 namespace gamut::cuda {
 
 namespace {
+constexpr int64_t kUncheckedHostBytes = int64_t(8) << 20;  // list rows downloaded without a host-memory check
 CType key_type(const Plan& p, const ListOutput& l) { return l.key != kNoExpr ? p.expr(l.key).type : CType::I32; }
 bool top_bottom(const ListOutput& l) { return (l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.key != kNoExpr; }
 }  // namespace
@@ -49,6 +50,7 @@ void DeviceLists::allocate(size_t l, int64_t capacity) {
   List& L = lists_[l];
   capacity = std::max<int64_t>(capacity, 1);
   L.capacity = capacity;
+  L.counted.reset();
   L.cols.clear();
   for (const ListColumn& c : spec.columns)
     L.cols.emplace_back(size_t(capacity) * dtype_size(storage_type_of(c.type)));
@@ -67,6 +69,7 @@ void DeviceLists::reset() {
   for (size_t l = 0; l < lists_.size(); ++l) {
     const uint64_t words[2] = {0, uint64_t(std::max<int64_t>(inst_.list_limits[l], 0))};
     lists_[l].counter.upload(words, sizeof words);
+    lists_[l].counted.reset();
     if (lists_[l].threshold.get()) lists_[l].threshold.fill_bytes(0xff);
     if (lists_[l].reservoir.get()) lists_[l].reservoir.fill_bytes(0xff);
   }
@@ -90,9 +93,15 @@ void DeviceLists::fill_args(const ArgLayout& layout, std::vector<uint64_t>& w) c
 }
 
 uint64_t DeviceLists::count(size_t l) const {
-  uint64_t n = 0;
-  lists_[l].counter.download(&n, sizeof n);
-  return n;
+  // Read once per launch (reset() forgets it): the growth check, the finalisation and the
+  // statistics all ask, and each read waits for the stream.
+  const List& L = lists_[l];
+  if (!L.counted) {
+    uint64_t n = 0;
+    L.counter.download(&n, sizeof n);
+    L.counted = n;
+  }
+  return *L.counted;
 }
 
 bool DeviceLists::grow_if_overflowed() {
@@ -242,8 +251,12 @@ std::vector<Table> DeviceLists::results() {
   for (size_t l = 0; l < lists_.size(); ++l)
     need.add("list " + P.lists[l].name + " (" + std::to_string(finished_[l].rows) + " rows)",
              size_mul_saturated(size_mul_saturated(int64_t(finished_[l].rows), list_row_bytes(P, l)), finished_[l].host_order ? 2 : 1));
-  const HostMemory host = host_memory();
-  require_fits(need, host.available, "host memory", host.limited_by);
+  // Checked where it can matter: reading /proc/meminfo and the cgroup limits costs about 0.1 ms,
+  // most of what a small list's download costs (a list query called in a loop pays it per call).
+  if (need.total() > kUncheckedHostBytes) {
+    const HostMemory host = host_memory();
+    require_fits(need, host.available, "host memory", host.limited_by);
+  }
   std::vector<Table> out;
   for (size_t l = 0; l < lists_.size(); ++l) {
     const ListOutput& spec = P.lists[l];

@@ -8,6 +8,7 @@
 // the host ever hold M x N rows.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "bind/instance.h"
@@ -48,6 +49,7 @@ class DeviceLists {
   struct List {
     int64_t capacity = 0;
     DeviceBuffer counter;                 // two u64: rows reached, N
+    mutable std::optional<uint64_t> counted;  // rows reached, once read after the launch (a sync each)
     std::vector<DeviceBuffer> cols;       // per column
     DeviceBuffer b, i, j, key;
     DeviceBuffer threshold;               // top/bottom: u32 rank per group, lowered by the tiles
