@@ -212,16 +212,11 @@ Table finalize_list(const ListOutput& spec, int64_t limit, ListCandidates&& rows
       for (int64_t s : rows.sorted_runs)
         if (s > bounds.back() && s < t.rows) bounds.push_back(s);
       bounds.push_back(t.rows);
-      while (bounds.size() > 2) {
-        std::vector<int64_t> next = {0};
-        for (size_t k = 0; k + 1 < bounds.size(); k += 2) {
-          const int64_t end = k + 2 < bounds.size() ? bounds[k + 2] : bounds[k + 1];
-          if (k + 2 < bounds.size())
-            std::inplace_merge(perm.begin() + bounds[k], perm.begin() + bounds[k + 1], perm.begin() + end, before);
-          next.push_back(end);
-        }
-        bounds = std::move(next);
-      }
+      const size_t runs = bounds.size() - 1;
+      for (size_t width = 1; width < runs; width *= 2)
+        for (size_t k = 0; k + width < runs; k += 2 * width)
+          std::inplace_merge(perm.begin() + bounds[k], perm.begin() + bounds[k + width],
+                             perm.begin() + bounds[std::min(k + 2 * width, runs)], before);
     }
     if (spec.mode == ListMode::Distinct) {
       auto end = std::unique(perm.begin(), perm.end(),

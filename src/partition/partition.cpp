@@ -193,18 +193,16 @@ Results merge_parts(const Instance& inst, const Partition& part, std::vector<Res
     const CType key_type = ranked ? P.expr(spec.key).type : CType::I32;
     ListCandidates all = cpu::empty_candidates(spec, key_type);
     const size_t own = spec.columns.size();
+    for (const Results& r : parts)
+      if (r.lists[l].columns.size() != own + (ranked ? size_t(kProvenanceColumnCount) : 0))
+        cpu::internal_error("merge_parts: list " + spec.name + " without its provenance columns");
     if (ranked && groups_disjoint(spec, part)) {
-      for (const Results& r : parts)
-        if (r.lists[l].columns.size() != own + size_t(kProvenanceColumnCount))
-          cpu::internal_error("merge_parts: list " + spec.name + " without its provenance columns");
       out.lists.push_back(concatenate_groups(spec, parts, l));
       continue;
     }
     for (Results& r : parts) {
       const Table& t = r.lists[l];
       if (!ranked && all.table.rows > 0) all.sorted_runs.push_back(all.table.rows);  // each part's rows are final
-      if (t.columns.size() != own + (ranked ? size_t(kProvenanceColumnCount) : 0))
-        cpu::internal_error("merge_parts: list " + spec.name + " without its provenance columns");
       for (size_t c = 0; c < own; ++c) append_column(all.table.columns[c], t.columns[c]);
       if (ranked) {
         append_column(all.key, t.columns[own]);

@@ -18,18 +18,19 @@ namespace {
 // Experiment (issue 12, bench/NOTES.md session 10): GAMUT_EXPERIMENT_WGMMA_TILE=BMxBNxSTAGESxBLOCKS
 // replaces the wgmma tile of every f16 / bf16 / tf32 kernel (bm, bn, stages, and the blocks per
 // SM asked of __launch_bounds__), to measure whether two resident blocks per SM hide one tile's
-// outputs behind another's products. Shapes the generated source, hence the cache key.
+// outputs behind another's products. Shapes the generated source, hence the cache key. tf32x3
+// keeps its own tile (its stages' twins).
 struct WgmmaExperiment {
   int bm = 0, bn = 0, stages = 0, blocks = 0;
 };
-const WgmmaExperiment* wgmma_experiment() {
+const WgmmaExperiment* wgmma_experiment(InnerMath m) {
   static const WgmmaExperiment* e = []() -> const WgmmaExperiment* {
     const char* v = std::getenv("GAMUT_EXPERIMENT_WGMMA_TILE");
     static WgmmaExperiment x;
     if (!v || std::sscanf(v, "%dx%dx%dx%d", &x.bm, &x.bn, &x.stages, &x.blocks) != 4) return nullptr;
     return &x;
   }();
-  return e;
+  return m == InnerMath::Tf32x3 ? nullptr : e;
 }
 
 }  // namespace
@@ -148,7 +149,7 @@ bool tc_spec_valid(const TcMainloopSpec& s, std::string* why) {
 
 int tc_min_blocks(const TcMainloopSpec& s) {
   const TcTile& t = s.tile;
-  if (t.wgmma) return wgmma_experiment() && s.math != InnerMath::Tf32x3 ? wgmma_experiment()->blocks : 1;
+  if (t.wgmma) return wgmma_experiment(s.math) ? wgmma_experiment(s.math)->blocks : 1;
   const int accs = (t.bm / t.warps_m / 16) * (t.bn / t.warps_n / 8) * 4;
   // (Two register-staged 8-bit operands spill 8 bytes at 128 registers.)
   const bool both_staged = s.math == InnerMath::Int8 && !s.a_kcontig && !s.b_kcontig;
@@ -192,7 +193,7 @@ TileConfig tc_kernel_tile(InnerMath m, bool wgmma, int64_t rows, int64_t cols, i
     // 128 x 256 (the fastest of tc_wgmma_tiles at 4096..16384 on the H200, bench/NOTES.md)
     // where its grid fills the SMs, else 128 x 128. The map's grid per thread: 2 x BN/4.
     const std::vector<TcTile> t = tc_wgmma_tiles(m, wgmma_needs_tma(m));
-    if (const WgmmaExperiment* e = wgmma_experiment(); e && m != InnerMath::Tf32x3)
+    if (const WgmmaExperiment* e = wgmma_experiment(m))
       return TileConfig{e->bm, e->bn, t[0].bk, 2, e->bn / 4};
     const TcTile& big = t[0];
     const int64_t blocks =
@@ -216,7 +217,7 @@ TcTile tc_tile_of(const TileConfig& t, InnerMath m, bool tma) {
     r.wgmma = true;
     r.tma = tma || wgmma_needs_tma(m);
     if (m == InnerMath::Tf32x3) r.stages = 3;
-    if (const WgmmaExperiment* e = wgmma_experiment(); e && m != InnerMath::Tf32x3) r.stages = e->stages;
+    if (const WgmmaExperiment* e = wgmma_experiment(m)) r.stages = e->stages;
     return r;
   }
   r.warps_m = 2;

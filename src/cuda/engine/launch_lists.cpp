@@ -50,7 +50,6 @@ void DeviceLists::allocate(size_t l, int64_t capacity) {
   List& L = lists_[l];
   capacity = std::max<int64_t>(capacity, 1);
   L.capacity = capacity;
-  L.counted.reset();
   L.cols.clear();
   for (const ListColumn& c : spec.columns)
     L.cols.emplace_back(size_t(capacity) * dtype_size(storage_type_of(c.type)));
