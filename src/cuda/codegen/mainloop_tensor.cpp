@@ -193,8 +193,7 @@ TileConfig tc_kernel_tile(InnerMath m, bool wgmma, int64_t rows, int64_t cols, i
     // 128 x 256 (the fastest of tc_wgmma_tiles at 4096..16384 on the H200, bench/NOTES.md)
     // where its grid fills the SMs, else 128 x 128. The map's grid per thread: 2 x BN/4.
     const std::vector<TcTile> t = tc_wgmma_tiles(m, wgmma_needs_tma(m));
-    if (const WgmmaExperiment* e = wgmma_experiment(m))
-      return TileConfig{e->bm, e->bn, t[0].bk, 2, e->bn / 4};
+    if (const WgmmaExperiment* e = wgmma_experiment(m)) return TileConfig{e->bm, e->bn, t[0].bk, 2, e->bn / 4};
     const TcTile& big = t[0];
     const int64_t blocks =
         ((rows + big.bm - 1) / big.bm) * ((cols + big.bn - 1) / big.bn) * std::max<int64_t>(batch, 1);
