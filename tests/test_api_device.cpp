@@ -1,9 +1,11 @@
 // The C++ library API on device arrays (skipped without a GPU): inputs read in place, outputs
 // in device memory on the caller's stream, results equal to the CPU engine on the same data.
+#include <gamut/gamut.h>
 #include <gtest/gtest.h>
 
-#include <gamut/gamut.h>
-
+#include <cstring>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "gpu/gpu_skip.h"
@@ -27,14 +29,16 @@ using gamut::api_test::kSgemm;
 // Device memory holding `host`, freed at scope exit.
 struct DeviceCopy {
   void* p = nullptr;
-  template <class T> explicit DeviceCopy(const std::vector<T>& host) {
+  template <class T>
+  explicit DeviceCopy(const std::vector<T>& host) {
     EXPECT_EQ(cudaMalloc(&p, host.size() * sizeof(T) + 16), cudaSuccess);
     EXPECT_EQ(cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
   }
   ~DeviceCopy() { cudaFree(p); }
 };
 
-template <class T> std::vector<T> to_host(const gamut::Array& a, cudaStream_t s = nullptr) {
+template <class T>
+std::vector<T> to_host(const gamut::Array& a, cudaStream_t s = nullptr) {
   std::vector<T> v(size_t(a.size()));
   EXPECT_EQ(cudaMemcpyAsync(v.data(), a.data, v.size() * sizeof(T), cudaMemcpyDefault, s), cudaSuccess);
   EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);
@@ -49,7 +53,8 @@ TEST(ApiDevice, DeviceInputsInPlaceOutputsOnTheDevice) {
   Query q = Query::compile(kSgemm);
   Inputs dev, host;
   dev.array("A", ArrayRef::cuda(dA.p, DType::F32, {M, K})).array("B", ArrayRef::cuda(dB.p, DType::F32, {K, N}));
-  host.array("A", ArrayRef::host(A.data(), DType::F32, {M, K})).array("B", ArrayRef::host(B.data(), DType::F32, {K, N}));
+  host.array("A", ArrayRef::host(A.data(), DType::F32, {M, K}))
+      .array("B", ArrayRef::host(B.data(), DType::F32, {K, N}));
   cudaStream_t s = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
   Options o;
@@ -81,7 +86,7 @@ TEST(ApiDevice, RowOffsetViewsInPlaceTransposesCopied) {
   Query q = Query::compile(kSgemm);
   Inputs dev;
   dev.array("A", ArrayRef::cuda(a0, DType::F32, {M, K}, 0, {50, 1}))
-      .array("B", ArrayRef::cuda(dBt.p, DType::F32, {K, N}, 0, {1, K}));   // B = Bt^T: not row-major
+      .array("B", ArrayRef::cuda(dBt.p, DType::F32, {K, N}, 0, {1, K}));  // B = Bt^T: not row-major
   Options o;
   o.backend = "gpu";
   gamut::Result r = q.run(dev, o);
@@ -109,32 +114,112 @@ TEST(ApiDevice, ListsAndIndexVectors) {
   Inputs dev, host;
   dev.array("P", ArrayRef::cuda(dP.p, DType::F32, {M, K})).array("R", ArrayRef::cuda(dR.p, DType::F32, {K, N}));
   dev.array("g", ArrayRef::cuda(dg.p, DType::I32, {M})).array("h", ArrayRef::cuda(dh.p, DType::I32, {N}));
-  host.array("P", ArrayRef::host(P.data(), DType::F32, {M, K})).array("R", ArrayRef::host(R.data(), DType::F32, {K, N}));
+  host.array("P", ArrayRef::host(P.data(), DType::F32, {M, K}))
+      .array("R", ArrayRef::host(R.data(), DType::F32, {K, N}));
   host.array("g", ArrayRef::host(g.data(), DType::I32, {M})).array("h", ArrayRef::host(h.data(), DType::I32, {N}));
   Options o;
   o.backend = "gpu";
   gamut::Result r = agg.run(dev, o);
-  EXPECT_EQ(r.stats.copies.size(), 2u);   // g and h, nothing else
+  EXPECT_EQ(r.stats.copies.size(), 2u);  // g and h, nothing else
   const auto got = to_host<float>(r["C"].array);
   const gamut::Array want = agg.run(host, cpu())["C"].array;
   ASSERT_EQ(r["C"].array.shape, want.shape);
   for (int64_t e = 0; e < want.size(); ++e) ASSERT_EQ(got[size_t(e)], want.as<float>()[e]);
 
-  Query knn = Query::compile("where (i, j) { d = 0; reduce (k) { let t = Q[i, k] - X[j, k]; d += t * t; } "
-                             "emit L(i, j, d) bottom 3 by d per i; }");
+  Query knn = Query::compile(
+      "where (i, j) { d = 0; reduce (k) { let t = Q[i, k] - X[j, k]; d += t * t; } "
+      "emit L(i, j, d) bottom 3 by d per i; }");
   Inputs kd, kh;
   kd.array("Q", ArrayRef::cuda(dP.p, DType::F32, {M, K})).array("X", ArrayRef::cuda(dP.p, DType::F32, {M, K}));
   kh.array("Q", ArrayRef::host(P.data(), DType::F32, {M, K})).array("X", ArrayRef::host(P.data(), DType::F32, {M, K}));
   gamut::Result lr = knn.run(kd, o);
   const gamut::Output& L = lr["L"];
-  const gamut::Result wr = knn.run(kh, cpu());   // (kept: W refers into it)
+  const gamut::Result wr = knn.run(kh, cpu());  // (kept: W refers into it)
   const gamut::Output& W = wr["L"];
   ASSERT_EQ(L.rows, W.rows);
   ASSERT_GT(L.rows, 0);
   for (size_t c = 0; c < 3; ++c) {
     EXPECT_TRUE(L.columns[c].second.device.is_gpu());
-    const auto gc = to_host<int32_t>(L.columns[c].second);   // i, j (i32) and d (f32): compare bits
-    for (int64_t e = 0; e < L.rows; ++e) ASSERT_EQ(gc[size_t(e)], W.columns[c].second.as<int32_t>()[e]) << c << " " << e;
+    const auto gc = to_host<int32_t>(L.columns[c].second);  // i, j (i32) and d (f32): compare bits
+    for (int64_t e = 0; e < L.rows; ++e)
+      ASSERT_EQ(gc[size_t(e)], W.columns[c].second.as<int32_t>()[e]) << c << " " << e;
+  }
+}
+
+// List outputs of device inputs: the engine orders them on the device and copies them into the
+// caller's memory (poisoned here), keeping its list buffers between runs of one Query; sizes
+// that shrink and grow between runs, ties at the N-th row (values in [-3, 3]), a list with
+// 64-bit keys (ordered on the host, then placed on the device). Each run equals the CPU engine
+// row for row, bit for bit.
+TEST(ApiDevice, ListsOrderedOnTheDeviceAcrossRuns) {
+  SKIP_WITHOUT_GPU();
+  std::vector<std::shared_ptr<void>> held;
+  Options o;
+  o.backend = "gpu";
+  o.allocator = [&](DType t, const std::vector<int64_t>& shape, gamut::Device) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    const size_t bytes = size_t(n) * (t == DType::F64 || t == DType::I64 ? 8 : 4);
+    void* p = nullptr;
+    EXPECT_EQ(cudaMalloc(&p, bytes + 16), cudaSuccess);
+    EXPECT_EQ(cudaMemset(p, 0xff, bytes + 16), cudaSuccess);
+    held.emplace_back(p, [](void* q) { cudaFree(q); });
+    return gamut::Allocation{p, held.back()};
+  };
+  struct Case {
+    const char* what;
+    const char* text;
+    DType type;
+  };
+  const Case cases[] = {
+      {"select", "where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } if (a > 2) emit L(i, j, a); }",
+       DType::F32},
+      {"distinct", "where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } emit L(a) distinct; }", DType::F32},
+      {"top 7", "where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } emit L(i, j, a) top 7 by a; }",
+       DType::F32},
+      {"bottom 3 per i",
+       "where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } emit L(i, j, a) bottom 3 by a per i; }",
+       DType::F32},
+      {"top 2 per j",
+       "where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } emit L(j, a, i) top 2 by a per j; }", DType::F32},
+      {"top 4 per i, i64 key",
+       "where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } emit L(i, j, a) top 4 by a per i; }", DType::I64},
+  };
+  const int64_t sizes[][3] = {{50, 40, 8}, {131, 77, 45}, {7, 3, 2}, {131, 77, 45}, {300, 260, 16}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    Query q = Query::compile(c.text);
+    for (const auto& sz : sizes) {
+      const int64_t M = sz[0], N = sz[1], K = sz[2];
+      SCOPED_TRACE(std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K));
+      const auto Af = ints(size_t(M * K), unsigned(M + 1)), Bf = ints(size_t(K * N), unsigned(N + 2));
+      std::vector<int64_t> Ai(Af.begin(), Af.end()), Bi(Bf.begin(), Bf.end());
+      const bool wide = c.type == DType::I64;
+      const void* a_host = wide ? static_cast<const void*>(Ai.data()) : Af.data();
+      const void* b_host = wide ? static_cast<const void*>(Bi.data()) : Bf.data();
+      std::unique_ptr<DeviceCopy> dA = wide ? std::make_unique<DeviceCopy>(Ai) : std::make_unique<DeviceCopy>(Af);
+      std::unique_ptr<DeviceCopy> dB = wide ? std::make_unique<DeviceCopy>(Bi) : std::make_unique<DeviceCopy>(Bf);
+      Inputs dev, host;
+      dev.array("A", ArrayRef::cuda(dA->p, c.type, {M, K})).array("B", ArrayRef::cuda(dB->p, c.type, {K, N}));
+      host.array("A", ArrayRef::host(a_host, c.type, {M, K})).array("B", ArrayRef::host(b_host, c.type, {K, N}));
+      const gamut::Result r = q.run(dev, o);
+      const gamut::Result w = q.run(host, cpu());
+      const gamut::Output& got = r["L"];
+      const gamut::Output& want = w["L"];
+      ASSERT_EQ(got.rows, want.rows);
+      ASSERT_GT(want.rows, 0);
+      ASSERT_EQ(got.columns.size(), want.columns.size());
+      for (size_t col = 0; col < want.columns.size(); ++col) {
+        const gamut::Array& g = got.columns[col].second;
+        const gamut::Array& h = want.columns[col].second;
+        EXPECT_TRUE(g.device.is_gpu());
+        ASSERT_EQ(g.dtype, h.dtype);
+        const size_t bytes = size_t(h.size()) * (h.dtype == DType::I64 || h.dtype == DType::F64 ? 8 : 4);
+        std::vector<unsigned char> gb(bytes);
+        ASSERT_EQ(cudaMemcpy(gb.data(), g.data, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+        ASSERT_EQ(std::memcmp(gb.data(), h.data, bytes), 0) << "column " << got.columns[col].first;
+      }
+    }
   }
 }
 
@@ -149,7 +234,10 @@ TEST(ApiDevice, PoisonedOutputMemoryEqualsTheCpu) {
   o.allocator = [&](DType t, const std::vector<int64_t>& shape, gamut::Device) {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
-    const size_t bytes = size_t(n) * (t == DType::F64 || t == DType::I64 ? 8 : t == DType::BF16 || t == DType::F16 || t == DType::I16 ? 2 : t == DType::F32 || t == DType::I32 ? 4 : 1);
+    const size_t bytes = size_t(n) * (t == DType::F64 || t == DType::I64                       ? 8
+                                      : t == DType::BF16 || t == DType::F16 || t == DType::I16 ? 2
+                                      : t == DType::F32 || t == DType::I32                     ? 4
+                                                                                               : 1);
     void* p = nullptr;
     EXPECT_EQ(cudaMalloc(&p, bytes + 16), cudaSuccess);
     EXPECT_EQ(cudaMemset(p, 0xff, bytes + 16), cudaSuccess);
@@ -167,11 +255,17 @@ TEST(ApiDevice, PoisonedOutputMemoryEqualsTheCpu) {
   const Case cases[] = {
       {"product (written everywhere)", kSgemm, {M, K}, {K, N}},
       {"rows from 2 (rows 0 and 1 keep the identity)",
-       "where (i in [2, M), j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } C[i, j] = a; }", {M, K}, {K, N}},
-      {"a conditional store", "where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } if (a > 0) { C[i, j] = a; } }",
-       {M, K}, {K, N}},
-      {"batched", "batch (b) where (i, j) { a = 0; reduce (k) { a += A[b, i, k] * B[b, k, j]; } C[b, i, j] = a; }",
-       {B, M, K}, {B, K, N}},
+       "where (i in [2, M), j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } C[i, j] = a; }",
+       {M, K},
+       {K, N}},
+      {"a conditional store",
+       "where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } if (a > 0) { C[i, j] = a; } }",
+       {M, K},
+       {K, N}},
+      {"batched",
+       "batch (b) where (i, j) { a = 0; reduce (k) { a += A[b, i, k] * B[b, k, j]; } C[b, i, j] = a; }",
+       {B, M, K},
+       {B, K, N}},
       {"an aggregate", "where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } C[i] += a; }", {M, K}, {K, N}},
       {"no reduction steps (K = 0)", kSgemm, {M, 0}, {0, N}},
   };
@@ -180,7 +274,8 @@ TEST(ApiDevice, PoisonedOutputMemoryEqualsTheCpu) {
     Query q = Query::compile(c.text);
     Inputs dev, host;
     dev.array("A", ArrayRef::cuda(dA.p, DType::F32, c.a_shape)).array("B", ArrayRef::cuda(dB.p, DType::F32, c.b_shape));
-    host.array("A", ArrayRef::host(A.data(), DType::F32, c.a_shape)).array("B", ArrayRef::host(Bm.data(), DType::F32, c.b_shape));
+    host.array("A", ArrayRef::host(A.data(), DType::F32, c.a_shape))
+        .array("B", ArrayRef::host(Bm.data(), DType::F32, c.b_shape));
     if (std::string(c.text).find(" M)") != std::string::npos) {
       dev.scalar("M", M);
       host.scalar("M", M);
@@ -195,7 +290,7 @@ TEST(ApiDevice, PoisonedOutputMemoryEqualsTheCpu) {
       ASSERT_EQ(got[size_t(e)], want.as<float>()[e]) << e;
       nonzero |= got[size_t(e)] != 0;
     }
-    EXPECT_EQ(nonzero, c.a_shape.back() != 0);   // (K = 0: every element is the identity, 0)
+    EXPECT_EQ(nonzero, c.a_shape.back() != 0);  // (K = 0: every element is the identity, 0)
   }
 }
 

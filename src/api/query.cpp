@@ -241,6 +241,7 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
   // memory (its Allocator, else cudaMalloc) in order on its stream, and nothing waits.
   ro.stream = options.stream;
   std::vector<Allocation> written;
+  std::vector<std::vector<Allocation>> written_lists;  // per list: its columns, where the engine wrote them
   if (gpu && !several && staged.output_device.is_gpu()) {
     written.resize(plan.dense.size());
     ro.asynchronous = true;
@@ -257,6 +258,28 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
         throw_device_error("the output allocator returned no memory for " + plan.dense[d].name);
       return written[d].data;
     };
+    // Lists ordered on the device are copied into the caller's memory there (no round trip
+    // through the host); the engine brings the others to the host and they are placed below.
+    written_lists.resize(plan.lists.size());
+    ro.list_output = [&](size_t l, int64_t rows) {
+      std::vector<void*> to;
+      std::vector<Allocation>& cols = written_lists[l];
+      cols.clear();
+      for (const ListColumn& c : plan.lists[l].columns) {
+        const DType t = storage_type_of(c.type);
+        const size_t bytes = size_t(rows) * dtype_size(t);
+        if (options.allocator) {
+          cols.push_back(options.allocator(t, {rows}, staged.output_device));
+        } else {
+          api::DeviceAllocation m = api::device_alloc(bytes, staged.output_device.id, options.stream);
+          cols.push_back(Allocation{m.data, m.owner});
+        }
+        if (!cols.back().data && bytes)
+          throw_device_error("the output allocator returned no memory for list " + plan.lists[l].name);
+        to.push_back(cols.back().data);
+      }
+      return to;
+    };
   }
   RunReport rep;
   Results res = prep ? execute(*prep, ro, &rep) : execute(inst, ro, &rep);
@@ -265,8 +288,8 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
                        " outputs for " + std::to_string(plan.dense.size() + plan.lists.size()));
 
   Result r;
-  r.outputs =
-      api::make_outputs(plan, std::move(res), staged.output_device, options, ro.dense_output ? &written : nullptr);
+  r.outputs = api::make_outputs(plan, std::move(res), staged.output_device, options,
+                                ro.dense_output ? &written : nullptr, ro.list_output ? &written_lists : nullptr);
   if (options.synchronize && (gpu || staged.output_device.is_gpu())) api::synchronize_stream(options.stream);
   RunStats& s = r.stats;
   s.backend = rep.backend;

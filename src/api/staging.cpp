@@ -25,10 +25,12 @@ int64_t checked_elements(const std::string& name, const std::vector<int64_t>& sh
   int64_t n = 1;
   for (int64_t d : shape) {
     if (d < 0) throw_data_error(name, "negative extent in shape " + dims_text(shape));
-    if (__builtin_mul_overflow(n, d, &n)) throw_data_error(name, "shape " + dims_text(shape) + " has too many elements");
+    if (__builtin_mul_overflow(n, d, &n))
+      throw_data_error(name, "shape " + dims_text(shape) + " has too many elements");
   }
   int64_t bytes = 0;
-  if (__builtin_mul_overflow(n, int64_t(elem), &bytes)) throw_data_error(name, "shape " + dims_text(shape) + " has too many bytes");
+  if (__builtin_mul_overflow(n, int64_t(elem), &bytes))
+    throw_data_error(name, "shape " + dims_text(shape) + " has too many bytes");
   return n;
 }
 
@@ -59,7 +61,7 @@ void gather_c_order(const ArrayRef& a, const std::byte* base, std::byte* out, in
   int64_t off = 0;
   for (int64_t n = 0; n < elements; ++n) {
     std::memcpy(out + size_t(n) * e, base + off * int64_t(e), e);
-    for (size_t d = nd; d-- > 0;) {   // odometer over the index, last dimension fastest
+    for (size_t d = nd; d-- > 0;) {  // odometer over the index, last dimension fastest
       if (++idx[d] < a.shape[d]) {
         off += a.strides[d];
         break;
@@ -89,16 +91,19 @@ NDArray stage_one(const std::string& name, const ArrayRef& a, void* stream, std:
                   bool gpu_engine, bool is_index, std::map<std::string, Instance::DeviceInput>& device) {
   if (!valid_dtype(a.dtype)) throw_data_error(name, "unknown element type code " + std::to_string(int(a.dtype)));
   if (!a.strides.empty() && a.strides.size() != a.shape.size())
-    throw_data_error(name, std::to_string(a.strides.size()) + " strides for " + std::to_string(a.shape.size()) + " dimensions");
+    throw_data_error(
+        name, std::to_string(a.strides.size()) + " strides for " + std::to_string(a.shape.size()) + " dimensions");
   if (a.shape.size() > 32) throw_data_error(name, std::to_string(a.shape.size()) + " dimensions");
   const size_t e = dtype_size(a.dtype);
   const int64_t elements = checked_elements(name, a.shape, e);
-  if (elements > 0 && !a.data) throw_data_error(name, "null data pointer for " + std::to_string(elements) + " elements");
+  if (elements > 0 && !a.data)
+    throw_data_error(name, "null data pointer for " + std::to_string(elements) + " elements");
   const bool contiguous = c_contiguous(a, elements);
   const bool on_host = a.device.kind == DeviceKind::Cpu || a.device.kind == DeviceKind::CudaHost ||
                        a.device.kind == DeviceKind::CudaManaged;
   if (!on_host && a.device.kind != DeviceKind::Cuda)
-    throw_usage_error(name + ": arrays on device type " + std::to_string(int(a.device.kind)) + " are not supported (CPU or CUDA)");
+    throw_usage_error(name + ": arrays on device type " + std::to_string(int(a.device.kind)) +
+                      " are not supported (CPU or CUDA)");
 
   NDArray x;
   x.dtype = a.dtype;
@@ -118,7 +123,7 @@ NDArray stage_one(const std::string& name, const ArrayRef& a, void* stream, std:
       span_of(a, lo, hi);
       const auto* base = static_cast<const std::byte*>(a.data);
       std::vector<std::byte> span;
-      if (!on_host) {   // the bytes the view reaches, then the gather on the host
+      if (!on_host) {  // the bytes the view reaches, then the gather on the host
         span.resize(size_t(hi - lo) * e);
         copy_bytes(span.data(), base + lo * int64_t(e), span.size(), stream);
         base = span.data() - lo * int64_t(e);
@@ -127,9 +132,13 @@ NDArray stage_one(const std::string& name, const ArrayRef& a, void* stream, std:
     }
     x.data = std::move(c);
     std::string why = on_host ? "" : "in device memory (cuda:" + std::to_string(a.device.id) + "): read to the host";
-    if (!on_host && gpu_engine && is_index) why += " (an index vector: bind checks its values there)";
-    else if (!on_host && gpu_engine && elements > 0) why += " (rows not contiguous: " + dims_text(a.strides) + ")";
-    if (!contiguous) why += (why.empty() ? "" : "; ") + std::string("strides ") + dims_text(a.strides) + " are not C order: copied to C order";
+    if (!on_host && gpu_engine && is_index)
+      why += " (an index vector: bind checks its values there)";
+    else if (!on_host && gpu_engine && elements > 0)
+      why += " (rows not contiguous: " + dims_text(a.strides) + ")";
+    if (!contiguous)
+      why += (why.empty() ? "" : "; ") + std::string("strides ") + dims_text(a.strides) +
+             " are not C order: copied to C order";
     copies.push_back(name + ": " + why);
   }
   // Engines read bool as 0 / 1; other bytes (a u8 view cast to bool) become 1 in a copy.
@@ -155,19 +164,20 @@ std::string number_text(const Number& n) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.17g", n.f);
   std::string t = buf;
-  if (t.find_first_of(".eE") == std::string::npos) t += ".0";   // 3.0 stays a float
+  if (t.find_first_of(".eE") == std::string::npos) t += ".0";  // 3.0 stays a float
   return t;
 }
 
-StagedInputs stage_inputs(const Inputs& inputs, void* stream, bool gpu_engine, const std::vector<std::string>& index_operands) {
+StagedInputs stage_inputs(const Inputs& inputs, void* stream, bool gpu_engine,
+                          const std::vector<std::string>& index_operands) {
   StagedInputs s;
   bool gpu_seen = false;
   for (const auto& [name, a] : inputs.arrays) {
     if (inputs.scalars.count(name)) throw_usage_error("'" + name + "' is bound twice (an array and a scalar)");
     if (a.device.is_gpu()) {
       if (gpu_seen && a.device.id != s.output_device.id)
-        throw_usage_error("inputs on cuda:" + std::to_string(s.output_device.id) + " and cuda:" + std::to_string(a.device.id) +
-                          ": one run uses one GPU");
+        throw_usage_error("inputs on cuda:" + std::to_string(s.output_device.id) +
+                          " and cuda:" + std::to_string(a.device.id) + ": one run uses one GPU");
       gpu_seen = true;
       s.output_device = a.device;
     }
@@ -193,14 +203,15 @@ Array place(DType t, std::vector<int64_t> shape, std::byte* host, std::shared_pt
   a.shape = std::move(shape);
   a.device = device;
   const size_t bytes = a.nbytes();
-  if (!options.allocator && !device.is_gpu()) {   // the engine's buffer itself
+  if (!options.allocator && !device.is_gpu()) {  // the engine's buffer itself
     a.data = host;
     a.owner = std::move(keep);
     return a;
   }
   if (options.allocator) {
     Allocation m = options.allocator(t, a.shape, device);
-    if (!m.data && bytes > 0) throw_device_error("the output allocator returned no memory for " + std::to_string(bytes) + " bytes");
+    if (!m.data && bytes > 0)
+      throw_device_error("the output allocator returned no memory for " + std::to_string(bytes) + " bytes");
     a.data = m.data;
     a.owner = std::move(m.owner);
   } else {
@@ -208,19 +219,22 @@ Array place(DType t, std::vector<int64_t> shape, std::byte* host, std::shared_pt
     a.data = m.data;
     a.owner = std::move(m.owner);
   }
-  if (device.is_gpu()) copy_bytes(a.data, host, bytes, options.stream, false);
-  else if (bytes) std::memcpy(a.data, host, bytes);
+  if (device.is_gpu())
+    copy_bytes(a.data, host, bytes, options.stream, false);
+  else if (bytes)
+    std::memcpy(a.data, host, bytes);
   return a;
 }
 
 }  // namespace
 
 std::vector<Output> make_outputs(const Plan& plan, Results&& results, Device device, const Options& options,
-                                 const std::vector<Allocation>* written) {
+                                 const std::vector<Allocation>* written,
+                                 const std::vector<std::vector<Allocation>>* written_lists) {
   std::vector<Output> out;
   out.reserve(plan.dense.size() + plan.lists.size());
   for (size_t d = 0; d < plan.dense.size(); ++d) {
-    if (written) {   // the GPU engine wrote it there
+    if (written) {  // the GPU engine wrote it there
       Output o;
       o.name = plan.dense[d].name;
       Array& a = o.array;
@@ -245,6 +259,22 @@ std::vector<Output> make_outputs(const Plan& plan, Results&& results, Device dev
     o.name = plan.lists[l].name;
     o.is_list = true;
     o.rows = t.rows;
+    if (written_lists && l < written_lists->size() && !(*written_lists)[l].empty()) {  // the GPU engine wrote it there
+      const std::vector<Allocation>& at = (*written_lists)[l];
+      if (at.size() != t.columns.size()) throw_device_error("internal error: list " + o.name + " written in part");
+      for (size_t c = 0; c < at.size(); ++c) {
+        Array a;
+        a.dtype = t.columns[c].dtype;
+        a.shape = {t.rows};
+        a.strides = c_strides(a.shape);
+        a.device = device;
+        a.data = at[c].data;
+        a.owner = at[c].owner;
+        o.columns.emplace_back(t.columns[c].name, std::move(a));
+      }
+      out.push_back(std::move(o));
+      continue;
+    }
     for (Column& c : t.columns) {
       auto keep = std::make_shared<Column>(std::move(c));
       o.columns.emplace_back(keep->name, place(keep->dtype, {t.rows}, keep->data.data(), keep, device, options));

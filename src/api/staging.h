@@ -13,9 +13,9 @@ namespace gamut::api {
 
 struct StagedInputs {
   Bindings bindings;
-  std::vector<std::string> copies;   // "NAME: why it was copied"
-  Device output_device;              // where the outputs go: the inputs' GPU, else the host
-  std::map<std::string, Instance::DeviceInput> device;   // inputs the GPU engine reads in place
+  std::vector<std::string> copies;                      // "NAME: why it was copied"
+  Device output_device;                                 // where the outputs go: the inputs' GPU, else the host
+  std::map<std::string, Instance::DeviceInput> device;  // inputs the GPU engine reads in place
 };
 
 // Validates every array (data errors name the binding) and scalar, and binds host arrays in
@@ -30,8 +30,10 @@ StagedInputs stage_inputs(const Inputs& inputs, void* stream, bool gpu_engine = 
 std::string number_text(const Number& n);
 
 // The engine's results as the library's outputs, in query order (dense, then lists). `written`:
-// when given, the memory the GPU engine already wrote each dense output into.
+// when given, the memory the GPU engine already wrote each dense output into; `written_lists`:
+// per list, the memory it wrote that list's columns into (none: the list came to the host).
 std::vector<Output> make_outputs(const Plan& plan, Results&& results, Device device, const Options& options,
-                                 const std::vector<Allocation>* written = nullptr);
+                                 const std::vector<Allocation>* written = nullptr,
+                                 const std::vector<std::vector<Allocation>>* written_lists = nullptr);
 
 }  // namespace gamut::api

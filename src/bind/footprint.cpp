@@ -67,14 +67,15 @@ int64_t list_row_bound(const Instance& inst, size_t l) {
   const ListOutput& spec = inst.plan->lists[l];
   if (spec.mode != ListMode::Top && spec.mode != ListMode::Bottom) return -1;
   const int64_t pairs = size_mul_saturated(size_mul_saturated(inst.row.size(), inst.col.size()), inst.batch);
-  const int64_t groups = spec.per == PerGroup::Row ? size_mul_saturated(inst.row.size(), inst.batch)
-                       : spec.per == PerGroup::Col ? size_mul_saturated(inst.col.size(), inst.batch) : 1;
+  const int64_t groups = spec.per == PerGroup::Row   ? size_mul_saturated(inst.row.size(), inst.batch)
+                         : spec.per == PerGroup::Col ? size_mul_saturated(inst.col.size(), inst.batch)
+                                                     : 1;
   return std::min(pairs, size_mul_saturated(std::max<int64_t>(inst.list_limits[l], 0), groups));
 }
 
 int64_t list_row_bytes(const Plan& plan, size_t l) {
   const ListOutput& spec = plan.lists[l];
-  int64_t bytes = 3 * int64_t(sizeof(int32_t));   // b, i, j
+  int64_t bytes = 3 * int64_t(sizeof(int32_t));  // b, i, j
   for (const ListColumn& c : spec.columns) bytes += int64_t(dtype_size(storage_type_of(c.type)));
   if (spec.key != kNoExpr) bytes += int64_t(dtype_size(storage_type_of(plan.expr(spec.key).type)));
   return bytes;
@@ -113,32 +114,37 @@ MemoryEstimate gpu_device_memory(const Instance& inst, int64_t list_rows) {
   MemoryEstimate e;
   const size_t lead = P.batched ? 1 : 0;
   for (size_t o = 0; o < P.operands.size(); ++o)
-    if (const NDArray* x = inst.inputs[o])
+    if (const NDArray* x = inst.inputs[o]; x && !inst.on_device(o))  // (device inputs are read in place)
       e.add("input " + P.operands[o].name, padded_bytes(x->shape, dtype_size(x->dtype), lead + 2));
   for (size_t d = 0; d < P.dense.size(); ++d)
-    e.add("output " + P.dense[d].name, padded_bytes(inst.dense_shapes[d], dtype_size(storage_type_of(P.dense[d].type)), 2));
+    e.add("output " + P.dense[d].name,
+          padded_bytes(inst.dense_shapes[d], dtype_size(storage_type_of(P.dense[d].type)), 2));
   for (size_t l = 0; l < P.lists.size(); ++l)
     e.add("list " + P.lists[l].name + " (" + std::to_string(list_rows) + " rows)",
           size_mul_saturated(list_rows, list_row_bytes(P, l)), true);
   return e;
 }
 
-void require_fits(const MemoryEstimate& need, int64_t available, const std::string& memory, const std::string& limited_by) {
+void require_fits(const MemoryEstimate& need, int64_t available, const std::string& memory,
+                  const std::string& limited_by) {
   const int64_t total = need.total();
   if (total <= available) return;
   std::vector<MemoryItem> items = need.items;
-  std::stable_sort(items.begin(), items.end(), [](const MemoryItem& a, const MemoryItem& b) { return a.bytes > b.bytes; });
+  std::stable_sort(items.begin(), items.end(),
+                   [](const MemoryItem& a, const MemoryItem& b) { return a.bytes > b.bytes; });
   auto amount = [](int64_t b) {
-    return b == INT64_MAX ? std::string("more than 2^63-1 bytes") : bytes_text(b) + " (" + std::to_string(b) + " bytes)";
+    return b == INT64_MAX ? std::string("more than 2^63-1 bytes")
+                          : bytes_text(b) + " (" + std::to_string(b) + " bytes)";
   };
   std::string what;
   const size_t shown = std::min<size_t>(items.size(), 3);
   for (size_t k = 0; k < shown; ++k)
-    what += (k ? ", " : "") + items[k].what + " needs " + (items.size() == 1 ? amount(items[k].bytes) : bytes_text(items[k].bytes));
+    what += (k ? ", " : "") + items[k].what + " needs " +
+            (items.size() == 1 ? amount(items[k].bytes) : bytes_text(items[k].bytes));
   if (items.size() > shown) what += " and " + std::to_string(items.size() - shown) + " more";
   if (items.size() > 1) what += ": " + amount(total) + " in all";
-  throw_resource_error("not enough " + memory + ": " + what + "; " + amount(std::max<int64_t>(available, 0)) + " available" +
-                       (limited_by.empty() ? "" : " (" + limited_by + ")"));
+  throw_resource_error("not enough " + memory + ": " + what + "; " + amount(std::max<int64_t>(available, 0)) +
+                       " available" + (limited_by.empty() ? "" : " (" + limited_by + ")"));
 }
 
 void ListMemoryGuard::report(int64_t previous, int64_t bytes, const std::string& largest_list) {
@@ -146,7 +152,8 @@ void ListMemoryGuard::report(int64_t previous, int64_t bytes, const std::string&
   if (size_mul_saturated(held, 2) <= budget_) return;
   throw_resource_error("not enough host memory: list " + largest_list + " has grown to " + bytes_text(held) + " (" +
                        std::to_string(held) + " bytes) with all lists, and ordering it needs as much again; " +
-                       bytes_text(std::max<int64_t>(budget_, 0)) + " available" + (limited_by_.empty() ? "" : " (" + limited_by_ + ")"));
+                       bytes_text(std::max<int64_t>(budget_, 0)) + " available" +
+                       (limited_by_.empty() ? "" : " (" + limited_by_ + ")"));
 }
 
 }  // namespace gamut

@@ -20,9 +20,9 @@
 namespace gamut {
 
 struct MemoryItem {
-  std::string what;      // "output C", "per-thread copies of output C (8 threads)", "list L"
+  std::string what;  // "output C", "per-thread copies of output C (8 threads)", "list L"
   int64_t bytes = 0;
-  bool list = false;     // a list's rows (the engines also count them as they grow)
+  bool list = false;  // a list's rows (the engines also count them as they grow)
 };
 
 struct MemoryEstimate {
@@ -47,8 +47,8 @@ int64_t list_row_bytes(const Plan& plan, size_t l);
 MemoryEstimate cpu_host_memory(const Instance& inst, int partial_threads);
 // Host memory of a GPU run: the results, and staging for the initial values of min/max outputs.
 MemoryEstimate gpu_host_memory(const Instance& inst);
-// Device memory of a GPU run: inputs and outputs (matrix rows padded to 4 elements, as run_gpu
-// lays them out) and list buffers of `list_rows` rows each.
+// Device memory of a GPU run: inputs (not device inputs read in place) and outputs (matrix rows
+// padded to 4 elements, as run_gpu lays them out) and list buffers of `list_rows` rows each.
 MemoryEstimate gpu_device_memory(const Instance& inst, int64_t list_rows);
 
 // Throws a resource error (exit 4) when `need` does not fit in `available` bytes of `memory`

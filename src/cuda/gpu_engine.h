@@ -32,18 +32,28 @@ struct GpuRunOptions {
   // output d in C order (Instance::dense_shapes[d]). Results::dense[d] then views it (bytes the
   // host does not read).
   std::function<void*(size_t d, size_t bytes)> dense_output;
+  // List outputs in memory the caller provides: list_output(l, rows) gives device memory for
+  // each column of list l (rows elements of the column's storage type each), where the list's
+  // final rows are on the device (ordered there: every list but top/bottom ones with 64-bit
+  // keys or more than 2^31-1 rows); they are copied there in stream order and Results::lists[l]
+  // has the row count and no column bytes. Lists it is not called for come to the host.
+  std::function<std::vector<void*>(size_t l, int64_t rows)> list_output;
   // No CUDA-event timing and no waiting: the results are ready in order on current_stream().
   // (List outputs still wait for their row counts.)
   bool asynchronous = false;
   // A slot the caller keeps for one typed plan (the library: one per query and signature of
   // input types): the kernel info and loaded kernel per tile variant, so that a repeated run
-  // skips code generation and the cache-key hash. Never shared between plans.
+  // skips code generation and the cache-key hash, and the list outputs' device buffers of the
+  // last run (up to kKeptListBytes, on the same device and stream), so that it does not
+  // allocate and poison them again. Never shared between plans.
   std::shared_ptr<void>* kernel_memo = nullptr;  // from new_kernel_memo()
   // Called with (steps done, steps in all) after the compilation, the result launch and each
   // benchmark launch (a progress bar's steps).
   std::function<void(int64_t done, int64_t total)> progress;
 };
 std::shared_ptr<void> new_kernel_memo();
+// The most device memory a kernel memo keeps for list outputs between runs.
+constexpr size_t kKeptListBytes = size_t(256) << 20;
 
 struct GpuRunStats {
   double kernel_ms = 0;  // device time of the launches (CUDA events)

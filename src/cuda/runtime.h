@@ -77,8 +77,14 @@ class DeviceBuffer {
   ~DeviceBuffer();
   void* get() const { return ptr_; }
   size_t size() const { return bytes_; }
+  // The device and stream it was allocated on (and is freed on).
+  int device_ordinal() const { return device_; }
+  void* stream() const { return stream_; }
   void upload(const void* host, size_t bytes, size_t offset = 0);
   void download(void* host, size_t bytes, size_t offset = 0) const;
+  // In stream order without waiting: `host` (pinned, PinnedHostBuffer) holds the bytes once
+  // the stream is synchronised.
+  void download_async(void* host, size_t bytes, size_t offset = 0) const;
   void fill_bytes(int value);  // cudaMemset
   // Rows of `row_bytes` each, `pitch` bytes apart on the device (cudaMemcpy2D): inputs whose
   // rows are padded so every row starts 16-byte aligned.
@@ -91,8 +97,27 @@ class DeviceBuffer {
  private:
   void* ptr_ = nullptr;
   size_t bytes_ = 0;
-  void* stream_ = nullptr;   // allocated (and freed) in order on this stream
-  int device_ = 0;           // of this device (freed there whichever device is current)
+  void* stream_ = nullptr;  // allocated (and freed) in order on this stream
+  int device_ = 0;          // of this device (freed there whichever device is current)
+};
+
+// Page-locked host memory (cudaMallocHost), freed on destruction: copies from and to it run
+// asynchronously in stream order (a pageable copy stages and waits on the host).
+class PinnedHostBuffer {
+ public:
+  PinnedHostBuffer() = default;
+  explicit PinnedHostBuffer(size_t bytes);
+  PinnedHostBuffer(PinnedHostBuffer&&) noexcept;
+  PinnedHostBuffer& operator=(PinnedHostBuffer&&) noexcept;
+  PinnedHostBuffer(const PinnedHostBuffer&) = delete;
+  PinnedHostBuffer& operator=(const PinnedHostBuffer&) = delete;
+  ~PinnedHostBuffer();
+  void* get() const { return ptr_; }
+  size_t size() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
 };
 
 struct CompileOptions {
@@ -171,6 +196,8 @@ void synchronize();  // waits for current_stream()
 // copy from the host (staged before this returns).
 void fill_device_bytes(void* device, int value, size_t bytes);
 void copy_host_to_device(void* device, const void* host, size_t bytes);
+// Device to device (any devices), in order on current_stream(), without waiting.
+void copy_device_to_device(void* dst, const void* src, size_t bytes);
 
 // A TMA tensor map (CUtensorMap, 128 bytes) of one tensor-core operand (16-bit, or f32 with k
 // contiguous), for the TMA-fed wgmma mainloop: element (p, k) of batch instance b at

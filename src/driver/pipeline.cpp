@@ -24,6 +24,7 @@
 #include "cuda/stages/segment_sum.h"
 #endif
 #include <algorithm>
+
 #include "data/npy.h"
 #include "rewrite/bitpack_orand.h"
 #include "rewrite/passes.h"
@@ -56,8 +57,10 @@ std::vector<int64_t> parse_dim_extents(const std::string& name, const std::strin
     char* end = nullptr;
     errno = 0;
     long long v = std::strtoll(part.c_str(), &end, 10);
-    if (part.empty() || *end != '\0' || v < 0) throw_usage_error("--dim " + name + "=" + text + ": extents are non-negative integers");
-    if (errno == ERANGE) throw_usage_error("--dim " + name + "=" + text + ": extent " + part + " does not fit in 64 bits");
+    if (part.empty() || *end != '\0' || v < 0)
+      throw_usage_error("--dim " + name + "=" + text + ": extents are non-negative integers");
+    if (errno == ERANGE)
+      throw_usage_error("--dim " + name + "=" + text + ": extent " + part + " does not fit in 64 bits");
     out.push_back(v);
   }
   if (out.empty()) throw_usage_error("--dim " + name + ": give at least one extent");
@@ -71,8 +74,10 @@ Bindings parse_bindings(const std::vector<std::string>& args, const std::vector<
     if (eq == std::string::npos || eq == 0) throw_usage_error("binding '" + a + "' is not NAME=VALUE");
     std::string name = a.substr(0, eq), value = a.substr(eq + 1);
     if (b.arrays.count(name) || b.scalars.count(name)) throw_usage_error("'" + name + "' is bound twice");
-    if (looks_numeric(value)) b.scalars[name] = value;
-    else b.arrays[name] = read_npy(value, name);
+    if (looks_numeric(value))
+      b.scalars[name] = value;
+    else
+      b.arrays[name] = read_npy(value, name);
   }
   for (const std::string& d : dims) {
     size_t eq = d.find('=');
@@ -86,7 +91,8 @@ Bindings parse_bindings(const std::vector<std::string>& args, const std::vector<
 
 // Bound rewrites: push-down depends on the group counts, bit packing on the data's values,
 // known only now.
-std::optional<BoundRewrite> bound_rewrite(const Plan& plan, const Instance& inst, const Source& source, const Bindings& b) {
+std::optional<BoundRewrite> bound_rewrite(const Plan& plan, const Instance& inst, const Source& source,
+                                          const Bindings& b) {
   if (auto prog = aggregate_pushdown(plan, inst)) return BoundRewrite{std::move(*prog), "aggregate-pushdown"};
   // Boolean products: exact only on 0/1 data, which is known only now.
   if (auto bits = bitpack_orand(plan, inst, source, b)) return BoundRewrite{std::move(*bits), "bitpack-orand"};
@@ -154,7 +160,8 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
     if (st.bitpack) {  // no query: the CPU loop, or its GPU kernel
       const BitPack& bp = *st.bitpack;
       const NDArray& src = p.bindings.arrays.at(bp.source);
-      require_host_bytes("output " + bp.output, shape_bytes({bp.rows.end, bp.words()}, sizeof(int32_t)).value_or(INT64_MAX));
+      require_host_bytes("output " + bp.output,
+                         shape_bytes({bp.rows.end, bp.words()}, sizeof(int32_t)).value_or(INT64_MAX));
 #if GAMUT_HAVE_CUDA
       if (gpu_segments) {
         cuda::BitPackStats bs;
@@ -180,7 +187,9 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
     if (gpu_segments && st.segment) {
       const SegmentSum& sg = *st.segment;
       cuda::SegmentSumShape shape{sg.src_k_minor, sg.group_rows, sg.groups, sg.group_range, sg.k_range};
-      require_host_bytes("output " + sg.output, shape_bytes({sg.groups, sg.k_range.end}, dtype_size(storage_type_of(sg.type))).value_or(INT64_MAX));
+      require_host_bytes(
+          "output " + sg.output,
+          shape_bytes({sg.groups, sg.k_range.end}, dtype_size(storage_type_of(sg.type))).value_or(INT64_MAX));
       cuda::SegmentSumStats ss;
       cuda::reset_device_bytes_peak();
       produced[sg.output] = cuda::segment_sum(p.bindings.arrays.at(sg.source), p.bindings.arrays.at(sg.index), shape,
@@ -199,20 +208,23 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
       continue;
     }
 #endif
-    RunOptions stage_options = options;   // intermediate results stay gamut's, on the host
+    RunOptions stage_options = options;  // intermediate results stay gamut's, on the host
     stage_options.dense_output = nullptr;
+    stage_options.list_output = nullptr;
     stage_options.asynchronous = false;
     stage_options.kernel_memo = nullptr;
     Bindings b;
     for (const std::string& n : st.inputs) {
-      if (auto it = p.bindings.arrays.find(n); it != p.bindings.arrays.end()) b.arrays[n] = it->second;
-      else b.scalars[n] = p.bindings.scalars.at(n);
+      if (auto it = p.bindings.arrays.find(n); it != p.bindings.arrays.end())
+        b.arrays[n] = it->second;
+      else
+        b.scalars[n] = p.bindings.scalars.at(n);
     }
     for (const std::string& n : st.from_stages) b.arrays[n] = produced.at(n);
     for (const auto& [n, d] : st.dims) b.dims[n] = d;
     auto stage = prepare(Source{p.source.name + " [" + st.name + "]", st.text}, std::move(b));
     RunReport sr;
-    if (options.progress)   // the stage's own progress is its share of the whole
+    if (options.progress)  // the stage's own progress is its share of the whole
       stage_options.progress = [&options, s, stages](double f) { options.progress((double(s) + f) / double(stages)); };
     last = execute(*stage, stage_options, &sr);
     seconds += sr.seconds;
@@ -329,6 +341,7 @@ Results execute(const Instance& inst, const RunOptions& options, RunReport* repo
     }
     cuda::GpuRunOptions go = gpu_run_options(options);
     go.dense_output = options.dense_output;
+    go.list_output = options.list_output;
     go.asynchronous = options.asynchronous && options.repeats == 0;
     cuda::GpuRunStats st;
     cuda::reset_device_bytes_peak();

@@ -17,16 +17,17 @@ enum class Backend { Auto, Cpu, Gpu };
 
 struct RunOptions {
   Backend backend = Backend::Auto;
-  int threads = 0;                 // CPU engine threads (0: all)
-  std::string tile;                // GPU tile override, "" = chosen per query
-  int repeats = 0;                 // GPU: time this many launches after one warm-up (median)
+  int threads = 0;   // CPU engine threads (0: all)
+  std::string tile;  // GPU tile override, "" = chosen per query
+  int repeats = 0;   // GPU: time this many launches after one warm-up (median)
   // The library's callers: the CUDA stream (cudaStream_t) every GPU operation goes to (nullptr:
-  // the legacy default stream); dense outputs in the caller's device memory and no waiting
-  // (cuda::GpuRunOptions::dense_output, asynchronous).
+  // the legacy default stream); dense and list outputs in the caller's device memory and no
+  // waiting (cuda::GpuRunOptions::dense_output, list_output, asynchronous).
   void* stream = nullptr;
   std::function<void*(size_t d, size_t bytes)> dense_output;
+  std::function<std::vector<void*>(size_t l, int64_t rows)> list_output;
   bool asynchronous = false;
-  std::shared_ptr<void>* kernel_memo = nullptr;   // cuda::GpuRunOptions::kernel_memo, for this plan only
+  std::shared_ptr<void>* kernel_memo = nullptr;  // cuda::GpuRunOptions::kernel_memo, for this plan only
   // Called with the fraction of the run done (0..1): CPU row tiles, GPU launches, push-down
   // stages. The CPU engine calls it from its worker threads, concurrently: it must be
   // thread-safe and cheap (a progress bar checks the clock and returns).
@@ -38,18 +39,18 @@ struct RunOptions {
 };
 
 struct RunReport {
-  std::string backend;             // "cpu" or "gpu"
-  double seconds = 0;              // engine time (GPU: kernel + device list work, CUDA events)
-  double kernel_seconds = 0;       // GPU with repeats: the main kernel alone (median)
-  double wall_seconds = 0;         // including compilation, transfers
+  std::string backend;        // "cpu" or "gpu"
+  double seconds = 0;         // engine time (GPU: kernel + device list work, CUDA events)
+  double kernel_seconds = 0;  // GPU with repeats: the main kernel alone (median)
+  double wall_seconds = 0;    // including compilation, transfers
   double compile_ms = 0;
-  std::string cache_hit;           // GPU: compiled | disk | memory
+  std::string cache_hit;  // GPU: compiled | disk | memory
   std::string tile;
-  std::string mainloop;            // "cpu", or the GPU kernel's: "simt" | "mma.sync" | "wgmma"
+  std::string mainloop;  // "cpu", or the GPU kernel's: "simt" | "mma.sync" | "wgmma"
   int threads = 0;
-  size_t device_peak_bytes = 0;    // GPU: most device memory held at once during the run
-  std::vector<uint64_t> list_rows_appended;   // GPU: per list, rows the kernel appended (before
-                                              // the device de-duplication / selection)
+  size_t device_peak_bytes = 0;              // GPU: most device memory held at once during the run
+  std::vector<uint64_t> list_rows_appended;  // GPU: per list, rows the kernel appended (before
+                                             // the device de-duplication / selection)
   // Several GPUs: the ordinal of each part, describe_devices' line, how the parts merged
   // ("host" | "nccl") and the merge's wall time (in `seconds` too).
   std::vector<int> devices;
@@ -89,7 +90,8 @@ struct BoundRewrite {
   PushdownProgram program;
   std::string name;
 };
-std::optional<BoundRewrite> bound_rewrite(const Plan& plan, const Instance& inst, const Source& source, const Bindings& b);
+std::optional<BoundRewrite> bound_rewrite(const Plan& plan, const Instance& inst, const Source& source,
+                                          const Bindings& b);
 // Plan with the rewrite passes applied (also used by `explain` without data).
 Plan plan_with_rewrites(const Source& source, const TypeEnv& env);
 // Why no GPU can be used, as "no usable CUDA device: REASON" (said once); "" when one can.

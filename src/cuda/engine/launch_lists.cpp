@@ -17,42 +17,87 @@ namespace gamut::cuda {
 namespace {
 constexpr int64_t kUncheckedHostBytes = int64_t(8) << 20;  // list rows downloaded without a host-memory check
 CType key_type(const Plan& p, const ListOutput& l) { return l.key != kNoExpr ? p.expr(l.key).type : CType::I32; }
-bool top_bottom(const ListOutput& l) { return (l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.key != kNoExpr; }
+bool top_bottom(const ListOutput& l) {
+  return (l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.key != kNoExpr;
+}
 }  // namespace
 
-DeviceLists::DeviceLists(const Instance& inst, int64_t capacity, const TileConfig& tile) : inst_(inst) {
-  lists_.resize(inst.plan->lists.size());
-  for (size_t l = 0; l < lists_.size(); ++l) {
-    lists_[l].counter = DeviceBuffer(gm::kListCounterWords * sizeof(uint64_t));
+DeviceLists::DeviceLists(const Instance& inst, int64_t capacity, const TileConfig& tile) { bind(inst, capacity, tile); }
+
+void DeviceLists::bind(const Instance& inst, int64_t capacity, const TileConfig& tile) {
+  inst_ = &inst;
+  finalized_ = false;
+  counted_ = false;
+  const size_t n = inst.plan->lists.size();
+  if (lists_.size() != n || !counters_.get()) {
+    lists_.clear();
+    lists_.resize(n);
+    finished_.clear();
+    const size_t bytes = std::max<size_t>(n, 1) * gm::kListCounterWords * sizeof(uint64_t);
+    counters_ = DeviceBuffer(bytes);
+    counters_up_ = PinnedHostBuffer(bytes);
+    counters_down_ = PinnedHostBuffer(bytes);
+  }
+  for (size_t l = 0; l < n; ++l) {
+    List& L = lists_[l];
     const ListOutput& spec = inst.plan->lists[l];
     if (top_bottom(spec)) {
       // One per group, as the kernel indexes them: (b, i - row_begin), (b, j - col_begin) or 0.
-      const int64_t groups = spec.per == PerGroup::Row ? size_mul_saturated(inst.batch, inst.row.size())
-                           : spec.per == PerGroup::Col ? size_mul_saturated(inst.batch, inst.col.size()) : 1;
-      lists_[l].threshold = DeviceBuffer(size_t(size_mul_or_throw(std::max<int64_t>(groups, 1), sizeof(uint32_t), "list " + spec.name)));
+      const int64_t groups = spec.per == PerGroup::Row   ? size_mul_saturated(inst.batch, inst.row.size())
+                             : spec.per == PerGroup::Col ? size_mul_saturated(inst.batch, inst.col.size())
+                                                         : 1;
+      const size_t threshold_bytes =
+          size_t(size_mul_or_throw(std::max<int64_t>(groups, 1), sizeof(uint32_t), "list " + spec.name));
+      if (L.threshold.size() < threshold_bytes) L.threshold = DeviceBuffer(threshold_bytes);
       // Reservoirs (gm::TileSelect::keep / refresh) where a tile's refresh, which reads the S
       // slots of each group it touched, reads at most one slot per pair of the tile, and they
       // are small.
-      const int64_t n = inst.list_limits[l], slots = gm::reservoir_slots(n);
+      const int64_t limit = inst.list_limits[l], slots = gm::reservoir_slots(limit);
       const int64_t tile_groups = spec.per == PerGroup::Row ? tile.bm : spec.per == PerGroup::Col ? tile.bn : 1;
       // (saturating: N comes from the user and may be anything)
-      if (n > 0 && size_mul_saturated(tile_groups, slots) <= int64_t(tile.bm) * tile.bn &&
-          size_mul_saturated(groups, slots) <= (int64_t(1) << 26))
-        lists_[l].reservoir = DeviceBuffer(size_t(groups * slots) * sizeof(uint32_t));
+      if (limit > 0 && size_mul_saturated(tile_groups, slots) <= int64_t(tile.bm) * tile.bn &&
+          size_mul_saturated(groups, slots) <= (int64_t(1) << 26)) {
+        const size_t reservoir_bytes = size_t(groups * slots) * sizeof(uint32_t);
+        if (L.reservoir.size() < reservoir_bytes) L.reservoir = DeviceBuffer(reservoir_bytes);
+      } else {
+        L.reservoir = DeviceBuffer();  // none: the kernel reads a null pointer as no reservoir
+      }
     }
-    allocate(l, capacity);
+    if (L.capacity < std::max<int64_t>(capacity, 1)) allocate(l, capacity);
   }
 }
 
+size_t DeviceLists::held_bytes() const {
+  size_t n = counters_.size();
+  auto add = [&n](const DeviceBuffer& b) { n += b.size(); };
+  for (const List& L : lists_) {
+    for (const DeviceBuffer& c : L.cols) add(c);
+    for (const DeviceBuffer* b : {&L.b, &L.i, &L.j, &L.key, &L.threshold, &L.reservoir}) add(*b);
+  }
+  for (const Finished& F : finished_) {
+    for (const DeviceBuffer& c : F.cols) add(c);
+    for (const DeviceBuffer& c : F.sorted) add(c);
+    for (const DeviceBuffer* b : {&F.b, &F.i, &F.j, &F.key, &F.order_b, &F.order_g}) add(*b);
+  }
+  for (const DeviceBuffer* b :
+       {&order_scratch_.keys[0], &order_scratch_.keys[1], &order_scratch_.rows[0], &order_scratch_.rows[1],
+        &order_scratch_.temp, &order_scratch_.table, &order_scratch_.refs, &order_scratch_.count})
+    add(*b);
+  return n;
+}
+
+bool DeviceLists::usable_here() const {
+  return counters_.get() && counters_.device_ordinal() == current_device() && counters_.stream() == current_stream();
+}
+
 void DeviceLists::allocate(size_t l, int64_t capacity) {
-  const Plan& P = *inst_.plan;
+  const Plan& P = *inst_->plan;
   const ListOutput& spec = P.lists[l];
   List& L = lists_[l];
   capacity = std::max<int64_t>(capacity, 1);
   L.capacity = capacity;
   L.cols.clear();
-  for (const ListColumn& c : spec.columns)
-    L.cols.emplace_back(size_t(capacity) * dtype_size(storage_type_of(c.type)));
+  for (const ListColumn& c : spec.columns) L.cols.emplace_back(size_t(capacity) * dtype_size(storage_type_of(c.type)));
   L.b = DeviceBuffer(size_t(capacity) * sizeof(int32_t));
   L.i = DeviceBuffer(size_t(capacity) * sizeof(int32_t));
   L.j = DeviceBuffer(size_t(capacity) * sizeof(int32_t));
@@ -65,13 +110,17 @@ void DeviceLists::allocate(size_t l, int64_t capacity) {
 }
 
 void DeviceLists::reset() {
+  uint64_t* words = static_cast<uint64_t*>(counters_up_.get());
   for (size_t l = 0; l < lists_.size(); ++l) {
-    const uint64_t words[2] = {0, uint64_t(std::max<int64_t>(inst_.list_limits[l], 0))};
-    lists_[l].counter.upload(words, sizeof words);
-    lists_[l].counted.reset();
+    words[l * gm::kListCounterWords] = 0;
+    words[l * gm::kListCounterWords + 1] = uint64_t(std::max<int64_t>(inst_->list_limits[l], 0));
     if (lists_[l].threshold.get()) lists_[l].threshold.fill_bytes(0xff);
     if (lists_[l].reservoir.get()) lists_[l].reservoir.fill_bytes(0xff);
   }
+  // (The stream waited for the last launch's counts before the host wrote these words.)
+  counters_.upload(words, lists_.size() * gm::kListCounterWords * sizeof(uint64_t));
+  counted_ = false;
+  finalized_ = false;
 }
 
 void DeviceLists::fill_args(const ArgLayout& layout, std::vector<uint64_t>& w) const {
@@ -79,7 +128,7 @@ void DeviceLists::fill_args(const ArgLayout& layout, std::vector<uint64_t>& w) c
   for (size_t l = 0; l < lists_.size(); ++l) {
     const List& L = lists_[l];
     const ArgLayout::ListSlots& s = layout.lists[l];
-    w[size_t(s.counter)] = ptr(L.counter);
+    w[size_t(s.counter)] = ptr(counters_) + l * gm::kListCounterWords * sizeof(uint64_t);
     w[size_t(s.capacity)] = uint64_t(L.capacity);
     for (size_t c = 0; c < L.cols.size(); ++c) w[size_t(s.cols[c])] = ptr(L.cols[c]);
     w[size_t(s.b)] = ptr(L.b);
@@ -87,20 +136,20 @@ void DeviceLists::fill_args(const ArgLayout& layout, std::vector<uint64_t>& w) c
     w[size_t(s.j)] = ptr(L.j);
     if (s.key >= 0) w[size_t(s.key)] = ptr(L.key);
     if (s.threshold >= 0) w[size_t(s.threshold)] = ptr(L.threshold);
-    if (s.reservoir >= 0) w[size_t(s.reservoir)] = ptr(L.reservoir);   // 0: none
+    if (s.reservoir >= 0) w[size_t(s.reservoir)] = ptr(L.reservoir);  // 0: none
   }
 }
 
 uint64_t DeviceLists::count(size_t l) const {
   // Read once per launch (reset() forgets it): the growth check, the finalisation and the
-  // statistics all ask, and each read waits for the stream.
-  const List& L = lists_[l];
-  if (!L.counted) {
-    uint64_t n = 0;
-    L.counter.download(&n, sizeof n);
-    L.counted = n;
+  // statistics all ask, and the read waits for the stream.
+  const uint64_t* words = static_cast<const uint64_t*>(counters_down_.get());
+  if (!counted_) {
+    counters_.download_async(counters_down_.get(), lists_.size() * gm::kListCounterWords * sizeof(uint64_t));
+    synchronize();
+    counted_ = true;
   }
-  return *L.counted;
+  return words[l * gm::kListCounterWords];
 }
 
 bool DeviceLists::grow_if_overflowed() {
@@ -108,18 +157,20 @@ bool DeviceLists::grow_if_overflowed() {
   for (size_t l = 0; l < lists_.size(); ++l) {
     const uint64_t n = count(l);
     if (n <= uint64_t(lists_[l].capacity)) continue;
-    if (n > uint64_t(INT64_MAX / 64)) throw_device_error("list " + inst_.plan->lists[l].name + " is too long");
+    if (n > uint64_t(INT64_MAX / 64)) throw_device_error("list " + inst_->plan->lists[l].name + " is too long");
     // Room for every row, or a clear error naming the list (its old buffers go back first).
     MemoryEstimate need;
-    need.add("list " + inst_.plan->lists[l].name + " (" + std::to_string(n) + " rows)",
-             size_mul_saturated(int64_t(n), list_row_bytes(*inst_.plan, l)));
+    need.add("list " + inst_->plan->lists[l].name + " (" + std::to_string(n) + " rows)",
+             size_mul_saturated(int64_t(n), list_row_bytes(*inst_->plan, l)));
     const DeviceMemory mem = device_memory();
-    require_fits(need, size_add(int64_t(mem.free), size_mul_saturated(lists_[l].capacity, list_row_bytes(*inst_.plan, l))).value_or(INT64_MAX),
+    require_fits(need,
+                 size_add(int64_t(mem.free), size_mul_saturated(lists_[l].capacity, list_row_bytes(*inst_->plan, l)))
+                     .value_or(INT64_MAX),
                  "device memory", "free of " + bytes_text(int64_t(mem.total)) + " on the device");
     // The same launch finds the same rows again. A distinct list's count may differ a little
     // from launch to launch (which rows overflow a tile's table depends on the order of its
     // threads' atomics): room for some more, so that one more launch is enough.
-    const bool distinct = inst_.plan->lists[l].mode == ListMode::Distinct;
+    const bool distinct = inst_->plan->lists[l].mode == ListMode::Distinct;
     allocate(l, int64_t(distinct ? n + n / 8 : n));
     grew = true;
   }
@@ -127,13 +178,13 @@ bool DeviceLists::grow_if_overflowed() {
 }
 
 void DeviceLists::finalize_on_device() {
-  const Plan& P = *inst_.plan;
+  const Plan& P = *inst_->plan;
   finished_.resize(lists_.size());
   for (size_t l = 0; l < lists_.size(); ++l) {
     const ListOutput& spec = P.lists[l];
     const List& L = lists_[l];
     Finished& F = finished_[l];
-    const int64_t limit = inst_.list_limits[l];
+    const int64_t limit = inst_->list_limits[l];
     F.rows = std::min<uint64_t>(count(l), uint64_t(L.capacity));
     F.from_list = F.host_order = true;
     // Plain and distinct: ordered (and de-duplicated) on the device; the host only downloads.
@@ -154,7 +205,10 @@ void DeviceLists::finalize_on_device() {
       continue;
     }
     // top/bottom: select on the device; what comes down is small (N per group plus ties).
-    if (F.rows == 0 || (spec.per == PerGroup::None && F.rows <= uint64_t(limit))) continue;
+    if (F.rows == 0) {
+      F.from_list = F.host_order = false;
+      continue;
+    }
     SelectInput in;
     in.n = F.rows;
     in.key = &L.key;
@@ -165,10 +219,10 @@ void DeviceLists::finalize_on_device() {
     in.top = spec.mode == ListMode::Top;
     in.per = spec.per;
     in.limit = limit;
-    const AxisRange& g = spec.per == PerGroup::Col ? inst_.col : inst_.row;
+    const AxisRange& g = spec.per == PerGroup::Col ? inst_->col : inst_->row;
     in.begin = g.begin;
     in.extent = spec.per == PerGroup::None ? 1 : g.size();
-    in.groups = spec.per == PerGroup::None ? 1 : g.size() * inst_.batch;
+    in.groups = spec.per == PerGroup::None ? 1 : g.size() * inst_->batch;
     const DeviceBuffer idx = select_candidates(in, &F.rows);
     const size_t m = size_t(F.rows);
     auto take = [&](const DeviceBuffer& src, size_t elem, DeviceBuffer& dst) {
@@ -176,80 +230,61 @@ void DeviceLists::finalize_on_device() {
       gather_rows(in, src, elem, idx, m, dst);
     };
     F.cols.resize(L.cols.size());
-    for (size_t c = 0; c < L.cols.size(); ++c) take(L.cols[c], dtype_size(storage_type_of(spec.columns[c].type)), F.cols[c]);
+    for (size_t c = 0; c < L.cols.size(); ++c)
+      take(L.cols[c], dtype_size(storage_type_of(spec.columns[c].type)), F.cols[c]);
     take(L.b, 4, F.b);
     take(L.i, 4, F.i);
     take(L.j, 4, F.j);
     take(L.key, dtype_size(in.key_dtype), F.key);
+    F.from_list = false;
     // Ordered on the device too where the key's rank is exact (keys of 32 bits or fewer): by
-    // (b, group, rank, other axis), or (rank, b, i, j) without groups; the host then only drops
-    // each group's rows past N (rank ties at the N-th) instead of sorting them all.
+    // (b, group, rank, other axis), or (rank, b, i, j) without groups; then each group's first
+    // N rows (more where ranks tie at the N-th) are the list's final rows.
     if (exact_sort_rank(in.key_dtype) && m > 0 && m <= kMaxDeviceOrderRows) {
       DeviceBuffer rank(m * 4);
       sort_ranks(in, F.key, m, rank);
       const DeviceBuffer& g = spec.per == PerGroup::Col ? F.j : F.i;
       const DeviceBuffer& o = spec.per == PerGroup::Col ? F.i : F.j;
-      std::vector<const DeviceBuffer*> cols =
-          spec.per == PerGroup::None ? std::vector<const DeviceBuffer*>{&rank, &F.b, &F.i, &F.j}
-                                     : std::vector<const DeviceBuffer*>{&F.b, &g, &rank, &o};
+      std::vector<const DeviceBuffer*> cols = spec.per == PerGroup::None
+                                                  ? std::vector<const DeviceBuffer*>{&rank, &F.b, &F.i, &F.j}
+                                                  : std::vector<const DeviceBuffer*>{&F.b, &g, &rank, &o};
       std::vector<DType> types(cols.size(), DType::I32);
       for (size_t c = 0; c < F.cols.size(); ++c) {
         cols.push_back(&F.cols[c]);
         types.push_back(storage_type_of(spec.columns[c].type));
       }
-      std::vector<DeviceBuffer> sorted;
-      if (order_list_rows(cols, types, m, false, order_scratch_, sorted) != m)
+      // (The ordered buffers and the gathered ones trade places: both are kept for the next run.)
+      if (order_list_rows(cols, types, m, false, order_scratch_, F.sorted) != m)
         throw_device_error("internal error: ordering the kept rows of list " + spec.name + " changed their number");
-      F.order_b = std::move(sorted[0]);
-      F.order_g = std::move(sorted[1]);
-      for (size_t c = 0; c < F.cols.size(); ++c) F.cols[c] = std::move(sorted[4 + c]);
-      F.device_ordered = true;
+      std::swap(F.order_b, F.sorted[0]);
+      std::swap(F.order_g, F.sorted[1]);
+      for (size_t c = 0; c < F.cols.size(); ++c) std::swap(F.cols[c], F.sorted[4 + c]);
+      if (spec.per == PerGroup::None) {
+        F.rows = std::min<uint64_t>(m, uint64_t(limit));
+      } else {
+        std::vector<DType> col_types;
+        for (const ListColumn& c : spec.columns) col_types.push_back(storage_type_of(c.type));
+        F.rows = first_rows_of_groups(F.order_b, F.order_g, m, limit, order_scratch_, F.cols, col_types);
+      }
       F.host_order = false;
     }
-    synchronize();   // before idx is freed
-    F.from_list = false;
   }
+  finalized_ = true;
 }
 
-// Rows of a top/bottom list in its order (the device ordered them): the first `limit` of each
-// group, or of all without groups. More than `limit` come only where ranks tie at the N-th.
-Table DeviceLists::first_of_each_group(const ListOutput& spec, int64_t limit, const Finished& F, Table t) {
-  const size_t n = size_t(t.rows);
-  std::vector<size_t> keep;
-  if (spec.per == PerGroup::None) {
-    if (int64_t(n) <= limit) return t;
-    keep.resize(size_t(limit));
-    for (size_t r = 0; r < keep.size(); ++r) keep[r] = r;
-  } else {
-    std::vector<int32_t> b(n), g(n);
-    F.order_b.download(b.data(), n * sizeof(int32_t));
-    F.order_g.download(g.data(), n * sizeof(int32_t));
-    int64_t in_group = 0;
-    for (size_t r = 0; r < n; ++r) {
-      in_group = r > 0 && b[r] == b[r - 1] && g[r] == g[r - 1] ? in_group + 1 : 0;
-      if (in_group < limit) keep.push_back(r);
-    }
-    if (keep.size() == n) return t;
-  }
-  for (Column& c : t.columns) {
-    const size_t e = dtype_size(c.dtype);
-    std::vector<std::byte> kept(keep.size() * e);
-    for (size_t r = 0; r < keep.size(); ++r) std::memcpy(kept.data() + r * e, c.data.data() + keep[r] * e, e);
-    c.data = std::move(kept);
-  }
-  t.rows = int64_t(keep.size());
-  return t;
-}
-
-std::vector<Table> DeviceLists::results() {
-  if (lists_.empty()) return {};   // (dense outputs only: no host memory to check)
-  if (finished_.size() != lists_.size()) finalize_on_device();
-  const Plan& P = *inst_.plan;
-  // The rows come down to the host (and are ordered there once more for top/bottom).
+std::vector<Table> DeviceLists::results(const ListOutputFn* device_out) {
+  if (lists_.empty()) return {};  // (dense outputs only: no host memory to check)
+  if (!finalized_) finalize_on_device();
+  const Plan& P = *inst_->plan;
+  auto final_on_device = [&](const Finished& F) { return !F.from_list && !F.host_order; };
+  // The rows that come down to the host (and are ordered there once more for top/bottom).
   MemoryEstimate need;
-  for (size_t l = 0; l < lists_.size(); ++l)
-    need.add("list " + P.lists[l].name + " (" + std::to_string(finished_[l].rows) + " rows)",
-             size_mul_saturated(size_mul_saturated(int64_t(finished_[l].rows), list_row_bytes(P, l)), finished_[l].host_order ? 2 : 1));
+  for (size_t l = 0; l < lists_.size(); ++l) {
+    const Finished& F = finished_[l];
+    if (device_out && final_on_device(F)) continue;
+    need.add("list " + P.lists[l].name + " (" + std::to_string(F.rows) + " rows)",
+             size_mul_saturated(size_mul_saturated(int64_t(F.rows), list_row_bytes(P, l)), F.host_order ? 2 : 1));
+  }
   // Checked where it can matter: reading /proc/meminfo and the cgroup limits costs about 0.1 ms,
   // most of what a small list's download costs (a list query called in a loop pays it per call).
   if (need.total() > kUncheckedHostBytes) {
@@ -263,16 +298,29 @@ std::vector<Table> DeviceLists::results() {
     const Finished& F = finished_[l];
     const size_t n = size_t(F.rows);
     ListCandidates rows = cpu::empty_candidates(spec, key_type(P, spec));
-    auto src = [&](const DeviceBuffer& all, const DeviceBuffer& kept) -> const DeviceBuffer& { return F.from_list ? all : kept; };
     rows.table.rows = int64_t(n);
+    if (device_out && final_on_device(F)) {  // into the caller's memory, in stream order
+      const std::vector<void*> to = (*device_out)(l, int64_t(n));
+      if (to.size() != rows.table.columns.size())
+        throw_device_error("internal error: list " + spec.name + " got memory for " + std::to_string(to.size()) +
+                           " columns");
+      for (size_t c = 0; c < to.size(); ++c) {
+        const size_t bytes = n * dtype_size(rows.table.columns[c].dtype);
+        if (bytes && !to[c]) throw_device_error("no device memory for list " + spec.name);
+        if (F.cols[c].size() < bytes)
+          throw_device_error("internal error: list " + spec.name + " has fewer rows than counted");
+        copy_device_to_device(to[c], F.cols[c].get(), bytes);
+      }
+      out.push_back(std::move(rows.table));
+      continue;
+    }
+    auto src = [&](const DeviceBuffer& all, const DeviceBuffer& kept) -> const DeviceBuffer& {
+      return F.from_list ? all : kept;
+    };
     for (size_t c = 0; c < rows.table.columns.size(); ++c) {
       Column& col = rows.table.columns[c];
       col.data.resize(n * dtype_size(col.dtype));
-      (F.from_list ? L.cols[c] : F.cols[c]).download(col.data.data(), col.data.size());
-    }
-    if (F.device_ordered) {
-      out.push_back(first_of_each_group(spec, inst_.list_limits[l], F, std::move(rows.table)));
-      continue;
+      src(L.cols[c], F.cols[c]).download(col.data.data(), col.data.size());
     }
     if (!F.host_order) {
       out.push_back(std::move(rows.table));
@@ -288,7 +336,7 @@ std::vector<Table> DeviceLists::results() {
       rows.key.data.resize(n * dtype_size(rows.key.dtype));
       src(L.key, F.key).download(rows.key.data.data(), rows.key.data.size());
     }
-    out.push_back(finalize_list(spec, inst_.list_limits[l], std::move(rows)));
+    out.push_back(finalize_list(spec, inst_->list_limits[l], std::move(rows)));
   }
   return out;
 }

@@ -3,11 +3,12 @@
 // buffers grow and the kernel runs again (rows are never dropped). Plain and distinct lists are
 // then ordered on the device (lists/order.h), exactly as finalize_list orders them.
 // top/bottom lists: the kernel appends only the rows its tile pre-selection keeps (about N per
-// group and tile, fewer once the per-group global thresholds fall, gm::TileSelect), and results() reduces those on the device to each group's
-// N best plus rank ties (lists/select.h) before downloading, so neither the device buffers nor
+// group and tile, fewer once the per-group global thresholds fall, gm::TileSelect), and results() reduces those on the
+// device to each group's N best plus rank ties (lists/select.h) before downloading, so neither the device buffers nor
 // the host ever hold M x N rows.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -18,59 +19,77 @@
 
 namespace gamut::cuda {
 
+// The caller's device memory for list l's final rows (GpuRunOptions::list_output): one pointer
+// per column, `rows` elements of the column's storage type each.
+using ListOutputFn = std::function<std::vector<void*>(size_t l, int64_t rows)>;
+
 class DeviceLists {
  public:
   // `capacity`: rows per list to start with; `tile`: the launch's block tile (it sizes the
   // top/bottom reservoirs' refresh, gm::TileSelect::refresh).
   DeviceLists(const Instance& inst, int64_t capacity, const TileConfig& tile);
+  // For a later run of the same plan and tile (kept with the kernel memo): the buffers that are
+  // large enough stay, with their rows' poison from their allocation (0xff: plausible rows of an
+  // earlier run may show where a run reserved rows it did not store, never past its count).
+  void bind(const Instance& inst, int64_t capacity, const TileConfig& tile);
+  // Device memory held (what keeping this between runs costs).
+  size_t held_bytes() const;
+  // Whether a run on the current device and stream may use these buffers.
+  bool usable_here() const;
   bool empty() const { return lists_.empty(); }
   // Counters to zero (before every launch); word 1 of a counter holds N for the kernel. The
-  // global thresholds of top/bottom lists to 0xffffffff (keep everything).
+  // global thresholds of top/bottom lists to 0xffffffff (keep everything). One copy from pinned
+  // memory, in stream order.
   void reset();
   // Write the pointers and capacities into the kernel argument words.
   void fill_args(const ArgLayout& layout, std::vector<uint64_t>& words) const;
   // After a launch: true when some list had more rows than room; those lists then have room
   // for all their rows (the caller resets, re-initialises the outputs and launches again).
   bool grow_if_overflowed();
-  // Rows list l's kernel counter reached in the last launch (past the capacity too).
+  // Rows list l's kernel counter reached in the last launch (past the capacity too). The first
+  // call after a launch reads every counter at once (one pinned copy, one wait).
   uint64_t count(size_t l) const;
   // Finalise every list on the device after the last launch: plain and distinct lists are
   // ordered (lists/order.h), top/bottom lists reduced to their best rows (lists/select.h).
-  // Top/bottom rows whose key rank is exact (keys of 32 bits or fewer) are also ordered there.
+  // Top/bottom rows whose key rank is exact (keys of 32 bits or fewer) are also ordered there,
+  // and each group's rows past N that tie at the N-th dropped, so that the rows are final.
   // The rows stay on the device, so benchmark repetitions can time the whole pipeline.
   void finalize_on_device();
   // The lists' final tables (as finalize_list makes them), in Plan::lists order: downloads what
-  // finalize_on_device() left, running it first if it never ran (so call it after the last
-  // launch, or leave it to results()); the host orders only top/bottom rows with 64-bit keys,
-  // and drops the rows past N of each group that tie at the N-th.
-  std::vector<Table> results();
+  // finalize_on_device() left, running it first if it did not run since the last reset(); the
+  // host orders only top/bottom rows with 64-bit keys (or too many to order on the device).
+  // With `device_out`, a list whose final rows are on the device is copied into the memory it
+  // gives (in stream order, nothing waits), and its table has the row count and no column
+  // bytes; the others come down as without it.
+  std::vector<Table> results(const ListOutputFn* device_out = nullptr);
 
  private:
   struct List {
     int64_t capacity = 0;
-    DeviceBuffer counter;                 // two u64: rows reached, N
-    mutable std::optional<uint64_t> counted;  // rows reached, once read after the launch (a sync each)
-    std::vector<DeviceBuffer> cols;       // per column
+    std::vector<DeviceBuffer> cols;  // per column
     DeviceBuffer b, i, j, key;
-    DeviceBuffer threshold;               // top/bottom: u32 rank per group, lowered by the tiles
-    DeviceBuffer reservoir;               // top/bottom: u32[groups][N] ranks of kept rows, or none
+    DeviceBuffer threshold;  // top/bottom: u32 rank per group, lowered by the tiles
+    DeviceBuffer reservoir;  // top/bottom: u32[groups][N] ranks of kept rows, or none
   };
   void allocate(size_t l, int64_t capacity);
-  const Instance& inst_;
+  const Instance* inst_ = nullptr;
   std::vector<List> lists_;
+  // Every list's counter words (gm::kListCounterWords each), and their pinned host copies:
+  // `counters_up_` what reset() writes, `counters_down_` what count() reads.
+  DeviceBuffer counters_;
+  PinnedHostBuffer counters_up_, counters_down_;
+  mutable bool counted_ = false;
   // What finalize_on_device() left per list: `rows` rows in `cols` (and b, i, j, key for
   // top/bottom, which the host still orders); with `from_list`, the rows are the list's own.
   struct Finished {
     bool from_list = false, host_order = false;
-    // Top/bottom rows already in the list's order (device_ordered): the host keeps each group's
-    // first N, the group of row r being (order_b[r], order_g[r]).
-    bool device_ordered = false;
     uint64_t rows = 0;
     std::vector<DeviceBuffer> cols;
     DeviceBuffer b, i, j, key, order_b, order_g;
+    std::vector<DeviceBuffer> sorted;  // the device ordering's output, traded with the above
   };
-  static Table first_of_each_group(const ListOutput& spec, int64_t limit, const Finished& F, Table t);
-  std::vector<Finished> finished_;        // empty until finalize_on_device()
+  std::vector<Finished> finished_;
+  bool finalized_ = false;  // finished_ is this launch's
   ListOrderScratch order_scratch_;
 };
 

@@ -14,8 +14,12 @@ cudaStream_t stream() { return static_cast<cudaStream_t>(current_stream()); }
 
 order::KeyKind key_kind(DType t) {
   switch (t) {
-    case DType::Bool: case DType::U8: return order::KeyKind::Unsigned;
-    case DType::I8: case DType::I16: case DType::I32: case DType::I64: return order::KeyKind::Signed;
+    case DType::Bool:
+    case DType::U8: return order::KeyKind::Unsigned;
+    case DType::I8:
+    case DType::I16:
+    case DType::I32:
+    case DType::I64: return order::KeyKind::Signed;
     case DType::F16: return order::KeyKind::Float16;
     case DType::BF16: return order::KeyKind::BFloat16;
     case DType::F32: return order::KeyKind::Float32;
@@ -29,16 +33,19 @@ void ensure(DeviceBuffer& b, size_t bytes) {
 }
 
 template <class T>
-T* as(const DeviceBuffer& b) { return static_cast<T*>(b.get()); }
+T* as(const DeviceBuffer& b) {
+  return static_cast<T*>(b.get());
+}
 
 }  // namespace
 
 uint64_t order_list_rows(const std::vector<const DeviceBuffer*>& cols, const std::vector<DType>& dtypes, uint64_t n,
                          bool distinct, ListOrderScratch& s, std::vector<DeviceBuffer>& out) {
   if (cols.size() != dtypes.size()) throw_device_error("internal error: list columns and types differ in number");
-  if (n > kMaxDeviceOrderRows) throw_device_error("internal error: a list of " + std::to_string(n) + " rows ordered on the device");
+  if (n > kMaxDeviceOrderRows)
+    throw_device_error("internal error: a list of " + std::to_string(n) + " rows ordered on the device");
   out.resize(cols.size());
-  if (cols.empty()) return distinct ? std::min<uint64_t>(n, 1) : n;   // rows of no columns are all equal
+  if (cols.empty()) return distinct ? std::min<uint64_t>(n, 1) : n;  // rows of no columns are all equal
   if (n == 0) return 0;
   const uint32_t rows = uint32_t(n);
 
@@ -46,7 +53,8 @@ uint64_t order_list_rows(const std::vector<const DeviceBuffer*>& cols, const std
   std::vector<int> bytes(cols.size());
   for (size_t c = 0; c < cols.size(); ++c) {
     bytes[c] = int(dtype_size(dtypes[c]));
-    if (cols[c]->size() < size_t(n) * size_t(bytes[c])) throw_device_error("internal error: a list column shorter than its rows");
+    if (cols[c]->size() < size_t(n) * size_t(bytes[c]))
+      throw_device_error("internal error: a list column shorter than its rows");
     refs[c] = {cols[c]->get(), bytes[c], key_kind(dtypes[c])};
   }
   ensure(s.rows[0], size_t(n) * 4);
@@ -58,15 +66,15 @@ uint64_t order_list_rows(const std::vector<const DeviceBuffer*>& cols, const std
   uint32_t m = rows;
   if (distinct) {
     uint64_t slots = 2;
-    while (slots < 2 * n && slots < (uint64_t(1) << 31)) slots *= 2;   // > n since n < 2^31
+    while (slots < 2 * n && slots < (uint64_t(1) << 31)) slots *= 2;  // > n since n < 2^31
     ensure(s.table, size_t(slots) * 4);
     ensure(s.count, 4);
     ensure(s.refs, refs.size() * sizeof refs[0]);
     s.refs.upload(refs.data(), refs.size() * sizeof refs[0]);
-    detail::check(sortdev::distinct_rows(as<const sortdev::ColumnRef>(s.refs), int(refs.size()), rows,
-                                         as<uint32_t>(s.table), uint32_t(slots), as<uint32_t>(s.rows[0]),
-                                         as<uint32_t>(s.count), stream()),
-                  "distinct list rows");
+    detail::check(
+        sortdev::distinct_rows(as<const sortdev::ColumnRef>(s.refs), int(refs.size()), rows, as<uint32_t>(s.table),
+                               uint32_t(slots), as<uint32_t>(s.rows[0]), as<uint32_t>(s.count), stream()),
+        "distinct list rows");
     s.count.download(&m, 4);
   }
 
@@ -83,15 +91,51 @@ uint64_t order_list_rows(const std::vector<const DeviceBuffer*>& cols, const std
     detail::check(sortdev::write_keys(&refs[size_t(words[w].first)], words[w].count, from, init, keys[0], m, stream()),
                   "list order keys");
     size_t temp_bytes = 0;
-    detail::check(sortdev::sort_pairs(nullptr, &temp_bytes, keys, perm, &sel, m, words[w].bits, stream()), "list sort size");
+    detail::check(sortdev::sort_pairs(nullptr, &temp_bytes, keys, perm, &sel, m, words[w].bits, stream()),
+                  "list sort size");
     ensure(s.temp, std::max<size_t>(temp_bytes, 1));
     temp_bytes = s.temp.size();
-    detail::check(sortdev::sort_pairs(s.temp.get(), &temp_bytes, keys, perm, &sel, m, words[w].bits, stream()), "list sort");
+    detail::check(sortdev::sort_pairs(s.temp.get(), &temp_bytes, keys, perm, &sel, m, words[w].bits, stream()),
+                  "list sort");
   }
 
   for (size_t c = 0; c < cols.size(); ++c) {
     ensure(out[c], std::max<size_t>(size_t(m) * size_t(bytes[c]), 1));
-    detail::check(sortdev::gather_column(out[c].get(), cols[c]->get(), bytes[c], perm[sel], m, stream()), "list gather");
+    detail::check(sortdev::gather_column(out[c].get(), cols[c]->get(), bytes[c], perm[sel], m, stream()),
+                  "list gather");
+  }
+  return m;
+}
+
+uint64_t first_rows_of_groups(const DeviceBuffer& b, const DeviceBuffer& g, uint64_t n, int64_t limit,
+                              ListOrderScratch& s, std::vector<DeviceBuffer>& cols, const std::vector<DType>& dtypes) {
+  if (n > kMaxDeviceOrderRows)
+    throw_device_error("internal error: a list of " + std::to_string(n) + " rows trimmed on the device");
+  if (limit <= 0) return 0;
+  if (uint64_t(limit) >= n) return n;  // no group has more rows than N
+  const uint32_t rows = uint32_t(n);
+  ensure(s.keys[0], size_t(n) * 8);  // the compaction's identity and flags (5 bytes a row)
+  ensure(s.rows[0], size_t(n) * 4);
+  ensure(s.count, 4);
+  size_t temp_bytes = 0;
+  detail::check(sortdev::first_of_groups(nullptr, &temp_bytes, nullptr, nullptr, rows, uint32_t(limit), nullptr,
+                                         nullptr, nullptr, stream()),
+                "list group heads size");
+  ensure(s.temp, std::max<size_t>(temp_bytes, 1));
+  temp_bytes = s.temp.size();
+  detail::check(sortdev::first_of_groups(s.temp.get(), &temp_bytes, as<const int32_t>(b), as<const int32_t>(g), rows,
+                                         uint32_t(limit), s.keys[0].get(), as<uint32_t>(s.rows[0]),
+                                         as<uint32_t>(s.count), stream()),
+                "list group heads");
+  uint32_t m = 0;
+  s.count.download(&m, 4);
+  if (m == rows) return n;
+  for (size_t c = 0; c < cols.size(); ++c) {
+    const int bytes = int(dtype_size(dtypes[c]));
+    ensure(s.keys[1], std::max<size_t>(size_t(m) * size_t(bytes), 1));
+    detail::check(sortdev::gather_column(s.keys[1].get(), cols[c].get(), bytes, as<uint32_t>(s.rows[0]), m, stream()),
+                  "list gather");
+    std::swap(cols[c], s.keys[1]);
   }
   return m;
 }

@@ -30,4 +30,11 @@ constexpr uint64_t kMaxDeviceOrderRows = 0x7fffffffu;
 uint64_t order_list_rows(const std::vector<const DeviceBuffer*>& cols, const std::vector<DType>& dtypes, uint64_t n,
                          bool distinct, ListOrderScratch& scratch, std::vector<DeviceBuffer>& out);
 
+// Top/bottom rows already in the list's order (groups (b[r], g[r]) contiguous, each group's rows
+// by rank): keeps the first `limit` rows of each group (more come where ranks tie at the N-th),
+// gathering `cols` in place, and returns their number. n <= kMaxDeviceOrderRows.
+uint64_t first_rows_of_groups(const DeviceBuffer& b, const DeviceBuffer& g, uint64_t n, int64_t limit,
+                              ListOrderScratch& scratch, std::vector<DeviceBuffer>& cols,
+                              const std::vector<DType>& dtypes);
+
 }  // namespace gamut::cuda

@@ -32,11 +32,11 @@ GAMUT_HD uint64_t column_key(KeyKind kind, int bytes, uint64_t bits) {
                        : kind == KeyKind::Float32  ? 0x7f800000u
                                                    : 0x7ff0000000000000ull;
   const uint64_t neg_inf = sign | inf;
-  if (bits == 0) return inf;                       // +0
-  if (bits == sign) return inf + 1;                // -0 right after +0
-  if (!(bits & sign)) return bits + inf + 1;       // positive numbers, then positive NaNs
-  if (bits > neg_inf) return bits;                 // negative NaNs: the top of the range
-  return neg_inf - bits;                           // negative numbers, -inf first
+  if (bits == 0) return inf;                  // +0
+  if (bits == sign) return inf + 1;           // -0 right after +0
+  if (!(bits & sign)) return bits + inf + 1;  // positive numbers, then positive NaNs
+  if (bits > neg_inf) return bits;            // negative NaNs: the top of the range
+  return neg_inf - bits;                      // negative numbers, -inf first
 }
 
 // The sort runs over 64-bit words, most significant column first; a word holds whole columns

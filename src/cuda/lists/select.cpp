@@ -94,12 +94,12 @@ DeviceBuffer select_candidates(const SelectInput& in, uint64_t* kept) {
   a.bits = bits;
   thr.fill_bytes(0);
   below.fill_bytes(0);
-  hist.fill_bytes(0);   // sel_digit zeroes the bins it reads, ready for the next round
+  hist.fill_bytes(0);  // sel_digit zeroes the bins it reads, ready for the next round
   // Digits from the top: histogram the candidates still in play, then fix each group's digit.
   for (int shift = 32 - int(bits); shift >= 0; shift -= int(bits)) {
     a.shift = uint64_t(shift);
     launch(*K.hist, a, in.n);
-    launch(*K.digit, a, uint64_t(in.groups) * 32);   // a warp per group
+    launch(*K.digit, a, uint64_t(in.groups) * 32);  // a warp per group
   }
   counter.fill_bytes(0);
   launch(*K.keep, a, in.n);

@@ -15,15 +15,15 @@
 namespace gamut::cuda {
 
 struct SelectInput {
-  uint64_t n = 0;                      // candidates
-  const DeviceBuffer* key = nullptr;   // storage type `key_dtype`
-  const DeviceBuffer *b = nullptr, *i = nullptr, *j = nullptr;   // int32
+  uint64_t n = 0;                                               // candidates
+  const DeviceBuffer* key = nullptr;                            // storage type `key_dtype`
+  const DeviceBuffer *b = nullptr, *i = nullptr, *j = nullptr;  // int32
   DType key_dtype = DType::F32;
   bool top = true;
   PerGroup per = PerGroup::None;
-  int64_t limit = 0;                   // N (> 0)
-  int64_t begin = 0, extent = 1;       // of the group axis (per i: rows, per j: columns)
-  int64_t groups = 1;                  // extent * batch, or 1
+  int64_t limit = 0;              // N (> 0)
+  int64_t begin = 0, extent = 1;  // of the group axis (per i: rows, per j: columns)
+  int64_t groups = 1;             // extent * batch, or 1
 };
 
 // Indices (uint32) of the kept candidates, in no order; `kept` gets their number.

@@ -1,7 +1,8 @@
 // Kernels for device list finalisation (sort.h): order keys, CUB radix sort passes, the
-// distinct hash set and column gathers. One SortPairs instantiation (u64 keys, u32 rows) keeps
-// the nvcc time of this file small.
+// distinct hash set, the first rows of each group and column gathers. One SortPairs instantiation (u64 keys, u32 rows)
+// keeps the nvcc time of this file small.
 #include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_select.cuh>
 
 #include "cuda/lists/sort.h"
 
@@ -94,6 +95,16 @@ __global__ void distinct_kernel(const ColumnRef* cols, int columns, uint32_t n, 
   }
 }
 
+// Row r is among the first `limit` of its group exactly when row r - limit is in another group
+// (the groups are contiguous).
+__global__ void group_heads_kernel(const int32_t* b, const int32_t* g, uint32_t n, uint32_t limit, uint32_t* rows,
+                                   uint8_t* keep) {
+  for (uint32_t r = blockIdx.x * blockDim.x + threadIdx.x; r < n; r += gridDim.x * blockDim.x) {
+    rows[r] = r;
+    keep[r] = r < limit || b[r - limit] != b[r] || g[r - limit] != g[r];
+  }
+}
+
 template <class T>
 __global__ void gather_kernel(T* dst, const T* src, const uint32_t* rows, uint32_t m) {
   for (uint32_t r = blockIdx.x * blockDim.x + threadIdx.x; r < m; r += gridDim.x * blockDim.x) dst[r] = src[rows[r]];
@@ -132,14 +143,37 @@ cudaError_t distinct_rows(const ColumnRef* cols, int columns, uint32_t n, uint32
   return cudaGetLastError();
 }
 
-cudaError_t gather_column(void* dst, const void* src, int bytes, const uint32_t* rows, uint32_t m, cudaStream_t stream) {
+cudaError_t first_of_groups(void* temp, size_t* temp_bytes, const int32_t* b, const int32_t* g, uint32_t n,
+                            uint32_t limit, void* scratch, uint32_t* kept, uint32_t* kept_n, cudaStream_t stream) {
+  uint32_t* const rows = static_cast<uint32_t*>(scratch);      // (n) the identity
+  uint8_t* const keep = reinterpret_cast<uint8_t*>(rows + n);  // (n) flags
+  if (!temp) return cub::DeviceSelect::Flagged(nullptr, *temp_bytes, rows, keep, kept, kept_n, n, stream);
+  if (n > 0) group_heads_kernel<<<blocks_for(n), kThreads, 0, stream>>>(b, g, n, limit, rows, keep);
+  const cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) return err;
+  return cub::DeviceSelect::Flagged(temp, *temp_bytes, rows, keep, kept, kept_n, n, stream);
+}
+
+cudaError_t gather_column(void* dst, const void* src, int bytes, const uint32_t* rows, uint32_t m,
+                          cudaStream_t stream) {
   if (m == 0) return cudaSuccess;
   const unsigned g = blocks_for(m);
   switch (bytes) {
-    case 1: gather_kernel<<<g, kThreads, 0, stream>>>(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), rows, m); break;
-    case 2: gather_kernel<<<g, kThreads, 0, stream>>>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), rows, m); break;
-    case 4: gather_kernel<<<g, kThreads, 0, stream>>>(static_cast<uint32_t*>(dst), static_cast<const uint32_t*>(src), rows, m); break;
-    case 8: gather_kernel<<<g, kThreads, 0, stream>>>(static_cast<uint64_t*>(dst), static_cast<const uint64_t*>(src), rows, m); break;
+    case 1:
+      gather_kernel<<<g, kThreads, 0, stream>>>(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), rows, m);
+      break;
+    case 2:
+      gather_kernel<<<g, kThreads, 0, stream>>>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), rows,
+                                                m);
+      break;
+    case 4:
+      gather_kernel<<<g, kThreads, 0, stream>>>(static_cast<uint32_t*>(dst), static_cast<const uint32_t*>(src), rows,
+                                                m);
+      break;
+    case 8:
+      gather_kernel<<<g, kThreads, 0, stream>>>(static_cast<uint64_t*>(dst), static_cast<const uint64_t*>(src), rows,
+                                                m);
+      break;
     default: return cudaErrorInvalidValue;
   }
   return cudaGetLastError();

@@ -42,6 +42,13 @@ cudaError_t sort_pairs(void* temp, size_t* temp_bytes, uint64_t* const keys[2], 
 cudaError_t distinct_rows(const ColumnRef* cols, int columns, uint32_t n, uint32_t* table, uint32_t slots,
                           uint32_t* kept, uint32_t* kept_n, cudaStream_t stream);
 
+// Rows ordered by group (b[r], g[r]), groups contiguous: the indices of the rows among the
+// first `limit` of their group, in order, to `kept`, and their number to *kept_n (device
+// memory); `scratch` holds 5 * n bytes. With temp null, only sets *temp_bytes to the scratch the
+// compaction (cub::DeviceSelect::Flagged) needs.
+cudaError_t first_of_groups(void* temp, size_t* temp_bytes, const int32_t* b, const int32_t* g, uint32_t n,
+                            uint32_t limit, void* scratch, uint32_t* kept, uint32_t* kept_n, cudaStream_t stream);
+
 // dst[r] = src[rows[r]] for r < m, elements of `bytes` (1, 2, 4 or 8).
 cudaError_t gather_column(void* dst, const void* src, int bytes, const uint32_t* rows, uint32_t m, cudaStream_t stream);
 

@@ -289,6 +289,14 @@ void DeviceBuffer::download(void* host, size_t bytes, size_t offset) const {
   detail::check(cudaStreamSynchronize(stream_of(g_stream)), "waiting for a copy to the host");
 }
 
+void DeviceBuffer::download_async(void* host, size_t bytes, size_t offset) const {
+  check_range("download", bytes, offset, bytes_);
+  if (bytes == 0) return;
+  detail::check(cudaMemcpyAsync(host, static_cast<const char*>(ptr_) + offset, bytes, cudaMemcpyDeviceToHost,
+                                stream_of(g_stream)),
+                "cudaMemcpy device to host of " + std::to_string(bytes) + " bytes");
+}
+
 void DeviceBuffer::upload_rows(const void* host, size_t rows, size_t row_bytes, size_t pitch) {
   if (rows == 0 || row_bytes == 0) return;
   check_range("upload", (rows - 1) * pitch + row_bytes, 0, bytes_);
@@ -324,6 +332,36 @@ void copy_host_to_device(void* device, const void* host, size_t bytes) {
   if (bytes == 0) return;
   detail::check(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream_of(g_stream)),
                 "cudaMemcpy host to device of " + std::to_string(bytes) + " bytes");
+}
+
+void copy_device_to_device(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  detail::check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_of(g_stream)),
+                "cudaMemcpy device to device of " + std::to_string(bytes) + " bytes");
+}
+
+PinnedHostBuffer::PinnedHostBuffer(size_t bytes) {
+  detail::require_device();
+  if (bytes == 0) return;
+  detail::check(cudaMallocHost(&ptr_, bytes), "cudaMallocHost of " + std::to_string(bytes) + " bytes");
+  bytes_ = bytes;
+}
+PinnedHostBuffer::PinnedHostBuffer(PinnedHostBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) {
+  o.ptr_ = nullptr;
+  o.bytes_ = 0;
+}
+PinnedHostBuffer& PinnedHostBuffer::operator=(PinnedHostBuffer&& o) noexcept {
+  if (this != &o) {
+    if (ptr_) cudaFreeHost(ptr_);
+    ptr_ = o.ptr_;
+    bytes_ = o.bytes_;
+    o.ptr_ = nullptr;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+PinnedHostBuffer::~PinnedHostBuffer() {
+  if (ptr_) cudaFreeHost(ptr_);
 }
 
 void DeviceBuffer::fill_bytes(int value) {

@@ -54,18 +54,30 @@ void reset_device_bytes_peak() {}
 void DeviceBuffer::upload_rows(const void*, size_t, size_t, size_t) { no_cuda(); }
 void DeviceBuffer::download_rows(void*, size_t, size_t, size_t) const { no_cuda(); }
 void DeviceBuffer::download_block(void*, size_t, size_t, size_t, size_t) const { no_cuda(); }
-
-CompiledModule compile_cached(const std::string&, const CompileOptions&, const std::string&) {
-  no_cuda();
+void DeviceBuffer::download_async(void*, size_t, size_t) const { no_cuda(); }
+void copy_device_to_device(void*, const void*, size_t) { no_cuda(); }
+PinnedHostBuffer::PinnedHostBuffer(size_t) { no_cuda(); }
+PinnedHostBuffer::PinnedHostBuffer(PinnedHostBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) {
+  o.ptr_ = nullptr;
+  o.bytes_ = 0;
 }
+PinnedHostBuffer& PinnedHostBuffer::operator=(PinnedHostBuffer&& o) noexcept {
+  ptr_ = o.ptr_;
+  bytes_ = o.bytes_;
+  o.ptr_ = nullptr;
+  o.bytes_ = 0;
+  return *this;
+}
+PinnedHostBuffer::~PinnedHostBuffer() = default;
+
+CompiledModule compile_cached(const std::string&, const CompileOptions&, const std::string&) { no_cuda(); }
 std::string nvrtc_compile(const std::string&, const CompileOptions&, std::string*) { no_cuda(); }
 std::string nvrtc_version() { no_cuda(); }
 
 std::string cache_dir() {
   namespace fs = std::filesystem;
   if (const char* d = std::getenv("GAMUT_CACHE_DIR"); d && *d) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && x[0] == '/')
-    return (fs::path(x) / "gamut").string();
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && x[0] == '/') return (fs::path(x) / "gamut").string();
   if (const char* h = std::getenv("HOME"); h && *h) return (fs::path(h) / ".cache" / "gamut").string();
   return "";
 }
@@ -77,9 +89,7 @@ struct Kernel::Impl {};
 Kernel::Kernel(const CompiledModule&, const std::string&) { no_cuda(); }
 Kernel::~Kernel() = default;
 void Kernel::set_max_dynamic_smem(size_t) { no_cuda(); }
-void Kernel::launch(unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, size_t, void**) {
-  no_cuda();
-}
+void Kernel::launch(unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, size_t, void**) { no_cuda(); }
 int Kernel::max_active_blocks_per_sm(int, size_t) const { no_cuda(); }
 
 void synchronize() { no_cuda(); }
