@@ -69,6 +69,8 @@ struct GpuRunStats {
   // device finalisation (top/bottom selection, distinct); what tile pre-selection and per-tile
   // de-duplication save shows here.
   std::vector<uint64_t> list_rows_appended;
+  // Launches for the result: 1, or more where a list outgrew its buffers and the kernel ran again.
+  int result_launches = 0;
 };
 
 // True when this build has the CUDA backend and a device is usable.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -98,13 +99,21 @@ void fill_identity(void* buf, StoreOp op, CType t, int64_t elements) {
   copy_host_to_device(buf, host.data(), host.size());
 }
 
-// Lists: room for 2^20 rows, or for what the tiles' top/bottom pre-selection can keep (N per
-// group per tile, a quarter more for ties), so that a large kNN does not overflow and rerun
-// the whole product; lists that still overflow grow and rerun (rows are never dropped).
-int64_t initial_list_rows(const Instance& inst, const TileConfig& tile, int64_t tiles) {
+// Lists: room for 2^20 rows, or for what the tiles' top/bottom pre-selection is expected to
+// keep; a list that overflows grows and the kernel runs again (rows are never dropped), once per
+// kernel memo since the grown buffers are kept. A tile keeps up to N rows per group it touches,
+// but only those that beat the group's threshold, which the tiles before it lowered: with the
+// spread tile order (codegen/tiles.cpp) a group's T tiles run about C at a time (the concurrent
+// blocks over the tiles of the other axis), so a group gets about N (C + ln(T / C) + 1) rows on
+// data in random order (GpuLists.ReservoirsKeepAppendedRowsNearN measures ~100 per row for
+// N = 10, T = 64). Twice that, at most N per group and tile (a quarter more for ties): every
+// tile keeping N per group, as on data sorted against the key, overflows once.
+int64_t initial_list_rows(const Instance& inst, const TileConfig& tile, int64_t tiles, int sm_count) {
   const Plan& P = *inst.plan;
   const int64_t rows = inst.row.size(), cols = inst.col.size();
   const int64_t pairs = size_mul_saturated(size_mul_saturated(rows, cols), inst.batch);
+  const int64_t tiles_m = (rows + tile.bm - 1) / tile.bm, tiles_n = tiles_m ? tiles / tiles_m : 0;
+  const int64_t concurrent = std::max<int64_t>(2 * int64_t(sm_count), 1);  // blocks resident at once, at most
   int64_t capacity = int64_t(1) << 20;
   for (size_t l = 0; l < P.lists.size(); ++l) {
     const ListOutput& spec = P.lists[l];
@@ -113,8 +122,23 @@ int64_t initial_list_rows(const Instance& inst, const TileConfig& tile, int64_t 
     const int64_t per_tile = spec.per == PerGroup::Row   ? size_mul_saturated(std::min<int64_t>(tile.bm, rows), n)
                              : spec.per == PerGroup::Col ? size_mul_saturated(std::min<int64_t>(tile.bn, cols), n)
                                                          : n;
-    capacity = std::max(capacity,
-                        size_mul_saturated(size_mul_saturated(size_mul_saturated(tiles, inst.batch), per_tile) / 4, 5));
+    const int64_t every_tile =
+        size_mul_saturated(size_mul_saturated(size_mul_saturated(tiles, inst.batch), per_tile) / 4, 5);
+    // Groups, the tiles each group spans (T) and those of them running at once (C).
+    const int64_t groups = spec.per == PerGroup::Row   ? size_mul_saturated(rows, inst.batch)
+                           : spec.per == PerGroup::Col ? size_mul_saturated(cols, inst.batch)
+                                                       : 1;
+    const int64_t across = spec.per == PerGroup::Row   ? tiles_n
+                           : spec.per == PerGroup::Col ? tiles_m
+                                                       : size_mul_saturated(tiles, inst.batch);
+    const int64_t lanes = spec.per == PerGroup::Row   ? size_mul_saturated(tiles_m, inst.batch)
+                          : spec.per == PerGroup::Col ? size_mul_saturated(tiles_n, inst.batch)
+                                                      : 1;
+    const double T = double(std::max<int64_t>(across, 1));
+    const double C = std::min(T, std::max(1.0, std::ceil(double(concurrent) / double(std::max<int64_t>(lanes, 1)))));
+    const double per_group = double(n) * (C + std::log(T / C) + 1) * 2;
+    const double expected = std::min(double(groups) * per_group, 0x1p62);
+    capacity = std::max(capacity, std::min(every_tile, int64_t(expected)));
   }
   // At most 2^26 rows up front (about 2 GB of columns): beyond that, grow to the exact count.
   return std::min({pairs, capacity, int64_t(1) << 26});
@@ -264,7 +288,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   // (A library call on device arrays with only dense outputs allocates nothing of its own,
   // unless tensor-core operands are copied: encode_operand_maps, repitch_operands.)
   const int64_t tiles = ((rows + tile.bm - 1) / tile.bm) * ((cols + tile.bn - 1) / tile.bn);
-  const int64_t list_rows = initial_list_rows(inst, tile, tiles);
+  const int64_t list_rows = initial_list_rows(inst, tile, tiles, dev.sm_count);
   const bool may_copy =
       cgo.tensor_cores() && ((cgo.tma && wgmma_needs_tma(cgo.tensor_math)) || !tma_operands_fit(inst, choice.math));
   const bool own_nothing = options.dense_output && P.lists.empty();
@@ -451,7 +475,9 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   if (blocks > INT_MAX)
     throw_device_error("the problem needs " + std::to_string(blocks) + " thread blocks (at most 2^31-1)");
   double ms = 0;
+  int launches = 0;
   while (true) {
+    launches += blocks > 0;
     init_outputs();
     lists.reset();
     lists.fill_args(L, w);
@@ -473,6 +499,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   if (options.progress) options.progress(2, steps);
   if (stats) {
     stats->kernel_ms = ms;
+    stats->result_launches = launches;
     stats->list_rows_appended.clear();
     for (size_t l = 0; l < P.lists.size(); ++l) stats->list_rows_appended.push_back(blocks > 0 ? lists.count(l) : 0);
   }

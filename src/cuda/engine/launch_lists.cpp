@@ -20,6 +20,35 @@ CType key_type(const Plan& p, const ListOutput& l) { return l.key != kNoExpr ? p
 bool top_bottom(const ListOutput& l) {
   return (l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.key != kNoExpr;
 }
+
+const Stmt* emit_of(const std::vector<Stmt>& body, size_t l) {
+  for (const Stmt& st : body) {
+    if (st.kind == StmtKind::Emit && st.target == int(l)) return &st;
+    if (st.kind == StmtKind::If)
+      if (const Stmt* e = emit_of(st.body, l)) return e;
+  }
+  return nullptr;
+}
+
+// The columns of a plain list that order its rows: a list has one emit, run at most once per
+// (b, i, j), so the shortest prefix of its columns holding the axis values i, j (and b) orders
+// the rows totally; the later columns only come along (fewer sort passes: Q5's (i, j, value)
+// sorts on one 64-bit word instead of two). All columns where no prefix holds them.
+size_t plain_key_columns(const Plan& P, size_t l) {
+  const Stmt* e = emit_of(P.outer, l);
+  if (!e) return SIZE_MAX;
+  bool row = false, col = false, batch = !P.batched;
+  for (size_t c = 0; c < e->columns.size(); ++c) {
+    const Expr& x = P.expr(e->columns[c]);
+    if (x.kind == ExprKind::Axis) {
+      row = row || x.index == int(AxisRole::Row);
+      col = col || x.index == int(AxisRole::Col);
+      batch = batch || x.index == int(AxisRole::Batch);
+    }
+    if (row && col && batch) return c + 1;
+  }
+  return SIZE_MAX;
+}
 }  // namespace
 
 DeviceLists::DeviceLists(const Instance& inst, int64_t capacity, const TileConfig& tile) { bind(inst, capacity, tile); }
@@ -195,7 +224,9 @@ void DeviceLists::finalize_on_device() {
         cols.push_back(&L.cols[c]);
         types.push_back(storage_type_of(spec.columns[c].type));
       }
-      F.rows = order_list_rows(cols, types, F.rows, spec.mode == ListMode::Distinct, order_scratch_, F.cols);
+      const bool distinct = spec.mode == ListMode::Distinct;
+      F.rows = order_list_rows(cols, types, F.rows, distinct, order_scratch_, F.cols,
+                               distinct ? SIZE_MAX : plain_key_columns(P, l));
       F.from_list = F.host_order = false;
       continue;
     }
@@ -254,7 +285,9 @@ void DeviceLists::finalize_on_device() {
         types.push_back(storage_type_of(spec.columns[c].type));
       }
       // (The ordered buffers and the gathered ones trade places: both are kept for the next run.)
-      if (order_list_rows(cols, types, m, false, order_scratch_, F.sorted) != m)
+      // (b, i, j) names one row of a list (one emit, at most once per pair), so the four key
+      // columns order the rows totally: the list's columns are carried, not sorted on.
+      if (order_list_rows(cols, types, m, false, order_scratch_, F.sorted, 4) != m)
         throw_device_error("internal error: ordering the kept rows of list " + spec.name + " changed their number");
       std::swap(F.order_b, F.sorted[0]);
       std::swap(F.order_g, F.sorted[1]);

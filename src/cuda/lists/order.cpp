@@ -40,7 +40,7 @@ T* as(const DeviceBuffer& b) {
 }  // namespace
 
 uint64_t order_list_rows(const std::vector<const DeviceBuffer*>& cols, const std::vector<DType>& dtypes, uint64_t n,
-                         bool distinct, ListOrderScratch& s, std::vector<DeviceBuffer>& out) {
+                         bool distinct, ListOrderScratch& s, std::vector<DeviceBuffer>& out, size_t key_columns) {
   if (cols.size() != dtypes.size()) throw_device_error("internal error: list columns and types differ in number");
   if (n > kMaxDeviceOrderRows)
     throw_device_error("internal error: a list of " + std::to_string(n) + " rows ordered on the device");
@@ -80,7 +80,8 @@ uint64_t order_list_rows(const std::vector<const DeviceBuffer*>& cols, const std
 
   // LSD: one stable pass per key word, the least significant word first.
   std::vector<order::KeyWord> words(cols.size());
-  const int nwords = order::pack_key_words(bytes.data(), int(cols.size()), words.data());
+  const size_t keys_of = distinct ? cols.size() : std::min(std::max<size_t>(key_columns, 1), cols.size());
+  const int nwords = order::pack_key_words(bytes.data(), int(keys_of), words.data());
   uint64_t* const keys[2] = {as<uint64_t>(s.keys[0]), as<uint64_t>(s.keys[1])};
   uint32_t* const perm[2] = {as<uint32_t>(s.rows[0]), as<uint32_t>(s.rows[1])};
   int sel = 0;

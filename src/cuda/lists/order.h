@@ -26,9 +26,12 @@ constexpr uint64_t kMaxDeviceOrderRows = 0x7fffffffu;
 
 // cols[c] holds n rows of dtypes[c]. Writes the final rows' columns to `out` (reusing its
 // buffers when large enough; a buffer may be larger than the rows) and returns their number.
-// n <= kMaxDeviceOrderRows.
+// n <= kMaxDeviceOrderRows. With `key_columns`, only the first that many columns order the rows
+// (the caller knows they already order them totally; the others are carried along): fewer
+// sort passes. Distinct compares whole rows and takes every column as key.
 uint64_t order_list_rows(const std::vector<const DeviceBuffer*>& cols, const std::vector<DType>& dtypes, uint64_t n,
-                         bool distinct, ListOrderScratch& scratch, std::vector<DeviceBuffer>& out);
+                         bool distinct, ListOrderScratch& scratch, std::vector<DeviceBuffer>& out,
+                         size_t key_columns = SIZE_MAX);
 
 // Top/bottom rows already in the list's order (groups (b[r], g[r]) contiguous, each group's rows
 // by rank): keeps the first `limit` rows of each group (more come where ranks tie at the N-th),
