@@ -221,6 +221,29 @@ TEST(ApiDevice, ListsOrderedOnTheDeviceAcrossRuns) {
       }
     }
   }
+  // On streams of the caller's, each destroyed after its run (the engine keeps no buffers on
+  // them): the same rows.
+  Query q = Query::compile(cases[0].text);
+  const int64_t M = 131, N = 77, K = 45;
+  const auto A = ints(size_t(M * K), 3), B = ints(size_t(K * N), 4);
+  DeviceCopy dA(A), dB(B);
+  Inputs dev, host;
+  dev.array("A", ArrayRef::cuda(dA.p, DType::F32, {M, K})).array("B", ArrayRef::cuda(dB.p, DType::F32, {K, N}));
+  host.array("A", ArrayRef::host(A.data(), DType::F32, {M, K}))
+      .array("B", ArrayRef::host(B.data(), DType::F32, {K, N}));
+  const gamut::Result w = q.run(host, cpu());
+  for (int run = 0; run < 2; ++run) {
+    cudaStream_t s = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    Options os;  // (gamut's allocations, in order on s: the poisoning allocator's memset is not)
+    os.backend = "gpu";
+    os.stream = s;
+    const gamut::Result r = q.run(dev, os);
+    ASSERT_EQ(r["L"].rows, w["L"].rows);
+    const auto got = to_host<int32_t>(r["L"].columns[1].second, s);  // j
+    for (int64_t e = 0; e < w["L"].rows; ++e) ASSERT_EQ(got[size_t(e)], w["L"].columns[1].second.as<int32_t>()[e]) << e;
+    ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess);
+  }
 }
 
 // Output memory poisoned with 0xff bytes: what the GPU engine does not write shows. Projections

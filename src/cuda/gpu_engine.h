@@ -44,8 +44,9 @@ struct GpuRunOptions {
   // A slot the caller keeps for one typed plan (the library: one per query and signature of
   // input types): the kernel info and loaded kernel per tile variant, so that a repeated run
   // skips code generation and the cache-key hash, and the list outputs' device buffers of the
-  // last run (up to kKeptListBytes, on the same device and stream), so that it does not
-  // allocate and poison them again. Never shared between plans.
+  // last run (up to kKeptListBytes, on the same device, on the legacy default stream only: a
+  // caller's stream may be gone before the memo), so that it does not allocate and poison them
+  // again. Never shared between plans.
   std::shared_ptr<void>* kernel_memo = nullptr;  // from new_kernel_memo()
   // Called with (steps done, steps in all) after the compilation, the result launch and each
   // benchmark launch (a progress bar's steps).

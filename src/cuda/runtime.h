@@ -222,7 +222,11 @@ void encode_tile_map(void* out128, DType type, const TileMapShape& shape);
 
 // Device memory held through DeviceBuffer: the peak since the last reset (benchmarks report it).
 size_t device_bytes_peak();
-void reset_device_bytes_peak();  // cudaDeviceSynchronize + error check
+void reset_device_bytes_peak();
+// Buffers kept between runs (a kernel memo's list buffers) are parked while idle: not counted as
+// held, so that a run's peak is its own; unparked (counted again) when a run takes them.
+void park_device_bytes(size_t bytes);
+void unpark_device_bytes(size_t bytes);
 
 // CUDA events for benchmarks: elapsed milliseconds of the work `fn` enqueues.
 class EventTimer {

@@ -205,8 +205,27 @@ struct KernelMemo {
   std::mutex mu;
   std::map<std::string, Compiled> by_variant;  // tile, code options, arch
   // The list buffers of the last run per variant; a run takes them out (a concurrent run of the
-  // same plan makes its own) and puts them back when it is done.
+  // same plan makes its own) and puts them back when it is done. Parked while here
+  // (park_device_bytes: a run's device peak counts only its own buffers).
   std::map<std::string, std::unique_ptr<DeviceLists>> idle_lists;
+  std::unique_ptr<DeviceLists> take(const std::string& variant) {
+    std::unique_ptr<DeviceLists> l;
+    if (auto it = idle_lists.find(variant); it != idle_lists.end()) {
+      l = std::move(it->second);
+      idle_lists.erase(it);
+      if (l) unpark_device_bytes(l->held_bytes());
+    }
+    return l;
+  }
+  void put(const std::string& variant, std::unique_ptr<DeviceLists> l) {
+    std::unique_ptr<DeviceLists> old = take(variant);  // (a concurrent run's: freed)
+    park_device_bytes(l->held_bytes());
+    idle_lists[variant] = std::move(l);
+  }
+  ~KernelMemo() {
+    for (auto& [variant, l] : idle_lists)
+      if (l) unpark_device_bytes(l->held_bytes());
+  }
 };
 
 }  // namespace
@@ -296,10 +315,8 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   std::unique_ptr<DeviceLists> kept_lists;
   if (memo && !P.lists.empty()) {
     std::lock_guard<std::mutex> lock(memo->mu);
-    if (auto it = memo->idle_lists.find(variant); it != memo->idle_lists.end() && it->second) {
-      if (it->second->usable_here()) kept_lists = std::move(it->second);
-      memo->idle_lists.erase(it);
-    }
+    kept_lists = memo->take(variant);
+    if (kept_lists && !kept_lists->usable_here()) kept_lists.reset();  // (another device or stream)
   }
   if (!own_nothing || may_copy) {
     MemoryEstimate need = own_nothing ? MemoryEstimate{} : gpu_device_memory(inst, list_rows);
@@ -550,10 +567,12 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   const ListOutputFn* list_out = options.list_output ? &options.list_output : nullptr;
   res.lists = lists.results(list_out);
   // Kept for the next run where it is small enough (the copies into the caller's memory are in
-  // stream order before any later run's launch on this stream).
-  if (memo && !P.lists.empty() && lists.held_bytes() <= kKeptListBytes) {
+  // stream order before any later run's launch on this stream), and only on the legacy default
+  // stream: the buffers are freed in order on their stream, and a caller's own stream may be
+  // destroyed before the memo is.
+  if (memo && !P.lists.empty() && lists.held_bytes() <= kKeptListBytes && current_stream() == nullptr) {
     std::lock_guard<std::mutex> lock(memo->mu);
-    memo->idle_lists[variant] = std::move(kept_lists);
+    memo->put(variant, std::move(kept_lists));
   }
   return res;
 }

@@ -153,6 +153,8 @@ void account_alloc(size_t bytes) {
 
 size_t device_bytes_peak() { return g_peak.load(); }
 void reset_device_bytes_peak() { g_peak.store(g_held.load()); }
+void park_device_bytes(size_t bytes) { g_held.fetch_sub(bytes); }
+void unpark_device_bytes(size_t bytes) { account_alloc(bytes); }
 
 // Device memory comes from the device's default memory pool, in stream order on the legacy
 // default stream (every launch, copy and CUB call here uses it): a cudaFree synchronises the

@@ -51,6 +51,8 @@ void DeviceBuffer::download(void*, size_t, size_t) const { no_cuda(); }
 void DeviceBuffer::fill_bytes(int) { no_cuda(); }
 size_t device_bytes_peak() { return 0; }
 void reset_device_bytes_peak() {}
+void park_device_bytes(size_t) {}
+void unpark_device_bytes(size_t) {}
 void DeviceBuffer::upload_rows(const void*, size_t, size_t, size_t) { no_cuda(); }
 void DeviceBuffer::download_rows(void*, size_t, size_t, size_t) const { no_cuda(); }
 void DeviceBuffer::download_block(void*, size_t, size_t, size_t, size_t) const { no_cuda(); }
