@@ -101,24 +101,11 @@ class DeviceBuffer {
   int device_ = 0;          // of this device (freed there whichever device is current)
 };
 
-// Page-locked host memory (cudaMallocHost), freed on destruction: copies from and to it run
-// asynchronously in stream order (a pageable copy stages and waits on the host).
-class PinnedHostBuffer {
- public:
-  PinnedHostBuffer() = default;
-  explicit PinnedHostBuffer(size_t bytes);
-  PinnedHostBuffer(PinnedHostBuffer&&) noexcept;
-  PinnedHostBuffer& operator=(PinnedHostBuffer&&) noexcept;
-  PinnedHostBuffer(const PinnedHostBuffer&) = delete;
-  PinnedHostBuffer& operator=(const PinnedHostBuffer&) = delete;
-  ~PinnedHostBuffer();
-  void* get() const { return ptr_; }
-  size_t size() const { return bytes_; }
-
- private:
-  void* ptr_ = nullptr;
-  size_t bytes_ = 0;
-};
+// Page-locked host memory of the calling thread, at least `bytes` (grown as asked, freed when the
+// thread ends; growing frees the old block, which waits for the device): small copies between
+// host and device run in stream order without a pageable copy's staging and wait. What it holds
+// is the caller's until the thread next asks (callers wait for their copies before returning).
+void* thread_pinned_scratch(size_t bytes);
 
 struct CompileOptions {
   std::string arch = "sm_90a";     // NVRTC --gpu-architecture

@@ -58,14 +58,12 @@ void DeviceLists::bind(const Instance& inst, int64_t capacity, const TileConfig&
   finalized_ = false;
   counted_ = false;
   const size_t n = inst.plan->lists.size();
+  if (n == 0) return;  // (dense outputs only: nothing to allocate, nothing to wait for)
   if (lists_.size() != n || !counters_.get()) {
     lists_.clear();
     lists_.resize(n);
     finished_.clear();
-    const size_t bytes = std::max<size_t>(n, 1) * gm::kListCounterWords * sizeof(uint64_t);
-    counters_ = DeviceBuffer(bytes);
-    counters_up_ = PinnedHostBuffer(bytes);
-    counters_down_ = PinnedHostBuffer(bytes);
+    counters_ = DeviceBuffer(n * gm::kListCounterWords * sizeof(uint64_t));
   }
   for (size_t l = 0; l < n; ++l) {
     List& L = lists_[l];
@@ -115,6 +113,8 @@ size_t DeviceLists::held_bytes() const {
   return n;
 }
 
+size_t DeviceLists::counter_bytes() const { return lists_.size() * gm::kListCounterWords * sizeof(uint64_t); }
+
 bool DeviceLists::usable_here() const {
   return counters_.get() && counters_.device_ordinal() == current_device() && counters_.stream() == current_stream();
 }
@@ -139,7 +139,8 @@ void DeviceLists::allocate(size_t l, int64_t capacity) {
 }
 
 void DeviceLists::reset() {
-  uint64_t* words = static_cast<uint64_t*>(counters_up_.get());
+  if (lists_.empty()) return;
+  uint64_t* words = static_cast<uint64_t*>(thread_pinned_scratch(2 * counter_bytes()));
   for (size_t l = 0; l < lists_.size(); ++l) {
     words[l * gm::kListCounterWords] = 0;
     words[l * gm::kListCounterWords + 1] = uint64_t(std::max<int64_t>(inst_->list_limits[l], 0));
@@ -147,7 +148,7 @@ void DeviceLists::reset() {
     if (lists_[l].reservoir.get()) lists_[l].reservoir.fill_bytes(0xff);
   }
   // (The stream waited for the last launch's counts before the host wrote these words.)
-  counters_.upload(words, lists_.size() * gm::kListCounterWords * sizeof(uint64_t));
+  counters_.upload(words, counter_bytes());
   counted_ = false;
   finalized_ = false;
 }
@@ -172,13 +173,19 @@ void DeviceLists::fill_args(const ArgLayout& layout, std::vector<uint64_t>& w) c
 uint64_t DeviceLists::count(size_t l) const {
   // Read once per launch (reset() forgets it): the growth check, the finalisation and the
   // statistics all ask, and the read waits for the stream.
-  const uint64_t* words = static_cast<const uint64_t*>(counters_down_.get());
+  // (The second half of the scratch: the first may still feed reset()'s copy on another stream.)
+  uint64_t* words =
+      static_cast<uint64_t*>(thread_pinned_scratch(2 * counter_bytes())) + lists_.size() * gm::kListCounterWords;
   if (!counted_) {
-    counters_.download_async(counters_down_.get(), lists_.size() * gm::kListCounterWords * sizeof(uint64_t));
+    counters_.download_async(words, counter_bytes());
     synchronize();
+    // Kept here: the scratch is the thread's, and another DeviceLists may use it before the
+    // next count(l) of this launch.
+    counts_.resize(lists_.size());
+    for (size_t k = 0; k < lists_.size(); ++k) counts_[k] = words[k * gm::kListCounterWords];
     counted_ = true;
   }
-  return words[l * gm::kListCounterWords];
+  return counts_[l];
 }
 
 bool DeviceLists::grow_if_overflowed() {

@@ -74,11 +74,12 @@ class DeviceLists {
   void allocate(size_t l, int64_t capacity);
   const Instance* inst_ = nullptr;
   std::vector<List> lists_;
-  // Every list's counter words (gm::kListCounterWords each), and their pinned host copies:
-  // `counters_up_` what reset() writes, `counters_down_` what count() reads.
+  // Every list's counter words (gm::kListCounterWords each); reset() writes them and count()
+  // reads them through the thread's pinned scratch (thread_pinned_scratch: up, then down).
   DeviceBuffer counters_;
-  PinnedHostBuffer counters_up_, counters_down_;
+  size_t counter_bytes() const;
   mutable bool counted_ = false;
+  mutable std::vector<uint64_t> counts_;  // rows per list, once counted_
   // What finalize_on_device() left per list: `rows` rows in `cols` (and b, i, j, key for
   // top/bottom, which the host still orders); with `from_list`, the rows are the list's own.
   struct Finished {

@@ -342,28 +342,28 @@ void copy_device_to_device(void* dst, const void* src, size_t bytes) {
                 "cudaMemcpy device to device of " + std::to_string(bytes) + " bytes");
 }
 
-PinnedHostBuffer::PinnedHostBuffer(size_t bytes) {
-  detail::require_device();
-  if (bytes == 0) return;
-  detail::check(cudaMallocHost(&ptr_, bytes), "cudaMallocHost of " + std::to_string(bytes) + " bytes");
-  bytes_ = bytes;
-}
-PinnedHostBuffer::PinnedHostBuffer(PinnedHostBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) {
-  o.ptr_ = nullptr;
-  o.bytes_ = 0;
-}
-PinnedHostBuffer& PinnedHostBuffer::operator=(PinnedHostBuffer&& o) noexcept {
-  if (this != &o) {
-    if (ptr_) cudaFreeHost(ptr_);
-    ptr_ = o.ptr_;
-    bytes_ = o.bytes_;
-    o.ptr_ = nullptr;
-    o.bytes_ = 0;
+namespace {
+struct PinnedScratch {
+  void* ptr = nullptr;
+  size_t bytes = 0;
+  ~PinnedScratch() {
+    if (ptr) cudaFreeHost(ptr);
   }
-  return *this;
-}
-PinnedHostBuffer::~PinnedHostBuffer() {
-  if (ptr_) cudaFreeHost(ptr_);
+};
+}  // namespace
+
+void* thread_pinned_scratch(size_t bytes) {
+  thread_local PinnedScratch s;
+  if (s.bytes < bytes) {
+    detail::require_device();
+    if (s.ptr) cudaFreeHost(s.ptr);
+    s.ptr = nullptr;
+    s.bytes = 0;
+    const size_t want = std::max<size_t>(bytes, 4096);
+    detail::check(cudaMallocHost(&s.ptr, want), "cudaMallocHost of " + std::to_string(want) + " bytes");
+    s.bytes = want;
+  }
+  return s.ptr;
 }
 
 void DeviceBuffer::fill_bytes(int value) {

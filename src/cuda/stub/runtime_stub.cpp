@@ -58,19 +58,7 @@ void DeviceBuffer::download_rows(void*, size_t, size_t, size_t) const { no_cuda(
 void DeviceBuffer::download_block(void*, size_t, size_t, size_t, size_t) const { no_cuda(); }
 void DeviceBuffer::download_async(void*, size_t, size_t) const { no_cuda(); }
 void copy_device_to_device(void*, const void*, size_t) { no_cuda(); }
-PinnedHostBuffer::PinnedHostBuffer(size_t) { no_cuda(); }
-PinnedHostBuffer::PinnedHostBuffer(PinnedHostBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) {
-  o.ptr_ = nullptr;
-  o.bytes_ = 0;
-}
-PinnedHostBuffer& PinnedHostBuffer::operator=(PinnedHostBuffer&& o) noexcept {
-  ptr_ = o.ptr_;
-  bytes_ = o.bytes_;
-  o.ptr_ = nullptr;
-  o.bytes_ = 0;
-  return *this;
-}
-PinnedHostBuffer::~PinnedHostBuffer() = default;
+void* thread_pinned_scratch(size_t) { no_cuda(); }
 
 CompiledModule compile_cached(const std::string&, const CompileOptions&, const std::string&) { no_cuda(); }
 std::string nvrtc_compile(const std::string&, const CompileOptions&, std::string*) { no_cuda(); }
