@@ -243,7 +243,8 @@ void DeviceLists::finalize_on_device() {
       continue;
     }
     // top/bottom: select on the device; what comes down is small (N per group plus ties).
-    if (F.rows == 0) {
+    if (F.rows == 0) {  // (final: no rows; the columns empty, not absent)
+      F.cols.resize(L.cols.size());
       F.from_list = F.host_order = false;
       continue;
     }
@@ -360,7 +361,7 @@ std::vector<Table> DeviceLists::results(const ListOutputFn* device_out) {
     for (size_t c = 0; c < rows.table.columns.size(); ++c) {
       Column& col = rows.table.columns[c];
       col.data.resize(n * dtype_size(col.dtype));
-      src(L.cols[c], F.cols[c]).download(col.data.data(), col.data.size());
+      (F.from_list ? L.cols[c] : F.cols[c]).download(col.data.data(), col.data.size());  // (F.cols may be empty)
     }
     if (!F.host_order) {
       out.push_back(std::move(rows.table));
