@@ -45,6 +45,26 @@ std::vector<T> to_host(const gamut::Array& a, cudaStream_t s = nullptr) {
   return v;
 }
 
+// GPU runs whose outputs go to memory poisoned with 0xff bytes (and 16 more past the end), so
+// that whatever the engine does not write shows.
+Options poisoned_gpu_outputs() {
+  Options o;
+  o.backend = "gpu";
+  o.allocator = [](DType t, const std::vector<int64_t>& shape, gamut::Device) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    const size_t bytes = size_t(n) * (t == DType::F64 || t == DType::I64                       ? 8
+                                      : t == DType::BF16 || t == DType::F16 || t == DType::I16 ? 2
+                                      : t == DType::F32 || t == DType::I32                     ? 4
+                                                                                               : 1);
+    void* p = nullptr;
+    EXPECT_EQ(cudaMalloc(&p, bytes + 16), cudaSuccess);
+    EXPECT_EQ(cudaMemset(p, 0xff, bytes + 16), cudaSuccess);
+    return gamut::Allocation{p, std::shared_ptr<void>(p, [](void* q) { cudaFree(q); })};
+  };
+  return o;
+}
+
 TEST(ApiDevice, DeviceInputsInPlaceOutputsOnTheDevice) {
   SKIP_WITHOUT_GPU();
   const int64_t M = 131, N = 77, K = 45;
@@ -153,19 +173,7 @@ TEST(ApiDevice, ListsAndIndexVectors) {
 // row for row, bit for bit.
 TEST(ApiDevice, ListsOrderedOnTheDeviceAcrossRuns) {
   SKIP_WITHOUT_GPU();
-  std::vector<std::shared_ptr<void>> held;
-  Options o;
-  o.backend = "gpu";
-  o.allocator = [&](DType t, const std::vector<int64_t>& shape, gamut::Device) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    const size_t bytes = size_t(n) * (t == DType::F64 || t == DType::I64 ? 8 : 4);
-    void* p = nullptr;
-    EXPECT_EQ(cudaMalloc(&p, bytes + 16), cudaSuccess);
-    EXPECT_EQ(cudaMemset(p, 0xff, bytes + 16), cudaSuccess);
-    held.emplace_back(p, [](void* q) { cudaFree(q); });
-    return gamut::Allocation{p, held.back()};
-  };
+  const Options o = poisoned_gpu_outputs();
   struct Case {
     const char* what;
     const char* text;
@@ -251,22 +259,7 @@ TEST(ApiDevice, ListsOrderedOnTheDeviceAcrossRuns) {
 // output keeps it. Each case equals the CPU engine element for element.
 TEST(ApiDevice, PoisonedOutputMemoryEqualsTheCpu) {
   SKIP_WITHOUT_GPU();
-  std::vector<std::shared_ptr<void>> held;
-  Options o;
-  o.backend = "gpu";
-  o.allocator = [&](DType t, const std::vector<int64_t>& shape, gamut::Device) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    const size_t bytes = size_t(n) * (t == DType::F64 || t == DType::I64                       ? 8
-                                      : t == DType::BF16 || t == DType::F16 || t == DType::I16 ? 2
-                                      : t == DType::F32 || t == DType::I32                     ? 4
-                                                                                               : 1);
-    void* p = nullptr;
-    EXPECT_EQ(cudaMalloc(&p, bytes + 16), cudaSuccess);
-    EXPECT_EQ(cudaMemset(p, 0xff, bytes + 16), cudaSuccess);
-    held.emplace_back(p, [](void* q) { cudaFree(q); });
-    return gamut::Allocation{p, held.back()};
-  };
+  const Options o = poisoned_gpu_outputs();
   const int64_t M = 131, N = 77, K = 45, B = 3;
   auto A = ints(size_t(B * M * K), 7), Bm = ints(size_t(B * K * N), 8);
   DeviceCopy dA(A), dB(Bm);

@@ -245,17 +245,20 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
   if (gpu && !several && staged.output_device.is_gpu()) {
     written.resize(plan.dense.size());
     ro.asynchronous = true;
-    ro.dense_output = [&](size_t d, size_t bytes) -> void* {
-      const DType t = storage_type_of(plan.dense[d].type);
-      const std::vector<int64_t>& shape = inst.dense_shapes[d];
+    // The caller's memory for one output: its allocator's, else gamut's on its stream.
+    auto allocate = [&](DType t, const std::vector<int64_t>& shape, size_t bytes, const std::string& what) {
+      Allocation a;
       if (options.allocator) {
-        written[d] = options.allocator(t, shape, staged.output_device);
+        a = options.allocator(t, shape, staged.output_device);
       } else {
         api::DeviceAllocation m = api::device_alloc(bytes, staged.output_device.id, options.stream);
-        written[d] = Allocation{m.data, m.owner};
+        a = Allocation{m.data, m.owner};
       }
-      if (!written[d].data && bytes)
-        throw_device_error("the output allocator returned no memory for " + plan.dense[d].name);
+      if (!a.data && bytes) throw_device_error("the output allocator returned no memory for " + what);
+      return a;
+    };
+    ro.dense_output = [&](size_t d, size_t bytes) -> void* {
+      written[d] = allocate(storage_type_of(plan.dense[d].type), inst.dense_shapes[d], bytes, plan.dense[d].name);
       return written[d].data;
     };
     // Lists ordered on the device are copied into the caller's memory there (no round trip
@@ -267,15 +270,7 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
       cols.clear();
       for (const ListColumn& c : plan.lists[l].columns) {
         const DType t = storage_type_of(c.type);
-        const size_t bytes = size_t(rows) * dtype_size(t);
-        if (options.allocator) {
-          cols.push_back(options.allocator(t, {rows}, staged.output_device));
-        } else {
-          api::DeviceAllocation m = api::device_alloc(bytes, staged.output_device.id, options.stream);
-          cols.push_back(Allocation{m.data, m.owner});
-        }
-        if (!cols.back().data && bytes)
-          throw_device_error("the output allocator returned no memory for list " + plan.lists[l].name);
+        cols.push_back(allocate(t, {rows}, size_t(rows) * dtype_size(t), "list " + plan.lists[l].name));
         to.push_back(cols.back().data);
       }
       return to;

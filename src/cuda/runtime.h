@@ -82,7 +82,7 @@ class DeviceBuffer {
   void* stream() const { return stream_; }
   void upload(const void* host, size_t bytes, size_t offset = 0);
   void download(void* host, size_t bytes, size_t offset = 0) const;
-  // In stream order without waiting: `host` (pinned, PinnedHostBuffer) holds the bytes once
+  // In stream order without waiting: `host` (pinned: thread_pinned_scratch) holds the bytes once
   // the stream is synchronised.
   void download_async(void* host, size_t bytes, size_t offset = 0) const;
   void fill_bytes(int value);  // cudaMemset

@@ -56,7 +56,7 @@ DeviceLists::DeviceLists(const Instance& inst, int64_t capacity, const TileConfi
 void DeviceLists::bind(const Instance& inst, int64_t capacity, const TileConfig& tile) {
   inst_ = &inst;
   finalized_ = false;
-  counted_ = false;
+  counts_.clear();
   const size_t n = inst.plan->lists.size();
   if (n == 0) return;  // (dense outputs only: nothing to allocate, nothing to wait for)
   if (lists_.size() != n || !counters_.get()) {
@@ -149,7 +149,7 @@ void DeviceLists::reset() {
   }
   // (The stream waited for the last launch's counts before the host wrote these words.)
   counters_.upload(words, counter_bytes());
-  counted_ = false;
+  counts_.clear();
   finalized_ = false;
 }
 
@@ -176,14 +176,13 @@ uint64_t DeviceLists::count(size_t l) const {
   // (The second half of the scratch: the first may still feed reset()'s copy on another stream.)
   uint64_t* words =
       static_cast<uint64_t*>(thread_pinned_scratch(2 * counter_bytes())) + lists_.size() * gm::kListCounterWords;
-  if (!counted_) {
+  if (counts_.empty()) {
     counters_.download_async(words, counter_bytes());
     synchronize();
     // Kept here: the scratch is the thread's, and another DeviceLists may use it before the
     // next count(l) of this launch.
     counts_.resize(lists_.size());
     for (size_t k = 0; k < lists_.size(); ++k) counts_[k] = words[k * gm::kListCounterWords];
-    counted_ = true;
   }
   return counts_[l];
 }
@@ -303,8 +302,7 @@ void DeviceLists::finalize_on_device() {
       if (spec.per == PerGroup::None) {
         F.rows = std::min<uint64_t>(m, uint64_t(limit));
       } else {
-        std::vector<DType> col_types;
-        for (const ListColumn& c : spec.columns) col_types.push_back(storage_type_of(c.type));
+        const std::vector<DType> col_types(types.begin() + 4, types.end());
         F.rows = first_rows_of_groups(F.order_b, F.order_g, m, limit, order_scratch_, F.cols, col_types);
       }
       F.host_order = false;

@@ -78,8 +78,7 @@ class DeviceLists {
   // reads them through the thread's pinned scratch (thread_pinned_scratch: up, then down).
   DeviceBuffer counters_;
   size_t counter_bytes() const;
-  mutable bool counted_ = false;
-  mutable std::vector<uint64_t> counts_;  // rows per list, once counted_
+  mutable std::vector<uint64_t> counts_;  // rows per list once read after the launch; empty before
   // What finalize_on_device() left per list: `rows` rows in `cols` (and b, i, j, key for
   // top/bottom, which the host still orders); with `from_list`, the rows are the list's own.
   struct Finished {

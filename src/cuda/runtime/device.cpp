@@ -283,12 +283,8 @@ void DeviceBuffer::upload(const void* host, size_t bytes, size_t offset) {
 }
 
 void DeviceBuffer::download(void* host, size_t bytes, size_t offset) const {
-  check_range("download", bytes, offset, bytes_);
-  if (bytes == 0) return;
-  detail::check(cudaMemcpyAsync(host, static_cast<const char*>(ptr_) + offset, bytes, cudaMemcpyDeviceToHost,
-                                stream_of(g_stream)),
-                "cudaMemcpy device to host of " + std::to_string(bytes) + " bytes");
-  detail::check(cudaStreamSynchronize(stream_of(g_stream)), "waiting for a copy to the host");
+  download_async(host, bytes, offset);
+  if (bytes) detail::check(cudaStreamSynchronize(stream_of(g_stream)), "waiting for a copy to the host");
 }
 
 void DeviceBuffer::download_async(void* host, size_t bytes, size_t offset) const {
