@@ -3,7 +3,7 @@
 # sanitizers on one query of each family, and the benchmarks. Logs go to $OUT (or ./device-out).
 # usage: tools/device_run.sh [tests] [sanitize] [bench] [demo] [relbench] [semibench] [tc] [fuzz] [py] [sweep] [profile]
 #                            [shards] [api] [reach] [cold] [tq] [verify] [pyoverhead] [sanitizers]
-#                            [hostoverhead] [kunroll] [multigpu]   (default: tests sanitize bench)
+#                            [hostoverhead] [kunroll] [multigpu] [qprofile]   (default: tests sanitize bench)
 # PREBUILT=DIR: binaries built elsewhere (a build folder of this checkout at the same absolute
 # path, carried along; tools/device_prebuild.sh): no build here. Else build-dev is built here.
 set -uo pipefail
@@ -148,6 +148,20 @@ for step in $steps; do
       $B/tests/gamut_gpu_tests --gtest_filter='GpuMultiDevice.*' > "$OUT/multi_tests.log" 2>&1; echo "GpuMultiDevice rc=$?"
       grep -E "^\[ +(OK|FAILED|SKIPPED) \]" "$OUT/multi_tests.log" | head -12
       timeout ${MG_TIMEOUT:-480} python3 bench/multi_gpu.py --gamut $B/gamut --json "$OUT/multi_gpu.json" ${MG_ARGS:-} 2>&1 | tee "$OUT/multi_gpu.txt" ;;
+    qprofile)
+      # Nsight Compute on the fused query kernels through the Python package (issue 12,
+      # bench/query_ncu.py): ${QPROFILE:-"knn:bf16:256 areas:bf16:256"}, each a report, the key
+      # metrics and the per-SASS-instruction counts and stall samples as CSV.
+      for spec in ${QPROFILE:-knn:bf16:256 areas:bf16:256}; do
+        IFS=: read -r q d k <<< "$spec"; name=$q-$d-$k
+        (export PYTHONPATH=$PWD/.devcarry/site; cd /tmp && timeout ${QP_TIMEOUT:-240} ncu --clock-control none -k regex:gamut_main --launch-skip 1 -c 1 \
+           --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section WarpStateStats \
+           --section SchedulerStats --section Occupancy --section LaunchStats --section SourceCounters --section InstructionStats \
+           -f -o "/tmp/ncu-$name" python3 "$OLDPWD/bench/query_ncu.py" $q $d 16384 $k > "$OUT/ncu_run_$name.txt" 2>&1; echo "== ncu $name rc=$?")
+        ncu -i "/tmp/ncu-$name.ncu-rep" --print-details all > "$OUT/ncu_$name.txt" 2>&1
+        ncu -i "/tmp/ncu-$name.ncu-rep" --page source --csv --print-source sass > "$OUT/ncu_src_$name.csv" 2>/dev/null
+        grep -E "Duration|Registers Per|Achieved Occupancy|Issue Slots Busy|No Eligible|Executed Ipc A|Executed Instructions  |Theoretical Occ|Block Limit" "$OUT/ncu_$name.txt" | head -16
+      done ;;
     pyoverhead)
       (export PYTHONPATH=$PWD/.devcarry/site; cd /tmp && timeout ${PYO_TIMEOUT:-60} python3 "$OLDPWD/bench/python_overhead.py" --iters 1000 \
          --json "$OUT/py_overhead.json" 2>&1 | tee "$OUT/py_overhead.txt" | tail -20) ;;

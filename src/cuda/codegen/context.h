@@ -51,6 +51,9 @@ struct KernelContext {
   Renderer inner_r, outer_r;
   std::unique_ptr<TileCoordinates> coords;
   AccumulatorMap map;  // set by the mainloop
+  // The kernel's dynamic shared memory (kernel_info), set before the output operators are made:
+  // an operator may use what of it the mainloop frees and the tables leave (TopBottomRows' ranks).
+  size_t smem_bytes = 0;
 
   // packed16: the SIMT mainloop steps on packed 16-bit lanes (its shared-memory plan differs).
   KernelContext(const Plan& plan, const TileConfig& tile, bool tma_args = false, bool packed16 = false);

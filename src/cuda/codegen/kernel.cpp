@@ -35,6 +35,7 @@ class KernelGenerator {
     mainloop_ = options.tensor_cores() ? make_tensor_mainloop(X, options.tensor_math, options.tma)
                                        : make_simt_mainloop(X, options.packed16);
     X.map = mainloop_->map();
+    X.smem_bytes = kernel_info(plan, tile, options).smem_bytes;
     outputs_ = make_epilogue(X);
   }
 

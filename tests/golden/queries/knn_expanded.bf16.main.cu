@@ -143,7 +143,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gamut_main(const Args a) {
       if (tc_i0 + g >= row_end) return -1;
       return gm::i64(b) * gextent + (tc_i0 + g - gfirst);
     };
-    const auto rank = [&](int m, int n) -> unsigned {
+    const auto rank_of = [&](int m, int n) -> unsigned {
       const int i = min(tc_i0 + tc_map.row(m), row_end - 1), j = min(tc_j0 + tc_map.col(n), col_end - 1);
       (void)i; (void)j;
       float acc0 = (0.0f + acc[TcMap::index(m, n)]); gm::opaque(acc0);
@@ -153,45 +153,67 @@ extern "C" __global__ void __launch_bounds__(256, 1) gamut_main(const Args a) {
       ek0 = l0;
       return gm::rank32(ek0, false);
     };
+    unsigned* const rk0 = reinterpret_cast<unsigned*>(smem + 0);  // (TcMap::kRows * TcMap::kCols, Shape::THREADS)
+    gm::tile_sync<Shape::THREADS>();  // earlier users of the space (mainloop, other lists) are done
+#pragma unroll
+    for (int m = 0; m < TcMap::kRows; ++m) {
+#pragma unroll
+      for (int n = 0; n < TcMap::kCols; ++n) rk0[(m * TcMap::kCols + n) * Shape::THREADS + int(threadIdx.x)] = rank_of(m, n);
+    }
+    // Each thread reads only its own ranks: no barrier between the stores and the reads.
+    const auto rank = [&](int m, int n) -> unsigned {
+      return rk0[(m * TcMap::kCols + n) * Shape::THREADS + int(threadIdx.x)];
+    };
     gm::TileSelect<Shape, 1>::select(tc_map, rank, pr0, la0.limit(), gthr, at, ss);
      {
       gm::u64 row;
       // Every thread, together; false in all of them when the block has no row.
       if (gm::BlockAppend<Shape>::reserve(pr0, la0.counter, row)) {
+        unsigned todo[(TcMap::kRows * TcMap::kCols + 31) / 32];
 #pragma unroll
-        for (int m = 0; m < TcMap::kRows; ++m) {
-          const int i = tc_i0 + tc_map.row(m);
+        for (int w = 0; w < (TcMap::kRows * TcMap::kCols + 31) / 32; ++w) todo[w] = pr0[w];
+        gm::opaque_bits(todo);
+        int e = 0;
+#pragma unroll 1
+        while (gm::next_bit(todo, e)) {
+          const int em = e / TcMap::kCols, en = e % TcMap::kCols;
+          const int i = tc_i0 + tc_map.row(em);
+          const int j = tc_j0 + tc_map.col(en);
+          bool ef0 = false;
+          int ec0_0 = int();
+          int ec0_1 = int();
+          float ec0_2 = float();
+          float ek0 = float();
+          float acc0 = float();
 #pragma unroll
-          for (int n = 0; n < TcMap::kCols; ++n) {
-            if (((pr0[(m * TcMap::kCols + n) / 32] >> ((m * TcMap::kCols + n) % 32)) & 1u) == 0u) continue;
-            const int j = tc_j0 + tc_map.col(n);
-            bool ef0 = false;
-            int ec0_0 = int();
-            int ec0_1 = int();
-            float ec0_2 = float();
-            float ek0 = float();
-            float acc0 = (0.0f + acc[TcMap::index(m, n)]); gm::opaque(acc0);
-            float l0 = float();
-            l0 = ((gm::widen(gp2[gm::i64(i)]) + gm::widen(gp3[gm::i64(j)])) - (2.0f * acc0));
-            ef0 = true;
-            ec0_0 = i;
-            ec0_1 = j;
-            ec0_2 = l0;
-            ek0 = l0;
-            (void)ef0;  // marked in pass 1: the row exists
-            if (row < la0.capacity) {
-              reinterpret_cast<int*>(a.list0_col0)[row] = ec0_0;
-              reinterpret_cast<int*>(a.list0_col1)[row] = ec0_1;
-              reinterpret_cast<float*>(a.list0_col2)[row] = ec0_2;
-              reinterpret_cast<int*>(a.list0_b)[row] = b;
-              reinterpret_cast<int*>(a.list0_i)[row] = i;
-              reinterpret_cast<int*>(a.list0_j)[row] = j;
-              reinterpret_cast<float*>(a.list0_key)[row] = ek0;
-              const int g = gm::TileSelect<Shape, 1>::group(tc_map.row(m), tc_map.col(n));
-              gm::TileSelect<Shape, 1>::keep(rsv, la0.limit(), at(g), g, i, j, gm::rank32(ek0, false), ss);
+          for (int m = 0; m < TcMap::kRows; ++m) {
+#pragma unroll
+            for (int n = 0; n < TcMap::kCols; ++n) {
+              if (m == em && n == en) {
+                acc0 = (0.0f + acc[TcMap::index(m, n)]);
+              }
             }
-            ++row;
           }
+          float l0 = float();
+          l0 = ((gm::widen(gp2[gm::i64(i)]) + gm::widen(gp3[gm::i64(j)])) - (2.0f * acc0));
+          ef0 = true;
+          ec0_0 = i;
+          ec0_1 = j;
+          ec0_2 = l0;
+          ek0 = l0;
+          (void)ef0;  // marked in pass 1: the row exists
+          if (row < la0.capacity) {
+            reinterpret_cast<int*>(a.list0_col0)[row] = ec0_0;
+            reinterpret_cast<int*>(a.list0_col1)[row] = ec0_1;
+            reinterpret_cast<float*>(a.list0_col2)[row] = ec0_2;
+            reinterpret_cast<int*>(a.list0_b)[row] = b;
+            reinterpret_cast<int*>(a.list0_i)[row] = i;
+            reinterpret_cast<int*>(a.list0_j)[row] = j;
+            reinterpret_cast<float*>(a.list0_key)[row] = ek0;
+            const int g = gm::TileSelect<Shape, 1>::group(tc_map.row(em), tc_map.col(en));
+            gm::TileSelect<Shape, 1>::keep(rsv, la0.limit(), at(g), g, i, j, gm::rank32(ek0, false), ss);
+          }
+          ++row;
         }
       }
     }

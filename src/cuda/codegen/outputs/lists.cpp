@@ -79,7 +79,7 @@ void ListRows::rows(Code& c) {
   c.line("gm::u64 row;");
   c.line("// Every thread, together; false in all of them when the block has no row.");
   c.open("if (gm::BlockAppend<Shape>::reserve(pr" + n_ + ", la" + n_ + ".counter, row))");
-  if (M.pairs >= kCompactPairs) {
+  if (M.pairs >= kCompactPairs || few_rows()) {
     rows_compact(c);
     c.close();  // reserve
     c.close();

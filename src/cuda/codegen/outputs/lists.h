@@ -25,9 +25,13 @@ class ListRows {
 
  protected:
   // One reservation per block for the marked pairs, then their rows: unrolled over the map,
-  // or, for threads of at least kCompactPairs pairs, a loop over the marked pairs.
+  // or, for threads of at least kCompactPairs pairs or lists whose tiles keep few rows, a loop
+  // over the marked pairs.
   void rows(Code& c);
   static constexpr int kCompactPairs = 128;
+  // A tile appends few of its pairs' rows (top/bottom lists after the selection): pass 2 as a
+  // loop is then as quick as unrolled, with one copy of the row's code.
+  virtual bool few_rows() const { return false; }
   void rows_compact(Code& c);
   // The row of the thread's pair `e` (a run-time m * cols + n) into efN / ecN_k (and ekN), with
   // i, j and that pair's accumulators in scope.

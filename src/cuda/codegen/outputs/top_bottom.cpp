@@ -1,10 +1,14 @@
 // top/bottom lists (outputs/lists.h): before pass 2 the tile's candidates are selected per group
 // (gm::TileSelect, src/cuda/device/outputs/gamut_list.cuh): the tile's per-group thresholds
 // (from and into the global ones) clear the marks of the rows that cannot be among their
-// group's N best, and every kept row also goes into its group's reservoir. The selection
-// computes each pair's rank again where it needs it rather than holding rows x cols ranks (which
-// spill on the largest tiles): from the accumulators when the key reads nothing else, else by
-// rendering the statements that lead to the emit (lets, ifs) for the key alone.
+// group's N best, and every kept row also goes into its group's reservoir. Each pair's rank
+// comes from the accumulators when the key reads nothing else, else from rendering the
+// statements that lead to the emit (lets, ifs) for the key alone. Where the shared memory the
+// mainloop frees holds the tile's BM x BN ranks (tensor-core tiles), every rank is computed
+// once into it and the selection's passes read it there: the rank code appears once instead of
+// in each unrolled pass (kNN's kernel was 14K instructions, its warps waited on the instruction
+// cache, bench/NOTES.md session 12). Elsewhere the rank is computed again in each pass rather
+// than held in registers (rows x cols ranks spill on the largest tiles).
 #include <set>
 
 #include "cuda/codegen/outputs/lists.h"
@@ -61,7 +65,9 @@ class TopBottomRows final : public ListRows {
       c.line("return gm::i64(b) * gextent + (" + (row ? tc.row_at(pos) : tc.col_at(pos)) + " - gfirst);");
       c.close(";");
     }
-    c.open("const auto rank = [&](int m, int n) -> unsigned");
+    const size_t rank_off = round16(X.S.epilogue), rank_bytes = size_t(X.T.bm) * size_t(X.T.bn) * 4;
+    const bool stash = rank_off + rank_bytes <= X.smem_bytes;
+    c.open(std::string("const auto ") + (stash ? "rank_of" : "rank") + " = [&](int m, int n) -> unsigned");
     // The selection ranks every pair of the thread, present or not. A key that reads operands
     // (qn[i] + xn[j] - 2 * dot) reads them at the last row / column of the ranges for pairs past
     // them (those pairs are never marked, so their rank is not used): no read out of bounds, and
@@ -86,8 +92,25 @@ class TopBottomRows final : public ListRows {
       c.line("return gm::rank32(ek" + n_ + ", " + top_ + ");");
     }
     c.close(";");
+    if (stash) {
+      // (rows x cols, THREADS): a thread's ranks pair-major, so a warp's reads are consecutive words.
+      c.line("unsigned* const rk" + n_ + " = reinterpret_cast<unsigned*>(smem + " + to_string(rank_off) + ");  // (" +
+             M.rows + " * " + M.cols + ", Shape::THREADS)");
+      c.line("gm::tile_sync<Shape::THREADS>();  // earlier users of the space (mainloop, other lists) are done");
+      c.line("#pragma unroll");
+      c.open("for (int m = 0; m < " + M.rows + "; ++m)");
+      c.line("#pragma unroll");
+      c.line("for (int n = 0; n < " + M.cols + "; ++n) rk" + n_ + "[(m * " + M.cols + " + n) * Shape::THREADS + int(threadIdx.x)] = rank_of(m, n);");
+      c.close();
+      c.line("// Each thread reads only its own ranks: no barrier between the stores and the reads.");
+      c.open("const auto rank = [&](int m, int n) -> unsigned");
+      c.line("return rk" + n_ + "[(m * " + M.cols + " + n) * Shape::THREADS + int(threadIdx.x)];");
+      c.close(";");
+    }
     c.line(select_ + "::select(" + M.object + ", rank, pr" + n_ + ", la" + n_ + ".limit(), gthr, at, ss);");
   }
+
+  bool few_rows() const override { return true; }
 
   void stored(Code& c, const std::string& m, const std::string& n) override {
     const AccumulatorMap& M = X.map;
