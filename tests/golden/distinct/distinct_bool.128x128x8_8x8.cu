@@ -151,31 +151,48 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
     gm::opaque_bits(todo);
 #pragma unroll 1
     for (;;) {
+      // Sweep: rows the table holds are dropped; the first other row is this round's candidate.
       int e = 0;
-      const bool has = TD::next(todo, e);
+      bool has = false, hit = false;
+      gm::opaque(st.i0);  // the rows' addresses per round, not held across rounds
+      gm::opaque(st.j0);
       unsigned rw[1] = {};
-      if (has) {
-        const int em = e / Shape::TN, en = e % Shape::TN;
-        const int i = st.i0 + st.tmap.row(em);
-        const int j = st.j0 + st.tmap.col(en);
-        bool ef0 = false;
-        bool ec0_0 = bool();
-        float acc0 = float();
 #pragma unroll
-        for (int m = 0; m < Shape::TM; ++m) {
+      for (int sm = 0; sm < Shape::TM; ++sm) {
+        unsigned bits = TD::row_bits(todo, sm);
+#pragma unroll 1
+        while (!has && bits != 0u) {
+          const int sn = __ffs(int(bits)) - 1;
+          bits &= bits - 1u;
+          const int em = sm, en = sn;
+          const int i = st.i0 + st.tmap.row(em);
+          const int j = st.j0 + st.tmap.col(en);
+          bool ef0 = false;
+          bool ec0_0 = bool();
+          float acc0 = float();
 #pragma unroll
-          for (int n = 0; n < Shape::TN; ++n) {
-            if (m == em && n == en) {
-              acc0 = st.acc0[m][n];
+          for (int m = 0; m < Shape::TM; ++m) {
+#pragma unroll
+            for (int n = 0; n < Shape::TN; ++n) {
+              if (m == em && n == en) {
+                acc0 = st.acc0[m][n];
+              }
             }
           }
+          ef0 = true;
+          ec0_0 = (acc0 > 0.0f);
+          (void)ef0;  // marked in pass 1: the row exists
+          gm::row_put(rw + 0, ec0_0);
+          if (td.holds(rw)) {  // dropped: its equal is appended from its slot
+            hit = true;
+            continue;
+          }
+          has = true;
+          e = sm * Shape::TN + sn;
         }
-        ef0 = true;
-        ec0_0 = (acc0 > 0.0f);
-        (void)ef0;  // marked in pass 1: the row exists
-        gm::row_put(rw + 0, ec0_0);
+        TD::set_row_bits(todo, sm, bits);
       }
-      if (!td.round(has, e, rw, todo, ov)) break;  // every thread, together
+      if (!td.round(has, e, rw, hit, todo, ov)) break;  // every thread, together
     }
     gm::u64 row;
     // Every thread, together; false in all of them when the block has no row.
@@ -196,35 +213,39 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
         }
         ++row;
       }
+#pragma unroll
+      for (int sm = 0; sm < Shape::TM; ++sm) {
+        unsigned bits = TD::row_bits(ov, sm);
 #pragma unroll 1
-      for (;;) {
-        int e = 0;
-        if (!TD::next(ov, e)) break;
-        const int em = e / Shape::TN, en = e % Shape::TN;
-        const int i = st.i0 + st.tmap.row(em);
-        const int j = st.j0 + st.tmap.col(en);
-        bool ef0 = false;
-        bool ec0_0 = bool();
-        float acc0 = float();
+        while (bits != 0u) {
+          const int sn = __ffs(int(bits)) - 1;
+          bits &= bits - 1u;
+          const int em = sm, en = sn;
+          const int i = st.i0 + st.tmap.row(em);
+          const int j = st.j0 + st.tmap.col(en);
+          bool ef0 = false;
+          bool ec0_0 = bool();
+          float acc0 = float();
 #pragma unroll
-        for (int m = 0; m < Shape::TM; ++m) {
+          for (int m = 0; m < Shape::TM; ++m) {
 #pragma unroll
-          for (int n = 0; n < Shape::TN; ++n) {
-            if (m == em && n == en) {
-              acc0 = st.acc0[m][n];
+            for (int n = 0; n < Shape::TN; ++n) {
+              if (m == em && n == en) {
+                acc0 = st.acc0[m][n];
+              }
             }
           }
+          ef0 = true;
+          ec0_0 = (acc0 > 0.0f);
+          (void)ef0;  // marked in pass 1: the row exists
+          if (row < la0.capacity) {
+            reinterpret_cast<bool*>(a.list0_col0)[row] = ec0_0;
+            reinterpret_cast<int*>(a.list0_b)[row] = b;
+            reinterpret_cast<int*>(a.list0_i)[row] = i;
+            reinterpret_cast<int*>(a.list0_j)[row] = j;
+          }
+          ++row;
         }
-        ef0 = true;
-        ec0_0 = (acc0 > 0.0f);
-        (void)ef0;  // marked in pass 1: the row exists
-        if (row < la0.capacity) {
-          reinterpret_cast<bool*>(a.list0_col0)[row] = ec0_0;
-          reinterpret_cast<int*>(a.list0_b)[row] = b;
-          reinterpret_cast<int*>(a.list0_i)[row] = i;
-          reinterpret_cast<int*>(a.list0_j)[row] = j;
-        }
-        ++row;
       }
     }
   }

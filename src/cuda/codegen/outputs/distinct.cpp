@@ -3,6 +3,17 @@
 // so a tile whose pairs emit few distinct rows appends each of them once instead of once per
 // pair. The device hash set after the kernel (lists/order.cpp) still removes repeats across
 // tiles. A list whose table does not fit (rows too wide) appends its rows as a plain list does.
+//
+// Before each round of the table's claims, every thread sweeps its marked pairs: rows the table
+// holds already are dropped right there (read-only look-ups, td.holds), and the first row it
+// does not hold is the thread's candidate for the round. Without the sweep a thread spent one
+// round (two block barriers) per marked pair, even with nearly all of its rows in the table. The
+// sweep needs no barrier of its own (the table is still between rounds; gamut_distinct.cuh),
+// and td.round hears whether it dropped rows (`hit`: no sign of a full table). The
+// sweep and the overflow stores render rows in a loop unrolled over the map's rows, with a
+// run-time loop over the row's marked pairs inside: the accumulator pick is then a select over
+// one row's TN accumulators, not over all TM x TN (a 64-way chain of compares and selects per
+// rendered row on an 8 x 8 map).
 #include <algorithm>
 
 #include "cuda/codegen/outputs/lists.h"
@@ -46,15 +57,35 @@ class DistinctRows final : public ListRows {
     c.line("gm::opaque_bits(todo);");
     c.line("#pragma unroll 1");
     c.open("for (;;)");
+    // The sweep (see above): one copy of the row's code per map row, sm static.
+    c.line("// Sweep: rows the table holds are dropped; the first other row is this round's candidate.");
     c.line("int e = 0;");
-    c.line("const bool has = TD::next(todo, e);");
+    c.line("bool has = false, hit = false;");
+    // Without these, each map row's addresses were computed once for all rounds and held: spills
+    // (distinct_if_batched at 128x128x8/8x8 on sm_90a).
+    c.line("gm::opaque(" + M.tile_row0 + ");  // the rows' addresses per round, not held across rounds");
+    c.line("gm::opaque(" + M.tile_col0 + ");");
     c.line("unsigned rw[" + words + "] = {};");
-    c.open("if (has)");
-    pair_row(c);
+    c.line("#pragma unroll");
+    c.open("for (int sm = 0; sm < " + M.rows + "; ++sm)");
+    c.line("unsigned bits = TD::row_bits(todo, sm);");
+    c.line("#pragma unroll 1");
+    c.open("while (!has && bits != 0u)");
+    c.line("const int sn = __ffs(int(bits)) - 1;");
+    c.line("bits &= bits - 1u;");
+    pair_row(c, "sm", "sn");
     for (size_t k = 0; k < lo.columns.size(); ++k)
       c.line("gm::row_put(rw + " + to_string(at[k]) + ", ec" + n_ + "_" + to_string(k) + ");");
-    c.close();
-    c.line("if (!td.round(has, e, rw, todo, ov)) break;  // every thread, together");
+    c.line("if (td.holds(rw)) {  // dropped: its equal is appended from its slot");
+    c.line("  hit = true;");
+    c.line("  continue;");
+    c.line("}");
+    c.line("has = true;");
+    c.line("e = sm * " + M.cols + " + sn;");
+    c.close();  // while
+    c.line("TD::set_row_bits(todo, sm, bits);");
+    c.close();  // sm
+    c.line("if (!td.round(has, e, rw, hit, todo, ov)) break;  // every thread, together");
     c.close();
     c.line("gm::u64 row;");
     c.line("// Every thread, together; false in all of them when the block has no row.");
@@ -80,18 +111,22 @@ class DistinctRows final : public ListRows {
     c.close();
     c.line("++row;");
     c.close();  // slots
-    // Overflow rows: rendered again, as a plain list's.
+    // Overflow rows: rendered again, as a plain list's (per map row, as the sweep).
+    c.line("#pragma unroll");
+    c.open("for (int sm = 0; sm < " + M.rows + "; ++sm)");
+    c.line("unsigned bits = TD::row_bits(ov, sm);");
     c.line("#pragma unroll 1");
-    c.open("for (;;)");
-    c.line("int e = 0;");
-    c.line("if (!TD::next(ov, e)) break;");
-    pair_row(c);
+    c.open("while (bits != 0u)");
+    c.line("const int sn = __ffs(int(bits)) - 1;");
+    c.line("bits &= bits - 1u;");
+    pair_row(c, "sm", "sn");
     vals.clear();
     for (size_t k = 0; k < lo.columns.size(); ++k) vals.push_back("ec" + n_ + "_" + to_string(k));
     c.open("if (row < la" + n_ + ".capacity)");
     store(c, vals, "i", "j");
     c.close();
     c.line("++row;");
+    c.close();  // while
     c.close();  // overflow
     c.close();  // reserve
     c.close();

@@ -129,9 +129,11 @@ void ListRows::rows_compact(Code& c) {
 // The accumulators are picked with static indices (a run-time index would move every
 // accumulator to local memory); one copy of the statements then serves every pair, where rows()
 // unrolls them rows x cols times.
-void ListRows::pair_row(Code& c) {
+void ListRows::pair_row(Code& c) { pair_row(c, "e / " + X.map.cols, "e % " + X.map.cols); }
+
+void ListRows::pair_row(Code& c, const std::string& em, const std::string& en) {
   const AccumulatorMap& M = X.map;
-  c.line("const int em = e / " + M.cols + ", en = e % " + M.cols + ";");
+  c.line("const int em = " + em + ", en = " + en + ";");
   c.line("const int i = " + X.coords->row_at(M.tile_row0 + " + " + M.row("em")) + ";");
   c.line("const int j = " + X.coords->col_at(M.tile_col0 + " + " + M.col("en")) + ";");
   row_decls(c);

@@ -36,6 +36,9 @@ class ListRows {
   // The row of the thread's pair `e` (a run-time m * cols + n) into efN / ecN_k (and ekN), with
   // i, j and that pair's accumulators in scope.
   void pair_row(Code& c);
+  // The same for the pair at map indices em, en (expressions, e.g. a static em of an unrolled
+  // loop: the accumulator pick is then a select over one row).
+  void pair_row(Code& c, const std::string& em, const std::string& en);
   void row_decls(Code& c);  // efN, ecN_k, ekN
   // The list's Emit statement rendered as the whole row (columns, key).
   void emit_row(const Stmt& s, Code& out) const;

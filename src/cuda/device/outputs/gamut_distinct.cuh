@@ -8,20 +8,30 @@
 // differ, as do NaNs with different bits, exactly as finalize_list's distinct. A hash only
 // picks where to look; equality is always the full comparison of the words.
 //
-// Rounds, with no thread ever waiting on another except at the block's barriers: in each, every
-// thread with a marked pair left renders the next one's row into `stage`; after a barrier each
+// Rounds, with no thread ever waiting on another except at the block's barriers. Before each
+// round every thread sweeps its marked pairs in order (the generated code): it renders a pair's
+// row and looks it up in the table, read-only (holds); a row the table holds is dropped there
+// and then, and the first row it does not hold becomes the thread's candidate for the round
+// (later pairs wait for the next sweep). So a thread whose rows are mostly in the table already
+// spends one round on its next new row, not one per pair. The table does not change during a
+// sweep: claims happen only between a round's two barriers, and an owner's row is in `uniq`
+// before the second one (below), so a sweep needs no barrier of its own.
+//
+// In the round, every thread with a candidate stages its row in `stage`; after a barrier each
 // such thread (the lowest lane of the warp's lanes with that row) probes the shared table from
 // the row's hash. An atomicCAS on an empty slot makes it the slot's owner (the entry holds its
 // thread id); a taken slot holds either a row of an earlier round (in `uniq`) or another
 // thread's candidate of this round (in `stage`): equal rows are dropped, other rows probe on.
-// After the second barrier the owners copy their rows to `uniq` and mark their entries final
-// (kFinal | thread | pair). A row that finds neither its
-// equal nor an empty slot within PROBES slots overflows: it is appended as it is, like a plain
-// list's row. When more than 3/4 of a round's rows overflow, the table is full of other rows
-// and every remaining pair of the tile overflows at once: no more rounds are spent on it, and
-// no row is rendered twice in vain. (A tile of all-distinct rows stops after about SLOTS /
-// THREADS + 1 rounds; one with twice SLOTS values, each repeated, keeps going and still drops
-// about half its rows.)
+// The owners copy their rows to `uniq` before the second barrier (in the round, a slot's `uniq`
+// row is read only once its entry is final) and mark their entries final (kFinal | thread |
+// pair) after it. A row that finds neither its equal nor an empty slot within PROBES slots
+// overflows: it is appended as it is, like a plain list's row. When more than 3/4 of a round's
+// candidates overflow, not counting those of threads whose sweep dropped rows in the round, the
+// table is full of other rows and every remaining pair of the tile overflows at once: no more
+// rounds are spent on it, and no row is rendered twice in vain. (A tile of all-distinct rows
+// stops after about SLOTS / THREADS + 1 rounds, the sweep adding one look-up per thread and
+// round; one with twice SLOTS values, each repeated, keeps going and still drops about half its
+// rows.)
 //
 // At the end, one reservation per block (BlockAppend::reserve_rows) covers every final slot's
 // row and every overflow row; slot rows are stored from `uniq` with the (b, i, j) of the pair
@@ -56,34 +66,56 @@ template <class Shape, int WORDS, int SLOTS>
 struct TileDistinct {
   static_assert(SLOTS >= 32 && (SLOTS & (SLOTS - 1)) == 0, "SLOTS must be a power of two");
   static_assert(Shape::THREADS <= 1024 && Shape::TM * Shape::TN <= 256, "entry layout: 10 + 8 bits");
+  static_assert(Shape::TN <= 32, "a map row's pairs in one word (row_bits)");
   static constexpr int W = (Shape::TM * Shape::TN + 31) / 32;
-  static constexpr int PROBES = 16;   // linear probing at half load still finds room
+  static constexpr int PROBES = 16;  // linear probing at half load still finds room
   static constexpr unsigned kEmpty = 0xffffffffu;
-  static constexpr unsigned kFinal = 0x80000000u;   // | thread << 8 | pair: a slot of an earlier round
+  static constexpr unsigned kFinal = 0x80000000u;  // | thread << 8 | pair: a slot of an earlier round
   // Shared memory used, at a 16-byte aligned offset (the code generator's smem_plan).
   static constexpr int BYTES = 4 * (SLOTS + SLOTS * WORDS + Shape::THREADS * WORDS);
 
-  unsigned* table;   // (SLOTS,): kEmpty, a thread id (claimed this round), or a final entry
-  unsigned* uniq;    // (SLOTS, WORDS): the row of each final slot
-  unsigned* stage;   // (WORDS, THREADS): this round's candidates, word-major (no bank conflicts)
+  unsigned* table;  // (SLOTS,): kEmpty, a thread id (claimed this round), or a final entry
+  unsigned* uniq;   // (SLOTS, WORDS): the row of each final slot
+  unsigned* stage;  // (WORDS, THREADS): this round's candidates, word-major (no bank conflicts)
 
   // Every thread calls it; `smem` may be what the mainloop or an earlier list used.
   GM_DEV explicit TileDistinct(unsigned char* smem)
       : table(reinterpret_cast<unsigned*>(smem)),
         uniq(reinterpret_cast<unsigned*>(smem) + SLOTS),
         stage(reinterpret_cast<unsigned*>(smem) + SLOTS + SLOTS * WORDS) {
-    tile_sync<Shape::THREADS>();   // earlier users of the space are done
+    tile_sync<Shape::THREADS>();  // earlier users of the space are done
     for (int s = int(threadIdx.x); s < SLOTS; s += Shape::THREADS) table[s] = kEmpty;
-    // (the first round's barrier orders these before any probe)
+    tile_sync<Shape::THREADS>();  // before the first sweep reads the table
   }
 
-  // The lowest pair e set in bits, cleared; false when none is left. Static indices only (the
-  // bits stay in registers).
-  GM_DEV static bool next(unsigned (&bits)[W], int& e) { return next_bit(bits, e); }
+  // Sets pair e's bit. Every word written, with static indices: a store under `w == e / 32`
+  // became one store at bits[e / 32], a run-time index that put the bits in local memory.
   GM_DEV static void set(unsigned (&bits)[W], int e) {
 #pragma unroll
-    for (int w = 0; w < W; ++w)
-      if (w == e / 32) bits[w] |= 1u << (e % 32);
+    for (int w = 0; w < W; ++w) bits[w] |= (w == e / 32 ? 1u : 0u) << (e % 32);
+  }
+
+  // The TN bits of map row m (bit n: pair m * TN + n) and their replacement. m is static after
+  // unrolling, so the words and shifts fold; the loops over w keep the indices static anyway.
+  GM_DEV static unsigned row_bits(const unsigned (&bits)[W], int m) {
+    const int o = m * Shape::TN, sh = o % 32;
+    unsigned x = 0u;
+#pragma unroll
+    for (int w = 0; w < W; ++w) {
+      if (w == o / 32) x |= bits[w] >> sh;
+      if (sh + Shape::TN > 32 && w == o / 32 + 1) x |= bits[w] << (32 - sh);  // the row spans two words
+    }
+    return Shape::TN == 32 ? x : x & ((1u << (Shape::TN % 32)) - 1u);
+  }
+  GM_DEV static void set_row_bits(unsigned (&bits)[W], int m, unsigned x) {
+    const int o = m * Shape::TN, sh = o % 32;
+    const unsigned mask = Shape::TN == 32 ? 0xffffffffu : (1u << (Shape::TN % 32)) - 1u;
+    x &= mask;
+#pragma unroll
+    for (int w = 0; w < W; ++w) {
+      if (w == o / 32) bits[w] = (bits[w] & ~(mask << sh)) | (x << sh);
+      if (sh + Shape::TN > 32 && w == o / 32 + 1) bits[w] = (bits[w] & ~(mask >> (32 - sh))) | (x >> (32 - sh));
+    }
   }
 
   GM_DEV static unsigned hash(const unsigned (&r)[WORDS]) {
@@ -93,7 +125,7 @@ struct TileDistinct {
       h = (h ^ r[k]) * 0xcc9e2d51u;
       h ^= h >> 15;
     }
-    h ^= h >> 16;   // murmur3's finaliser: every word bit reaches the low (slot) bits
+    h ^= h >> 16;  // murmur3's finaliser: every word bit reaches the low (slot) bits
     h *= 0x85ebca6bu;
     h ^= h >> 13;
     h *= 0xc2b2ae35u;
@@ -107,16 +139,32 @@ struct TileDistinct {
     return eq;
   }
 
-  // One round; every thread calls it. has: this thread's candidate is pair e with row r.
-  // Overflow rows go to ov; when the table is found full, so does the rest of todo. Returns
-  // false when no thread had a candidate or the table is full (no further rounds).
-  GM_DEV bool round(bool has, int e, const unsigned (&r)[WORDS], unsigned (&todo)[W], unsigned (&ov)[W]) {
+  // The sweep's look-up, read-only: the table holds row r (a slot of an earlier round has it, so
+  // its equal is appended from there). Between rounds an entry is kEmpty or taken, and a taken
+  // slot's row is in `uniq` (entries still turn from a thread id to final while a sweep reads:
+  // either way the slot is taken).
+  GM_DEV bool holds(const unsigned (&r)[WORDS]) const {
+    unsigned h = hash(r) & unsigned(SLOTS - 1);
+#pragma unroll 1
+    for (int p = 0; p < PROBES; ++p) {
+      if (*reinterpret_cast<volatile const unsigned*>(&table[h]) == kEmpty) return false;
+      if (same(r, uniq + h * WORDS, 1)) return true;
+      h = (h + 1u) & unsigned(SLOTS - 1);
+    }
+    return false;
+  }
+
+  // One round; every thread calls it. has: this thread's candidate is pair e with row r; hit:
+  // this round's sweep dropped a row of this thread. Overflow rows go to ov; when the table is
+  // found full, so does the rest of todo. Returns false when no thread had a candidate or the
+  // table is full (no further rounds).
+  GM_DEV bool round(bool has, int e, const unsigned (&r)[WORDS], bool hit, unsigned (&todo)[W], unsigned (&ov)[W]) {
     const int tid = int(threadIdx.x);
     if (has) {
 #pragma unroll
       for (int k = 0; k < WORDS; ++k) stage[k * Shape::THREADS + tid] = r[k];
     }
-    const int live = tile_sync_count<Shape::THREADS>(has);   // stage and the last round's slots are visible
+    const int live = tile_sync_count<Shape::THREADS>(has);  // stage and the last round's slots are visible
     if (live == 0) return false;
     // Lanes of a warp with the same row: only the lowest one probes, the others are its
     // duplicates (a match over every word is the full comparison). With heavy repetition this
@@ -148,14 +196,18 @@ struct TileDistinct {
         h = (h + 1u) & unsigned(SLOTS - 1);
       }
     }
-    const int overflowed = tile_sync_count<Shape::THREADS>(over);   // every probe of the round is done
-    if (over) set(ov, e);
-    if (slot >= 0) {
+    if (slot >= 0) {  // read only once the entry is final, or by the sweep after the barrier
 #pragma unroll
       for (int k = 0; k < WORDS; ++k) uniq[slot * WORDS + k] = r[k];
-      table[slot] = kFinal | (unsigned(tid) << 8) | unsigned(e);
     }
-    if (4 * overflowed > 3 * live) {   // the same in every thread
+    // Every probe of the round is done. The sweep leaves only rows the table lacks as candidates,
+    // so a candidate that overflows after its thread's sweep dropped rows is no sign of a full
+    // table: those rows do not count towards the 3/4 (with ~2 SLOTS values spread over the
+    // threads, counting them stopped the rounds after ~6 and appended ~2.6x the rows).
+    const int overflowed = tile_sync_count<Shape::THREADS>(over && !hit);
+    if (over) set(ov, e);
+    if (slot >= 0) table[slot] = kFinal | (unsigned(tid) << 8) | unsigned(e);
+    if (4 * overflowed > 3 * live) {  // the same in every thread
 #pragma unroll
       for (int w = 0; w < W; ++w) {
         ov[w] |= todo[w];
@@ -169,7 +221,7 @@ struct TileDistinct {
   // After the rounds, every thread: reserves the rows of this thread's slots (s = tid + x *
   // THREADS) and of its overflow pairs, one global atomic per block. As BlockAppend::reserve.
   GM_DEV bool reserve(const unsigned (&ov)[W], u64* counter, u64& first) const {
-    tile_sync<Shape::THREADS>();   // the last round's slots are final
+    tile_sync<Shape::THREADS>();  // the last round's slots are final
     unsigned mine = 0;
     for (int s = int(threadIdx.x); s < SLOTS; s += Shape::THREADS) mine += table[s] != kEmpty ? 1u : 0u;
 #pragma unroll
