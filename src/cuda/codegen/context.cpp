@@ -75,6 +75,11 @@ std::string KernelContext::pass_test() const {
   return " && ((" + map.bit("pass", "m", "n") + " >> " + map.bit_shift("m", "n") + ") & 1u) != 0";
 }
 
+long KernelContext::tile_ranks_offset() const {
+  const size_t off = round16(S.epilogue), bytes = size_t(T.bm) * size_t(T.bn) * 4;
+  return off + bytes <= smem_bytes ? long(off) : -1;
+}
+
 bool KernelContext::runs_along_j(int d) const { return coords->positions_are_indices() && output_runs_along_j(P, d); }
 
 }  // namespace gamut::cuda::cg

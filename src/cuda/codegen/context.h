@@ -75,6 +75,9 @@ struct KernelContext {
   std::string pass_test() const;
   // Project outputs stored in vector runs along j.
   bool runs_along_j(int d) const;
+  // Where top/bottom lists keep the tile's BM x BN ranks (u32): after the operators' tables, in
+  // space the kernel has anyway (smem_bytes); -1 where it has not (the ranks are recomputed).
+  long tile_ranks_offset() const;
 };
 
 }  // namespace gamut::cuda::cg

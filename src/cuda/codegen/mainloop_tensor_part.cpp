@@ -107,13 +107,17 @@ class TensorMainloop final : public Mainloop {
     return m;
   }
 
-  // Top / bottom lists' selection passes, and `when` pass bits held through the mainloop, next
-  // to the accumulators spilled at 128 registers per thread (ptxas, sm_90a, every math): those
-  // kernels get the whole register file.
+  // `when` pass bits held through the mainloop, and top / bottom lists' selection passes that
+  // compute ranks again from the accumulators, spilled at 128 registers per thread next to the
+  // accumulators (ptxas, sm_90a, every math): those kernels get the whole register file. With
+  // the ranks in shared memory (tile_ranks_offset) the selection fits, and a second block per
+  // SM runs its products while one selects (bench/NOTES.md, session 12); except tf32x3, whose
+  // split operands spilled 4 bytes there.
   int min_blocks() const override {
     if (X.has_pass()) return 1;
+    const bool ranks_fit = X.tile_ranks_offset() >= 0 && spec_.math != InnerMath::Tf32x3;
     for (const ListOutput& l : P.lists)
-      if (l.mode == ListMode::Top || l.mode == ListMode::Bottom) return 1;
+      if ((l.mode == ListMode::Top || l.mode == ListMode::Bottom) && !ranks_fit) return 1;
     return tc_min_blocks(spec_);
   }
   std::string resources() const override { return "tensor-core mainloop " + spec_.tile.str(); }

@@ -74,7 +74,7 @@ struct Args {
 }  // namespace
 
 // dynamic shared memory: 81920 bytes; tensor-core mainloop 128x128x32/2x4/s4
-extern "C" __global__ void __launch_bounds__(256, 1) gamut_main(const Args a) {
+extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int row_begin = gm::arg_i32(a.row_begin), row_end = gm::arg_i32(a.row_end);
   const int col_begin = gm::arg_i32(a.col_begin), col_end = gm::arg_i32(a.col_end);

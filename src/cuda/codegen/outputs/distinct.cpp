@@ -7,9 +7,9 @@
 // Before each round of the table's claims, every thread sweeps its marked pairs: rows the table
 // holds already are dropped right there (read-only look-ups, td.holds), and the first row it
 // does not hold is the thread's candidate for the round. Without the sweep a thread spent one
-// round (two block barriers) per marked pair, even with nearly all of its rows in the table. The
-// sweep needs no barrier of its own (the table is still between rounds; gamut_distinct.cuh),
-// and td.round hears whether it dropped rows (`hit`: no sign of a full table). The
+// round (block barriers) per marked pair, even with nearly all of its rows in the table. The
+// table is still between rounds (each round ends with a barrier; gamut_distinct.cuh), and
+// td.round hears whether the sweep dropped rows (`hit`: no sign of a full table). The
 // sweep and the overflow stores render rows in a loop unrolled over the map's rows, with a
 // run-time loop over the row's marked pairs inside: the accumulator pick is then a select over
 // one row's TN accumulators, not over all TM x TN (a 64-way chain of compares and selects per

@@ -65,8 +65,8 @@ class TopBottomRows final : public ListRows {
       c.line("return gm::i64(b) * gextent + (" + (row ? tc.row_at(pos) : tc.col_at(pos)) + " - gfirst);");
       c.close(";");
     }
-    const size_t rank_off = round16(X.S.epilogue), rank_bytes = size_t(X.T.bm) * size_t(X.T.bn) * 4;
-    const bool stash = rank_off + rank_bytes <= X.smem_bytes;
+    const long rank_off = X.tile_ranks_offset();
+    const bool stash = rank_off >= 0;
     c.open(std::string("const auto ") + (stash ? "rank_of" : "rank") + " = [&](int m, int n) -> unsigned");
     // The selection ranks every pair of the thread, present or not. A key that reads operands
     // (qn[i] + xn[j] - 2 * dot) reads them at the last row / column of the ranges for pairs past
@@ -100,7 +100,8 @@ class TopBottomRows final : public ListRows {
       c.line("#pragma unroll");
       c.open("for (int m = 0; m < " + M.rows + "; ++m)");
       c.line("#pragma unroll");
-      c.line("for (int n = 0; n < " + M.cols + "; ++n) rk" + n_ + "[(m * " + M.cols + " + n) * Shape::THREADS + int(threadIdx.x)] = rank_of(m, n);");
+      c.line("for (int n = 0; n < " + M.cols + "; ++n) rk" + n_ + "[(m * " + M.cols +
+             " + n) * Shape::THREADS + int(threadIdx.x)] = rank_of(m, n);");
       c.close();
       c.line("// Each thread reads only its own ranks: no barrier between the stores and the reads.");
       c.open("const auto rank = [&](int m, int n) -> unsigned");

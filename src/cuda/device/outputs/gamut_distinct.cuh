@@ -14,8 +14,8 @@
 // and then, and the first row it does not hold becomes the thread's candidate for the round
 // (later pairs wait for the next sweep). So a thread whose rows are mostly in the table already
 // spends one round on its next new row, not one per pair. The table does not change during a
-// sweep: claims happen only between a round's two barriers, and an owner's row is in `uniq`
-// before the second one (below), so a sweep needs no barrier of its own.
+// sweep: a round ends with a barrier after its owners mark their slots final, and the
+// constructor with one after it clears the table.
 //
 // In the round, every thread with a candidate stages its row in `stage`; after a barrier each
 // such thread (the lowest lane of the warp's lanes with that row) probes the shared table from
@@ -140,14 +140,13 @@ struct TileDistinct {
   }
 
   // The sweep's look-up, read-only: the table holds row r (a slot of an earlier round has it, so
-  // its equal is appended from there). Between rounds an entry is kEmpty or taken, and a taken
-  // slot's row is in `uniq` (entries still turn from a thread id to final while a sweep reads:
-  // either way the slot is taken).
+  // its equal is appended from there). Between rounds (after round()'s last barrier) an entry is
+  // kEmpty or final, and a final slot's row is in `uniq`.
   GM_DEV bool holds(const unsigned (&r)[WORDS]) const {
     unsigned h = hash(r) & unsigned(SLOTS - 1);
 #pragma unroll 1
     for (int p = 0; p < PROBES; ++p) {
-      if (*reinterpret_cast<volatile const unsigned*>(&table[h]) == kEmpty) return false;
+      if (table[h] == kEmpty) return false;
       if (same(r, uniq + h * WORDS, 1)) return true;
       h = (h + 1u) & unsigned(SLOTS - 1);
     }
@@ -215,6 +214,10 @@ struct TileDistinct {
       }
       return false;
     }
+    // The final entries are written before the next sweep reads the table: a sweep racing with
+    // them would still be right (taken either way) but is a shared-memory race to racecheck, and
+    // the barrier costs one per round, whose number the sweep keeps small.
+    tile_sync<Shape::THREADS>();
     return true;
   }
 
