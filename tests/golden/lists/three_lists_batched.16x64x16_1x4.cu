@@ -326,7 +326,6 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
       // Sweep: rows the table holds are dropped; the first other row is this round's candidate.
       int e = 0;
       bool has = false, hit = false;
-      int budget = TD::kSweepRows;  // a warp runs as long as its longest sweep
       gm::opaque(st.i0);  // the rows' addresses per round, not held across rounds
       gm::opaque(st.j0);
       unsigned rw[2] = {};
@@ -334,10 +333,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
       for (int sm = 0; sm < Shape::TM; ++sm) {
         unsigned bits = TD::row_bits(todo, sm);
 #pragma unroll 1
-        while (!has && budget > 0 && bits != 0u) {
+        while (!has && bits != 0u) {
           const int sn = __ffs(int(bits)) - 1;
           bits &= bits - 1u;
-          --budget;
           const int em = sm, en = sn;
           const int i = st.i0 + st.tmap.row(em);
           const int j = st.j0 + st.tmap.col(en);

@@ -61,7 +61,6 @@ class DistinctRows final : public ListRows {
     c.line("// Sweep: rows the table holds are dropped; the first other row is this round's candidate.");
     c.line("int e = 0;");
     c.line("bool has = false, hit = false;");
-    c.line("int budget = TD::kSweepRows;  // a warp runs as long as its longest sweep");
     // Without these, each map row's addresses were computed once for all rounds and held: spills
     // (distinct_if_batched at 128x128x8/8x8 on sm_90a).
     c.line("gm::opaque(" + M.tile_row0 + ");  // the rows' addresses per round, not held across rounds");
@@ -71,10 +70,9 @@ class DistinctRows final : public ListRows {
     c.open("for (int sm = 0; sm < " + M.rows + "; ++sm)");
     c.line("unsigned bits = TD::row_bits(todo, sm);");
     c.line("#pragma unroll 1");
-    c.open("while (!has && budget > 0 && bits != 0u)");
+    c.open("while (!has && bits != 0u)");
     c.line("const int sn = __ffs(int(bits)) - 1;");
     c.line("bits &= bits - 1u;");
-    c.line("--budget;");
     pair_row(c, "sm", "sn");
     for (size_t k = 0; k < lo.columns.size(); ++k)
       c.line("gm::row_put(rw + " + to_string(at[k]) + ", ec" + n_ + "_" + to_string(k) + ");");

@@ -69,11 +69,6 @@ struct TileDistinct {
   static_assert(Shape::TN <= 32, "a map row's pairs in one word (row_bits)");
   static constexpr int W = (Shape::TM * Shape::TN + 31) / 32;
   static constexpr int PROBES = 16;  // linear probing at half load still finds room
-  // Rows a thread renders per sweep at most. The lanes of a warp sweep together, so without a
-  // bound a warp ran as long as its lane with the most rows already held (areas, 256 values:
-  // ~140 rows rendered per warp and tile for ~37 per lane; bench/NOTES.md session 12); with
-  // it, those lanes take a few more rounds instead.
-  static constexpr int kSweepRows = 8;
   static constexpr unsigned kEmpty = 0xffffffffu;
   static constexpr unsigned kFinal = 0x80000000u;  // | thread << 8 | pair: a slot of an earlier round
   // Shared memory used, at a 16-byte aligned offset (the code generator's smem_plan).
@@ -160,20 +155,15 @@ struct TileDistinct {
 
   // One round; every thread calls it. has: this thread's candidate is pair e with row r; hit:
   // this round's sweep dropped a row of this thread. Overflow rows go to ov; when the table is
-  // found full, so does the rest of todo. Returns false when no thread had a candidate or a
-  // pair left, or the table is full (no further rounds). (Threads with pairs left but no
-  // candidate count as live in the 3/4 rule: it fires a little later, never wrongly.)
+  // found full, so does the rest of todo. Returns false when no thread had a candidate or the
+  // table is full (no further rounds).
   GM_DEV bool round(bool has, int e, const unsigned (&r)[WORDS], bool hit, unsigned (&todo)[W], unsigned (&ov)[W]) {
     const int tid = int(threadIdx.x);
     if (has) {
 #pragma unroll
       for (int k = 0; k < WORDS; ++k) stage[k * Shape::THREADS + tid] = r[k];
     }
-    // A thread whose sweep ran out of budget (kSweepRows) without a candidate still has pairs.
-    bool pending = false;
-#pragma unroll
-    for (int w = 0; w < W; ++w) pending = pending || todo[w] != 0u;
-    const int live = tile_sync_count<Shape::THREADS>(has || pending);  // stage and the last round's slots are visible
+    const int live = tile_sync_count<Shape::THREADS>(has);  // stage and the last round's slots are visible
     if (live == 0) return false;
     // Lanes of a warp with the same row: only the lowest one probes, the others are its
     // duplicates (a match over every word is the full comparison). With heavy repetition this
