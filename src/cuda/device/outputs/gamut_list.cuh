@@ -23,9 +23,11 @@
 //  - One bit per round, counted with warp reductions / shared atomics: 2-4-bit digits would
 //    halve or quarter the rounds but need a histogram per group (16x the shared counters,
 //    and per-pair atomics where one bit needs one per warp or row); not done.
-//  - No rank is held per pair: the selection calls rank(m, n), which the generated code
-//    computes again from the accumulators, so the largest tiles (128 accumulators per
-//    thread) do not spill. gm::opaque keeps the compiler from hoisting it out of the rounds.
+//  - No rank is held in registers per pair: the selection calls rank(m, n), which the
+//    generated code either reads from shared memory (each pair's rank computed once into the
+//    space the mainloop frees, where BM x BN words fit: tensor-core tiles) or computes again
+//    from the accumulators, so the largest tiles (128 accumulators per thread) do not spill.
+//    gm::opaque keeps the compiler from hoisting the recomputation out of the rounds.
 #pragma once
 #include "gamut_accumulator_map.cuh"
 #include "gamut_constants.cuh"
