@@ -13,8 +13,8 @@
 #include "cuda/codegen/codegen.h"
 #include "cuda/codegen/internal.h"
 #include "cuda/gpu_engine.h"
-#include "nvrtc_check.h"
 #include "list_plans.h"
+#include "nvrtc_check.h"
 #if GAMUT_HAVE_CUDA
 #include "cuda/runtime.h"
 #endif
@@ -28,8 +28,8 @@ using tp::list_query_of;
 
 namespace {
 
-using testnvrtc::kH100Sms;
 using testnvrtc::kH100Smem;
+using testnvrtc::kH100Sms;
 
 size_t count(const std::string& s, const std::string& what) {
   size_t n = 0;
@@ -73,8 +73,8 @@ TEST(ListCodegen, ThresholdSlots) {
     };
     for (size_t l = 0; l < p.lists.size(); ++l) {
       const ArgLayout::ListSlots& s = A.lists[l];
-      const bool tb = (p.lists[l].mode == ListMode::Top || p.lists[l].mode == ListMode::Bottom) &&
-                      p.lists[l].key != kNoExpr;
+      const bool tb =
+          (p.lists[l].mode == ListMode::Top || p.lists[l].mode == ListMode::Bottom) && p.lists[l].key != kNoExpr;
       EXPECT_EQ(s.threshold >= 0, tb);
       for (int x : {s.counter, s.capacity, s.b, s.i, s.j}) take(x);
       for (int x : s.cols) take(x);
@@ -95,7 +95,8 @@ TEST(ListCodegen, SourceShape) {
       // Distinct lists reserve their table's rows and overflow rows (gm::TileDistinct).
       const bool distinct = p.lists[l].mode == ListMode::Distinct;
       EXPECT_EQ(count(src, "gm::BlockAppend<Shape>::reserve(pr" + n + ", la" + n + ".counter, row)"),
-                distinct ? 0u : 1u) << src;
+                distinct ? 0u : 1u)
+          << src;
       EXPECT_EQ(count(src, "td.reserve(ov, la" + n + ".counter, row)"), distinct ? 1u : 0u) << src;
       const bool tb = p.lists[l].mode == ListMode::Top || p.lists[l].mode == ListMode::Bottom;
       const std::string per = p.lists[l].per == PerGroup::Row ? "1" : p.lists[l].per == PerGroup::Col ? "2" : "0";
@@ -174,13 +175,17 @@ TEST(ListCodegen, DistinctSharedMemory) {
     SCOPED_TRACE(name);
     const Plan p = tp::distinct_query(q);
     const cg::SmemPlan s = cg::smem_plan(p, t);
-    if (p.lists.size() > 1) EXPECT_GT(s.distinct_slots[1], 0);   // the same region, in turn
+    if (p.lists.size() > 1) EXPECT_GT(s.distinct_slots[1], 0);  // the same region, in turn
     int words = 0;
     for (const ListColumn& c : p.lists[0].columns) words += c.type == CType::I64 || c.type == CType::F64 ? 2 : 1;
     EXPECT_EQ(s.distinct_words[0], words);
-    auto bytes_at = [&](int slots) { return 4 * size_t(slots * (1 + words) + t.threads() * words); };
-    EXPECT_EQ(s.distinct_slots[0], bytes_at(1024) <= cg::kDistinctBudget ? 1024 : 512);
-    const size_t bytes = bytes_at(s.distinct_slots[0]);
+    // The table, its rows, and the staged candidates of every thread (several where they fit).
+    auto bytes_at = [&](int slots, int cands) { return 4 * size_t(slots * (1 + words) + cands * t.threads() * words); };
+    EXPECT_EQ(s.distinct_slots[0], bytes_at(1024, 1) <= cg::kDistinctBudget ? 1024 : 512);
+    const int cands =
+        bytes_at(s.distinct_slots[0], cg::kDistinctCandidates) <= cg::kDistinctBudget ? cg::kDistinctCandidates : 1;
+    EXPECT_EQ(s.distinct_cands[0], cands);
+    const size_t bytes = bytes_at(s.distinct_slots[0], cands);
     EXPECT_LE(bytes, cg::kDistinctBudget);
     EXPECT_EQ(s.distinct_off % 16, 0);
     // After the aggregate table (when there is one), inside what the kernel is launched with.
@@ -188,8 +193,10 @@ TEST(ListCodegen, DistinctSharedMemory) {
       if (off >= 0) EXPECT_GE(s.distinct_off, off + long(s.table_slots) * 12);
     EXPECT_GE(kernel_info(p, t).smem_bytes, size_t(s.distinct_off) + bytes);
     const std::string src = generate_source(p, t);
-    EXPECT_GE(count(src, "gm::TileDistinct<Shape, " + std::to_string(words) + ", " +
-                             std::to_string(s.distinct_slots[0]) + "> TD;"), 1u);
+    EXPECT_GE(
+        count(src, "gm::TileDistinct<Shape, " + std::to_string(words) + ", " + std::to_string(s.distinct_slots[0]) +
+                       (cands > 1 ? ", " + std::to_string(cands) : std::string()) + "> TD;"),
+        1u);
     EXPECT_EQ(count(src, "TD td(smem + " + std::to_string(s.distinct_off) + ");"), p.lists.size());
   }
   // Small tiles get fewer slots: a quarter of their pairs.
@@ -213,8 +220,8 @@ TEST(ListCodegen, DistinctKernelsCompile) {
 #if !GAMUT_HAVE_CUDA
   GTEST_SKIP() << "built without CUDA: no NVRTC";
 #else
-  const char* tiles[] = {"128x128x8/8x8", "32x32x8/4x4", "64x32x4/4x2", "16x64x16/1x4", "128x256x8/8x16",
-                         "32x16x32/2x2"};
+  const char* tiles[] = {"128x128x8/8x8", "32x32x8/4x4",    "64x32x4/4x2",
+                         "16x64x16/1x4",  "128x256x8/8x16", "32x16x32/2x2"};
   for (const auto& [name, q] : distinct_queries()) {
     const Plan p = tp::distinct_query(q);
     for (const char* tile : tiles) {

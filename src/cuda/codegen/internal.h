@@ -18,6 +18,7 @@ namespace gamut::cuda::cg {
 // The constants the host shares with the device code (table slots, chunk size, stages, ...).
 using gm::kChunk;
 using gm::kDistinctBudget;
+using gm::kDistinctCandidates;
 using gm::kDistinctMinSlots;
 using gm::kDistinctSlots;
 using gm::kStages;
@@ -72,7 +73,7 @@ struct SmemPlan {
   int table_slots = kTableSlots;
   // Distinct lists, per list: TileDistinct's slots and row words (0 slots: no pre-dedup). The
   // lists take turns in one region at distinct_off, after the tables.
-  std::vector<int> distinct_slots, distinct_words;
+  std::vector<int> distinct_slots, distinct_words, distinct_cands;
   long distinct_off = -1;
   size_t epilogue = 0;  // (the epilogue reuses the mainloop's space)
   size_t total() const { return mainloop > epilogue ? mainloop : epilogue; }

@@ -159,8 +159,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) gamut_main(const Args a) {
    {
     // S: each distinct row of the tile once (gm::TileDistinct), then the rows that
     // found no room in the table.
-    typedef gm::TileDistinct<Shape, 2, 1024> TD;
-    static_assert(TD::BYTES <= 14336, "shared memory plan");
+    typedef gm::TileDistinct<Shape, 2, 1024, 4> TD;
+    static_assert(TD::BYTES <= 20480, "shared memory plan");
     TD td(smem + 0);
     unsigned todo[TD::W], ov[TD::W];
 #pragma unroll
@@ -168,17 +168,18 @@ extern "C" __global__ void __launch_bounds__(256, 1) gamut_main(const Args a) {
     gm::opaque_bits(todo);
 #pragma unroll 1
     for (;;) {
-      // Sweep: rows the table holds are dropped; the first other row is this round's candidate.
-      int e = 0;
-      bool has = false, hit = false;
+      // Sweep: rows the table holds are dropped; the first TD::CANDS other rows are this
+      // thread's candidates (staged; pairs 8 bits each in epack), each offered in a round of its own.
+      int found = 0;
+      unsigned epack = 0u;
+      bool hit = false;
       gm::opaque(st.i0);  // the rows' addresses per round, not held across rounds
       gm::opaque(st.j0);
-      unsigned rw[2] = {};
 #pragma unroll
       for (int sm = 0; sm < Shape::TM; ++sm) {
         unsigned bits = TD::row_bits(todo, sm);
 #pragma unroll 1
-        while (!has && bits != 0u) {
+        while (found < TD::CANDS && bits != 0u) {
           const int sn = __ffs(int(bits)) - 1;
           bits &= bits - 1u;
           const int em = sm, en = sn;
@@ -203,18 +204,31 @@ extern "C" __global__ void __launch_bounds__(256, 1) gamut_main(const Args a) {
             ec0_1 = gm::widen(gp3[gm::i64(b) * gbs3 + gm::i64(j)]);
           }
           (void)ef0;  // marked in pass 1: the row exists
+          unsigned rw[2];
           gm::row_put(rw + 0, ec0_0);
           gm::row_put(rw + 1, ec0_1);
           if (td.holds(rw)) {  // dropped: its equal is appended from its slot
             hit = true;
             continue;
           }
-          has = true;
-          e = sm * Shape::TN + sn;
+          td.offer(found, rw);
+          epack |= unsigned(sm * Shape::TN + sn) << (8 * found);
+          ++found;
         }
         TD::set_row_bits(todo, sm, bits);
       }
-      if (!td.round(has, e, rw, hit, todo, ov)) break;  // every thread, together
+      int state = TD::kNext;
+#pragma unroll 1
+      for (int x = 0; x < TD::CANDS; ++x) {
+        state = td.round(x, x < found, int((epack >> (8 * x)) & 255u), hit, todo, ov);  // every thread, together
+        if (state == TD::kNext) continue;
+        // Full: this thread's later candidates overflow too. Idle after round 0: the next sweep.
+        if (state == TD::kFull)
+          for (int y = x + 1; y < found; ++y) TD::set(ov, int((epack >> (8 * y)) & 255u));
+        if (state == TD::kIdle && x > 0) state = TD::kNext;
+        break;
+      }
+      if (state != TD::kNext) break;  // no candidate anywhere, or the table is full
     }
     gm::u64 row;
     // Every thread, together; false in all of them when the block has no row.

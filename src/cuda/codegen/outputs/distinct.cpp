@@ -47,7 +47,9 @@ class DistinctRows final : public ListRows {
     c.open("");
     c.line("// " + lo.name + ": each distinct row of the tile once (gm::TileDistinct), then the rows that");
     c.line("// found no room in the table.");
-    c.line("typedef gm::TileDistinct<Shape, " + words + ", " + to_string(slots) + "> TD;");
+    const int cands = X.S.distinct_cands[l_];
+    c.line("typedef gm::TileDistinct<Shape, " + words + ", " + to_string(slots) +
+           (cands > 1 ? ", " + to_string(cands) : std::string()) + "> TD;");
     c.line("static_assert(TD::BYTES <= " + to_string(X.S.epilogue - size_t(X.S.distinct_off)) +
            ", \"shared memory plan\");");
     c.line("TD td(smem + " + to_string(X.S.distinct_off) + ");");
@@ -58,34 +60,48 @@ class DistinctRows final : public ListRows {
     c.line("#pragma unroll 1");
     c.open("for (;;)");
     // The sweep (see above): one copy of the row's code per map row, sm static.
-    c.line("// Sweep: rows the table holds are dropped; the first other row is this round's candidate.");
-    c.line("int e = 0;");
-    c.line("bool has = false, hit = false;");
+    c.line("// Sweep: rows the table holds are dropped; the first TD::CANDS other rows are this");
+    c.line("// thread's candidates (staged; pairs 8 bits each in epack), each offered in a round of its own.");
+    c.line("int found = 0;");
+    c.line("unsigned epack = 0u;");
+    c.line("bool hit = false;");
     // Without these, each map row's addresses were computed once for all rounds and held: spills
     // (distinct_if_batched at 128x128x8/8x8 on sm_90a).
     c.line("gm::opaque(" + M.tile_row0 + ");  // the rows' addresses per round, not held across rounds");
     c.line("gm::opaque(" + M.tile_col0 + ");");
-    c.line("unsigned rw[" + words + "] = {};");
     c.line("#pragma unroll");
     c.open("for (int sm = 0; sm < " + M.rows + "; ++sm)");
     c.line("unsigned bits = TD::row_bits(todo, sm);");
     c.line("#pragma unroll 1");
-    c.open("while (!has && bits != 0u)");
+    c.open("while (found < TD::CANDS && bits != 0u)");
     c.line("const int sn = __ffs(int(bits)) - 1;");
     c.line("bits &= bits - 1u;");
     pair_row(c, "sm", "sn");
+    c.line("unsigned rw[" + words + "];");
     for (size_t k = 0; k < lo.columns.size(); ++k)
       c.line("gm::row_put(rw + " + to_string(at[k]) + ", ec" + n_ + "_" + to_string(k) + ");");
     c.line("if (td.holds(rw)) {  // dropped: its equal is appended from its slot");
     c.line("  hit = true;");
     c.line("  continue;");
     c.line("}");
-    c.line("has = true;");
-    c.line("e = sm * " + M.cols + " + sn;");
+    c.line("td.offer(found, rw);");
+    c.line("epack |= unsigned(sm * " + M.cols + " + sn) << (8 * found);");
+    c.line("++found;");
     c.close();  // while
     c.line("TD::set_row_bits(todo, sm, bits);");
     c.close();  // sm
-    c.line("if (!td.round(has, e, rw, hit, todo, ov)) break;  // every thread, together");
+    c.line("int state = TD::kNext;");
+    c.line("#pragma unroll 1");
+    c.open("for (int x = 0; x < TD::CANDS; ++x)");
+    c.line("state = td.round(x, x < found, int((epack >> (8 * x)) & 255u), hit, todo, ov);  // every thread, together");
+    c.line("if (state == TD::kNext) continue;");
+    c.line("// Full: this thread's later candidates overflow too. Idle after round 0: the next sweep.");
+    c.line("if (state == TD::kFull)");
+    c.line("  for (int y = x + 1; y < found; ++y) TD::set(ov, int((epack >> (8 * y)) & 255u));");
+    c.line("if (state == TD::kIdle && x > 0) state = TD::kNext;");
+    c.line("break;");
+    c.close();
+    c.line("if (state != TD::kNext) break;  // no candidate anywhere, or the table is full");
     c.close();
     c.line("gm::u64 row;");
     c.line("// Every thread, together; false in all of them when the block has no row.");
@@ -160,6 +176,7 @@ std::unique_ptr<ListRows> make_distinct_rows(KernelContext& ctx, size_t l) {
 size_t plan_distinct_tables(const Plan& plan, const TileConfig& t, size_t off, SmemPlan& s) {
   s.distinct_slots.assign(plan.lists.size(), 0);
   s.distinct_words.assign(plan.lists.size(), 0);
+  s.distinct_cands.assign(plan.lists.size(), 0);
   size_t region = 0;
   for (size_t l = 0; l < plan.lists.size(); ++l) {
     const ListOutput& lo = plan.lists[l];
@@ -167,12 +184,15 @@ size_t plan_distinct_tables(const Plan& plan, const TileConfig& t, size_t off, S
     int words = 0;
     for (const ListColumn& c : lo.columns) words += ctype_bytes(c.type) > 4 ? 2 : 1;
     int slots = std::min(kDistinctSlots, std::max(kDistinctMinSlots, t.bm * t.bn / 4));
-    auto bytes = [&](int n) { return size_t(4) * size_t(n + n * words + t.threads() * words); };
-    while (slots > kDistinctMinSlots && bytes(slots) > kDistinctBudget) slots /= 2;
-    if (bytes(slots) > kDistinctBudget) continue;
+    auto bytes = [&](int n, int cands) { return size_t(4) * size_t(n + n * words + cands * t.threads() * words); };
+    while (slots > kDistinctMinSlots && bytes(slots, 1) > kDistinctBudget) slots /= 2;
+    if (bytes(slots, 1) > kDistinctBudget) continue;
+    // Several candidates per sweep where their staging fits next to the same table.
+    const int cands = bytes(slots, kDistinctCandidates) <= kDistinctBudget ? kDistinctCandidates : 1;
     s.distinct_slots[l] = slots;
     s.distinct_words[l] = words;
-    region = std::max(region, bytes(slots));
+    s.distinct_cands[l] = cands;
+    region = std::max(region, bytes(slots, cands));
   }
   if (region == 0) return off;
   s.distinct_off = long(round16(off));

@@ -36,6 +36,9 @@ constexpr int kListCounterWords = 2;
 constexpr int kDistinctSlots = 1024;
 constexpr int kDistinctMinSlots = 64;
 constexpr unsigned kDistinctBudget = 32 * 1024;
+// Candidates a thread stages per sweep of gm::TileDistinct (each offered in a round of its
+// own), where they fit the budget next to the table; else one.
+constexpr int kDistinctCandidates = 4;
 // Groups of a top/bottom list (gm::TileSelect's PER): the whole list, each row (per i), each
 // column (per j).
 enum ListGroup : int { kGroupAll = 0, kGroupRow = 1, kGroupCol = 2 };

@@ -17,7 +17,14 @@
 // sweep: a round ends with a barrier after its owners mark their slots final, and the
 // constructor with one after it clears the table.
 //
-// In the round, every thread with a candidate stages its row in `stage`; after a barrier each
+// A sweep takes up to CANDS candidates (staged in `stage`, one row each), offered in rounds
+// 0, 1, ... of their own before the next sweep: with one, every new row cost a sweep, and the
+// lanes of a warp sweep together (each map row's loop runs as long as its longest lane), so a
+// warp rendered ~156 rows per tile for ~32 marked pairs a lane (areas, 256 values; bench/NOTES.md
+// session 12); with several, the first sweep's candidates put most of a tile's values into
+// the table and the next sweep drops the rest in one walk.
+//
+// In round x, every thread with an x-th candidate has staged its row in `stage`; after a barrier each
 // such thread (the lowest lane of the warp's lanes with that row) probes the shared table from
 // the row's hash. An atomicCAS on an empty slot makes it the slot's owner (the entry holds its
 // thread id); a taken slot holds either a row of an earlier round (in `uniq`) or another
@@ -62,8 +69,9 @@ GM_DEV void row_get(const unsigned* w, double& v) {
   v = __longlong_as_double(x);
 }
 
-template <class Shape, int WORDS, int SLOTS>
+template <class Shape, int WORDS, int SLOTS, int CANDIDATES = 1>
 struct TileDistinct {
+  static constexpr int CANDS = CANDIDATES;  // candidates per sweep
   static_assert(SLOTS >= 32 && (SLOTS & (SLOTS - 1)) == 0, "SLOTS must be a power of two");
   static_assert(Shape::THREADS <= 1024 && Shape::TM * Shape::TN <= 256, "entry layout: 10 + 8 bits");
   static_assert(Shape::TN <= 32, "a map row's pairs in one word (row_bits)");
@@ -72,11 +80,12 @@ struct TileDistinct {
   static constexpr unsigned kEmpty = 0xffffffffu;
   static constexpr unsigned kFinal = 0x80000000u;  // | thread << 8 | pair: a slot of an earlier round
   // Shared memory used, at a 16-byte aligned offset (the code generator's smem_plan).
-  static constexpr int BYTES = 4 * (SLOTS + SLOTS * WORDS + Shape::THREADS * WORDS);
+  static constexpr int BYTES = 4 * (SLOTS + SLOTS * WORDS + CANDS * Shape::THREADS * WORDS);
+  static_assert(CANDS >= 1 && CANDS <= 4, "candidates' pairs packed 8 bits each in one word");
 
   unsigned* table;  // (SLOTS,): kEmpty, a thread id (claimed this round), or a final entry
   unsigned* uniq;   // (SLOTS, WORDS): the row of each final slot
-  unsigned* stage;  // (WORDS, THREADS): this round's candidates, word-major (no bank conflicts)
+  unsigned* stage;  // (CANDS, WORDS, THREADS): the sweep's candidates, word-major (no bank conflicts)
 
   // Every thread calls it; `smem` may be what the mainloop or an earlier list used.
   GM_DEV explicit TileDistinct(unsigned char* smem)
@@ -153,18 +162,27 @@ struct TileDistinct {
     return false;
   }
 
-  // One round; every thread calls it. has: this thread's candidate is pair e with row r; hit:
-  // this round's sweep dropped a row of this thread. Overflow rows go to ov; when the table is
-  // found full, so does the rest of todo. Returns false when no thread had a candidate or the
-  // table is full (no further rounds).
-  GM_DEV bool round(bool has, int e, const unsigned (&r)[WORDS], bool hit, unsigned (&todo)[W], unsigned (&ov)[W]) {
-    const int tid = int(threadIdx.x);
-    if (has) {
+  // What round() found: no thread had a candidate, go on, or the table is full.
+  static constexpr int kIdle = 0, kNext = 1, kFull = 2;
+
+  // The sweep's x-th candidate row of this thread, staged for round x.
+  GM_DEV void offer(int x, const unsigned (&r)[WORDS]) {
 #pragma unroll
-      for (int k = 0; k < WORDS; ++k) stage[k * Shape::THREADS + tid] = r[k];
-    }
-    const int live = tile_sync_count<Shape::THREADS>(has);  // stage and the last round's slots are visible
-    if (live == 0) return false;
+    for (int k = 0; k < WORDS; ++k) stage[(x * WORDS + k) * Shape::THREADS + int(threadIdx.x)] = r[k];
+  }
+
+  // Round x of a sweep's candidates; every thread calls it. has: this thread offered an x-th
+  // candidate, pair e; hit: its sweep dropped a row. Overflow rows go to ov; when the table is
+  // found full, so does the rest of todo (kFull: no further rounds; the caller moves its later
+  // candidates to ov too). kIdle when no thread had an x-th candidate.
+  GM_DEV int round(int x, bool has, int e, bool hit, unsigned (&todo)[W], unsigned (&ov)[W]) {
+    const int tid = int(threadIdx.x);
+    const unsigned* const sx = stage + x * WORDS * Shape::THREADS;  // (WORDS, THREADS)
+    const int live = tile_sync_count<Shape::THREADS>(has);  // the stage and the last round's slots are visible
+    if (live == 0) return kIdle;
+    unsigned r[WORDS];
+#pragma unroll
+    for (int k = 0; k < WORDS; ++k) r[k] = has ? sx[k * Shape::THREADS + tid] : 0u;
     // Lanes of a warp with the same row: only the lowest one probes, the others are its
     // duplicates (a match over every word is the full comparison). With heavy repetition this
     // spares most probes, and the atomics of a warp's lanes on one slot.
@@ -187,7 +205,7 @@ struct TileDistinct {
           over = false;
           break;
         }
-        const bool dup = (prev & kFinal) ? same(r, uniq + h * WORDS, 1) : same(r, stage + prev, Shape::THREADS);
+        const bool dup = (prev & kFinal) ? same(r, uniq + h * WORDS, 1) : same(r, sx + prev, Shape::THREADS);
         if (dup) {
           over = false;
           break;
@@ -212,13 +230,13 @@ struct TileDistinct {
         ov[w] |= todo[w];
         todo[w] = 0u;
       }
-      return false;
+      return kFull;
     }
-    // The final entries are written before the next sweep reads the table: a sweep racing with
-    // them would still be right (taken either way) but is a shared-memory race to racecheck, and
-    // the barrier costs one per round, whose number the sweep keeps small.
+    // The final entries are written before the next round or sweep reads the table: a sweep
+    // racing with them would still be right (taken either way) but is a shared-memory race to
+    // racecheck.
     tile_sync<Shape::THREADS>();
-    return true;
+    return kNext;
   }
 
   // After the rounds, every thread: reserves the rows of this thread's slots (s = tid + x *
