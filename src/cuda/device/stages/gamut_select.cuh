@@ -60,52 +60,51 @@ GM_DEV void sel_hist(const SelectArgs& a) {
 
 // A warp per group: the digit of T_g is the first whose running count (from below[g]) reaches
 // N; the first round also finds the groups with at most N candidates, which keep them all.
-// The bins go by in chunks of 32 consecutive ones (lane l reads bin 32 c + l: coalesced, one
-// register per chunk), each read once and zeroed for the next round. (Each lane once read 8
-// consecutive bins into a local array with a run-time bound: 60 us per round for 16384 groups
-// on the H200, bench/NOTES.md session 12.)
+// Each lane reads (and zeroes, for the next round) `per` bins.
 GM_DEV void sel_digit(const SelectArgs& a) {
   unsigned* thr = reinterpret_cast<unsigned*>(a.thr);
   unsigned* below = reinterpret_cast<unsigned*>(a.below);
   unsigned* hist = reinterpret_cast<unsigned*>(a.hist);
   const u64 limit = a.limit;
   const unsigned shift = unsigned(a.shift), bits = unsigned(a.bits);
-  const unsigned bins = 1u << bits, chunks = (bins + 31u) / 32u;
+  const unsigned bins = 1u << bits, per = bins > 32 ? bins / 32 : 1;
   const unsigned lane = threadIdx.x & 31u;
   const u64 warps = (u64(gridDim.x) * blockDim.x) >> 5;
   for (u64 g = (u64(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; g < a.groups; g += warps) {
     const unsigned b = below[g];
     if (b == kSelAll) continue;  // the whole warp: g is the same in every lane
     unsigned* h = hist + (g << bits);
-    u64 run = b;  // candidates below the chunk (below[g] and the earlier chunks)
-    unsigned digit = 0u, under = 0u;
-    bool found = false;  // the same in every lane
-    for (unsigned c = 0; c < chunks; ++c) {
-      const unsigned bin = c * 32u + lane;
-      const unsigned v = bin < bins ? h[bin] : 0u;
+    unsigned mine[8], sum = 0;
+    for (unsigned k = 0; k < per; ++k) {
+      const unsigned bin = lane * per + k;
+      mine[k] = bin < bins ? h[bin] : 0u;
       if (bin < bins) h[bin] = 0u;
-      unsigned incl = v;  // inclusive scan over the chunk's lanes
-      for (unsigned o = 1; o < 32; o <<= 1) {
-        const unsigned t = __shfl_up_sync(0xffffffffu, incl, o);
-        if (lane >= o) incl += t;
-      }
-      // The first lane whose running count reaches N holds the digit (the counts always do).
-      const unsigned hit = __ballot_sync(0xffffffffu, run + incl >= limit);
-      if (!found && hit != 0u) {
-        const int l = __ffs(int(hit)) - 1;
-        under = unsigned(run + __shfl_sync(0xffffffffu, incl - v, l));
-        digit = c * 32u + unsigned(l);
-        found = true;
-      }
-      run += __shfl_sync(0xffffffffu, incl, 31);
+      sum += mine[k];
     }
-    if (lane != 0u) continue;
-    if (shift + bits == 32 && run - b <= limit) {
-      below[g] = kSelAll;
-      thr[g] = 0xffffffffu;
-    } else if (found) {
-      thr[g] |= digit << shift;
-      below[g] = under;
+    unsigned incl = sum;  // inclusive scan over the lanes
+    for (unsigned o = 1; o < 32; o <<= 1) {
+      const unsigned t = __shfl_up_sync(0xffffffffu, incl, o);
+      if (lane >= o) incl += t;
+    }
+    if (shift + bits == 32 && u64(__shfl_sync(0xffffffffu, incl, 31)) <= limit) {
+      if (lane == 0) {
+        below[g] = kSelAll;
+        thr[g] = 0xffffffffu;
+      }
+      continue;
+    }
+    // The first lane whose running count reaches N holds the digit (the counts always do).
+    const unsigned hit = __ballot_sync(0xffffffffu, u64(b) + incl >= limit);
+    if (hit != 0 && int(lane) == __ffs(int(hit)) - 1) {
+      u64 acc = u64(b) + (incl - sum);
+      for (unsigned k = 0; k < per; ++k) {
+        if (acc + mine[k] >= limit) {
+          thr[g] |= (lane * per + k) << shift;
+          below[g] = unsigned(acc);
+          break;
+        }
+        acc += mine[k];
+      }
     }
   }
 }
