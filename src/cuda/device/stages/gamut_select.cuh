@@ -60,51 +60,59 @@ GM_DEV void sel_hist(const SelectArgs& a) {
 
 // A warp per group: the digit of T_g is the first whose running count (from below[g]) reaches
 // N; the first round also finds the groups with at most N candidates, which keep them all.
-// Each lane reads (and zeroes, for the next round) `per` bins.
+// Lane l reads bins 32 c + l of every chunk c of 32 bins, all loads issued before any is used,
+// and zeroes them for the next round. (Each lane once read 8 consecutive bins: uncoalesced,
+// 87 % excess L2 sectors, 60-74 us per round for 16384 groups on the H200; chunks read one
+// after another were coalesced but latency-bound, 72 us. bench/NOTES.md session 12.)
 GM_DEV void sel_digit(const SelectArgs& a) {
   unsigned* thr = reinterpret_cast<unsigned*>(a.thr);
   unsigned* below = reinterpret_cast<unsigned*>(a.below);
   unsigned* hist = reinterpret_cast<unsigned*>(a.hist);
   const u64 limit = a.limit;
   const unsigned shift = unsigned(a.shift), bits = unsigned(a.bits);
-  const unsigned bins = 1u << bits, per = bins > 32 ? bins / 32 : 1;
+  const unsigned bins = 1u << bits;
+  constexpr unsigned kChunks = 8;  // 256 bins at most (8-bit digits)
   const unsigned lane = threadIdx.x & 31u;
   const u64 warps = (u64(gridDim.x) * blockDim.x) >> 5;
   for (u64 g = (u64(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; g < a.groups; g += warps) {
     const unsigned b = below[g];
     if (b == kSelAll) continue;  // the whole warp: g is the same in every lane
     unsigned* h = hist + (g << bits);
-    unsigned mine[8], sum = 0;
-    for (unsigned k = 0; k < per; ++k) {
-      const unsigned bin = lane * per + k;
-      mine[k] = bin < bins ? h[bin] : 0u;
-      if (bin < bins) h[bin] = 0u;
-      sum += mine[k];
-    }
-    unsigned incl = sum;  // inclusive scan over the lanes
-    for (unsigned o = 1; o < 32; o <<= 1) {
-      const unsigned t = __shfl_up_sync(0xffffffffu, incl, o);
-      if (lane >= o) incl += t;
-    }
-    if (shift + bits == 32 && u64(__shfl_sync(0xffffffffu, incl, 31)) <= limit) {
-      if (lane == 0) {
-        below[g] = kSelAll;
-        thr[g] = 0xffffffffu;
+    unsigned v[kChunks];
+#pragma unroll
+    for (unsigned c = 0; c < kChunks; ++c) v[c] = c * 32u + lane < bins ? h[c * 32u + lane] : 0u;
+#pragma unroll
+    for (unsigned c = 0; c < kChunks; ++c)
+      if (c * 32u + lane < bins) h[c * 32u + lane] = 0u;
+    u64 run = b;  // candidates below the chunk (below[g] and the earlier chunks)
+    unsigned digit = 0u, under = 0u;
+    bool found = false;  // the same in every lane
+#pragma unroll
+    for (unsigned c = 0; c < kChunks; ++c) {
+      if (c * 32u >= bins) break;  // the same in every lane
+      unsigned incl = v[c];  // inclusive scan over the chunk's lanes
+#pragma unroll
+      for (unsigned o = 1; o < 32; o <<= 1) {
+        const unsigned t = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= o) incl += t;
       }
-      continue;
-    }
-    // The first lane whose running count reaches N holds the digit (the counts always do).
-    const unsigned hit = __ballot_sync(0xffffffffu, u64(b) + incl >= limit);
-    if (hit != 0 && int(lane) == __ffs(int(hit)) - 1) {
-      u64 acc = u64(b) + (incl - sum);
-      for (unsigned k = 0; k < per; ++k) {
-        if (acc + mine[k] >= limit) {
-          thr[g] |= (lane * per + k) << shift;
-          below[g] = unsigned(acc);
-          break;
-        }
-        acc += mine[k];
+      // The first lane whose running count reaches N holds the digit (the counts always do).
+      const unsigned hit = __ballot_sync(0xffffffffu, run + incl >= limit);
+      if (!found && hit != 0u) {
+        const int l = __ffs(int(hit)) - 1;
+        under = unsigned(run + __shfl_sync(0xffffffffu, incl - v[c], l));
+        digit = c * 32u + unsigned(l);
+        found = true;
       }
+      run += __shfl_sync(0xffffffffu, incl, 31);
+    }
+    if (lane != 0u) continue;
+    if (shift + bits == 32 && run - b <= limit) {
+      below[g] = kSelAll;
+      thr[g] = 0xffffffffu;
+    } else if (found) {
+      thr[g] |= digit << shift;
+      below[g] = under;
     }
   }
 }
