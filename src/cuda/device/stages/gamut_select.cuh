@@ -90,7 +90,7 @@ GM_DEV void sel_digit(const SelectArgs& a) {
 #pragma unroll
     for (unsigned c = 0; c < kChunks; ++c) {
       if (c * 32u >= bins) break;  // the same in every lane
-      unsigned incl = v[c];  // inclusive scan over the chunk's lanes
+      unsigned incl = v[c];        // inclusive scan over the chunk's lanes
 #pragma unroll
       for (unsigned o = 1; o < 32; o <<= 1) {
         const unsigned t = __shfl_up_sync(0xffffffffu, incl, o);
