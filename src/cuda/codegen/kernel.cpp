@@ -35,7 +35,8 @@ class KernelGenerator {
     mainloop_ = options.tensor_cores() ? make_tensor_mainloop(X, options.tensor_math, options.tma)
                                        : make_simt_mainloop(X, options.packed16);
     X.map = mainloop_->map();
-    X.smem_bytes = kernel_info(plan, tile, options).smem_bytes;
+    info_ = kernel_info(plan, tile, options);
+    X.smem_bytes = info_.smem_bytes;
     outputs_ = make_epilogue(X);
   }
 
@@ -43,7 +44,7 @@ class KernelGenerator {
     const Plan& P = X.P;
     const TileConfig& T = X.T;
     Code& c = X.c;
-    const KernelInfo info = kernel_info(P, T, options_);
+    const KernelInfo& info = info_;
     std::string name = P.source_name;
     for (char& ch : name)
       if (ch < 32 || ch > 126) ch = '?';
@@ -135,6 +136,7 @@ class KernelGenerator {
 
   KernelContext X;
   CodegenOptions options_;
+  KernelInfo info_;  // threads and shared memory, computed once
   std::unique_ptr<Mainloop> mainloop_;
   std::unique_ptr<Epilogue> outputs_;
 };

@@ -69,14 +69,7 @@ class DistinctRows final : public ListRows {
     // (distinct_if_batched at 128x128x8/8x8 on sm_90a).
     c.line("gm::opaque(" + M.tile_row0 + ");  // the rows' addresses per round, not held across rounds");
     c.line("gm::opaque(" + M.tile_col0 + ");");
-    c.line("#pragma unroll");
-    c.open("for (int sm = 0; sm < " + M.rows + "; ++sm)");
-    c.line("unsigned bits = TD::row_bits(todo, sm);");
-    c.line("#pragma unroll 1");
-    c.open("while (found < TD::CANDS && bits != 0u)");
-    c.line("const int sn = __ffs(int(bits)) - 1;");
-    c.line("bits &= bits - 1u;");
-    pair_row(c, "sm", "sn");
+    open_pairs_by_row(c, "todo", "found < TD::CANDS && ");
     c.line("unsigned rw[" + words + "];");
     for (size_t k = 0; k < lo.columns.size(); ++k)
       c.line("gm::row_put(rw + " + to_string(at[k]) + ", ec" + n_ + "_" + to_string(k) + ");");
@@ -128,14 +121,7 @@ class DistinctRows final : public ListRows {
     c.line("++row;");
     c.close();  // slots
     // Overflow rows: rendered again, as a plain list's (per map row, as the sweep).
-    c.line("#pragma unroll");
-    c.open("for (int sm = 0; sm < " + M.rows + "; ++sm)");
-    c.line("unsigned bits = TD::row_bits(ov, sm);");
-    c.line("#pragma unroll 1");
-    c.open("while (bits != 0u)");
-    c.line("const int sn = __ffs(int(bits)) - 1;");
-    c.line("bits &= bits - 1u;");
-    pair_row(c, "sm", "sn");
+    open_pairs_by_row(c, "ov", "");
     vals.clear();
     for (size_t k = 0; k < lo.columns.size(); ++k) vals.push_back("ec" + n_ + "_" + to_string(k));
     c.open("if (row < la" + n_ + ".capacity)");
@@ -149,6 +135,20 @@ class DistinctRows final : public ListRows {
   }
 
  private:
+  // Opens `for (sm) { bits = row sm of BITS; while (WHILE bits) {` and renders the pair (sm, sn)'s
+  // row: sm static (unrolled), so the accumulator pick is a select over one map row. The caller
+  // closes both.
+  void open_pairs_by_row(Code& c, const std::string& bits, const std::string& while_also) {
+    c.line("#pragma unroll");
+    c.open("for (int sm = 0; sm < " + X.map.rows + "; ++sm)");
+    c.line("unsigned bits = TD::row_bits(" + bits + ", sm);");
+    c.line("#pragma unroll 1");
+    c.open("while (" + while_also + "bits != 0u)");
+    c.line("const int sn = __ffs(int(bits)) - 1;");
+    c.line("bits &= bits - 1u;");
+    pair_row(c, "sm", "sn");
+  }
+
   // Stores of row `row`: columns from `vals[k]`, then b, i, j.
   void store(Code& c, const std::vector<std::string>& vals, const std::string& i, const std::string& j) {
     const ListOutput& lo = spec();
