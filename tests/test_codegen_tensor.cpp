@@ -5,6 +5,7 @@
 // tests/gpu/test_tensor_queries.cpp).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "cpu/engine.h"
@@ -55,7 +56,7 @@ TEST(CodegenTensor, ChoiceFollowsTheMath) {
     EXPECT_EQ(k.options.tma, wgmma_math(m.math));
     const KernelInfo info = kernel_info(p->plan, k.tile, k.options);
     const TcMainloopSpec s = tc_plan_spec(p->plan, k.tile, m.math, k.options.tma);
-    EXPECT_EQ(info.threads, k.options.tma ? 288 : 256);
+    EXPECT_EQ(info.threads, k.options.tma ? 384 : 256);
     EXPECT_EQ(info.threads, s.tile.threads());
     EXPECT_GE(info.smem_bytes, tc_smem_bytes(s));
     const std::string src = generate_source(p->plan, k.tile, k.options);
@@ -217,4 +218,58 @@ TEST(CodegenTensor, KernelsCompileForSm90a) {
     }
   }
 #endif
+}
+
+// Persistent tiles (KernelInfo::persistent, docs/tensor-cores.md): TMA-fed wgmma kernels without
+// a `when` pass whose outputs have shared memory (tables, ranks) loop over tiles, that memory
+// after the stage ring; GAMUT_EXPERIMENT_PERSISTENT=1 makes every such kernel persistent, =0
+// none; the cp.async kernel and `when` passes keep one tile per block.
+TEST(CodegenTensor, PersistentTilesForTmaKernels) {
+  struct Case {
+    const char* name;
+    bool by_default;
+  };
+  int checked = 0;
+  for (const Case& q : {Case{"project", false}, Case{"aggregate", true}, Case{"select", false}, Case{"top", true}}) {
+    SCOPED_TRACE(q.name);
+    auto p = prepared(query(q.name), DType::BF16);
+    KernelChoice k = choice(*p, F32Math::Ieee);
+    ASSERT_TRUE(k.options.tma);
+    ++checked;
+    EXPECT_EQ(kernel_info(p->plan, k.tile, k.options).persistent, q.by_default);
+    ASSERT_EQ(setenv("GAMUT_EXPERIMENT_PERSISTENT", "1", 1), 0);
+    const KernelInfo info = kernel_info(p->plan, k.tile, k.options);
+    EXPECT_TRUE(info.persistent);
+    const TcMainloopSpec spec = tc_plan_spec(p->plan, k.tile, k.options.tensor_math, true);
+    EXPECT_EQ(info.out_smem_offset, tc_smem_bytes(spec));
+    EXPECT_GE(info.smem_bytes, info.out_smem_offset);
+    EXPECT_LE(info.smem_bytes, kSm90SmemPerBlock);
+    EXPECT_EQ(info.threads, 384);  // two consumer warpgroups and the producer warpgroup
+    const std::string src = generate_source(p->plan, k.tile, k.options);
+    EXPECT_NE(src.find("Mainloop::produce(smem, tc_a, tc_b, red_begin, red_end, slice);"), std::string::npos);
+    EXPECT_NE(src.find("for (int tile = int(blockIdx.x); tile < tiles_all; tile += int(gridDim.x))"),
+              std::string::npos);
+    // Output operators with shared memory use the space after the ring.
+    if (q.by_default) EXPECT_NE(src.find("(out_smem + "), std::string::npos) << src;
+    EXPECT_EQ(src.find("(smem + "), std::string::npos) << src;
+    ASSERT_EQ(setenv("GAMUT_EXPERIMENT_PERSISTENT", "0", 1), 0);
+    EXPECT_FALSE(kernel_info(p->plan, k.tile, k.options).persistent);
+    const std::string one = generate_source(p->plan, k.tile, k.options);
+    EXPECT_EQ(one.find("tiles_all"), std::string::npos);
+    EXPECT_NE(one.find("Mainloop::consume(acc, smem, red_begin, red_end, slice);"), std::string::npos);
+    unsetenv("GAMUT_EXPERIMENT_PERSISTENT");
+    k.options.tma = false;
+    EXPECT_FALSE(kernel_info(p->plan, k.tile, k.options).persistent);
+  }
+  EXPECT_EQ(checked, 4);
+  auto when = prepared(query("when_filter"), DType::BF16);
+  const KernelChoice kw = choice(*when, F32Math::Ieee);
+  ASSERT_EQ(setenv("GAMUT_EXPERIMENT_PERSISTENT", "1", 1), 0);
+  if (kw.options.tma) EXPECT_FALSE(kernel_info(when->plan, kw.tile, kw.options).persistent);
+  // tf32x3: the split stages' twins fit beside a product's (empty) outputs.
+  auto x3 = prepared(query("project"), DType::F32);
+  const KernelChoice k3 = choice(*x3, F32Math::Tf32x3);
+  ASSERT_TRUE(k3.options.tma);
+  EXPECT_TRUE(kernel_info(x3->plan, k3.tile, k3.options).persistent);
+  unsetenv("GAMUT_EXPERIMENT_PERSISTENT");
 }

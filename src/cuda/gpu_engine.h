@@ -22,11 +22,14 @@ struct TileConfig {
 TileConfig parse_tile(const std::string& text);
 
 struct GpuRunOptions {
-  std::optional<TileConfig> tile;    // override the chosen tile (benchmarks)
-  std::string arch;                  // override the NVRTC arch ("" = the device's)
-  int warmup = 0;                    // benchmarks: untimed launches after the result run
-  int repeats = 0;                   // benchmarks: timed launches, each in GpuRunStats::runs_ms
-  bool masked_joins = false;         // run `when` keys as a mask over every tile (no key grouping)
+  std::optional<TileConfig> tile;  // override the chosen tile (benchmarks)
+  std::string arch;                // override the NVRTC arch ("" = the device's)
+  int warmup = 0;                  // benchmarks: untimed launches after the result run
+  int repeats = 0;                 // benchmarks: timed launches, each in GpuRunStats::runs_ms
+  bool masked_joins = false;       // run `when` keys as a mask over every tile (no key grouping)
+  // Persistent kernels (KernelInfo::persistent): blocks launched, each looping over tiles; 0 is
+  // one per SM. Tests launch a few to give each block many tiles.
+  int resident_blocks = 0;
   F32Math f32_math = F32Math::Ieee;  // sums of products of f32 inputs (spec section 10, RunOptions)
   // Dense outputs in memory the caller provides: dense_output(d, bytes) gives device memory for
   // output d in C order (Instance::dense_shapes[d]). Results::dense[d] then views it (bytes the
@@ -72,6 +75,9 @@ struct GpuRunStats {
   std::vector<uint64_t> list_rows_appended;
   // Launches for the result: 1, or more where a list outgrew its buffers and the kernel ran again.
   int result_launches = 0;
+  // Blocks per launch: one per tile, or fewer for a persistent kernel (KernelInfo::persistent).
+  int64_t launch_blocks = 0;
+  bool persistent = false;
 };
 
 // True when this build has the CUDA backend and a device is usable.

@@ -60,7 +60,6 @@ inline std::string kernel_source(const TcMainloopSpec& s) {
 )";
   }
   r += cuda::tc_mainloop_call(s, "op_a", "op_b", "red_begin", "red_end", "smem", "  ");
-  if (tma) r += "  if (Mainloop::producer()) return;\n";
   r += "  " + n.acc_type + "* const out = reinterpret_cast<" + n.acc_type +
        "*>(a.s[14]) + b * gm::i64(a.s[16]);\n";
   r += R"(  const gm::i64 ldc = gm::i64(a.s[15]);

@@ -81,6 +81,7 @@ struct PendingWgmma {
   int kind;   // gm::tc::Kind: F16, BF16 or TF32
   int tnsp_a, tnsp_b;
   unsigned long long desc_a, desc_b;
+  bool accumulate;   // false: d = A * B (scale-d 0)
 };
 inline thread_local std::vector<std::vector<PendingWgmma>> wgmma_groups;   // committed, oldest first
 inline thread_local std::vector<PendingWgmma> wgmma_open;
@@ -367,7 +368,7 @@ inline void run_wgmma(const PendingWgmma& w) {
       const int row = int(t / 32) * 16 + int(t % 32) / 4 + 8 * (r / 2), col = 8 * i + 2 * int(t % 4) + r % 2;
       double s = 0;
       for (int k = 0; k < kk; ++k) s += at(w.desc_a, w.tnsp_a != 0, row, k) * at(w.desc_b, w.tnsp_b != 0, col, k);
-      w.d[4 * i + r] = float(double(w.d[4 * i + r]) + s);
+      w.d[4 * i + r] = float((w.accumulate ? double(w.d[4 * i + r]) : 0.0) + s);
     }
 }
 
@@ -387,9 +388,9 @@ inline void wgmma_wait() {
   sim::warp().bar.arrive_and_wait();
 }
 template <int N, class T, int TNSP_A, int TNSP_B>
-inline void wgmma_f32(float (&d)[N / 2], u64 desc_a, u64 desc_b) {
+inline void wgmma_f32(float (&d)[N / 2], u64 desc_a, u64 desc_b, bool accumulate = true) {
   const Kind k = sizeof(T) == 4 ? Kind::TF32 : std::is_same_v<T, bf16> ? Kind::BF16 : Kind::F16;
-  wgmma_open.push_back({d, N, int(k), TNSP_A, TNSP_B, desc_a, desc_b});
+  wgmma_open.push_back({d, N, int(k), TNSP_A, TNSP_B, desc_a, desc_b, accumulate});
 }
 template <int N>
 inline void fence_registers(float (&)[N]) {}   // a compiler fence: nothing to emulate
@@ -417,6 +418,10 @@ inline void mbar_init(unsigned bar, unsigned count) {
   m.phase = 0;
 }
 inline void mbar_fence_init() {}
+template <int N>
+inline void regs_dec() {}   // (registers: nothing to emulate)
+template <int N>
+inline void regs_inc() {}
 inline void mbar_arrive_expect_tx(unsigned bar, unsigned bytes) {
   std::lock_guard<std::mutex> l(sim::block->mu);
   sim::Mbar& m = mbar_at(bar);

@@ -44,7 +44,7 @@ struct MainloopOf<Math, gm::tc::WgShape<BM, BN, S, ES>, A_KC, B_KC, TMA> {
   typedef std::conditional_t<TMA, gm::tc::WgmmaTmaMainloop<Math, Shape, A_KC, B_KC>,
                              gm::tc::WgmmaMainloop<Math, Shape, A_KC, B_KC>>
       type;
-  static constexpr int kThreads = TMA ? Shape::THREADS + 32 : Shape::THREADS;
+  static constexpr int kThreads = TMA ? Shape::THREADS + 128 : Shape::THREADS;
 };
 
 // The tensor map of one operand laid out by lay_out (the host's encode_tile_map, emulated; f32
@@ -115,6 +115,61 @@ Outcome run_sim(const Problem& p, DType ta, DType tb, bool aligned, bool exact, 
           }
         }, Shape::THREADS);
   return compare(p, given ? *given : reference(p), raw, poison, int_acc, exact, tol);
+}
+
+// A persistent block (KernelInfo::persistent): one block runs every tile of the problem, the
+// producer's issuer() issuing all their slices into one stage ring and the consumers taking
+// them tile after tile (init / produce / consume), the ring's phases carried across tiles.
+template <class Math, class Shape, bool A_KC, bool B_KC>
+Outcome run_sim_persistent(const Problem& p, DType ta, DType tb, bool exact, double tol) {
+  typedef gm::tc::WgmmaTmaMainloop<Math, Shape, A_KC, B_KC> ML;
+  typedef typename ML::Map Map;
+  const Layout la = lay_out(ta, p.batch, p.rows, p.red, A_KC, true, A_KC ? p.red_begin : p.row_begin,
+                            [&](int b, int i, int k) { return p.at(p.a, b, i, k, p.red, p.rows); });
+  const Layout lb = lay_out(tb, p.batch, p.cols, p.red, B_KC, true, B_KC ? p.red_begin : p.col_begin,
+                            [&](int b, int j, int k) { return p.at(p.b, b, k, j, p.cols, p.red); });
+  const AlignedBytes da(la.bytes), db(lb.bytes);
+  const uint32_t poison = 0xffffffffu;
+  std::vector<uint32_t> raw(size_t(p.batch) * size_t(p.rows) * size_t(p.cols) + 64, poison);
+  const int tiles_m = (p.rows - p.row_begin + Shape::BM - 1) / Shape::BM;
+  const int tiles_n = (p.cols - p.col_begin + Shape::BN - 1) / Shape::BN;
+  const bool tf32 = Math::kK == 8 && Math::kPasses == 1;
+  const sim::TensorMap ma = tensor_map(la, da.p, ta, p.batch, p.rows, p.red, A_KC, Shape::BM, tf32),
+                       mb = tensor_map(lb, db.p, tb, p.batch, p.cols, p.red, B_KC, Shape::BN, tf32);
+  sim::run_block(
+      ML::BLOCK_THREADS, ML::SMEM_BYTES,
+      [&] {
+        void* smem = sim::block->smem.data();
+        ML::init(smem);
+        unsigned slice = 0;
+        for (int tile = 0; tile < p.batch * tiles_m * tiles_n; ++tile) {
+          const int bz = tile / (tiles_m * tiles_n), bx = tile % (tiles_m * tiles_n) / tiles_n, by = tile % tiles_n;
+          const int i0 = p.row_begin + bx * Shape::BM, j0 = p.col_begin + by * Shape::BN;
+          if (ML::producer()) {
+            if (ML::issuer())
+              ML::produce(smem, gm::tc::TmaOperand{&ma, i0, bz}, gm::tc::TmaOperand{&mb, j0, bz}, p.red_begin, p.red,
+                          slice);
+            continue;
+          }
+          typename ML::Acc acc[ML::kAcc];
+          for (auto& v : acc) v = -7.0f;  // consume sets them: stale values must not show
+          ML::consume(acc, smem, p.red_begin, p.red, slice);
+          if (!sim::wgmma_groups.empty() || !sim::wgmma_open.empty())
+            throw std::runtime_error("consume returned with wgmma products pending");
+          for (int m = 0; m < Map::kRows; ++m) {
+            const int i = i0 + Map::row(m);
+            if (i >= p.rows) continue;
+            for (int n = 0; n < Map::kCols; ++n) {
+              const int j = j0 + Map::col(n);
+              if (j < p.cols)
+                std::memcpy(&raw[(size_t(bz) * size_t(p.rows) + size_t(i)) * size_t(p.cols) + size_t(j)],
+                            &acc[Map::index(m, n)], 4);
+            }
+          }
+        }
+      },
+      Shape::THREADS);
+  return compare(p, reference(p), raw, poison, false, exact, tol);
 }
 
 struct SimShape {
@@ -292,4 +347,30 @@ TEST(TensorMainloopSim, WgmmaTmaTf32RoundsToNearest) {
   EXPECT_GT(o.nonzero, 0);
   const Outcome x3 = run_sim<gm::tc::MathTf32x3, One, true, true, true>(p, DType::F32, DType::F32, true, true, 0, &want);
   EXPECT_GT(x3.wrong, 0) << "tf32x3 keeps the bits tf32 rounds away";
+}
+
+// Persistent tiles: 3 x 3 tiles x 2 batch instances in one block (bf16: 5 slices of 64 per
+// tile; f32: 2 x 3 tiles, 7 slices of 32) through 3 stages (the ring's phases turn mid-tile and carry across tiles);
+// tf32x3's split stages and twins likewise.
+TEST(TensorMainloopSim, WgmmaTmaPersistentRing) {
+  typedef gm::tc::WgShape<64, 128, 3> One;
+  const Problem p = make_problem(DType::BF16, DType::BF16, 150, 270, 300, 2, true, 51, 3, 5, 8);
+  for (const Outcome& o :
+       {run_sim_persistent<gm::tc::MathBF16, One, true, false>(p, DType::BF16, DType::BF16, true, 0),
+        run_sim_persistent<gm::tc::MathBF16, One, false, true>(p, DType::BF16, DType::BF16, true, 0)}) {
+    EXPECT_EQ(o.wrong, 0) << o.first;
+    EXPECT_EQ(o.unwritten, 0);
+    EXPECT_EQ(o.stray, 0);
+    EXPECT_GT(o.nonzero, 0);
+  }
+  typedef gm::tc::WgShape<64, 128, 3, 4> OneF32;
+  const Problem f = make_problem(DType::F32, DType::F32, 150, 140, 232, 1, false, 53, 3, 5, 8);
+  for (const Outcome& o :
+       {run_sim_persistent<gm::tc::MathTf32, OneF32, true, true>(f, DType::F32, DType::F32, false, 1.1e-3),
+        run_sim_persistent<gm::tc::MathTf32x3, OneF32, true, true>(f, DType::F32, DType::F32, false, 1e-5)}) {
+    EXPECT_EQ(o.wrong, 0) << o.first;
+    EXPECT_EQ(o.unwritten, 0);
+    EXPECT_EQ(o.stray, 0);
+    EXPECT_GT(o.nonzero, 0);
+  }
 }

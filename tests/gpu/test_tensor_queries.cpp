@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -42,9 +43,14 @@ bool any_nonzero(const NDArray& a) {
 // first, so that a pair the kernel misses shows. Returns rows + non-zero dense outputs seen.
 // device_offset >= 0: the inputs are device arrays as a framework holds them (C order, no row
 // padding), starting that many elements into their allocation.
-int64_t check(const tq::TcQuery& q, const tq::TcMath& m, const tq::Sizes& s, int device_offset = -1) {
+int g_persistent_runs = 0;  // runs whose kernel had persistent tiles
+
+// resident_blocks > 0: persistent kernels launch that many blocks, each looping over many tiles.
+int64_t check(const tq::TcQuery& q, const tq::TcMath& m, const tq::Sizes& s, int device_offset = -1,
+              int resident_blocks = 0) {
   SCOPED_TRACE(std::string(q.name) + " " + m.name + " " + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" +
-               std::to_string(s.k) + (device_offset < 0 ? "" : " device+" + std::to_string(device_offset)));
+               std::to_string(s.k) + (device_offset < 0 ? "" : " device+" + std::to_string(device_offset)) +
+               (resident_blocks ? " blocks " + std::to_string(resident_blocks) : ""));
   auto p = prepare(Source{std::string(q.name) + ".mmlt", q.text}, tq::bindings(q, m, s), false);
   EXPECT_FALSE(p->program);
   if (p->program) return 0;
@@ -68,6 +74,7 @@ int64_t check(const tq::TcQuery& q, const tq::TcMath& m, const tq::Sizes& s, int
   cuda::GpuRunOptions o;
   o.f32_math = m.f32_math;
   o.masked_joins = q.masked_joins;
+  o.resident_blocks = resident_blocks;
   const bool poison = std::string(q.text).find("C[") != std::string::npos;
   std::vector<cuda::DeviceBuffer> outs;
   if (poison)
@@ -93,6 +100,14 @@ int64_t check(const tq::TcQuery& q, const tq::TcMath& m, const tq::Sizes& s, int
   // Device inputs TMA cannot address in place are read from re-pitched copies: still TMA.
   if (tc && device_offset >= 0 && st.tile.find("wgmma") != std::string::npos)
     EXPECT_EQ(st.mainloop, "wgmma+tma") << st.tile;
+  // Persistent grids only for TMA-fed kernels without a `when` pass (and only where the
+  // outputs' shared memory fits beside the stages: codegen tests check which).
+  if (st.persistent) {
+    EXPECT_EQ(st.mainloop, "wgmma+tma") << st.tile;
+    EXPECT_FALSE(p->plan.when.present());
+    ++g_persistent_runs;
+    if (resident_blocks > 0) EXPECT_EQ(st.launch_blocks, resident_blocks);
+  }
   int64_t seen = 0;
   EXPECT_EQ(cpu.dense.size(), gpu.dense.size());
   for (size_t d = 0; d < cpu.dense.size() && d < gpu.dense.size(); ++d) {
@@ -140,6 +155,35 @@ void layouts_of(const char* math) {
 }
 
 }  // namespace
+
+// Persistent kernels (GAMUT_EXPERIMENT_PERSISTENT=1: every kernel whose form allows it) with
+// two blocks, each looping over many tiles (7 to 27 here, batch instances included), K
+// spanning several turns of the stage ring within a tile (bf16: 64 per
+// slice, 4 stages) or one slice: the ring's phases carried across tiles, and the output
+// operators' state reset per tile.
+TEST(GpuTensorQueries, PersistentBlocksLoopOverTiles) {
+  SKIP_WITHOUT_GPU();
+  // Every kernel whose form allows it (by default only those with shared-memory outputs).
+  ASSERT_EQ(setenv("GAMUT_EXPERIMENT_PERSISTENT", "1", 1), 0);
+  const tq::Sizes sizes[] = {{300, 520, 300}, {1025, 641, 45}};
+  std::vector<tq::TcQuery> queries = tq::operator_queries();
+  for (const tq::TcQuery& q : tq::layout_queries())
+    if (std::string(q.name) == "batched") queries.push_back(q);
+  for (const char* math : {"bf16", "tf32", "tf32x3"})
+    for (const tq::TcMath& m : tq::maths())
+      if (std::string(m.name) == math)
+        for (const tq::TcQuery& q : queries) {
+          int64_t seen = 0;
+          const int before = g_persistent_runs;
+          for (const tq::Sizes& s : sizes) seen += check(q, m, s, -1, 2);
+          EXPECT_GT(seen, 0) << q.name << " " << m.name << ": every result was empty or zero";
+          // The product, aggregate, select and batched kernels are persistent for every math.
+          const std::string n = q.name;
+          if (n == "project" || n == "aggregate" || n == "select" || n == "batched")
+            EXPECT_EQ(g_persistent_runs - before, 2) << n << " " << m.name;
+        }
+  unsetenv("GAMUT_EXPERIMENT_PERSISTENT");
+}
 
 TEST(GpuTensorQueries, Bf16Operators) {
   SKIP_WITHOUT_GPU();

@@ -15,7 +15,16 @@ struct KernelInfo {
   ArgLayout args;
   int threads = 0;        // block size (1-d)
   size_t smem_bytes = 0;  // dynamic shared memory per block
+  // Persistent tiles: the launch is one block per SM (at most one per tile) and each block loops
+  // over tiles blockIdx.x, + gridDim.x, ...; the output operators' shared memory starts at
+  // out_smem_offset, after the mainloop's (docs/tensor-cores.md, "The persistent schedule").
+  bool persistent = false;
+  size_t out_smem_offset = 0;
 };
+
+// The dynamic shared memory a persistent kernel may take for its stages and its outputs' space:
+// sm_90's 227 KB per block, less 1 KB for the operators' static shared memory (TileSelect's).
+constexpr size_t kSm90SmemPerBlock = size_t(226) << 10;
 
 // Everything the host needs to launch the kernel generate_source(plan, tile, options) renders.
 // Throws Error(ExitCode::Query) for a plan the generator does not support.

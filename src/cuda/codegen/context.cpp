@@ -77,7 +77,7 @@ std::string KernelContext::pass_test() const {
 
 long KernelContext::tile_ranks_offset() const {
   const size_t off = round16(S.epilogue), bytes = size_t(T.bm) * size_t(T.bn) * 4;
-  return off + bytes <= smem_bytes ? long(off) : -1;
+  return out_smem_offset + off + bytes <= smem_bytes ? long(off) : -1;
 }
 
 bool KernelContext::runs_along_j(int d) const { return coords->positions_are_indices() && output_runs_along_j(P, d); }

@@ -22,8 +22,10 @@ class TileCoordinates {
   virtual ~TileCoordinates() = default;
   // The kernel's first lines: the ranges, b, tile_m, tile_n (the grid's block -> tile).
   virtual void prologue(Code& c) const = 0;
-  // After the mainloop: b, tile_m, tile_n again rather than held through it (may be nothing).
-  virtual void refresh(Code& c) const = 0;
+  // After the mainloop: b, tile_m, tile_n again rather than held through it (may be nothing),
+  // from the linear (batch instance, tile) index `block` (the block's, or a persistent block's
+  // current tile).
+  virtual void refresh(Code& c, const std::string& block = "gm::fresh_ctaid()") const = 0;
   // Row / column index at tile position `pos` (an expression); -1 where a position has none.
   virtual std::string row_at(const std::string& pos) const = 0;
   virtual std::string col_at(const std::string& pos) const = 0;
@@ -54,6 +56,12 @@ struct KernelContext {
   // The kernel's dynamic shared memory (kernel_info), set before the output operators are made:
   // an operator may use what of it the mainloop frees and the tables leave (TopBottomRows' ranks).
   size_t smem_bytes = 0;
+  // Persistent tiles (KernelInfo::persistent): the output operators' space starts at
+  // out_smem_offset (after the stage ring), named `out_smem` in the kernel; else it is the
+  // mainloop's space (offset 0, `smem`).
+  bool persistent = false;
+  size_t out_smem_offset = 0;
+  std::string out_smem() const { return persistent ? "out_smem" : "smem"; }
 
   // packed16: the SIMT mainloop steps on packed 16-bit lanes (its shared-memory plan differs).
   KernelContext(const Plan& plan, const TileConfig& tile, bool tma_args = false, bool packed16 = false);
@@ -77,6 +85,7 @@ struct KernelContext {
   bool runs_along_j(int d) const;
   // Where top/bottom lists keep the tile's BM x BN ranks (u32): after the operators' tables, in
   // space the kernel has anyway (smem_bytes); -1 where it has not (the ranks are recomputed).
+  // An offset into out_smem().
   long tile_ranks_offset() const;
 };
 

@@ -37,6 +37,8 @@ class KernelGenerator {
     X.map = mainloop_->map();
     info_ = kernel_info(plan, tile, options);
     X.smem_bytes = info_.smem_bytes;
+    X.persistent = info_.persistent;
+    X.out_smem_offset = info_.out_smem_offset;
     outputs_ = make_epilogue(X);
   }
 
@@ -84,6 +86,7 @@ class KernelGenerator {
     pass_bits(c);
     mainloop_->run(c);
     outputs_->render(c);
+    mainloop_->finish(c);
     c.close();
     return c.str();
   }

@@ -1,6 +1,8 @@
 // How a plan maps onto the kernel (which operands the mainloop stages,
 // which outputs are pre-reduced, the shared-memory plan).
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include "core/error.h"
 #include "cuda/codegen/codegen.h"
@@ -194,6 +196,25 @@ bool output_runs_along_j(const Plan& plan, int d) {
   return std::all_of(idx.begin(), idx.end(), [](const OutIndex& x) { return x.kind == OutIndex::Axis; });
 }
 
+namespace {
+// Persistent tiles (KernelInfo::persistent) for TMA-fed wgmma kernels over plain tiles without
+// `when` pass bits (whose early exit is per tile), where no experiment asks for several blocks
+// per SM. Which of those (bench/NOTES.md, session 13, kernel times on an H200): outputs
+// with shared memory (aggregate tables, top/bottom ranks), whose per-tile work is long enough
+// that the next tile's loads pay to overlap it (Q3 0.80 -> 0.59 ms); products and select lists
+// lost 0-8 % (their outputs are stores the block does not wait for). GAMUT_EXPERIMENT_PERSISTENT
+// =0 / =1 (measurements and tests; it shapes the source, hence the cache key): never / wherever
+// the form allows.
+bool persistent_form(const Plan& plan, const TcMainloopSpec& s, const CodegenOptions& options, bool shared_outputs) {
+  if (!s.tile.tma || !s.tile.wgmma || options.grouped_join || plan.when.present() || tc_min_blocks(s) != 1)
+    return false;
+  const char* e = std::getenv("GAMUT_EXPERIMENT_PERSISTENT");
+  if (e && std::string(e) == "0") return false;
+  if (e && std::string(e) == "1") return true;
+  return shared_outputs;
+}
+}  // namespace
+
 KernelInfo kernel_info(const Plan& plan, const TileConfig& tile, const CodegenOptions& options) {
   if (!plan.typed) cg::unsupported("an untyped plan");
   KernelInfo k;
@@ -203,7 +224,24 @@ KernelInfo kernel_info(const Plan& plan, const TileConfig& tile, const CodegenOp
     // The tensor-core mainloop's stages; the output operators' tables reuse the space after it.
     const TcMainloopSpec s = tc_plan_spec(plan, tile, options.tensor_math, options.tma);
     k.threads = s.tile.threads();
-    k.smem_bytes = std::max(tc_smem_bytes(s), cg::smem_plan(plan, tile).epilogue);
+    const cg::SmemPlan outputs = cg::smem_plan(plan, tile);
+    k.smem_bytes = std::max(tc_smem_bytes(s), outputs.epilogue);
+    // The outputs' space after the stage ring, and top/bottom lists' ranks after it. Where the
+    // ranks do not fit there, the kernel keeps one tile per block with the ranks in the stages'
+    // space: recomputing them made a persistent Q7 (128 x 256 tiles) 16 % slower.
+    const size_t ring = tc_smem_bytes(s), tables = (outputs.epilogue + 15) / 16 * 16;
+    const size_t ranks =
+        std::any_of(plan.lists.begin(), plan.lists.end(),
+                    [](const ListOutput& l) { return l.mode == ListMode::Top || l.mode == ListMode::Bottom; })
+            ? size_t(tile.bm) * size_t(tile.bn) * 4
+            : 0;
+    if (persistent_form(plan, s, options, tables + ranks > 0)) {
+      if (ring + tables + ranks <= kSm90SmemPerBlock) {
+        k.persistent = true;
+        k.out_smem_offset = ring;
+        k.smem_bytes = ring + tables + ranks;
+      }
+    }
     return k;
   }
   k.smem_bytes = cg::smem_plan(plan, tile, options.packed16).total();

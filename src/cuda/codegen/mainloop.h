@@ -26,6 +26,8 @@ class Mainloop {
   virtual void prologue(Code& c) = 0;
   // Loaders, the accumulators' initial values, the k loop; afterwards the map is valid.
   virtual void run(Code& c) = 0;
+  // After the output operators: a persistent kernel's tile loop ends here.
+  virtual void finish(Code&) {}
   // Where the accumulators lie and how to read them (the same before and after run()).
   virtual AccumulatorMap map() const = 0;
   // Blocks per SM the kernel is bounded for (__launch_bounds__), and the kernel's comment on

@@ -278,9 +278,23 @@ std::string tc_mainloop_decls(const TcMainloopSpec& s, const std::string& in) {
 std::string tc_mainloop_call(const TcMainloopSpec& s, const std::string& a, const std::string& b,
                              const std::string& k_begin, const std::string& k_end, const std::string& smem,
                              const std::string& in) {
-  (void)s;
   const TcMainloopNames n;
   std::string r;
+  if (s.tile.tma) {
+    r += in + "Mainloop::init(" + smem +
+         ");  // the stage ring's barriers; the producer's registers go to the consumers\n";
+    r += in + "unsigned slice = 0;  // slices this block's ring carried before\n";
+    r += in + "if (Mainloop::producer()) {\n";
+    r += in + "  if (Mainloop::issuer()) Mainloop::produce(" + smem + ", " + a + ", " + b + ", " + k_begin + ", " +
+         k_end + ", slice);\n";
+    r += in + "  return;  // the producer's loads are all issued\n";
+    r += in + "}\n";
+    r += in + n.acc_type + " " + n.acc + "[" + n.acc_count +
+         "];  // (Map::kRows, Map::kCols) per thread, Map::index order: set by consume\n";
+    r += in + "Mainloop::consume(" + n.acc + ", " + smem + ", " + k_begin + ", " + k_end + ", slice);\n";
+    r += in + "gm::tile_sync<Mainloop::THREADS>();  // every consumer's products are done: the stages may be reused\n";
+    return r;
+  }
   r += in + n.acc_type + " " + n.acc + "[" + n.acc_count +
        "];  // (Map::kRows, Map::kCols) per thread, Map::index order\n";
   r += in + "#pragma unroll\n";

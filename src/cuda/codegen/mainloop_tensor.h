@@ -22,7 +22,7 @@ struct TcTile {
   int bm = 128, bn = 128, bk = 32, warps_m = 2, warps_n = 4, stages = 4;
   bool wgmma = false;
   bool tma = false;
-  int threads() const { return wgmma ? 128 * (bm / 64) + (tma ? 32 : 0) : 32 * warps_m * warps_n; }
+  int threads() const { return wgmma ? 128 * (bm / 64) + (tma ? 128 : 0) : 32 * warps_m * warps_n; }
   std::string str() const;  // "128x128x32/2x4/s4", "128x256x64/wgmma/s4", "128x256x64/wgmma-tma/s4"
 };
 
@@ -92,7 +92,10 @@ std::vector<std::string> tc_headers(const TcMainloopSpec& s);
 // math and operand orientations. `indent` prefixes every line.
 std::string tc_mainloop_decls(const TcMainloopSpec& s, const std::string& indent = "");
 // The statements that run the mainloop into `acc` (declared, zeroed, then summed): operands
-// `a_operand` / `b_operand` (gm::tc::TcOperand expressions), k range, dynamic shared memory.
+// `a_operand` / `b_operand` (gm::tc::TcOperand expressions, TmaOperand where TMA feeds it), k
+// range, dynamic shared memory. TMA: the stage ring's init, the producer warpgroup's loads (it
+// returns there) and the consumers' products into acc (not zeroed: the first k-step sets it),
+// ending with a consumer barrier after which the stages may be reused.
 std::string tc_mainloop_call(const TcMainloopSpec& s, const std::string& a_operand, const std::string& b_operand,
                              const std::string& k_begin, const std::string& k_end, const std::string& smem,
                              const std::string& indent = "");

@@ -71,6 +71,7 @@ class TensorMainloop final : public Mainloop {
   }
 
   void run(Code& c) override {
+    if (X.persistent) return run_persistent(c);
     c.line("// The sum of products on the tensor cores: acc over k in [red_begin, red_end).");
     if (spec_.tile.tma) {
       // The operands' tensor maps (built by the launcher for this batch range and these
@@ -85,12 +86,62 @@ class TensorMainloop final : public Mainloop {
     }
     for (const std::string& line : split_lines(tc_mainloop_call(spec_, "tc_a", "tc_b", "red_begin", "red_end", "smem")))
       c.line(line);
-    if (spec_.tile.tma) c.line("if (Mainloop::producer()) return;  // the producer warp's loads are all issued");
+    refresh(c, "gm::fresh_ctaid()");
+  }
+
+  // Persistent tiles (KernelInfo::persistent): the block takes tiles blockIdx.x, + gridDim.x,
+  // ... in the grid's tile order. The producer's issuer() runs ahead through the slices of the
+  // block's next tiles as far as the ring's free stages allow, so that they land while the
+  // consumers run this tile's outputs (whose shared memory, out_smem, is apart from the ring).
+  // The consumers' tile loop closes in finish().
+  void run_persistent(Code& c) {
+    const TcMainloopNames n;
+    c.line("// Persistent tiles: this block runs tiles blockIdx.x, + gridDim.x, ... of the grid's order.");
+    c.line("const int tiles_all = tiles_m * tiles_n * gm::arg_i32(" + X.arg(ArgLayout::kBatch) + ");");
+    c.line("Mainloop::init(smem);  // the stage ring's barriers; the producer's registers go to the consumers");
+    c.line("unsigned char* const out_smem = smem + Mainloop::SMEM_BYTES;  // the outputs' space, after the ring");
+    c.line("(void)out_smem;");
+    c.line("unsigned slice = 0;  // slices of this block's tiles before the current one");
+    c.open("if (Mainloop::producer())");
+    c.open("if (Mainloop::issuer())");
+    c.line("#pragma unroll 1");
+    c.open("for (int tile = int(blockIdx.x); tile < tiles_all; tile += int(gridDim.x))");
+    X.coords->refresh(c, "tile");
+    c.line("const gm::tc::TmaOperand tc_a{&" + X.arg(X.A.tma_a) + ", row_begin + tile_m * Shape::BM, b};  // " +
+           access_name(choice_.row_access));
+    c.line("const gm::tc::TmaOperand tc_b{&" + X.arg(X.A.tma_b) + ", col_begin + tile_n * Shape::BN, b};  // " +
+           access_name(choice_.col_access));
+    c.line("Mainloop::produce(smem, tc_a, tc_b, red_begin, red_end, slice);");
+    c.close();
+    c.close();
+    c.line("return;  // the producer's loads are all issued");
+    c.close();
+    c.line("#pragma unroll 1");
+    c.open("for (int tile = int(blockIdx.x); tile < tiles_all; tile += int(gridDim.x))");
+    c.line("// The sum of products on the tensor cores: acc over k in [red_begin, red_end) (set by");
+    c.line("// consume, whose first k-step does not add: no zeroed accumulators).");
+    c.line(n.acc_type + " " + n.acc + "[" + n.acc_count +
+           "];  // (Map::kRows, Map::kCols) per thread, Map::index order");
+    c.line("Mainloop::consume(" + n.acc + ", smem, red_begin, red_end, slice);");
+    c.line("int tile_e = tile;");
+    c.line("gm::opaque(tile_e);");
+    refresh(c, "tile_e");
+  }
+
+  // After the mainloop: the thread's map and the tile's coordinates again, rather than held in
+  // registers through it.
+  void refresh(Code& c, const std::string& block) {
     c.line("// Coordinates again, rather than held in registers through the mainloop.");
     c.line("tc_map = TcMap(gm::fresh_tid());");
-    X.coords->refresh(c);
+    X.coords->refresh(c, block);
     c.line("tc_i0 = row_begin + tile_m * Shape::BM;");
     c.line("tc_j0 = col_begin + tile_n * Shape::BN;");
+  }
+
+  void finish(Code& c) override {
+    if (!X.persistent) return;
+    c.line("gm::tile_sync<Shape::THREADS>();  // the outputs' shared memory is free for the next tile");
+    c.close();
   }
 
   AccumulatorMap map() const override {

@@ -256,9 +256,10 @@ KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_b
   k.math = executed_math(P, f32_math);
   const MathChoice& math = k.math;
   if (isa != TensorIsa::None && math.tensor_cores() && !forced && !k.options.packed16 && !k.options.grouped_join) {
-    // (tf32 wgmma's boxes start at k_begin: TMA needs that on 16 bytes.)
-    const bool wgmma =
-        isa == TensorIsa::Wgmma && math.wgmma && (!wgmma_needs_tma(math.math) || (inst.red.begin * 4) % 16 == 0);
+    // (tf32 wgmma's boxes start at k_begin: TMA needs that on 16 bytes. An empty k range stays
+    // on mma.sync: the TMA-fed consumers set their accumulators from their first product.)
+    const bool wgmma = isa == TensorIsa::Wgmma && math.wgmma && inst.red.end > inst.red.begin &&
+                       (!wgmma_needs_tma(math.math) || (inst.red.begin * 4) % 16 == 0);
     k.tile = tc_kernel_tile(math.math, wgmma, rows, cols, batch, sm_count);
     k.options.tensor_math = math.math;
     // TMA feeds wgmma where its boxes start on 16 bytes (else cp.async from every thread); tf32

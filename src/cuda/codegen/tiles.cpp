@@ -27,7 +27,7 @@ class PlainTiles final : public TileCoordinates {
     c.line("int b = int(blockIdx.x) / (tiles_m * tiles_n), tile_m, tile_n;");
     c.line(tile_order() + "(int(blockIdx.x) - b * tiles_m * tiles_n, tiles_m, tiles_n, tile_m, tile_n);");
   }
-  void refresh(Code& c) const override {
+  void refresh(Code& c, const std::string& block) const override {
     // The tile counts too, from opaque copies of the bounds: the compiler otherwise keeps
     // tiles_m, tiles_m * tiles_n, ... from the prologue through the k loop, three registers
     // that made the list kernels spill inside it at 128 registers (128x128x8/8x8).
@@ -36,8 +36,8 @@ class PlainTiles final : public TileCoordinates {
     c.line(
         "const int tm_e = (re_e - rb_e + Shape::BM - 1) / Shape::BM, tn_e = (ce_e - cb_e + Shape::BN - 1) / "
         "Shape::BN;");
-    c.line("b = gm::fresh_ctaid() / (tm_e * tn_e);");
-    c.line(tile_order() + "(gm::fresh_ctaid() - b * tm_e * tn_e, tm_e, tn_e, tile_m, tile_n);");
+    c.line("b = " + block + " / (tm_e * tn_e);");
+    c.line(tile_order() + "(" + block + " - b * tm_e * tn_e, tm_e, tn_e, tile_m, tile_n);");
   }
   std::string row_at(const std::string& pos) const override { return pos; }
   std::string col_at(const std::string& pos) const override { return pos; }
@@ -82,7 +82,7 @@ class GroupedJoinTiles final : public TileCoordinates {
     c.line("const int tiles_m = 1, tiles_n = 1;");
     c.line("int b = 0, tile_m = 0, tile_n = 0;");
   }
-  void refresh(Code&) const override {}
+  void refresh(Code&, const std::string&) const override {}
   std::string row_at(const std::string& pos) const override {
     return "(" + pos + " < row_end ? __ldg(jrow + " + pos + ") : -1)";
   }

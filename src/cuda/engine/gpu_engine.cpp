@@ -488,9 +488,14 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     kept_lists = std::make_unique<DeviceLists>(inst, list_rows, tile);
   DeviceLists& lists = *kept_lists;
 
-  const int64_t blocks = groups ? groups->tile_count() : size_mul_saturated(tiles, batch);
-  if (blocks > INT_MAX)
-    throw_device_error("the problem needs " + std::to_string(blocks) + " thread blocks (at most 2^31-1)");
+  const int64_t tile_blocks = groups ? groups->tile_count() : size_mul_saturated(tiles, batch);
+  if (tile_blocks > INT_MAX)
+    throw_device_error("the problem needs " + std::to_string(tile_blocks) + " thread blocks (at most 2^31-1)");
+  // A persistent kernel: one block per SM (or the caller's count), never more than the tiles.
+  const int64_t blocks =
+      info.persistent
+          ? std::min<int64_t>(tile_blocks, options.resident_blocks > 0 ? options.resident_blocks : device().sm_count)
+          : tile_blocks;
   double ms = 0;
   int launches = 0;
   while (true) {
@@ -517,6 +522,8 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   if (stats) {
     stats->kernel_ms = ms;
     stats->result_launches = launches;
+    stats->launch_blocks = blocks;
+    stats->persistent = info.persistent;
     stats->list_rows_appended.clear();
     for (size_t l = 0; l < P.lists.size(); ++l) stats->list_rows_appended.push_back(blocks > 0 ? lists.count(l) : 0);
   }

@@ -73,8 +73,8 @@ struct Args {
 
 }  // namespace
 
-// dynamic shared memory: 132224 bytes; tensor-core mainloop 128x128x64/wgmma-tma/s4
-extern "C" __global__ void __launch_bounds__(288, 1) gamut_main(const __grid_constant__ Args a) {
+// dynamic shared memory: 197760 bytes; tensor-core mainloop 128x128x64/wgmma-tma/s4
+extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_constant__ Args a) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int row_begin = gm::arg_i32(a.row_begin), row_end = gm::arg_i32(a.row_end);
   const int col_begin = gm::arg_i32(a.col_begin), col_end = gm::arg_i32(a.col_end);
@@ -86,118 +86,142 @@ extern "C" __global__ void __launch_bounds__(288, 1) gamut_main(const __grid_con
   gm::tile_coords<8>(int(blockIdx.x) - b * tiles_m * tiles_n, tiles_m, tiles_n, tile_m, tile_n);
   int tc_i0 = row_begin + tile_m * Shape::BM, tc_j0 = col_begin + tile_n * Shape::BN;
   TcMap tc_map(int(threadIdx.x));
-  // The sum of products on the tensor cores: acc over k in [red_begin, red_end).
-  const gm::tc::TmaOperand tc_a{&a.tma_a, tc_i0, b};  // P[r,k]
-  const gm::tc::TmaOperand tc_b{&a.tma_b, tc_j0, b};  // R[k,c]
-  Mainloop::Acc acc[Mainloop::kAcc];  // (Map::kRows, Map::kCols) per thread, Map::index order
-#pragma unroll
-  for (int e = 0; e < Mainloop::kAcc; ++e) acc[e] = 0;
-  Mainloop::run(acc, smem, tc_a, tc_b, red_begin, red_end);
-  if (Mainloop::producer()) return;  // the producer warp's loads are all issued
-  // Coordinates again, rather than held in registers through the mainloop.
-  tc_map = TcMap(gm::fresh_tid());
-  int rb_e = row_begin, re_e = row_end, cb_e = col_begin, ce_e = col_end;
-  gm::opaque(rb_e); gm::opaque(re_e); gm::opaque(cb_e); gm::opaque(ce_e);
-  const int tm_e = (re_e - rb_e + Shape::BM - 1) / Shape::BM, tn_e = (ce_e - cb_e + Shape::BN - 1) / Shape::BN;
-  b = gm::fresh_ctaid() / (tm_e * tn_e);
-  gm::tile_coords<8>(gm::fresh_ctaid() - b * tm_e * tn_e, tm_e, tn_e, tile_m, tile_n);
-  tc_i0 = row_begin + tile_m * Shape::BM;
-  tc_j0 = col_begin + tile_n * Shape::BN;
-  const gm::ListAppend la0{reinterpret_cast<gm::u64*>(a.list0_counter), a.list0_capacity};
-  unsigned pr0[(TcMap::kRows * TcMap::kCols + 31) / 32];  // Top: rows that reached the emit
-#pragma unroll
-  for (int w = 0; w < (TcMap::kRows * TcMap::kCols + 31) / 32; ++w) pr0[w] = 0u;
-#pragma unroll
-  for (int m = 0; m < TcMap::kRows; ++m) {
-    const int i = tc_i0 + tc_map.row(m);
-#pragma unroll
-    for (int c = 0; c < TcMap::kCols / Shape::VN; ++c) {
-#pragma unroll
-      for (int v = 0; v < Shape::VN; ++v) {
-        const int n = c * Shape::VN + v;
-        const int j = tc_j0 + tc_map.col(n);
-        bool ef0 = false;
-        if (i < row_end && j < col_end) {
-          float acc0 = (0.0f + acc[TcMap::index(m, n)]); gm::opaque(acc0);
-          ef0 = true;
-        }
-        pr0[(m * TcMap::kCols + n) / 32] |= unsigned(ef0) << ((m * TcMap::kCols + n) % 32);
+  // Persistent tiles: this block runs tiles blockIdx.x, + gridDim.x, ... of the grid's order.
+  const int tiles_all = tiles_m * tiles_n * gm::arg_i32(a.batch);
+  Mainloop::init(smem);  // the stage ring's barriers; the producer's registers go to the consumers
+  unsigned char* const out_smem = smem + Mainloop::SMEM_BYTES;  // the outputs' space, after the ring
+  (void)out_smem;
+  unsigned slice = 0;  // slices of this block's tiles before the current one
+  if (Mainloop::producer()) {
+    if (Mainloop::issuer()) {
+#pragma unroll 1
+      for (int tile = int(blockIdx.x); tile < tiles_all; tile += int(gridDim.x)) {
+        int rb_e = row_begin, re_e = row_end, cb_e = col_begin, ce_e = col_end;
+        gm::opaque(rb_e); gm::opaque(re_e); gm::opaque(cb_e); gm::opaque(ce_e);
+        const int tm_e = (re_e - rb_e + Shape::BM - 1) / Shape::BM, tn_e = (ce_e - cb_e + Shape::BN - 1) / Shape::BN;
+        b = tile / (tm_e * tn_e);
+        gm::tile_coords<8>(tile - b * tm_e * tn_e, tm_e, tn_e, tile_m, tile_n);
+        const gm::tc::TmaOperand tc_a{&a.tma_a, row_begin + tile_m * Shape::BM, b};  // P[r,k]
+        const gm::tc::TmaOperand tc_b{&a.tma_b, col_begin + tile_n * Shape::BN, b};  // R[k,c]
+        Mainloop::produce(smem, tc_a, tc_b, red_begin, red_end, slice);
       }
     }
+    return;  // the producer's loads are all issued
   }
-   {
-    __shared__ gm::TileSelect<Shape, 0>::Smem ss;
-    unsigned* const gthr = reinterpret_cast<unsigned*>(a.list0_threshold);
-    unsigned* const rsv = reinterpret_cast<unsigned*>(a.list0_reservoir);
-    const auto at = [&](int) -> gm::i64 { return 0; };
-    const auto rank_of = [&](int m, int n) -> unsigned {
-      const int i = tc_i0 + tc_map.row(m), j = tc_j0 + tc_map.col(n);
-      (void)i; (void)j;
-      float acc0 = (0.0f + acc[TcMap::index(m, n)]); gm::opaque(acc0);
-      return gm::rank32(acc0, true);
-    };
-    unsigned* const rk0 = reinterpret_cast<unsigned*>(smem + 0);  // (TcMap::kRows * TcMap::kCols, Shape::THREADS)
-    gm::tile_sync<Shape::THREADS>();  // earlier users of the space (mainloop, other lists) are done
+#pragma unroll 1
+  for (int tile = int(blockIdx.x); tile < tiles_all; tile += int(gridDim.x)) {
+    // The sum of products on the tensor cores: acc over k in [red_begin, red_end) (set by
+    // consume, whose first k-step does not add: no zeroed accumulators).
+    Mainloop::Acc acc[Mainloop::kAcc];  // (Map::kRows, Map::kCols) per thread, Map::index order
+    Mainloop::consume(acc, smem, red_begin, red_end, slice);
+    int tile_e = tile;
+    gm::opaque(tile_e);
+    // Coordinates again, rather than held in registers through the mainloop.
+    tc_map = TcMap(gm::fresh_tid());
+    int rb_e = row_begin, re_e = row_end, cb_e = col_begin, ce_e = col_end;
+    gm::opaque(rb_e); gm::opaque(re_e); gm::opaque(cb_e); gm::opaque(ce_e);
+    const int tm_e = (re_e - rb_e + Shape::BM - 1) / Shape::BM, tn_e = (ce_e - cb_e + Shape::BN - 1) / Shape::BN;
+    b = tile_e / (tm_e * tn_e);
+    gm::tile_coords<8>(tile_e - b * tm_e * tn_e, tm_e, tn_e, tile_m, tile_n);
+    tc_i0 = row_begin + tile_m * Shape::BM;
+    tc_j0 = col_begin + tile_n * Shape::BN;
+    const gm::ListAppend la0{reinterpret_cast<gm::u64*>(a.list0_counter), a.list0_capacity};
+    unsigned pr0[(TcMap::kRows * TcMap::kCols + 31) / 32];  // Top: rows that reached the emit
+#pragma unroll
+    for (int w = 0; w < (TcMap::kRows * TcMap::kCols + 31) / 32; ++w) pr0[w] = 0u;
 #pragma unroll
     for (int m = 0; m < TcMap::kRows; ++m) {
+      const int i = tc_i0 + tc_map.row(m);
 #pragma unroll
-      for (int n = 0; n < TcMap::kCols; ++n) rk0[(m * TcMap::kCols + n) * Shape::THREADS + int(threadIdx.x)] = rank_of(m, n);
-    }
-    // Each thread reads only its own ranks: no barrier between the stores and the reads.
-    const auto rank = [&](int m, int n) -> unsigned {
-      return rk0[(m * TcMap::kCols + n) * Shape::THREADS + int(threadIdx.x)];
-    };
-    gm::TileSelect<Shape, 0>::select(tc_map, rank, pr0, la0.limit(), gthr, at, ss);
-     {
-      gm::u64 row;
-      // Every thread, together; false in all of them when the block has no row.
-      if (gm::BlockAppend<Shape>::reserve(pr0, la0.counter, row)) {
-        unsigned todo[(TcMap::kRows * TcMap::kCols + 31) / 32];
+      for (int c = 0; c < TcMap::kCols / Shape::VN; ++c) {
 #pragma unroll
-        for (int w = 0; w < (TcMap::kRows * TcMap::kCols + 31) / 32; ++w) todo[w] = pr0[w];
-        gm::opaque_bits(todo);
-        int e = 0;
-#pragma unroll 1
-        while (gm::next_bit(todo, e)) {
-          const int em = e / TcMap::kCols, en = e % TcMap::kCols;
-          const int i = tc_i0 + tc_map.row(em);
-          const int j = tc_j0 + tc_map.col(en);
+        for (int v = 0; v < Shape::VN; ++v) {
+          const int n = c * Shape::VN + v;
+          const int j = tc_j0 + tc_map.col(n);
           bool ef0 = false;
-          int ec0_0 = int();
-          int ec0_1 = int();
-          float ec0_2 = float();
-          float ek0 = float();
-          float acc0 = float();
-#pragma unroll
-          for (int m = 0; m < TcMap::kRows; ++m) {
-#pragma unroll
-            for (int n = 0; n < TcMap::kCols; ++n) {
-              if (m == em && n == en) {
-                acc0 = (0.0f + acc[TcMap::index(m, n)]);
-              }
-            }
+          if (i < row_end && j < col_end) {
+            float acc0 = (0.0f + acc[TcMap::index(m, n)]); gm::opaque(acc0);
+            ef0 = true;
           }
-          ef0 = true;
-          ec0_0 = i;
-          ec0_1 = j;
-          ec0_2 = acc0;
-          ek0 = acc0;
-          (void)ef0;  // marked in pass 1: the row exists
-          if (row < la0.capacity) {
-            reinterpret_cast<int*>(a.list0_col0)[row] = ec0_0;
-            reinterpret_cast<int*>(a.list0_col1)[row] = ec0_1;
-            reinterpret_cast<float*>(a.list0_col2)[row] = ec0_2;
-            reinterpret_cast<int*>(a.list0_b)[row] = b;
-            reinterpret_cast<int*>(a.list0_i)[row] = i;
-            reinterpret_cast<int*>(a.list0_j)[row] = j;
-            reinterpret_cast<float*>(a.list0_key)[row] = ek0;
-            const int g = gm::TileSelect<Shape, 0>::group(tc_map.row(em), tc_map.col(en));
-            gm::TileSelect<Shape, 0>::keep(rsv, la0.limit(), at(g), g, i, j, gm::rank32(ek0, true), ss);
-          }
-          ++row;
+          pr0[(m * TcMap::kCols + n) / 32] |= unsigned(ef0) << ((m * TcMap::kCols + n) % 32);
         }
       }
     }
-    gm::TileSelect<Shape, 0>::refresh(gthr, rsv, la0.limit(), at, ss);
+     {
+      __shared__ gm::TileSelect<Shape, 0>::Smem ss;
+      unsigned* const gthr = reinterpret_cast<unsigned*>(a.list0_threshold);
+      unsigned* const rsv = reinterpret_cast<unsigned*>(a.list0_reservoir);
+      const auto at = [&](int) -> gm::i64 { return 0; };
+      const auto rank_of = [&](int m, int n) -> unsigned {
+        const int i = tc_i0 + tc_map.row(m), j = tc_j0 + tc_map.col(n);
+        (void)i; (void)j;
+        float acc0 = (0.0f + acc[TcMap::index(m, n)]); gm::opaque(acc0);
+        return gm::rank32(acc0, true);
+      };
+      unsigned* const rk0 = reinterpret_cast<unsigned*>(out_smem + 0);  // (TcMap::kRows * TcMap::kCols, Shape::THREADS)
+      gm::tile_sync<Shape::THREADS>();  // earlier users of the space (mainloop, other lists) are done
+#pragma unroll
+      for (int m = 0; m < TcMap::kRows; ++m) {
+#pragma unroll
+        for (int n = 0; n < TcMap::kCols; ++n) rk0[(m * TcMap::kCols + n) * Shape::THREADS + int(threadIdx.x)] = rank_of(m, n);
+      }
+      // Each thread reads only its own ranks: no barrier between the stores and the reads.
+      const auto rank = [&](int m, int n) -> unsigned {
+        return rk0[(m * TcMap::kCols + n) * Shape::THREADS + int(threadIdx.x)];
+      };
+      gm::TileSelect<Shape, 0>::select(tc_map, rank, pr0, la0.limit(), gthr, at, ss);
+       {
+        gm::u64 row;
+        // Every thread, together; false in all of them when the block has no row.
+        if (gm::BlockAppend<Shape>::reserve(pr0, la0.counter, row)) {
+          unsigned todo[(TcMap::kRows * TcMap::kCols + 31) / 32];
+#pragma unroll
+          for (int w = 0; w < (TcMap::kRows * TcMap::kCols + 31) / 32; ++w) todo[w] = pr0[w];
+          gm::opaque_bits(todo);
+          int e = 0;
+#pragma unroll 1
+          while (gm::next_bit(todo, e)) {
+            const int em = e / TcMap::kCols, en = e % TcMap::kCols;
+            const int i = tc_i0 + tc_map.row(em);
+            const int j = tc_j0 + tc_map.col(en);
+            bool ef0 = false;
+            int ec0_0 = int();
+            int ec0_1 = int();
+            float ec0_2 = float();
+            float ek0 = float();
+            float acc0 = float();
+#pragma unroll
+            for (int m = 0; m < TcMap::kRows; ++m) {
+#pragma unroll
+              for (int n = 0; n < TcMap::kCols; ++n) {
+                if (m == em && n == en) {
+                  acc0 = (0.0f + acc[TcMap::index(m, n)]);
+                }
+              }
+            }
+            ef0 = true;
+            ec0_0 = i;
+            ec0_1 = j;
+            ec0_2 = acc0;
+            ek0 = acc0;
+            (void)ef0;  // marked in pass 1: the row exists
+            if (row < la0.capacity) {
+              reinterpret_cast<int*>(a.list0_col0)[row] = ec0_0;
+              reinterpret_cast<int*>(a.list0_col1)[row] = ec0_1;
+              reinterpret_cast<float*>(a.list0_col2)[row] = ec0_2;
+              reinterpret_cast<int*>(a.list0_b)[row] = b;
+              reinterpret_cast<int*>(a.list0_i)[row] = i;
+              reinterpret_cast<int*>(a.list0_j)[row] = j;
+              reinterpret_cast<float*>(a.list0_key)[row] = ek0;
+              const int g = gm::TileSelect<Shape, 0>::group(tc_map.row(em), tc_map.col(en));
+              gm::TileSelect<Shape, 0>::keep(rsv, la0.limit(), at(g), g, i, j, gm::rank32(ek0, true), ss);
+            }
+            ++row;
+          }
+        }
+      }
+      gm::TileSelect<Shape, 0>::refresh(gthr, rsv, la0.limit(), at, ss);
+    }
+    gm::tile_sync<Shape::THREADS>();  // the outputs' shared memory is free for the next tile
   }
 }

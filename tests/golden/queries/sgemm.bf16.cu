@@ -66,7 +66,7 @@ struct Args {
 }  // namespace
 
 // dynamic shared memory: 132224 bytes; tensor-core mainloop 128x128x64/wgmma-tma/s4
-extern "C" __global__ void __launch_bounds__(288, 1) gamut_main(const __grid_constant__ Args a) {
+extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_constant__ Args a) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int row_begin = gm::arg_i32(a.row_begin), row_end = gm::arg_i32(a.row_end);
   const int col_begin = gm::arg_i32(a.col_begin), col_end = gm::arg_i32(a.col_end);
@@ -85,11 +85,15 @@ extern "C" __global__ void __launch_bounds__(288, 1) gamut_main(const __grid_con
   // The sum of products on the tensor cores: acc over k in [red_begin, red_end).
   const gm::tc::TmaOperand tc_a{&a.tma_a, tc_i0, b};  // A[r,k]
   const gm::tc::TmaOperand tc_b{&a.tma_b, tc_j0, b};  // B[k,c]
-  Mainloop::Acc acc[Mainloop::kAcc];  // (Map::kRows, Map::kCols) per thread, Map::index order
-#pragma unroll
-  for (int e = 0; e < Mainloop::kAcc; ++e) acc[e] = 0;
-  Mainloop::run(acc, smem, tc_a, tc_b, red_begin, red_end);
-  if (Mainloop::producer()) return;  // the producer warp's loads are all issued
+  Mainloop::init(smem);  // the stage ring's barriers; the producer's registers go to the consumers
+  unsigned slice = 0;  // slices this block's ring carried before
+  if (Mainloop::producer()) {
+    if (Mainloop::issuer()) Mainloop::produce(smem, tc_a, tc_b, red_begin, red_end, slice);
+    return;  // the producer's loads are all issued
+  }
+  Mainloop::Acc acc[Mainloop::kAcc];  // (Map::kRows, Map::kCols) per thread, Map::index order: set by consume
+  Mainloop::consume(acc, smem, red_begin, red_end, slice);
+  gm::tile_sync<Mainloop::THREADS>();  // every consumer's products are done: the stages may be reused
   // Coordinates again, rather than held in registers through the mainloop.
   tc_map = TcMap(gm::fresh_tid());
   int rb_e = row_begin, re_e = row_end, cb_e = col_begin, ce_e = col_end;

@@ -49,7 +49,7 @@ class Aggregates final : public AggregateOperator {
         tables_ = true;
         c.line("gm::TableSink<" + t + ", " + store_op_code(o.op) + ", " + to_string(X.S.table_slots) +
                ", Shape::THREADS> sk" + n + ";");
-        c.line("sk" + n + ".init(smem + " + to_string(X.S.table_off[d]) + ", out" + n + ", gm::u64(" +
+        c.line("sk" + n + ".init(" + X.out_smem() + " + " + to_string(X.S.table_off[d]) + ", out" + n + ", gm::u64(" +
                X.arg(X.A.dense[d].elems) + "));");
       } else {
         c.line("gm::GlobalSink<" + t + ", " + store_op_code(o.op) + "> sk" + n + "{out" + n + "};");

@@ -52,7 +52,7 @@ class DistinctRows final : public ListRows {
            (cands > 1 ? ", " + to_string(cands) : std::string()) + "> TD;");
     c.line("static_assert(TD::BYTES <= " + to_string(X.S.epilogue - size_t(X.S.distinct_off)) +
            ", \"shared memory plan\");");
-    c.line("TD td(smem + " + to_string(X.S.distinct_off) + ");");
+    c.line("TD td(" + X.out_smem() + " + " + to_string(X.S.distinct_off) + ");");
     c.line("unsigned todo[TD::W], ov[TD::W];");
     c.line("#pragma unroll");
     c.line("for (int w = 0; w < TD::W; ++w) { todo[w] = pr" + n_ + "[w]; ov[w] = 0u; }");

@@ -94,8 +94,8 @@ class TopBottomRows final : public ListRows {
     c.close(";");
     if (stash) {
       // (rows x cols, THREADS): a thread's ranks pair-major, so a warp's reads are consecutive words.
-      c.line("unsigned* const rk" + n_ + " = reinterpret_cast<unsigned*>(smem + " + to_string(rank_off) + ");  // (" +
-             M.rows + " * " + M.cols + ", Shape::THREADS)");
+      c.line("unsigned* const rk" + n_ + " = reinterpret_cast<unsigned*>(" + X.out_smem() + " + " +
+             to_string(rank_off) + ");  // (" + M.rows + " * " + M.cols + ", Shape::THREADS)");
       c.line("gm::tile_sync<Shape::THREADS>();  // earlier users of the space (mainloop, other lists) are done");
       c.line("#pragma unroll");
       c.open("for (int m = 0; m < " + M.rows + "; ++m)");

@@ -38,7 +38,7 @@ GM_DEV void wgmma_wait() {
                  "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
                  "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
                  "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]) \
-               : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TNSP_A), "n"(TNSP_B))
+               : "l"(desc_a), "l"(desc_b), "r"(int(accumulate)), "n"(TNSP_A), "n"(TNSP_B))
 
 // m64n256kK: 128 f32 accumulators per thread.
 #define GM_WGMMA_N256(SHAPE_TYPE, TAIL) \
@@ -69,7 +69,7 @@ GM_DEV void wgmma_wait() {
                  "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), \
                  "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
                  "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127]) \
-               : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TNSP_A), "n"(TNSP_B))
+               : "l"(desc_a), "l"(desc_b), "r"(int(accumulate)), "n"(TNSP_A), "n"(TNSP_B))
 
 template <class T>
 struct IsBF16 {
@@ -83,9 +83,11 @@ struct IsBF16<bf16> {
 // d (N/2 f32 per thread) += A (64 x K, descriptor a) * B (K x N, descriptor b); T, the operands'
 // storage type, picks the instruction: f16 / bf16 (K = 16), float (tf32, K = 8: the instruction
 // reads each element's 19 high bits). TNSP_A / TNSP_B: 0 when the operand has k contiguous in
-// shared memory, 1 when m / n is (16-bit operands only).
+// shared memory, 1 when m / n is (16-bit operands only). accumulate false: d = A * B (the
+// instruction's scale-d), so a tile's first k-step needs no zeroed accumulators: zeroing them in
+// a persistent kernel's tile loop made ptxas serialize the wgmma pipeline (C7515).
 template <int N, class T, int TNSP_A, int TNSP_B>
-GM_DEV void wgmma_f32(float (&d)[N / 2], u64 desc_a, u64 desc_b) {
+GM_DEV void wgmma_f32(float (&d)[N / 2], u64 desc_a, u64 desc_b, bool accumulate = true) {
   static_assert(N == 128 || N == 256, "wgmma N of 128 or 256");
   constexpr bool kTf32 = sizeof(T) == 4, kBF16 = IsBF16<T>::value;
   static_assert(!kTf32 || (TNSP_A == 0 && TNSP_B == 0), "tf32 wgmma reads both operands k-major");

@@ -1,18 +1,25 @@
 // The TMA-fed wgmma mainloop (sm_90a): the products of gamut_tc_wgmma.cuh with the copies
-// taken off the consumers. A producer warp after the consumer warpgroups issues one TMA box per
-// operand and slice (the 128-byte-swizzled layout the descriptors read, zeros outside the
-// tensor); full / empty mbarriers per stage replace the block barrier, so each warpgroup runs
-// as soon as its slice has landed and never waits for the other.
+// taken off the consumers. A producer warpgroup after the consumer warpgroups issues, from one
+// thread, one TMA box per operand and slice (the 128-byte-swizzled layout the descriptors read,
+// zeros outside the tensor); full / empty mbarriers per stage replace the block barrier, so
+// each warpgroup runs as soon as its slice has landed and never waits for the other.
 //
 //   threads [0, THREADS)                 consumers: wait full[s], 4 wgmma k-steps, release the
 //                                        stage of the slice before (its products are done)
-//   threads [THREADS, THREADS + 32)      producer (lane 0): wait empty[s], expect the stage's
-//                                        bytes on full[s], issue the boxes; then leaves
+//   threads [THREADS, THREADS + 128)     producer (its first thread, issuer()): wait empty[s],
+//                                        expect the stage's bytes on full[s], issue the boxes;
+//                                        then the warpgroup leaves
+//
+// The producer is a whole warpgroup so that it can hand its registers to the consumers
+// (setmaxnreg): ptxas gives a wgmma kernel of 2 consumer warpgroups 168 registers a thread, and
+// 128 x 256 tiles (128 accumulators a thread) spilled there; the consumers get 232.
 //
 // Contract as WgmmaMainloop (Acc, kAcc, Map, SMEM_BYTES), with TmaOperand instead of
 // TcOperand, plus BLOCK_THREADS and producer(): after run() the kernel returns in the
 // producer's threads, and the output operators synchronize the consumers only
-// (gm::tile_sync<Shape::THREADS>, barrier 1), never with __syncthreads.
+// (gm::tile_sync<Shape::THREADS>, barrier 1), never with __syncthreads. A persistent kernel
+// calls init(), then produce() per tile in issuer(), and consume() per tile in the consumers,
+// the stage ring carrying on across its tiles.
 //
 // f32 operands (tf32, tf32x3) are read k-major only (the host hands over k-major copies of
 // others, src/cuda/stages/k_major_copy.h). tf32: the tensor map's TFLOAT32 type rounds each
@@ -47,20 +54,27 @@ struct WgmmaTmaMainloop {
   typedef typename Products::ATile ATile;
   typedef typename Products::BTile BTile;
   typedef typename Products::Operand Operand;
-  static constexpr bool kSplit = Math::kPasses == 3;   // tf32x3
+  static constexpr bool kSplit = Math::kPasses == 3;  // tf32x3
   static constexpr int BK = Shape::BK, STAGES = Shape::STAGES, BN = Shape::BN, BM = Shape::BM;
   static constexpr int kAcc = Products::kAcc, KSTEPS = Products::KSTEPS;
   static constexpr int STAGE_BYTES = Products::STAGE_BYTES;
-  static constexpr int THREADS = Shape::THREADS, BLOCK_THREADS = THREADS + 32;
+  static constexpr int THREADS = Shape::THREADS, BLOCK_THREADS = THREADS + 128;
+  // Registers after init(): 65536 in all, the producer warpgroup's 40 and the rest shared by
+  // the consumers in steps of 8 (two consumer warpgroups: 232; one already has 256 at launch).
+  static constexpr int PRODUCER_REGS = 40;
+  static constexpr int CONSUMER_REGS = (65536 - 128 * PRODUCER_REGS) / THREADS / 8 * 8 > 256
+                                           ? 256
+                                           : (65536 - 128 * PRODUCER_REGS) / THREADS / 8 * 8;
+  static constexpr bool kShiftRegs = THREADS == 256;
   static constexpr int CONSUMER_WARPS = THREADS / 32;
-  // Stages (1024-byte aligned), their tf32x3 twins, then full[STAGES] and empty[STAGES]
-  // mbarriers of 8 bytes.
+  // The stage ring (Ring below) and 1024 bytes of alignment slack.
   static constexpr int SPLIT_BYTES = kSplit ? STAGES * STAGE_BYTES : 0;
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + SPLIT_BYTES + 1024 + 128;
   static_assert(int(sizeof(Operand)) == 2 || (A_KC && B_KC), "f32 operands come k-major");
   static_assert(STAGES <= 8, "the barriers' 128 bytes hold 8 stages");
 
   static GM_DEV bool producer() { return int(threadIdx.x) >= THREADS; }
+  static GM_DEV bool issuer() { return int(threadIdx.x) == THREADS; }  // the producer's thread that issues
 
   // The boxes of one operand's slice at k0 into the stage tile at `dst`: k contiguous: one box
   // of BK k x P rows; else (16-bit) P / 64 boxes of 64 p x 64 k, 64 x 64 x 2 bytes apart.
@@ -89,28 +103,81 @@ struct WgmmaTmaMainloop {
     }
   }
 
+  // The stage ring in shared memory: the stages (1024-byte aligned), their tf32x3 twins, then
+  // full[STAGES] and empty[STAGES] mbarriers of 8 bytes.
+  struct Ring {
+    unsigned s0, full0, empty0;
+    GM_DEV explicit Ring(void* smem)
+        : s0((smem_addr(smem) + 1023u) & ~1023u),
+          full0(s0 + unsigned(STAGES * STAGE_BYTES + SPLIT_BYTES)),
+          empty0(full0 + 8u * STAGES) {}
+    GM_DEV unsigned stage(unsigned slice) const { return s0 + unsigned(int(slice % STAGES) * STAGE_BYTES); }
+    GM_DEV unsigned full(unsigned slice) const { return full0 + 8u * (slice % STAGES); }
+    GM_DEV unsigned empty(unsigned slice) const { return empty0 + 8u * (slice % STAGES); }
+    // The phase parity of slice's use of its stage (the ring turns once per STAGES slices).
+    static GM_DEV unsigned parity(unsigned slice) { return (slice / STAGES) & 1u; }
+  };
+
+  static GM_DEV int slices(int k_begin, int k_end) { return k_end > k_begin ? (k_end - k_begin + BK - 1) / BK : 0; }
+
+  // The ring's barriers, made by thread 0 and visible to the whole block after this (the
+  // kernel's last whole-block barrier); then the registers move from producer to consumers.
+  static GM_DEV void init(void* smem) {
+    const Ring r(smem);
+    if (threadIdx.x == 0) {
+#pragma unroll
+      for (int s = 0; s < STAGES; ++s) {
+        mbar_init(r.full(unsigned(s)), 1);                          // the producer's arrival + bytes
+        mbar_init(r.empty(unsigned(s)), unsigned(CONSUMER_WARPS));  // one per consumer warp
+      }
+      mbar_fence_init();
+    }
+    __syncthreads();
+    if constexpr (kShiftRegs) {
+      if (producer())
+        regs_dec<PRODUCER_REGS>();
+      else
+        regs_inc<CONSUMER_REGS>();
+    }
+  }
+
+  // issuer(): the slices of one tile, k in [k_begin, k_end). `slice` counts the
+  // slices this block issued before (they carry on across the tiles of a persistent block) and
+  // comes back advanced past this tile's.
+  static GM_DEV void produce(void* smem, const TmaOperand& a, const TmaOperand& b, int k_begin, int k_end,
+                             unsigned& slice) {
+    const Ring r(smem);
+    const int nk = slices(k_begin, k_end);
+#pragma unroll 1
+    for (int t = 0; t < nk; ++t, ++slice) {
+      // The stage's previous slice's products are done (its first use waits for nothing).
+      if (slice >= unsigned(STAGES)) mbar_wait(r.empty(slice), Ring::parity(slice) ^ 1u);
+      const unsigned stage = r.stage(slice), full = r.full(slice);
+      mbar_arrive_expect_tx(full, unsigned(STAGE_BYTES));
+      load<A_KC, BM>(stage, a, k_begin + t * BK, full);
+      load<B_KC, BN>(stage + unsigned(ATile::BYTES), b, k_begin + t * BK, full);
+    }
+  }
+
   // tf32x3's consumers. The tensor cores add products into the accumulators rounding toward
   // zero: summed over all of K, tf32x3's error grew with K to 20x SGEMM's at K = 16384 (H200,
-  // bench/NOTES.md, session 8). So each slice's products go into a zeroed partial, added to acc
-  // with f32 adds (to nearest). The split of slice t+1 runs while slice t's products are in
-  // flight (a different stage and twin); a consumer barrier then makes it everybody's.
-  static GM_DEV void consume_split(Acc (&acc)[kAcc], void* smem, unsigned s0, unsigned full0, unsigned empty0,
-                                   int nk) {
+  // bench/NOTES.md, session 8). So each slice's products go into a fresh partial (its first
+  // product with scale-d 0), added to acc with f32 adds (to nearest). The split of slice t+1 runs while slice t's
+  // products are in flight (a different stage and twin); a consumer barrier then makes it everybody's.
+  static GM_DEV void consume_split(Acc (&acc)[kAcc], void* smem, int nk, unsigned& slice) {
+    const Ring r(smem);
     const int wg = int(threadIdx.x / 128);
     Acc part[kAcc];
-    auto land = [&](int t) {  // slice t has landed, is split, and is visible to wgmma
-      mbar_wait(full0 + 8u * unsigned(t % STAGES), unsigned(t / STAGES) & 1u);
-      split(smem, s0 + unsigned((t % STAGES) * STAGE_BYTES));
+    auto land = [&](unsigned u) {  // slice u has landed, is split, and is visible to wgmma
+      mbar_wait(r.full(u), Ring::parity(u));
+      split(smem, r.stage(u));
       fence_proxy_async();
     };
-    if (nk > 0) land(0);
+    if (nk > 0) land(slice);
     tile_sync<THREADS>();
 #pragma unroll 1
-    for (int t = 0; t < nk; ++t) {
-      const unsigned stage = s0 + unsigned((t % STAGES) * STAGE_BYTES);
-#pragma unroll
-      for (int e = 0; e < kAcc; ++e) part[e] = 0;
-      fence_registers(part);
+    for (int t = 0; t < nk; ++t, ++slice) {
+      const unsigned stage = r.stage(slice);
       wgmma_fence();
 #pragma unroll
       for (int ks = 0; ks < KSTEPS; ++ks) {
@@ -118,85 +185,69 @@ struct WgmmaTmaMainloop {
                   db = Products::template desc<BTile, true>(stage + unsigned(ATile::BYTES), 0, ks),
                   sa = Products::template desc<ATile, true>(stage + unsigned(SPLIT_BYTES), wg, ks),
                   sb = Products::template desc<BTile, true>(stage + unsigned(SPLIT_BYTES + ATile::BYTES), 0, ks);
-        wgmma_f32<BN, Operand, 0, 0>(part, sa, db);  // small terms first
+        wgmma_f32<BN, Operand, 0, 0>(part, sa, db, ks > 0);  // small terms first (part starts at 0)
         wgmma_f32<BN, Operand, 0, 0>(part, da, sb);
         wgmma_f32<BN, Operand, 0, 0>(part, da, db);
       }
       wgmma_commit();
-      if (t + 1 < nk) land(t + 1);
+      if (t + 1 < nk) land(slice + 1);
       wgmma_wait<0>();
       fence_registers(part);
 #pragma unroll
-      for (int e = 0; e < kAcc; ++e) acc[e] += part[e];
-      if (threadIdx.x % 32 == 0) mbar_arrive(empty0 + 8u * unsigned(t % STAGES));  // slice t's products are done
-      tile_sync<THREADS>();  // slice t+1's split is everybody's
+      for (int e = 0; e < kAcc; ++e) acc[e] = t > 0 ? acc[e] + part[e] : part[e];
+      if (threadIdx.x % 32 == 0) mbar_arrive(r.empty(slice));  // the slice's products are done
+      tile_sync<THREADS>();                                    // slice t+1's split is everybody's
     }
   }
 
-  static GM_DEV void run(Acc (&acc)[kAcc], void* smem, const TmaOperand& a, const TmaOperand& b, int k_begin,
-                         int k_end) {
-    const unsigned s0 = (smem_addr(smem) + 1023u) & ~1023u;
-    const unsigned full0 = s0 + unsigned(STAGES * STAGE_BYTES + SPLIT_BYTES), empty0 = full0 + 8u * STAGES;
-    const int nk = k_end > k_begin ? (k_end - k_begin + BK - 1) / BK : 0;
-    if (threadIdx.x == 0) {
-#pragma unroll
-      for (int s = 0; s < STAGES; ++s) {
-        mbar_init(full0 + 8u * unsigned(s), 1);                          // the producer's arrival + bytes
-        mbar_init(empty0 + 8u * unsigned(s), unsigned(CONSUMER_WARPS));  // one per consumer warp
-      }
-      mbar_fence_init();
-    }
-    __syncthreads();  // the barriers exist for everybody (the last whole-block barrier)
-    if (producer()) {
-      if (threadIdx.x % 32 == 0) {
-        int s = 0;
-        unsigned use = 0;  // how often stage s was filled before
-#pragma unroll 1
-        for (int t = 0; t < nk; ++t) {
-          if (use > 0) mbar_wait(empty0 + 8u * unsigned(s), (use - 1) & 1u);  // its last slice's products are done
-          const unsigned stage = s0 + unsigned(s * STAGE_BYTES), full = full0 + 8u * unsigned(s);
-          mbar_arrive_expect_tx(full, unsigned(STAGE_BYTES));
-          load<A_KC, BM>(stage, a, k_begin + t * BK, full);
-          load<B_KC, BN>(stage + unsigned(ATile::BYTES), b, k_begin + t * BK, full);
-          if (++s == STAGES) {
-            s = 0;
-            ++use;
-          }
-        }
-      }
-      return;
-    }
+  // The consumers: acc = the products of one tile's nk slices (acc's values before are not
+  // read), the first slice being `slice` (which comes back advanced past them). Every stage read
+  // is released: the producer may refill it with the next tile's slices while the outputs run.
+  // The k range is not empty (the host keeps empty ones off this mainloop, tile_choice.cpp):
+  // zeroing acc here for that case made ptxas spill 144 bytes in a persistent Q3 kernel.
+  static GM_DEV void consume(Acc (&acc)[kAcc], void* smem, int k_begin, int k_end, unsigned& slice) {
+    const int nk = slices(k_begin, k_end);
     if constexpr (kSplit) {
-      consume_split(acc, smem, s0, full0, empty0, nk);
-      tile_sync<THREADS>();  // every consumer's products are done: the stages may be reused
+      consume_split(acc, smem, nk, slice);
       return;
     }
+    const Ring r(smem);
     const int wg = int(threadIdx.x / 128);
-    int s = 0, prev = STAGES - 1;
-    unsigned use = 0;
+    unsigned prev = 0;
 #pragma unroll 1
-    for (int t = 0; t < nk; ++t) {
-      mbar_wait(full0 + 8u * unsigned(s), use & 1u);  // slice t has landed
-      const unsigned stage = s0 + unsigned(s * STAGE_BYTES);
+    for (int t = 0; t < nk; ++t, ++slice) {
+      mbar_wait(r.full(slice), Ring::parity(slice));  // the slice has landed
+      const unsigned stage = r.stage(slice);
       fence_registers(acc);
       wgmma_fence();
 #pragma unroll
       for (int ks = 0; ks < KSTEPS; ++ks)
         wgmma_f32<BN, Operand, A_KC ? 0 : 1, B_KC ? 0 : 1>(
             acc, Products::template desc<ATile, A_KC>(stage, wg, ks),
-            Products::template desc<BTile, B_KC>(stage + unsigned(ATile::BYTES), 0, ks));
+            Products::template desc<BTile, B_KC>(stage + unsigned(ATile::BYTES), 0, ks), t > 0 || ks > 0);
       wgmma_commit();
-      wgmma_wait<1>();  // slice t-1's products are done: its stage may be refilled
+      wgmma_wait<1>();  // the slice before's products are done: its stage may be refilled
       fence_registers(acc);
-      if (t > 0 && threadIdx.x % 32 == 0) mbar_arrive(empty0 + 8u * unsigned(prev));
-      prev = s;
-      if (++s == STAGES) {
-        s = 0;
-        ++use;
-      }
+      if (t > 0 && threadIdx.x % 32 == 0) mbar_arrive(r.empty(prev));
+      prev = slice;
     }
     wgmma_wait<0>();
     fence_registers(acc);
+    if (nk > 0 && threadIdx.x % 32 == 0) mbar_arrive(r.empty(prev));
+  }
+
+  // One tile per block: issuer() issues every slice and the producer warpgroup returns (the
+  // kernel returns in the producer's threads); the consumers end with a consumer barrier, after
+  // which the output operators may reuse the stages.
+  static GM_DEV void run(Acc (&acc)[kAcc], void* smem, const TmaOperand& a, const TmaOperand& b, int k_begin,
+                         int k_end) {
+    init(smem);
+    unsigned slice = 0;
+    if (producer()) {
+      if (issuer()) produce(smem, a, b, k_begin, k_end, slice);
+      return;
+    }
+    consume(acc, smem, k_begin, k_end, slice);
     tile_sync<THREADS>();  // every consumer's products are done: the stages may be reused
   }
 };

@@ -1,6 +1,6 @@
 // Shared-memory barriers (mbarrier) and tensor-memory-accelerator copies (TMA, sm_90) for the
 // TMA-fed wgmma mainloop (gamut_tc_wgmma_tma.cuh). Hand-written for the reason of
-// gamut_tc_wgmma_ops.cuh: these are six instructions, and libcu++'s cuda::ptx headers would
+// gamut_tc_wgmma_ops.cuh: these are eight instructions, and libcu++'s cuda::ptx headers would
 // have to be shipped to and parsed by NVRTC at every cold compile (docs/tensor-cores.md).
 #pragma once
 #include "gamut_math.cuh"
@@ -33,6 +33,18 @@ GM_DEV bool mbar_try_wait(unsigned bar, unsigned parity) {
 GM_DEV void mbar_wait(unsigned bar, unsigned parity) {
   while (!mbar_try_wait(bar, parity)) {
   }
+}
+
+// Hands registers back (dec) or takes them (inc) for the calling warpgroup: every thread of it
+// runs the same one (sync.aligned). The launch gave each thread the same share; the producer
+// warpgroup needs few, the consumers' accumulators many.
+template <int N>
+GM_DEV void regs_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+GM_DEV void regs_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
 }
 
 // A box of a tensor (CUtensorMap at the generic address `map`, a __grid_constant__ kernel
