@@ -185,6 +185,24 @@ TEST(GpuTensorQueries, PersistentBlocksLoopOverTiles) {
   unsetenv("GAMUT_EXPERIMENT_PERSISTENT");
 }
 
+// The persistent kernels of the operators with shared memory (aggregate tables, top ranks) and
+// a list, bf16, two blocks of 7-8 tiles: small enough for compute-sanitizer (tools/device_run.sh
+// sanitizers).
+TEST(GpuTensorQueries, PersistentSmall) {
+  SKIP_WITHOUT_GPU();
+  ASSERT_EQ(setenv("GAMUT_EXPERIMENT_PERSISTENT", "1", 1), 0);
+  for (const tq::TcMath& m : tq::maths())
+    if (std::string(m.name) == "bf16")
+      for (const tq::TcQuery& q : tq::operator_queries()) {
+        const std::string n = q.name;
+        if (n != "aggregate" && n != "top" && n != "select") continue;
+        const int before = g_persistent_runs;
+        EXPECT_GT(check(q, m, {300, 520, 300}, -1, 2), 0) << n;
+        EXPECT_EQ(g_persistent_runs - before, 1) << n;
+      }
+  unsetenv("GAMUT_EXPERIMENT_PERSISTENT");
+}
+
 TEST(GpuTensorQueries, Bf16Operators) {
   SKIP_WITHOUT_GPU();
   operators_of("bf16");
