@@ -272,4 +272,19 @@ TEST(CodegenTensor, PersistentTilesForTmaKernels) {
   ASSERT_TRUE(k3.options.tma);
   EXPECT_TRUE(kernel_info(x3->plan, k3.tile, k3.options).persistent);
   unsetenv("GAMUT_EXPERIMENT_PERSISTENT");
+  // Clusters of two (GAMUT_EXPERIMENT_CLUSTER=2, not the default): the kernel's cluster
+  // attribute, the mainloop's CLUSTER, row tiles in pairs, the launcher told.
+  auto prod = prepared(query("project"), DType::BF16);
+  const KernelChoice kc = choice(*prod, F32Math::Ieee);
+  EXPECT_EQ(kernel_info(prod->plan, kc.tile, kc.options).cluster, 1);
+  EXPECT_EQ(generate_source(prod->plan, kc.tile, kc.options).find("__cluster_dims__"), std::string::npos);
+  ASSERT_EQ(setenv("GAMUT_EXPERIMENT_CLUSTER", "2", 1), 0);
+  EXPECT_EQ(kernel_info(prod->plan, kc.tile, kc.options).cluster, 2);
+  const std::string csrc = generate_source(prod->plan, kc.tile, kc.options);
+  EXPECT_NE(csrc.find("__launch_bounds__(384, 1) __cluster_dims__(2, 1, 1) gamut_main"), std::string::npos) << csrc;
+  EXPECT_NE(csrc.find("TcShapeT, true, false, 2> Mainloop;"), std::string::npos) << csrc;
+  EXPECT_NE(csrc.find("tile_m = 2 * tile_m + int(blockIdx.x) % 2;"), std::string::npos) << csrc;
+  EXPECT_NE(csrc.find("Mainloop::drain(smem, slice);"), std::string::npos) << csrc;
+  EXPECT_EQ(kernel_info(when->plan, kw.tile, kw.options).cluster, 1);  // (a `when` pass: one block)
+  unsetenv("GAMUT_EXPERIMENT_CLUSTER");
 }

@@ -418,6 +418,13 @@ inline void mbar_init(unsigned bar, unsigned count) {
   m.phase = 0;
 }
 inline void mbar_fence_init() {}
+// Clusters are not emulated: the mainloop's CLUSTER 2 paths run on the device only.
+inline unsigned cluster_rank() { throw std::runtime_error("clusters are not emulated"); }
+inline void cluster_sync() { throw std::runtime_error("clusters are not emulated"); }
+inline void mbar_arrive_remote(unsigned, unsigned) { throw std::runtime_error("clusters are not emulated"); }
+inline void tma_load_3d_multicast(unsigned, const void*, int, int, int, unsigned, unsigned short) {
+  throw std::runtime_error("clusters are not emulated");
+}
 template <int N>
 inline void regs_dec() {}   // (registers: nothing to emulate)
 template <int N>

@@ -186,20 +186,28 @@ TEST(GpuTensorQueries, PersistentBlocksLoopOverTiles) {
 }
 
 // The persistent kernels of the operators with shared memory (aggregate tables, top ranks) and
-// a list, bf16, two blocks of 7-8 tiles: small enough for compute-sanitizer (tools/device_run.sh
-// sanitizers).
+// a list, bf16, four blocks of 3-4 tiles (with GAMUT_EXPERIMENT_CLUSTER=2: two clusters of
+// two blocks taking 5 pairs of row tiles each, the partner of the third row tile without rows),
+// and in clusters a bf16 and a tf32x3 product: small enough for compute-sanitizer
+// (tools/device_run.sh sanitizers).
 TEST(GpuTensorQueries, PersistentSmall) {
   SKIP_WITHOUT_GPU();
   ASSERT_EQ(setenv("GAMUT_EXPERIMENT_PERSISTENT", "1", 1), 0);
-  for (const tq::TcMath& m : tq::maths())
-    if (std::string(m.name) == "bf16")
+  for (const char* cluster : {"1", "2"}) {
+    SCOPED_TRACE(std::string("GAMUT_EXPERIMENT_CLUSTER=") + cluster);
+    ASSERT_EQ(setenv("GAMUT_EXPERIMENT_CLUSTER", cluster, 1), 0);
+    for (const tq::TcMath& m : tq::maths())
       for (const tq::TcQuery& q : tq::operator_queries()) {
-        const std::string n = q.name;
-        if (n != "aggregate" && n != "top" && n != "select") continue;
+        const std::string n = q.name, math = m.name;
+        if (!(math == "bf16" && (n == "aggregate" || n == "top" || n == "select")) &&
+            !(std::string(cluster) == "2" && n == "project" && (math == "bf16" || math == "tf32x3")))
+          continue;
         const int before = g_persistent_runs;
-        EXPECT_GT(check(q, m, {300, 520, 300}, -1, 2), 0) << n;
+        EXPECT_GT(check(q, m, {300, 520, 300}, -1, 4), 0) << n;
         EXPECT_EQ(g_persistent_runs - before, 1) << n;
       }
+  }
+  unsetenv("GAMUT_EXPERIMENT_CLUSTER");
   unsetenv("GAMUT_EXPERIMENT_PERSISTENT");
 }
 

@@ -26,6 +26,8 @@ class TileCoordinates {
   // from the linear (batch instance, tile) index `block` (the block's, or a persistent block's
   // current tile).
   virtual void refresh(Code& c, const std::string& block = "gm::fresh_ctaid()") const = 0;
+  // The blocks of one batch instance (an expression of tiles_m, tiles_n).
+  virtual std::string blocks_per_instance() const = 0;
   // Row / column index at tile position `pos` (an expression); -1 where a position has none.
   virtual std::string row_at(const std::string& pos) const = 0;
   virtual std::string col_at(const std::string& pos) const = 0;

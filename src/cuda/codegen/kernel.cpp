@@ -30,12 +30,11 @@ namespace {
 class KernelGenerator {
  public:
   KernelGenerator(const Plan& plan, const TileConfig& tile, const CodegenOptions& options)
-      : X(plan, tile, options.tma, options.packed16), options_(options) {
-    X.coords = make_tile_coordinates(plan, X.A, options.grouped_join);
+      : X(plan, tile, options.tma, options.packed16), options_(options), info_(kernel_info(plan, tile, options)) {
+    X.coords = make_tile_coordinates(plan, X.A, options.grouped_join, info_.cluster);
     mainloop_ = options.tensor_cores() ? make_tensor_mainloop(X, options.tensor_math, options.tma)
                                        : make_simt_mainloop(X, options.packed16);
     X.map = mainloop_->map();
-    info_ = kernel_info(plan, tile, options);
     X.smem_bytes = info_.smem_bytes;
     X.persistent = info_.persistent;
     X.out_smem_offset = info_.out_smem_offset;
@@ -80,7 +79,8 @@ class KernelGenerator {
     const int min_blocks = mainloop_->min_blocks();
     c.line("// dynamic shared memory: " + to_string(info.smem_bytes) + " bytes; " + mainloop_->resources());
     c.open("extern \"C\" __global__ void __launch_bounds__(" + to_string(info.threads) + ", " + to_string(min_blocks) +
-           ") " + kMainKernelName + (options_.tma ? "(const __grid_constant__ Args a)" : "(const Args a)"));
+           ")" + mainloop_->attributes() + " " + kMainKernelName +
+           (options_.tma ? "(const __grid_constant__ Args a)" : "(const Args a)"));
     prologue(c);
     mainloop_->prologue(c);
     pass_bits(c);

@@ -224,6 +224,7 @@ KernelInfo kernel_info(const Plan& plan, const TileConfig& tile, const CodegenOp
     // The tensor-core mainloop's stages; the output operators' tables reuse the space after it.
     const TcMainloopSpec s = tc_plan_spec(plan, tile, options.tensor_math, options.tma);
     k.threads = s.tile.threads();
+    k.cluster = s.tile.cluster;
     const cg::SmemPlan outputs = cg::smem_plan(plan, tile);
     k.smem_bytes = std::max(tc_smem_bytes(s), outputs.epilogue);
     // The outputs' space after the stage ring, and top/bottom lists' ranks after it. Where the

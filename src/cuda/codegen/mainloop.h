@@ -33,6 +33,8 @@ class Mainloop {
   // Blocks per SM the kernel is bounded for (__launch_bounds__), and the kernel's comment on
   // its resources ("estimated registers: 96").
   virtual int min_blocks() const = 0;
+  // Attributes after __launch_bounds__ (" __cluster_dims__(2, 1, 1)"), or "".
+  virtual std::string attributes() const { return ""; }
   virtual std::string resources() const = 0;
 };
 

@@ -38,7 +38,11 @@ const WgmmaExperiment* wgmma_experiment(InnerMath m) {
 std::string TcTile::str() const {
   return to_string(bm) + "x" + to_string(bn) + "x" + to_string(bk) + "/" +
          (wgmma ? std::string(tma ? "wgmma-tma" : "wgmma") : to_string(warps_m) + "x" + to_string(warps_n)) + "/s" +
-         to_string(stages);
+         to_string(stages) + (cluster > 1 ? "/c" + to_string(cluster) : "");
+}
+
+std::string tc_kernel_attributes(const TcMainloopSpec& s) {
+  return s.tile.cluster > 1 ? " __cluster_dims__(" + to_string(s.tile.cluster) + ", 1, 1)" : "";
 }
 
 std::vector<std::string> tc_headers(const TcMainloopSpec& s) {
@@ -232,7 +236,15 @@ TcMainloopSpec tc_plan_spec(const Plan& plan, const TileConfig& t, InnerMath m, 
     throw Error(ExitCode::Query, "internal error: the plan does not choose this tensor-core math (" + c.why + ")");
   const bool a_kc = plan.accesses[size_t(c.row_access)].pattern == Pattern::RowRed;  // X[i, k]
   const bool b_kc = plan.accesses[size_t(c.col_access)].pattern == Pattern::ColRed;  // Y[j, k]
-  const TcTile tile = tc_tile_of(t, m, tma);
+  TcTile tile = tc_tile_of(t, m, tma);
+  // GAMUT_EXPERIMENT_CLUSTER=2: clusters of two blocks sharing the column operand's slices
+  // (multicast) where TMA feeds plain tiles, not with `when` pass bits (a block may leave before
+  // the mainloop, its partner waiting on it). Measured 15-43 % slower than one block on an H200
+  // (bench/NOTES.md, session 13), so not the default; it shapes the source, hence the cache key.
+  if (tile.tma && !plan.when.present()) {
+    const char* e = std::getenv("GAMUT_EXPERIMENT_CLUSTER");
+    tile.cluster = e && std::string(e) == "2" ? 2 : 1;
+  }
   // tf32 wgmma reads k-major copies of operands that are not (the engine makes them).
   const bool copies = tile.wgmma && wgmma_needs_tma(m);
   return tc_spec(c, a_kc || copies, b_kc || copies, tile);
@@ -269,7 +281,7 @@ std::string tc_mainloop_decls(const TcMainloopSpec& s, const std::string& in) {
         : t.wgmma ? "WgmmaMainloop<"
                   : "Mainloop<") +
        math_cpp(s) + ", TcShapeT, " + (s.a_kcontig ? "true" : "false") + ", " + (s.b_kcontig ? "true" : "false") +
-       "> Mainloop;\n";
+       (t.cluster > 1 ? ", " + to_string(t.cluster) : "") + "> Mainloop;\n";
   r += in + "static_assert(Mainloop::SMEM_BYTES == " + to_string(tc_smem_bytes(s)) +
        ", \"shared memory as the host computed it\");\n";
   return r;
@@ -285,8 +297,10 @@ std::string tc_mainloop_call(const TcMainloopSpec& s, const std::string& a, cons
          ");  // the stage ring's barriers; the producer's registers go to the consumers\n";
     r += in + "unsigned slice = 0;  // slices this block's ring carried before\n";
     r += in + "if (Mainloop::producer()) {\n";
-    r += in + "  if (Mainloop::issuer()) Mainloop::produce(" + smem + ", " + a + ", " + b + ", " + k_begin + ", " +
-         k_end + ", slice);\n";
+    r += in + "  if (Mainloop::issuer()) {\n";
+    r += in + "    Mainloop::produce(" + smem + ", " + a + ", " + b + ", " + k_begin + ", " + k_end + ", slice);\n";
+    r += in + "    Mainloop::drain(" + smem + ", slice);  // (a cluster's partner has released every stage)\n";
+    r += in + "  }\n";
     r += in + "  return;  // the producer's loads are all issued\n";
     r += in + "}\n";
     r += in + n.acc_type + " " + n.acc + "[" + n.acc_count +

@@ -22,6 +22,9 @@ struct TcTile {
   int bm = 128, bn = 128, bk = 32, warps_m = 2, warps_n = 4, stages = 4;
   bool wgmma = false;
   bool tma = false;
+  // TMA: blocks per cluster (2: row tiles 2p and 2p + 1 share the column operand's slices,
+  // multicast; gm::tc::WgmmaTmaMainloop's CLUSTER).
+  int cluster = 1;
   int threads() const { return wgmma ? 128 * (bm / 64) + (tma ? 128 : 0) : 32 * warps_m * warps_n; }
   std::string str() const;  // "128x128x32/2x4/s4", "128x256x64/wgmma/s4", "128x256x64/wgmma-tma/s4"
 };
@@ -35,6 +38,10 @@ struct TcMainloopSpec {
   bool a_kcontig = true;   // A is X[i, k] (else X[k, i])
   bool b_kcontig = false;  // B is Y[j, k] (else Y[k, j])
 };
+
+// The kernel's attributes after __launch_bounds__: " __cluster_dims__(2, 1, 1)" for a cluster
+// of two, else "".
+std::string tc_kernel_attributes(const TcMainloopSpec& s);
 
 // The spec for the math a plan chose (MathChoice::tensor_cores()) with the given tile.
 TcMainloopSpec tc_spec(const MathChoice& choice, bool a_kcontig, bool b_kcontig, const TcTile& tile);

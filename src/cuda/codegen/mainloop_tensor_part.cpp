@@ -97,7 +97,8 @@ class TensorMainloop final : public Mainloop {
   void run_persistent(Code& c) {
     const TcMainloopNames n;
     c.line("// Persistent tiles: this block runs tiles blockIdx.x, + gridDim.x, ... of the grid's order.");
-    c.line("const int tiles_all = tiles_m * tiles_n * gm::arg_i32(" + X.arg(ArgLayout::kBatch) + ");");
+    c.line("const int tiles_all = " + X.coords->blocks_per_instance() + " * gm::arg_i32(" + X.arg(ArgLayout::kBatch) +
+           ");");
     c.line("Mainloop::init(smem);  // the stage ring's barriers; the producer's registers go to the consumers");
     c.line("unsigned char* const out_smem = smem + Mainloop::SMEM_BYTES;  // the outputs' space, after the ring");
     c.line("(void)out_smem;");
@@ -113,6 +114,7 @@ class TensorMainloop final : public Mainloop {
            access_name(choice_.col_access));
     c.line("Mainloop::produce(smem, tc_a, tc_b, red_begin, red_end, slice);");
     c.close();
+    c.line("Mainloop::drain(smem, slice);  // (a cluster's partner has released every stage)");
     c.close();
     c.line("return;  // the producer's loads are all issued");
     c.close();
@@ -172,6 +174,7 @@ class TensorMainloop final : public Mainloop {
     return tc_min_blocks(spec_);
   }
   std::string resources() const override { return "tensor-core mainloop " + spec_.tile.str(); }
+  std::string attributes() const override { return tc_kernel_attributes(spec_); }
 
  private:
   static F32Math f32_math_of(InnerMath m) {

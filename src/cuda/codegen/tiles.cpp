@@ -13,19 +13,33 @@ std::string range_line(const ArgLayout& A, const char* name, int begin, int end)
 }
 
 // Blocks take tiles in order of the (batch instance, tile): the grid is tiles_m * tiles_n * batch.
+// In clusters of two: the pair of blocks 2q, 2q + 1 takes row tiles 2p, 2p + 1 of one column
+// tile, the pairs in that order over ceil(tiles_m / 2) x tiles_n (a last odd row tile's partner
+// has no rows: its loads read zeros, its outputs store nothing).
 class PlainTiles final : public TileCoordinates {
  public:
-  PlainTiles(const Plan& plan, const ArgLayout& args) : P(plan), A(args) {}
+  PlainTiles(const Plan& plan, const ArgLayout& args, int cluster) : P(plan), A(args), pairs_(cluster == 2) {}
 
   void prologue(Code& c) const override {
     c.line(range_line(A, "row", ArgLayout::kRowBegin, ArgLayout::kRowEnd));
     c.line(range_line(A, "col", ArgLayout::kColBegin, ArgLayout::kColEnd));
     c.line(range_line(A, "red", ArgLayout::kRedBegin, ArgLayout::kRedEnd));
-    c.line("// One block per (batch instance, tile): the grid is tiles_m * tiles_n * batch blocks.");
+    c.line(pairs_
+               ? "// Clusters of two blocks, one per row tile of a pair: the grid is " + blocks_per_instance() +
+                     " * batch blocks."
+               : std::string("// One block per (batch instance, tile): the grid is tiles_m * tiles_n * batch blocks."));
     c.line("const int tiles_m = (row_end - row_begin + Shape::BM - 1) / Shape::BM;");
     c.line("const int tiles_n = (col_end - col_begin + Shape::BN - 1) / Shape::BN;");
+    if (pairs_) {
+      c.line("int b, tile_m, tile_n;");
+      locate(c, "int(blockIdx.x)", "tiles_m", "tiles_n");
+      return;
+    }
     c.line("int b = int(blockIdx.x) / (tiles_m * tiles_n), tile_m, tile_n;");
     c.line(tile_order() + "(int(blockIdx.x) - b * tiles_m * tiles_n, tiles_m, tiles_n, tile_m, tile_n);");
+  }
+  std::string blocks_per_instance() const override {
+    return pairs_ ? "2 * ((tiles_m + 1) / 2) * tiles_n" : "tiles_m * tiles_n";
   }
   void refresh(Code& c, const std::string& block) const override {
     // The tile counts too, from opaque copies of the bounds: the compiler otherwise keeps
@@ -36,6 +50,7 @@ class PlainTiles final : public TileCoordinates {
     c.line(
         "const int tm_e = (re_e - rb_e + Shape::BM - 1) / Shape::BM, tn_e = (ce_e - cb_e + Shape::BN - 1) / "
         "Shape::BN;");
+    if (pairs_) return locate(c, block, "tm_e", "tn_e");
     c.line("b = " + block + " / (tm_e * tn_e);");
     c.line(tile_order() + "(" + block + " - b * tm_e * tn_e, tm_e, tn_e, tile_m, tile_n);");
   }
@@ -58,8 +73,16 @@ class PlainTiles final : public TileCoordinates {
         return l.per == PerGroup::Col ? "gm::tile_coords_spread<true>" : "gm::tile_coords_spread<false>";
     return "gm::tile_coords<8>";
   }
+  // Clusters of two: block `block` is rank block % 2 of pair block / 2.
+  void locate(Code& c, const std::string& block, const std::string& tm, const std::string& tn) const {
+    c.line("b = " + block + " / 2 / (((" + tm + ") + 1) / 2 * " + tn + ");");
+    c.line(tile_order() + "(" + block + " / 2 - b * (((" + tm + ") + 1) / 2 * " + tn + "), ((" + tm + ") + 1) / 2, " +
+           tn + ", tile_m, tile_n);");
+    c.line("tile_m = 2 * tile_m + " + block + " % 2;");
+  }
   const Plan& P;
   const ArgLayout& A;
+  bool pairs_;
 };
 
 // A key-grouped join: one block per tile of the table, a tile spanning key-ordered positions
@@ -83,6 +106,7 @@ class GroupedJoinTiles final : public TileCoordinates {
     c.line("int b = 0, tile_m = 0, tile_n = 0;");
   }
   void refresh(Code&, const std::string&) const override {}
+  std::string blocks_per_instance() const override { return "1"; }
   std::string row_at(const std::string& pos) const override {
     return "(" + pos + " < row_end ? __ldg(jrow + " + pos + ") : -1)";
   }
@@ -108,12 +132,13 @@ class GroupedJoinTiles final : public TileCoordinates {
 
 }  // namespace
 
-std::unique_ptr<TileCoordinates> make_tile_coordinates(const Plan& plan, const ArgLayout& args, bool grouped_join) {
+std::unique_ptr<TileCoordinates> make_tile_coordinates(const Plan& plan, const ArgLayout& args, bool grouped_join,
+                                                       int cluster) {
   if (grouped_join) {
     if (!join_grouping_form(plan)) unsupported("a key-grouped join for this plan");
     return std::make_unique<GroupedJoinTiles>(args);
   }
-  return std::make_unique<PlainTiles>(plan, args);
+  return std::make_unique<PlainTiles>(plan, args, cluster);
 }
 
 }  // namespace gamut::cuda::cg

@@ -408,7 +408,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   for (const auto& p : L.params) w[size_t(p.slot)] = param_word(inst.params[size_t(p.param)], p.type);
   OperandCopies copies;
   if (cgo.tensor_cores() && tiles * batch > 0) repitch_operands(inst, choice.math, cgo.tma, L, w, copies);
-  if (cgo.tma && tiles * batch > 0) encode_operand_maps(inst, choice.math, tile, L, w, copies);
+  if (cgo.tma && tiles * batch > 0) encode_operand_maps(inst, choice.math, tile, L, w, copies, info.cluster);
 
   // Grouped joins: the mainloop's tile operands gathered into key order (positions from 0), the
   // position -> index maps and the tile table.
@@ -488,14 +488,19 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     kept_lists = std::make_unique<DeviceLists>(inst, list_rows, tile);
   DeviceLists& lists = *kept_lists;
 
-  const int64_t tile_blocks = groups ? groups->tile_count() : size_mul_saturated(tiles, batch);
+  // Clusters of two blocks run row tiles in pairs (KernelInfo::cluster): ceil(tiles_m / 2) pairs.
+  const int64_t tiles_m = (rows + tile.bm - 1) / tile.bm, tiles_n = (cols + tile.bn - 1) / tile.bn;
+  const int64_t grid_tiles = info.cluster == 2 ? 2 * ((tiles_m + 1) / 2) * tiles_n : tiles;
+  const int64_t tile_blocks = groups ? groups->tile_count() : size_mul_saturated(grid_tiles, batch);
   if (tile_blocks > INT_MAX)
     throw_device_error("the problem needs " + std::to_string(tile_blocks) + " thread blocks (at most 2^31-1)");
-  // A persistent kernel: one block per SM (or the caller's count), never more than the tiles.
-  const int64_t blocks =
-      info.persistent
-          ? std::min<int64_t>(tile_blocks, options.resident_blocks > 0 ? options.resident_blocks : device().sm_count)
-          : tile_blocks;
+  // A persistent kernel: one block per SM (or the caller's count), never more than the tiles, a
+  // whole number of clusters.
+  const int64_t resident = options.resident_blocks > 0 ? options.resident_blocks : device().sm_count;
+  const int64_t blocks = info.persistent
+                             ? std::max<int64_t>(std::min<int64_t>(tile_blocks, resident) / info.cluster * info.cluster,
+                                                 std::min<int64_t>(tile_blocks, info.cluster))
+                             : tile_blocks;
   double ms = 0;
   int launches = 0;
   while (true) {

@@ -85,7 +85,7 @@ void repitch_operands(const Instance& inst, const MathChoice& m, bool tma, const
 // in tile.bn. tf32 / tf32x3 read f32 operands that are not k-major from a k-major copy (wgmma
 // reads f32 only k-major), and tf32's maps round to TF32 as boxes land.
 void encode_operand_maps(const Instance& inst, const MathChoice& m, const TileConfig& tile, const ArgLayout& L,
-                         std::vector<uint64_t>& w, OperandCopies& copies) {
+                         std::vector<uint64_t>& w, OperandCopies& copies, int cluster) {
   const Plan& P = *inst.plan;
   const bool f32 = wgmma_needs_tma(m.math);
   for (const bool row : {true, false}) {
@@ -100,7 +100,7 @@ void encode_operand_maps(const Instance& inst, const MathChoice& m, const TileCo
     t.p_extent = row ? inst.row.end : inst.col.end;
     t.k_extent = inst.red.end;
     t.k_contiguous = P.accesses[size_t(a)].pattern == (row ? Pattern::RowRed : Pattern::ColRed);
-    t.box_p = row ? tile.bm : tile.bn;
+    t.box_p = row ? tile.bm : tile.bn / cluster;
     if (f32 && !t.k_contiguous) {  // k-major
       KMajorSource src;
       src.ptr = t.ptr;

@@ -34,9 +34,10 @@ struct OperandCopies {
 void repitch_operands(const Instance& inst, const MathChoice& m, bool tma, const ArgLayout& L, std::vector<uint64_t>& w,
                       OperandCopies& copies);
 // TMA-fed kernels, then: the tensor maps from the operands' words in `w`, with the k-major
-// copies of f32 operands that tf32 / tf32x3 wgmma need.
+// copies of f32 operands that tf32 / tf32x3 wgmma need. cluster 2 (KernelInfo::cluster): the
+// column operand's k-contiguous boxes hold tile.bn / 2 rows (each block loads one half).
 void encode_operand_maps(const Instance& inst, const MathChoice& m, const TileConfig& tile, const ArgLayout& L,
-                         std::vector<uint64_t>& w, OperandCopies& copies);
+                         std::vector<uint64_t>& w, OperandCopies& copies, int cluster = 1);
 // An upper bound of the copies' device memory (both operands copied), for the memory check.
 int64_t operand_copies_bytes(const Instance& inst, const MathChoice& m);
 

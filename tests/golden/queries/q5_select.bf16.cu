@@ -85,7 +85,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_con
   Mainloop::init(smem);  // the stage ring's barriers; the producer's registers go to the consumers
   unsigned slice = 0;  // slices this block's ring carried before
   if (Mainloop::producer()) {
-    if (Mainloop::issuer()) Mainloop::produce(smem, tc_a, tc_b, red_begin, red_end, slice);
+    if (Mainloop::issuer()) {
+      Mainloop::produce(smem, tc_a, tc_b, red_begin, red_end, slice);
+      Mainloop::drain(smem, slice);  // (a cluster's partner has released every stage)
+    }
     return;  // the producer's loads are all issued
   }
   Mainloop::Acc acc[Mainloop::kAcc];  // (Map::kRows, Map::kCols) per thread, Map::index order: set by consume

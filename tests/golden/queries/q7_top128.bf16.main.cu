@@ -105,6 +105,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_con
         const gm::tc::TmaOperand tc_b{&a.tma_b, col_begin + tile_n * Shape::BN, b};  // R[k,c]
         Mainloop::produce(smem, tc_a, tc_b, red_begin, red_end, slice);
       }
+      Mainloop::drain(smem, slice);  // (a cluster's partner has released every stage)
     }
     return;  // the producer's loads are all issued
   }

@@ -46,7 +46,13 @@ struct TmaOperand {
   int batch;
 };
 
-template <class Math, class Shape, bool A_KC, bool B_KC>
+// CLUSTER 2: the kernel runs in clusters of two blocks (__cluster_dims__(2, 1, 1)) on row tiles
+// 2p and 2p + 1 of one column tile; each block's producer loads its own A slice and half of the
+// shared B slice, multicast into both blocks' stages, so that L2 serves each B slice once for
+// two tiles (the 128 x 256 kernels at K = 256 were bound by L2 traffic, bench/NOTES.md session
+// 13). A stage is refilled only once the consumers of both blocks released it: each consumer
+// warp arrives on the empty barriers of both blocks.
+template <class Math, class Shape, bool A_KC, bool B_KC, int CLUSTER = 1>
 struct WgmmaTmaMainloop {
   typedef WgmmaMainloop<Math, Shape, A_KC, B_KC> Products;  // descriptors, tiles, sizes
   typedef typename Math::Acc Acc;
@@ -67,6 +73,8 @@ struct WgmmaTmaMainloop {
                                            : (65536 - 128 * PRODUCER_REGS) / THREADS / 8 * 8;
   static constexpr bool kShiftRegs = THREADS == 256;
   static constexpr int CONSUMER_WARPS = THREADS / 32;
+  static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of one or two blocks");
+  static_assert(CLUSTER == 1 || (B_KC ? BN % 16 == 0 : BN % 128 == 0), "B splits in two whole boxes");
   // The stage ring (Ring below) and 1024 bytes of alignment slack.
   static constexpr int SPLIT_BYTES = kSplit ? STAGES * STAGE_BYTES : 0;
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + SPLIT_BYTES + 1024 + 128;
@@ -128,11 +136,12 @@ struct WgmmaTmaMainloop {
 #pragma unroll
       for (int s = 0; s < STAGES; ++s) {
         mbar_init(r.full(unsigned(s)), 1);                          // the producer's arrival + bytes
-        mbar_init(r.empty(unsigned(s)), unsigned(CONSUMER_WARPS));  // one per consumer warp
+        mbar_init(r.empty(unsigned(s)), unsigned(CONSUMER_WARPS * CLUSTER));  // one per consumer warp
       }
       mbar_fence_init();
     }
     __syncthreads();
+    if constexpr (CLUSTER > 1) cluster_sync();  // the other block's barriers exist before any multicast
     if constexpr (kShiftRegs) {
       if (producer())
         regs_dec<PRODUCER_REGS>();
@@ -155,8 +164,46 @@ struct WgmmaTmaMainloop {
       const unsigned stage = r.stage(slice), full = r.full(slice);
       mbar_arrive_expect_tx(full, unsigned(STAGE_BYTES));
       load<A_KC, BM>(stage, a, k_begin + t * BK, full);
-      load<B_KC, BN>(stage + unsigned(ATile::BYTES), b, k_begin + t * BK, full);
+      if constexpr (CLUSTER == 1)
+        load<B_KC, BN>(stage + unsigned(ATile::BYTES), b, k_begin + t * BK, full);
+      else
+        load_shared_half(stage + unsigned(ATile::BYTES), b, k_begin + t * BK, full);
     }
+  }
+
+  // CLUSTER 2: this block's half of the B slice at k0, multicast into both blocks: k
+  // contiguous, one box of BK k x BN / 2 rows (the host's map has boxes of BN / 2 rows); else
+  // half of the BN / 64 boxes of 64 n x 64 k.
+  static GM_DEV void load_shared_half(unsigned dst, const TmaOperand& op, int k0, unsigned bar) {
+    const int rank = int(cluster_rank());
+    if constexpr (B_KC) {
+      tma_load_3d_multicast(dst + unsigned(rank * (BN / 2) * 128), op.map, k0, op.p0 + rank * (BN / 2), op.batch, bar,
+                            3);
+    } else {
+#pragma unroll
+      for (int h = 0; h < BN / 128; ++h) {
+        const int q = rank * (BN / 128) + h;
+        tma_load_3d_multicast(dst + unsigned(q * BK * 128), op.map, op.p0 + 64 * q, k0, op.batch, bar, 3);
+      }
+    }
+  }
+
+  // issuer(), after its last produce(): CLUSTER 2 waits until the consumers of both blocks
+  // released every stage, so that no arrival of the other block's consumers reaches this
+  // block's barriers after it exited. (Nothing to wait for in a block of its own.)
+  static GM_DEV void drain(void* smem, unsigned slice) {
+    if constexpr (CLUSTER > 1) {
+      const Ring r(smem);
+#pragma unroll 1
+      for (int s = 0; s < STAGES; ++s, ++slice)
+        if (slice >= unsigned(STAGES)) mbar_wait(r.empty(slice), Ring::parity(slice) ^ 1u);
+    }
+  }
+
+  // A consumer warp's release of the stage of `slice`: in every block of the cluster.
+  static GM_DEV void release(const Ring& r, unsigned slice) {
+    mbar_arrive(r.empty(slice));
+    if constexpr (CLUSTER > 1) mbar_arrive_remote(r.empty(slice), cluster_rank() ^ 1u);
   }
 
   // tf32x3's consumers. The tensor cores add products into the accumulators rounding toward
@@ -195,7 +242,7 @@ struct WgmmaTmaMainloop {
       fence_registers(part);
 #pragma unroll
       for (int e = 0; e < kAcc; ++e) acc[e] = t > 0 ? acc[e] + part[e] : part[e];
-      if (threadIdx.x % 32 == 0) mbar_arrive(r.empty(slice));  // the slice's products are done
+      if (threadIdx.x % 32 == 0) release(r, slice);  // the slice's products are done
       tile_sync<THREADS>();                                    // slice t+1's split is everybody's
     }
   }
@@ -228,12 +275,12 @@ struct WgmmaTmaMainloop {
       wgmma_commit();
       wgmma_wait<1>();  // the slice before's products are done: its stage may be refilled
       fence_registers(acc);
-      if (t > 0 && threadIdx.x % 32 == 0) mbar_arrive(r.empty(prev));
+      if (t > 0 && threadIdx.x % 32 == 0) release(r, prev);
       prev = slice;
     }
     wgmma_wait<0>();
     fence_registers(acc);
-    if (nk > 0 && threadIdx.x % 32 == 0) mbar_arrive(r.empty(prev));
+    if (nk > 0 && threadIdx.x % 32 == 0) release(r, prev);
   }
 
   // One tile per block: issuer() issues every slice and the producer warpgroup returns (the
@@ -244,7 +291,10 @@ struct WgmmaTmaMainloop {
     init(smem);
     unsigned slice = 0;
     if (producer()) {
-      if (issuer()) produce(smem, a, b, k_begin, k_end, slice);
+      if (issuer()) {
+        produce(smem, a, b, k_begin, k_end, slice);
+        drain(smem, slice);
+      }
       return;
     }
     consume(acc, smem, k_begin, k_end, slice);

@@ -47,6 +47,25 @@ GM_DEV void regs_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
 }
 
+// Clusters (sm_90): this block's rank in its cluster; a barrier of every thread of the cluster
+// (release / acquire: what one block wrote to shared memory before it is seen by the others
+// after); an arrival on the mbarrier at the same shared offset in block `rank` of the cluster.
+GM_DEV unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+GM_DEV void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+GM_DEV void mbar_arrive_remote(unsigned bar, unsigned rank) {
+  asm volatile(
+      "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
+      "r"(rank)
+      : "memory");
+}
+
 // A box of a tensor (CUtensorMap at the generic address `map`, a __grid_constant__ kernel
 // argument) at coordinates (c0, c1, c2) into shared memory at `dst`; the bytes complete on
 // the mbarrier `bar`. Elements outside the tensor arrive as zeros.
@@ -55,6 +74,16 @@ GM_DEV void tma_load_3d(unsigned dst, const void* map, int c0, int c1, int c2, u
       "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::
           "r"(dst),
       "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+      : "memory");
+}
+// The same box into shared memory at `dst` of every block of the cluster in `mask` (bit r: rank
+// r), each completing its bytes on its own mbarrier at offset `bar`.
+GM_DEV void tma_load_3d_multicast(unsigned dst, const void* map, int c0, int c1, int c2, unsigned bar,
+                                  unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(dst),
+      "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "h"(mask)
       : "memory");
 }
 
