@@ -152,7 +152,7 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
   // (Without a device, execute() below reports it.)
   Backend be = options.backend;
   if (be == Backend::Auto) be = cuda::gpu_available() ? Backend::Gpu : Backend::Cpu;
-  const bool gpu_segments = be == Backend::Gpu && cuda::gpu_available();
+  [[maybe_unused]] const bool gpu_segments = be == Backend::Gpu && cuda::gpu_available();
   const size_t stages = p.program->stages.size();
   for (size_t s = 0; s < stages; ++s) {
     if (options.progress && s > 0) options.progress(double(s) / double(stages));
