@@ -63,18 +63,42 @@ sim::TensorMap tensor_map(const Layout& l, const std::byte* base, DType t, int b
   return m;
 }
 
+// A problem's operands as the mainloops read them: laid out (lay_out) in aligned memory.
+struct SimOperands {
+  Layout la, lb;
+  AlignedBytes da, db;
+  SimOperands(const Problem& p, DType ta, DType tb, bool a_kc, bool b_kc, bool aligned)
+      : la(lay_out(ta, p.batch, p.rows, p.red, a_kc, aligned, a_kc ? p.red_begin : p.row_begin,
+                   [&](int b, int i, int k) { return p.at(p.a, b, i, k, p.red, p.rows); })),
+        lb(lay_out(tb, p.batch, p.cols, p.red, b_kc, aligned, b_kc ? p.red_begin : p.col_begin,
+                   [&](int b, int j, int k) { return p.at(p.b, b, k, j, p.cols, p.red); })),
+        da(la.bytes),
+        db(lb.bytes) {}
+};
+
+// One tile's accumulators (Map's order) into the raw output, where they lie in the problem.
+template <class Map, class Acc>
+void store_tile(std::vector<uint32_t>& raw, const Problem& p, int bz, int i0, int j0, const Acc* acc) {
+  for (int m = 0; m < Map::kRows; ++m) {
+    const int i = i0 + Map::row(m);
+    if (i >= p.rows) continue;
+    for (int n = 0; n < Map::kCols; ++n) {
+      const int j = j0 + Map::col(n);
+      if (j < p.cols) std::memcpy(&raw[(size_t(bz) * size_t(p.rows) + size_t(i)) * size_t(p.cols) + size_t(j)],
+                                  &acc[Map::index(m, n)], 4);
+    }
+  }
+}
+
 // The test kernel of tensor_mainloop_driver.h, as host code: every block of the grid.
 template <class Math, class Shape, bool A_KC, bool B_KC, bool TMA = false>
 Outcome run_sim(const Problem& p, DType ta, DType tb, bool aligned, bool exact, double tol,
                 const Reference* given = nullptr) {
   typedef MainloopOf<Math, Shape, A_KC, B_KC, TMA> Of;
   typedef typename Of::type ML;
-  typedef typename ML::Map Map;
-  const Layout la = lay_out(ta, p.batch, p.rows, p.red, A_KC, aligned, A_KC ? p.red_begin : p.row_begin,
-                            [&](int b, int i, int k) { return p.at(p.a, b, i, k, p.red, p.rows); });
-  const Layout lb = lay_out(tb, p.batch, p.cols, p.red, B_KC, aligned, B_KC ? p.red_begin : p.col_begin,
-                            [&](int b, int j, int k) { return p.at(p.b, b, k, j, p.cols, p.red); });
-  const AlignedBytes da(la.bytes), db(lb.bytes);
+  const SimOperands ops(p, ta, tb, A_KC, B_KC, aligned);
+  const Layout &la = ops.la, &lb = ops.lb;
+  const AlignedBytes &da = ops.da, &db = ops.db;
   const bool int_acc = sizeof(typename ML::Acc) == 4 && typename ML::Acc(0.5) == typename ML::Acc(0);
   const uint32_t poison = int_acc ? 0x5a5a5a5au : 0xffffffffu;
   const size_t n_out = size_t(p.batch) * size_t(p.rows) * size_t(p.cols);
@@ -104,15 +128,7 @@ Outcome run_sim(const Problem& p, DType ta, DType tb, bool aligned, bool exact, 
           }
           if (!sim::wgmma_groups.empty() || !sim::wgmma_open.empty())
             throw std::runtime_error("the mainloop returned with wgmma products pending");
-          for (int m = 0; m < Map::kRows; ++m) {
-            const int i = i0 + Map::row(m);
-            if (i >= p.rows) continue;
-            for (int n = 0; n < Map::kCols; ++n) {
-              const int j = j0 + Map::col(n);
-              if (j < p.cols) std::memcpy(&raw[(size_t(bz) * size_t(p.rows) + size_t(i)) * size_t(p.cols) + size_t(j)],
-                                          &acc[Map::index(m, n)], 4);
-            }
-          }
+          store_tile<typename ML::Map>(raw, p, bz, i0, j0, acc);
         }, Shape::THREADS);
   return compare(p, given ? *given : reference(p), raw, poison, int_acc, exact, tol);
 }
@@ -123,19 +139,14 @@ Outcome run_sim(const Problem& p, DType ta, DType tb, bool aligned, bool exact, 
 template <class Math, class Shape, bool A_KC, bool B_KC>
 Outcome run_sim_persistent(const Problem& p, DType ta, DType tb, bool exact, double tol) {
   typedef gm::tc::WgmmaTmaMainloop<Math, Shape, A_KC, B_KC> ML;
-  typedef typename ML::Map Map;
-  const Layout la = lay_out(ta, p.batch, p.rows, p.red, A_KC, true, A_KC ? p.red_begin : p.row_begin,
-                            [&](int b, int i, int k) { return p.at(p.a, b, i, k, p.red, p.rows); });
-  const Layout lb = lay_out(tb, p.batch, p.cols, p.red, B_KC, true, B_KC ? p.red_begin : p.col_begin,
-                            [&](int b, int j, int k) { return p.at(p.b, b, k, j, p.cols, p.red); });
-  const AlignedBytes da(la.bytes), db(lb.bytes);
+  const SimOperands ops(p, ta, tb, A_KC, B_KC, true);
   const uint32_t poison = 0xffffffffu;
   std::vector<uint32_t> raw(size_t(p.batch) * size_t(p.rows) * size_t(p.cols) + 64, poison);
   const int tiles_m = (p.rows - p.row_begin + Shape::BM - 1) / Shape::BM;
   const int tiles_n = (p.cols - p.col_begin + Shape::BN - 1) / Shape::BN;
   const bool tf32 = Math::kK == 8 && Math::kPasses == 1;
-  const sim::TensorMap ma = tensor_map(la, da.p, ta, p.batch, p.rows, p.red, A_KC, Shape::BM, tf32),
-                       mb = tensor_map(lb, db.p, tb, p.batch, p.cols, p.red, B_KC, Shape::BN, tf32);
+  const sim::TensorMap ma = tensor_map(ops.la, ops.da.p, ta, p.batch, p.rows, p.red, A_KC, Shape::BM, tf32),
+                       mb = tensor_map(ops.lb, ops.db.p, tb, p.batch, p.cols, p.red, B_KC, Shape::BN, tf32);
   sim::run_block(
       ML::BLOCK_THREADS, ML::SMEM_BYTES,
       [&] {
@@ -156,16 +167,7 @@ Outcome run_sim_persistent(const Problem& p, DType ta, DType tb, bool exact, dou
           ML::consume(acc, smem, p.red_begin, p.red, slice);
           if (!sim::wgmma_groups.empty() || !sim::wgmma_open.empty())
             throw std::runtime_error("consume returned with wgmma products pending");
-          for (int m = 0; m < Map::kRows; ++m) {
-            const int i = i0 + Map::row(m);
-            if (i >= p.rows) continue;
-            for (int n = 0; n < Map::kCols; ++n) {
-              const int j = j0 + Map::col(n);
-              if (j < p.cols)
-                std::memcpy(&raw[(size_t(bz) * size_t(p.rows) + size_t(i)) * size_t(p.cols) + size_t(j)],
-                            &acc[Map::index(m, n)], 4);
-            }
-          }
+          store_tile<typename ML::Map>(raw, p, bz, i0, j0, acc);
         }
       },
       Shape::THREADS);

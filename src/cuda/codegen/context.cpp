@@ -76,7 +76,7 @@ std::string KernelContext::pass_test() const {
 }
 
 long KernelContext::tile_ranks_offset() const {
-  const size_t off = round16(S.epilogue), bytes = size_t(T.bm) * size_t(T.bn) * 4;
+  const size_t off = cg::tile_ranks_offset(S), bytes = tile_ranks_bytes(T);
   return out_smem_offset + off + bytes <= smem_bytes ? long(off) : -1;
 }
 

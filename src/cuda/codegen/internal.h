@@ -79,6 +79,11 @@ struct SmemPlan {
   size_t total() const { return mainloop > epilogue ? mainloop : epilogue; }
 };
 SmemPlan smem_plan(const Plan& plan, const TileConfig& tile, bool packed16 = false);
+// Top/bottom lists' BM x BN u32 ranks of a tile (TopBottomRows) in the outputs' shared memory,
+// after the operators' tables: their offset there and their bytes (KernelContext::
+// tile_ranks_offset places them; kernel_info reserves them in persistent kernels).
+inline size_t tile_ranks_offset(const SmemPlan& s) { return round16(s.epilogue); }
+inline size_t tile_ranks_bytes(const TileConfig& t) { return size_t(t.bm) * size_t(t.bn) * 4; }
 
 // Indented source text.
 class Code {

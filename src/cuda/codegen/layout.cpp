@@ -230,11 +230,11 @@ KernelInfo kernel_info(const Plan& plan, const TileConfig& tile, const CodegenOp
     // The outputs' space after the stage ring, and top/bottom lists' ranks after it. Where the
     // ranks do not fit there, the kernel keeps one tile per block with the ranks in the stages'
     // space: recomputing them made a persistent Q7 (128 x 256 tiles) 16 % slower.
-    const size_t ring = tc_smem_bytes(s), tables = (outputs.epilogue + 15) / 16 * 16;
+    const size_t ring = tc_smem_bytes(s), tables = cg::tile_ranks_offset(outputs);
     const size_t ranks =
         std::any_of(plan.lists.begin(), plan.lists.end(),
                     [](const ListOutput& l) { return l.mode == ListMode::Top || l.mode == ListMode::Bottom; })
-            ? size_t(tile.bm) * size_t(tile.bn) * 4
+            ? cg::tile_ranks_bytes(tile)
             : 0;
     if (persistent_form(plan, s, options, tables + ranks > 0)) {
       if (ring + tables + ranks <= kSm90SmemPerBlock) {

@@ -306,7 +306,8 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   // Before anything is allocated: does the run fit in the device's memory? (bind/footprint.h)
   // (A library call on device arrays with only dense outputs allocates nothing of its own,
   // unless tensor-core operands are copied: encode_operand_maps, repitch_operands.)
-  const int64_t tiles = ((rows + tile.bm - 1) / tile.bm) * ((cols + tile.bn - 1) / tile.bn);
+  const int64_t tiles_m = (rows + tile.bm - 1) / tile.bm, tiles_n = (cols + tile.bn - 1) / tile.bn;
+  const int64_t tiles = tiles_m * tiles_n;
   const int64_t list_rows = initial_list_rows(inst, tile, tiles, dev.sm_count);
   const bool may_copy =
       cgo.tensor_cores() && ((cgo.tma && wgmma_needs_tma(cgo.tensor_math)) || !tma_operands_fit(inst, choice.math));
@@ -489,14 +490,13 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   DeviceLists& lists = *kept_lists;
 
   // Clusters of two blocks run row tiles in pairs (KernelInfo::cluster): ceil(tiles_m / 2) pairs.
-  const int64_t tiles_m = (rows + tile.bm - 1) / tile.bm, tiles_n = (cols + tile.bn - 1) / tile.bn;
   const int64_t grid_tiles = info.cluster == 2 ? 2 * ((tiles_m + 1) / 2) * tiles_n : tiles;
   const int64_t tile_blocks = groups ? groups->tile_count() : size_mul_saturated(grid_tiles, batch);
   if (tile_blocks > INT_MAX)
     throw_device_error("the problem needs " + std::to_string(tile_blocks) + " thread blocks (at most 2^31-1)");
   // A persistent kernel: one block per SM (or the caller's count), never more than the tiles, a
   // whole number of clusters.
-  const int64_t resident = options.resident_blocks > 0 ? options.resident_blocks : device().sm_count;
+  const int64_t resident = options.resident_blocks > 0 ? options.resident_blocks : dev.sm_count;
   const int64_t blocks = info.persistent
                              ? std::max<int64_t>(std::min<int64_t>(tile_blocks, resident) / info.cluster * info.cluster,
                                                  std::min<int64_t>(tile_blocks, info.cluster))
