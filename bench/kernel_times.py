@@ -8,14 +8,14 @@ mainloop of the run. Run it once per variant to compare (another package on PYTH
 GAMUT_EXPERIMENT_PERSISTENT=0), alternating the variants so that drift shows.
 
     python bench/kernel_times.py [--n 16384] [--ks 256,1024] [--data bf16,tf32]
-        [--queries product,Q3,Q5,Q7] [--calls 20] [--label NAME]
+        [--queries product,Q3,Q5,Q7,kNN,areas] [--calls 20] [--label NAME]
 """
 import argparse
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tensor_queries import GROUPS, PRODUCT, Q3, Q5, Q7  # noqa: E402
+from tensor_queries import AREAS, GROUPS, KNN, PRODUCT, Q3, Q5, Q7  # noqa: E402
 
 
 def main():
@@ -32,7 +32,7 @@ def main():
 
     import gamut
 
-    texts = {"product": PRODUCT, "Q3": Q3, "Q5": Q5, "Q7": Q7}
+    texts = {"product": PRODUCT, "Q3": Q3, "Q5": Q5, "Q7": Q7, "kNN": KNN, "areas": AREAS}
     g = torch.Generator(device="cuda").manual_seed(11)
     for k in [int(x) for x in a.ks.split(",")]:
         for data in a.data.split(","):
@@ -46,6 +46,11 @@ def main():
             for name in a.queries.split(","):
                 q = gamut.compile(texts[name])
                 args = dict(A=P, B=R) if name == "product" else dict(P=P, R=R)
+                if name == "kNN":   # Q = P, X = R^T: the expanded distance, 10 nearest per row
+                    X = R.t().contiguous()
+                    args = dict(Q=P, X=X, qn=(P.float() ** 2).sum(1), xn=(X.float() ** 2).sum(1))
+                if name == "areas":
+                    args.update(Pzip=Pz, Rzip=Rz, thres=mid)
                 if name == "Q5":
                     args["thres"] = hi
                 if name == "Q3":

@@ -213,6 +213,30 @@ TEST(GpuListEpilogue, NaNKeys) {
   }
 }
 
+// Keys at the edges of f32 (+-0, +-inf, +-3e38, NaN, tiny normals) with many ties: the gate
+// (TileSelect::gate, rank_within) compares keys with the thresholds decoded to numbers, so its
+// thresholds at -0 / 0, at infinity and at "all" must keep what select keeps. K = 1: each key
+// is one exact product P[i] * R[j].
+TEST(GpuListEpilogue, SpecialKeysThroughTheGate) {
+  SKIP_WITHOUT_GPU();
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const float pv[] = {-0.0f, 0.0f, inf, -inf, 3e38f, -3e38f, 1.0f, -1.0f, 1e-30f, -1e-30f, nan, 2.0f, 0.0f};
+  const float rv[] = {1.0f, -1.0f, 2.0f, 0.5f, -0.0f, 1.0f, 4.0f};
+  const int64_t M = 300, N = 290;
+  for (PerGroup g : {PerGroup::None, PerGroup::Row, PerGroup::Col})
+    for (ListMode mode : {ListMode::Top, ListMode::Bottom})
+      for (int64_t n : {int64_t(1), int64_t(40), int64_t(2000)}) {
+        SCOPED_TRACE(name_of(mode, g) + " N " + std::to_string(n));
+        auto c = make_case(tp::list_query(query(mode, g)), square(M, N, 1), n);
+        float* p = c->arrays[0].as<float>();   // P[i, 0]
+        float* r = c->arrays[1].as<float>();   // R[0, j]
+        for (int64_t i = 0; i < M; ++i) p[i] = pv[(i * 7) % 13];
+        for (int64_t j = 0; j < N; ++j) r[j] = rv[(j * 3) % 7];
+        const Results cpu = check(*c, {"", "32x32x8/4x4", "128x128x16/8x8"});
+        EXPECT_EQ(cpu.lists[0].rows, expected_rows(g, n, M, N));
+      }
+}
+
 // Select at ~0% (none), one row, ~1% and 100% of the pairs, on odd sizes.
 TEST(GpuListEpilogue, SelectFractions) {
   SKIP_WITHOUT_GPU();

@@ -154,57 +154,66 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
       float acc0 = st.acc0[m][n]; gm::opaque(acc0);
       return gm::rank32(acc0, false);
     };
-    gm::TileSelect<Shape, 0>::select(st.tmap, rank, pr0, la0.limit(), gthr, at, ss);
-     {
-      gm::u64 row;
-      // Every thread, together; false in all of them when the block has no row.
-      if (gm::BlockAppend<Shape>::reserve(pr0, la0.counter, row)) {
-        unsigned todo[(Shape::TM * Shape::TN + 31) / 32];
+    const auto within = [&](int m, int n, unsigned t) -> bool {
+      const int i = st.i0 + st.tmap.row(m), j = st.j0 + st.tmap.col(n);
+      (void)i; (void)j;
+      float acc0 = st.acc0[m][n]; gm::opaque(acc0);
+      return gm::rank_within(acc0, t, false);
+    };
+    // Every thread, together; false in all of them when no pair of the block can be kept.
+    if (gm::TileSelect<Shape, 0>::gate(st.tmap, within, pr0, la0.limit(), gthr, at, ss)) {
+      gm::TileSelect<Shape, 0>::select(st.tmap, rank, pr0, la0.limit(), gthr, at, ss);
+       {
+        gm::u64 row;
+        // Every thread, together; false in all of them when the block has no row.
+        if (gm::BlockAppend<Shape>::reserve(pr0, la0.counter, row)) {
+          unsigned todo[(Shape::TM * Shape::TN + 31) / 32];
 #pragma unroll
-        for (int w = 0; w < (Shape::TM * Shape::TN + 31) / 32; ++w) todo[w] = pr0[w];
-        gm::opaque_bits(todo);
-        int e = 0;
+          for (int w = 0; w < (Shape::TM * Shape::TN + 31) / 32; ++w) todo[w] = pr0[w];
+          gm::opaque_bits(todo);
+          int e = 0;
 #pragma unroll 1
-        while (gm::next_bit(todo, e)) {
-          const int em = e / Shape::TN, en = e % Shape::TN;
-          const int i = st.i0 + st.tmap.row(em);
-          const int j = st.j0 + st.tmap.col(en);
-          bool ef0 = false;
-          int ec0_0 = int();
-          int ec0_1 = int();
-          float ec0_2 = float();
-          float ek0 = float();
-          float acc0 = float();
+          while (gm::next_bit(todo, e)) {
+            const int em = e / Shape::TN, en = e % Shape::TN;
+            const int i = st.i0 + st.tmap.row(em);
+            const int j = st.j0 + st.tmap.col(en);
+            bool ef0 = false;
+            int ec0_0 = int();
+            int ec0_1 = int();
+            float ec0_2 = float();
+            float ek0 = float();
+            float acc0 = float();
 #pragma unroll
-          for (int m = 0; m < Shape::TM; ++m) {
+            for (int m = 0; m < Shape::TM; ++m) {
 #pragma unroll
-            for (int n = 0; n < Shape::TN; ++n) {
-              if (m == em && n == en) {
-                acc0 = st.acc0[m][n];
+              for (int n = 0; n < Shape::TN; ++n) {
+                if (m == em && n == en) {
+                  acc0 = st.acc0[m][n];
+                }
               }
             }
+            ef0 = true;
+            ec0_0 = i;
+            ec0_1 = j;
+            ec0_2 = acc0;
+            ek0 = acc0;
+            (void)ef0;  // marked in pass 1: the row exists
+            if (row < la0.capacity) {
+              reinterpret_cast<int*>(a.list0_col0)[row] = ec0_0;
+              reinterpret_cast<int*>(a.list0_col1)[row] = ec0_1;
+              reinterpret_cast<float*>(a.list0_col2)[row] = ec0_2;
+              reinterpret_cast<int*>(a.list0_b)[row] = b;
+              reinterpret_cast<int*>(a.list0_i)[row] = i;
+              reinterpret_cast<int*>(a.list0_j)[row] = j;
+              reinterpret_cast<float*>(a.list0_key)[row] = ek0;
+              const int g = gm::TileSelect<Shape, 0>::group(st.tmap.row(em), st.tmap.col(en));
+              gm::TileSelect<Shape, 0>::keep(rsv, la0.limit(), at(g), g, i, j, gm::rank32(ek0, false), ss);
+            }
+            ++row;
           }
-          ef0 = true;
-          ec0_0 = i;
-          ec0_1 = j;
-          ec0_2 = acc0;
-          ek0 = acc0;
-          (void)ef0;  // marked in pass 1: the row exists
-          if (row < la0.capacity) {
-            reinterpret_cast<int*>(a.list0_col0)[row] = ec0_0;
-            reinterpret_cast<int*>(a.list0_col1)[row] = ec0_1;
-            reinterpret_cast<float*>(a.list0_col2)[row] = ec0_2;
-            reinterpret_cast<int*>(a.list0_b)[row] = b;
-            reinterpret_cast<int*>(a.list0_i)[row] = i;
-            reinterpret_cast<int*>(a.list0_j)[row] = j;
-            reinterpret_cast<float*>(a.list0_key)[row] = ek0;
-            const int g = gm::TileSelect<Shape, 0>::group(st.tmap.row(em), st.tmap.col(en));
-            gm::TileSelect<Shape, 0>::keep(rsv, la0.limit(), at(g), g, i, j, gm::rank32(ek0, false), ss);
-          }
-          ++row;
         }
       }
+      gm::TileSelect<Shape, 0>::refresh(gthr, rsv, la0.limit(), at, ss);
     }
-    gm::TileSelect<Shape, 0>::refresh(gthr, rsv, la0.limit(), at, ss);
   }
 }

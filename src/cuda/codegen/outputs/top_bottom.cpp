@@ -1,4 +1,5 @@
-// top/bottom lists (outputs/lists.h): before pass 2 the tile's candidates are selected per group
+// top/bottom lists (outputs/lists.h): before pass 2 the global thresholds gate the tile (a tile
+// without a pair at or below them ends there), then the tile's candidates are selected per group
 // (gm::TileSelect, src/cuda/device/outputs/gamut_list.cuh): the tile's per-group thresholds
 // (from and into the global ones) clear the marks of the rows that cannot be among their
 // group's N best, and every kept row also goes into its group's reservoir. Each pair's rank
@@ -26,29 +27,50 @@ class TopBottomRows final : public ListRows {
     const gm::ListGroup group = g == PerGroup::Row ? gm::kGroupRow : g == PerGroup::Col ? gm::kGroupCol : gm::kGroupAll;
     select_ = "gm::TileSelect<Shape, " + to_string(int(group)) + ">";
     top_ = spec().mode == ListMode::Top ? "true" : "false";
+    walk_expr(P, spec().key, [&](const Expr& e) {
+      if (e.kind == ExprKind::Acc) key_accs_.insert(e.index);
+      direct_ = direct_ && e.kind != ExprKind::Load && e.kind != ExprKind::Local;
+    });
   }
 
-  // One scope: the rows pass 2 keeps go into the group reservoirs of the selection.
+  // One scope. The gate (gm::TileSelect::gate) first clears the marks the global thresholds
+  // already exclude; a block left without marks skips the selection, the rows and the
+  // reservoirs. A key read from the accumulators alone is tested there on the key itself
+  // (rank_within, before any rank is stored); another is ranked into shared memory first and
+  // tested on those ranks, or, without that space, passes the gate as it is.
   void append(Code& c) override {
     c.open("");
-    preselect(c);
+    declare(c);
+    const bool stash = X.tile_ranks_offset() >= 0;
+    if (!direct_ && stash) store_ranks(c);
+    c.open("const auto within = [&](int m, int n, unsigned t) -> bool");
+    if (direct_) {
+      key_scope(c);
+      c.line("return gm::rank_within(" + X.outer_r.expr(spec().key) + ", t, " + top_ + ");");
+    } else {
+      c.line(stash ? "return rank(m, n) <= t;" : "(void)m; (void)n; (void)t; return true;");
+    }
+    c.close(";");
+    c.line("// Every thread, together; false in all of them when no pair of the block can be kept.");
+    c.open("if (" + select_ + "::gate(" + X.map.object + ", within, pr" + n_ + ", la" + n_ +
+           ".limit(), gthr, at, ss))");
+    if (direct_ && stash) store_ranks(c);
+    c.line(select_ + "::select(" + X.map.object + ", rank, pr" + n_ + ", la" + n_ + ".limit(), gthr, at, ss);");
     rows(c);
     c.line(select_ + "::refresh(gthr, rsv, la" + n_ + ".limit(), at, ss);");
+    c.close();
     c.close();
   }
 
  private:
-  void preselect(Code& c) {
+  // The selection's shared words, thresholds, reservoirs, the group of a tile row / column in
+  // the global thresholds, and the pair's rank: `rank` (or `rank_of`, which store_ranks keeps
+  // in shared memory for `rank` to read).
+  void declare(Code& c) {
     const ListOutput& lo = spec();
     const AccumulatorMap& M = X.map;
     const TileCoordinates& tc = *X.coords;
     const std::string kt = ctype_cpp(P.expr(lo.key).type);
-    std::set<int> accs;
-    bool direct = true;
-    walk_expr(P, lo.key, [&](const Expr& e) {
-      if (e.kind == ExprKind::Acc) accs.insert(e.index);
-      direct = direct && e.kind != ExprKind::Load && e.kind != ExprKind::Local;
-    });
     c.line("__shared__ " + select_ + "::Smem ss;");
     c.line("unsigned* const gthr = reinterpret_cast<unsigned*>(" + X.arg(X.A.lists[l_].threshold) + ");");
     c.line("unsigned* const rsv = reinterpret_cast<unsigned*>(" + X.arg(X.A.lists[l_].reservoir) + ");");
@@ -65,22 +87,10 @@ class TopBottomRows final : public ListRows {
       c.line("return gm::i64(b) * gextent + (" + (row ? tc.row_at(pos) : tc.col_at(pos)) + " - gfirst);");
       c.close(";");
     }
-    const long rank_off = X.tile_ranks_offset();
-    const bool stash = rank_off >= 0;
+    const bool stash = X.tile_ranks_offset() >= 0;
     c.open(std::string("const auto ") + (stash ? "rank_of" : "rank") + " = [&](int m, int n) -> unsigned");
-    // The selection ranks every pair of the thread, present or not. A key that reads operands
-    // (qn[i] + xn[j] - 2 * dot) reads them at the last row / column of the ranges for pairs past
-    // them (those pairs are never marked, so their rank is not used): no read out of bounds, and
-    // no branch (an early return here spills registers in the unrolled selection).
-    const std::string row_pos = M.tile_row0 + " + " + M.row("m"), col_pos = M.tile_col0 + " + " + M.col("n");
-    c.line("const int i = " + tc.row_at(direct ? row_pos : "min(" + row_pos + ", row_end - 1)") +
-           ", j = " + tc.col_at(direct ? col_pos : "min(" + col_pos + ", col_end - 1)") + ";");
-    c.line("(void)i; (void)j;");
-    for (size_t a = 0; a < P.accs.size(); ++a)
-      if (!direct || accs.count(int(a)))
-        c.line(X.acc_type(int(a)) + " acc" + to_string(a) + " = " + M.value(int(a)) + "; gm::opaque(acc" +
-               to_string(a) + ");");
-    if (direct) {
+    key_scope(c);
+    if (direct_) {
       c.line("return gm::rank32(" + X.outer_r.expr(lo.key) + ", " + top_ + ");");
     } else {
       c.line(kt + " ek" + n_ + " = " + kt + "();");
@@ -92,23 +102,44 @@ class TopBottomRows final : public ListRows {
       c.line("return gm::rank32(ek" + n_ + ", " + top_ + ");");
     }
     c.close(";");
-    if (stash) {
-      // (rows x cols, THREADS): a thread's ranks pair-major, so a warp's reads are consecutive words.
-      c.line("unsigned* const rk" + n_ + " = reinterpret_cast<unsigned*>(" + X.out_smem() + " + " +
-             to_string(rank_off) + ");  // (" + M.rows + " * " + M.cols + ", Shape::THREADS)");
-      c.line("gm::tile_sync<Shape::THREADS>();  // earlier users of the space (mainloop, other lists) are done");
-      c.line("#pragma unroll");
-      c.open("for (int m = 0; m < " + M.rows + "; ++m)");
-      c.line("#pragma unroll");
-      c.line("for (int n = 0; n < " + M.cols + "; ++n) rk" + n_ + "[(m * " + M.cols +
-             " + n) * Shape::THREADS + int(threadIdx.x)] = rank_of(m, n);");
-      c.close();
-      c.line("// Each thread reads only its own ranks: no barrier between the stores and the reads.");
-      c.open("const auto rank = [&](int m, int n) -> unsigned");
-      c.line("return rk" + n_ + "[(m * " + M.cols + " + n) * Shape::THREADS + int(threadIdx.x)];");
-      c.close(";");
-    }
-    c.line(select_ + "::select(" + M.object + ", rank, pr" + n_ + ", la" + n_ + ".limit(), gthr, at, ss);");
+  }
+
+  // i, j and the accumulators the key reads, for the pair (m, n) of a lambda's arguments. The
+  // selection ranks every pair of the thread, present or not. A key that reads operands
+  // (qn[i] + xn[j] - 2 * dot) reads them at the last row / column of the ranges for pairs past
+  // them (those pairs are never marked, so their rank is not used): no read out of bounds, and
+  // no branch (an early return here spills registers in the unrolled selection).
+  void key_scope(Code& c) {
+    const AccumulatorMap& M = X.map;
+    const TileCoordinates& tc = *X.coords;
+    const std::string row_pos = M.tile_row0 + " + " + M.row("m"), col_pos = M.tile_col0 + " + " + M.col("n");
+    c.line("const int i = " + tc.row_at(direct_ ? row_pos : "min(" + row_pos + ", row_end - 1)") +
+           ", j = " + tc.col_at(direct_ ? col_pos : "min(" + col_pos + ", col_end - 1)") + ";");
+    c.line("(void)i; (void)j;");
+    for (size_t a = 0; a < P.accs.size(); ++a)
+      if (!direct_ || key_accs_.count(int(a)))
+        c.line(X.acc_type(int(a)) + " acc" + to_string(a) + " = " + M.value(int(a)) + "; gm::opaque(acc" +
+               to_string(a) + ");");
+  }
+
+  // Every rank computed once into the shared memory the mainloop freed (tensor-core tiles), for
+  // the passes of the selection to read there.
+  void store_ranks(Code& c) {
+    const AccumulatorMap& M = X.map;
+    // (rows x cols, THREADS): a thread's ranks pair-major, so a warp's reads are consecutive words.
+    c.line("unsigned* const rk" + n_ + " = reinterpret_cast<unsigned*>(" + X.out_smem() + " + " +
+           to_string(X.tile_ranks_offset()) + ");  // (" + M.rows + " * " + M.cols + ", Shape::THREADS)");
+    c.line("gm::tile_sync<Shape::THREADS>();  // earlier users of the space (mainloop, other lists) are done");
+    c.line("#pragma unroll");
+    c.open("for (int m = 0; m < " + M.rows + "; ++m)");
+    c.line("#pragma unroll");
+    c.line("for (int n = 0; n < " + M.cols + "; ++n) rk" + n_ + "[(m * " + M.cols +
+           " + n) * Shape::THREADS + int(threadIdx.x)] = rank_of(m, n);");
+    c.close();
+    c.line("// Each thread reads only its own ranks: no barrier between the stores and the reads.");
+    c.open("const auto rank = [&](int m, int n) -> unsigned");
+    c.line("return rk" + n_ + "[(m * " + M.cols + " + n) * Shape::THREADS + int(threadIdx.x)];");
+    c.close(";");
   }
 
   bool few_rows() const override { return true; }
@@ -120,6 +151,8 @@ class TopBottomRows final : public ListRows {
   }
 
   std::string select_, top_;
+  bool direct_ = true;      // the key reads the accumulators alone
+  std::set<int> key_accs_;  // the accumulators it reads
 };
 
 }  // namespace

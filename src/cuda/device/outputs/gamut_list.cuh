@@ -146,6 +146,24 @@ GM_DEV unsigned rank32(double v, bool top) {
   return rank_ord64(ord, top);   // numbers stay below 0xfff00001: NaN stays strictly last
 }
 
+// rank32(v, top) <= t, the test of TileSelect::gate. For f32 the threshold becomes the key it
+// ranks (once per group, hoisted) and each pair costs one comparison instead of the rank's six
+// instructions. A threshold that no number's rank reaches in that way (all ranks: 0xffffffff,
+// or a bit mask of the rounds that decodes to NaN) passes everything: the gate only has to
+// keep every pair select keeps. A flushed subnormal compares as 0 on both sides (FTZ keeps
+// the order), which can only pass more.
+template <class T>
+GM_DEV bool rank_within(T v, unsigned t, bool top) {
+  return rank32(v, top) <= t;
+}
+GM_DEV bool rank_within(float v, unsigned t, bool top) {
+  // Without branches, so that the bound is computed once for all pairs of a threshold.
+  const unsigned ord = top ? ~t : t;
+  const float bound = __uint_as_float((ord & 0x80000000u) ? (ord & 0x7fffffffu) : ~ord);
+  const bool all = (t == 0xffffffffu) | (bound != bound);
+  return all | (top ? v >= bound : v <= bound);   // NaN v: false, its rank 0xffffffff is above any other t
+}
+
 // ---- tile pre-selection ------------------------------------------------------------------
 // Groups of a tile (PER, a gm::ListGroup): the whole tile, each row (per i), each column (per j).
 // Every thread of the block calls select() with the same limit. The list's global thresholds
@@ -219,21 +237,22 @@ struct TileSelect {
     }
   }
 
-  // Clears the bits of pres whose row is not kept: rank above its group's threshold, which is
-  // afterwards T_g (the smallest rank with at least `limit` candidates of g at or below it in
-  // the tile) for crowded groups, else the global threshold read at the start. rank(m, n) is
-  // the gm::rank32 of the thread's pair (m, n): held in registers, or computed again from the
-  // accumulators when the key is a function of them alone (then nothing per pair is held).
-  template <class Map, class Rank, class At>
-  GM_DEV static void select(const Map& tmap, const Rank& rank, unsigned (&pres)[W], i64 limit, unsigned* global,
-                            const At& at, Smem& s) {
+  // The selection's first step, before select: the group thresholds from the global ones into
+  // s, and the marks of pairs that cannot be kept cleared (within(m, n, t) false: the pair's
+  // rank is above its group's threshold t; see rank_within). Returns, the same in every
+  // thread, whether the block has a mark left. When it has none, the tile adds nothing to the
+  // list: select, the rows and the reservoirs are skipped. Once the global thresholds have
+  // fallen that is most tiles of a top N over the whole product (Q7).
+  template <class Map, class Within, class At>
+  GM_DEV static bool gate(const Map& tmap, const Within& within, unsigned (&pres)[W], i64 limit, unsigned* global,
+                          const At& at, Smem& s) {
     static_assert(map_fits<Map, Shape>(), "the accumulator map's grid is Shape's thread tile");
     const int tid = int(threadIdx.x);
     opaque_bits(pres);
     if (limit <= 0) {   // the same in every thread: N = 0 keeps nothing
 #pragma unroll
       for (int w = 0; w < W; ++w) pres[w] = 0u;
-      return;
+      return false;
     }
     for (int g = tid; g < G; g += Shape::THREADS) {
       // An L2 read (other blocks lower it with atomicMin); any value it ever had is valid.
@@ -246,6 +265,34 @@ struct TileSelect {
     }
     if (tid == 0) s.span = 0u;
     tile_sync<Shape::THREADS>();
+    const unsigned t_all = s.thr[0];   // (PER == kGroupAll: one threshold for the tile)
+    unsigned left = 0u;
+#pragma unroll
+    for (int m = 0; m < Shape::TM; ++m) {
+      const unsigned t_row = PER == kGroupRow ? s.thr[tmap.row(m)] : t_all;
+#pragma unroll
+      for (int n = 0; n < Shape::TN; ++n) {
+        const int e = m * Shape::TN + n;
+        const unsigned t = PER == kGroupCol ? s.thr[tmap.col(n)] : t_row;
+        if (!within(m, n, t)) pres[e / 32] &= ~(1u << (e % 32));
+      }
+    }
+#pragma unroll
+    for (int w = 0; w < W; ++w) left |= pres[w];
+    return tile_sync_count<Shape::THREADS>(left != 0u) != 0;
+  }
+
+  // Clears the bits of pres whose row is not kept: rank above its group's threshold, which is
+  // afterwards T_g (the smallest rank with at least `limit` candidates of g at or below it in
+  // the tile) for crowded groups, else the global threshold gate read. rank(m, n) is the
+  // gm::rank32 of the thread's pair (m, n): held in shared memory, or computed again from the
+  // accumulators (then nothing per pair is held). Every thread calls it, after gate returned true.
+  template <class Map, class Rank, class At>
+  GM_DEV static void select(const Map& tmap, const Rank& rank, unsigned (&pres)[W], i64 limit, unsigned* global,
+                            const At& at, Smem& s) {
+    static_assert(map_fits<Map, Shape>(), "the accumulator map's grid is Shape's thread tile");
+    const int tid = int(threadIdx.x);
+    opaque_bits(pres);
     count<true>(tmap, rank, pres, 0u, s);
     tile_sync<Shape::THREADS>();
     // Crowded groups start from the bits their candidates share (T lies in [lo, hi]); a group
