@@ -226,7 +226,8 @@ TEST(MathChoice, DistinctListsTakeMmaSync) {
 }
 
 // Top/bottom lists per i or j take tensor cores like a global top list (the expanded kNN is
-// faster there since its rows are ordered on the device, session 7).
+// faster there since its rows are ordered on the device, session 7), and wgmma from K = 512 in
+// 16-bit math (session 14).
 TEST(MathChoice, PerGroupRankedListsTakeTensorCores) {
   const std::string head = "where (i, j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } ";
   const TypeEnv bf{{{"A", DType::BF16}, {"B", DType::BF16}}};
@@ -235,7 +236,15 @@ TEST(MathChoice, PerGroupRankedListsTakeTensorCores) {
     ASSERT_TRUE(choose_math(p, F32Math::Ieee).tensor_cores());
     const MathChoice ran = executed_math(p, F32Math::Ieee);
     EXPECT_TRUE(ran.tensor_cores()) << per;
-    EXPECT_EQ(ran.mainloop_name(), "mma.sync") << per;   // (wgmma's map spilled)
+    // wgmma from K = 512 (below it the selection dominates, and is cheaper over mma.sync's map);
+    // tf32 at every K.
+    EXPECT_TRUE(ran.wgmma) << per;
+    EXPECT_EQ(ran.wgmma_min_k, 512) << per;
+    EXPECT_EQ(ran.mainloop_name(), "wgmma from K = 512 (mma.sync below)") << per;
+    const TypeEnv f32{{{"A", DType::F32}, {"B", DType::F32}}};
+    const MathChoice tf32 = executed_math(text(head + "emit L(i, j, s) bottom 3 by s" + per + "; }", f32), F32Math::Tf32);
+    EXPECT_EQ(tf32.wgmma_min_k, 0) << per;
+    EXPECT_EQ(tf32.mainloop_name(), "wgmma") << per;
   }
   EXPECT_TRUE(executed_math(text(head + "emit L(i, j, s) top 3 by s; }", bf), F32Math::Ieee).tensor_cores());
 }

@@ -40,7 +40,8 @@ std::string MathChoice::math_name() const {
 
 std::string MathChoice::mainloop_name() const {
   if (!tensor_cores()) return "simt";
-  return wgmma && math != InnerMath::Int8 ? "wgmma" : "mma.sync";
+  if (!wgmma || math == InnerMath::Int8) return "mma.sync";
+  return wgmma_min_k > 0 ? "wgmma from K = " + std::to_string(wgmma_min_k) + " (mma.sync below)" : "wgmma";
 }
 
 namespace {
@@ -238,12 +239,17 @@ MathChoice executed_math(const Plan& plan, F32Math f32_math) {
   // Distinct lists de-duplicate per tile over the accumulator map: over wgmma's (2 x 64 pairs
   // per thread) the distinct areas took 32 ms on bf16, over mma.sync's (8 x 8) 15 ms on tf32
   // (H200, 16384^2, K = 256; bench/NOTES.md, session 6).
-  // Top/bottom lists per i or j hold their selection state next to the accumulators: over
-  // wgmma's map (and its producer warp's register limit) the kNN kernel spilled 392 bytes;
-  // over mma.sync's none.
-  for (const ListOutput& l : plan.lists)
-    c.wgmma = c.wgmma && l.mode != ListMode::Distinct &&
-              !((l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.per != PerGroup::None);
+  // Top/bottom lists per i or j ran on mma.sync from session 7 (over wgmma's map the kNN kernel
+  // spilled 392 bytes) to session 14: with the producer warpgroup's registers it spills 24, and
+  // its kernel (H200, 16384^2, bench/NOTES.md session 14) is faster on wgmma in tf32 (K = 256:
+  // 2.08 -> 1.81 ms, K = 1024: 5.26 -> 2.82) and in bf16 at K = 1024 (2.76 -> 2.14), slower in
+  // bf16 at K = 256 (1.48 -> 1.69): there the selection dominates, and it is cheaper over
+  // mma.sync's 8 x 8 pairs per thread. 16-bit math therefore takes wgmma from K = 512.
+  for (const ListOutput& l : plan.lists) {
+    c.wgmma = c.wgmma && l.mode != ListMode::Distinct;
+    const bool grouped_rank = (l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.per != PerGroup::None;
+    if (grouped_rank && c.math != InnerMath::Tf32 && c.math != InnerMath::Tf32x3) c.wgmma_min_k = 512;
+  }
   return c;
 }
 

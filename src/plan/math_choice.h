@@ -48,14 +48,18 @@ struct MathChoice {
   // f16 / bf16 / tf32 / tf32x3 may take the wgmma mainloop (sm_90a); executed_math clears it
   // for plans whose output operators run slower over its accumulator layout (distinct lists).
   bool wgmma = true;
+  // The reduction's length from which wgmma runs; shorter ones take mma.sync (0: any). Set
+  // for top / bottom lists per i or j in 16- and 8-bit math (their per-tile selection costs
+  // more over wgmma's 2 x 64 pairs per thread than its products save while K is short).
+  int64_t wgmma_min_k = 0;
 
   bool tensor_cores() const { return math != InnerMath::Simt; }
   // For explain / --json: "ieee" (SIMT f32), "simt" (other SIMT), "f16", "bf16", "i8", "u8",
   // "i8xu8", "u8xi8", "tf32", "tf32x3".
   std::string math_name() const;
   // "simt", or the tensor-core mainloop of an sm_90a device (H100/H200): "wgmma" for f16 /
-  // bf16 / tf32 / tf32x3 (unless `wgmma` is cleared), "mma.sync" for 8-bit. (On sm_80 they run
-  // mma.sync: run statistics name what ran.)
+  // bf16 / tf32 / tf32x3 (unless `wgmma` is cleared; "wgmma from K = n" where wgmma_min_k is
+  // set), "mma.sync" for 8-bit. (On sm_80 they run mma.sync: run statistics name what ran.)
   std::string mainloop_name() const;
 };
 

@@ -86,15 +86,16 @@ int64_t check(const tq::TcQuery& q, const tq::TcMath& m, const tq::Sizes& s, int
   cuda::GpuRunStats st;
   const Results gpu = cuda::run_gpu(p->instance, o, &st);
   cuda::synchronize();
-  // Tensor cores wherever the math choice says so (per-group top/bottom lists stay on SIMT).
+  // Tensor cores wherever the math choice says so.
   const bool tc = executed_math(p->plan, m.f32_math).tensor_cores();
   const bool ran_tc = st.tile.find("mma.sync") != std::string::npos || st.tile.find("wgmma") != std::string::npos;
   EXPECT_EQ(ran_tc, tc) << "ran " << st.tile;
   // f16 / bf16 on wgmma where the device has it (sm_90a) and the plan allows it (no distinct
-  // list), the other maths on mma.sync.
+  // list; per-group top / bottom lists from K = 512 in 16-bit math), the other maths on mma.sync.
   if (tc)
     EXPECT_EQ(st.tile.find("wgmma") != std::string::npos,
               cuda::wgmma_math(m.math) && executed_math(p->plan, m.f32_math).wgmma &&
+                  s.k >= executed_math(p->plan, m.f32_math).wgmma_min_k &&
                   cuda::tensor_isa(cuda::device().cc_major, cuda::device().cc_minor) == cuda::TensorIsa::Wgmma)
         << st.tile;
   // Device inputs TMA cannot address in place are read from re-pitched copies: still TMA.
@@ -209,6 +210,25 @@ TEST(GpuTensorQueries, PersistentSmall) {
   }
   unsetenv("GAMUT_EXPERIMENT_CLUSTER");
   unsetenv("GAMUT_EXPERIMENT_PERSISTENT");
+}
+
+// Top / bottom lists per i take wgmma in 16-bit math from K = 512 (below it mma.sync, whose
+// selection is cheaper; bench/NOTES.md session 14), and in tf32 at every K: both sides of the
+// rule, checked by check() through the run's tile.
+TEST(GpuTensorQueries, GroupedRankedListsOnWgmmaFromLongReductions) {
+  SKIP_WITHOUT_GPU();
+  for (const tq::TcMath& m : tq::maths()) {
+    const std::string math = m.name;
+    if (math != "bf16" && math != "f16" && math != "tf32") continue;
+    for (const tq::TcQuery& q : tq::operator_queries()) {
+      const std::string n = q.name;
+      if (n != "bottom_per_i" && n != "knn_expanded") continue;
+      int64_t seen = 0;
+      for (const tq::Sizes& s : {tq::Sizes{300, 520, 600}, tq::Sizes{129, 1025, 513}, tq::Sizes{200, 300, 511}})
+        seen += check(q, m, s);
+      EXPECT_GT(seen, 0) << n << " " << math;
+    }
+  }
 }
 
 TEST(GpuTensorQueries, Bf16Operators) {

@@ -259,6 +259,7 @@ KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_b
     // (tf32 wgmma's boxes start at k_begin: TMA needs that on 16 bytes. An empty k range stays
     // on mma.sync: the TMA-fed consumers set their accumulators from their first product.)
     const bool wgmma = isa == TensorIsa::Wgmma && math.wgmma && inst.red.end > inst.red.begin &&
+                       inst.red.size() >= math.wgmma_min_k &&
                        (!wgmma_needs_tma(math.math) || (inst.red.begin * 4) % 16 == 0);
     k.tile = tc_kernel_tile(math.math, wgmma, rows, cols, batch, sm_count);
     k.options.tensor_math = math.math;
