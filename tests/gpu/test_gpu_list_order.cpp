@@ -270,4 +270,45 @@ TEST(GpuListOrder, TopBottomWithManyGroups) {
   }
 }
 
+// gather_list_columns: 37 columns of every width (more than one launch's 16), rows gathered
+// through a permutation with repeats, into poisoned buffers; every byte against the host.
+TEST(GpuListOrder, GatherColumnsOfEveryWidthBeyondOneLaunch) {
+  SKIP_WITHOUT_GPU();
+  for (uint64_t m : {uint64_t(1), uint64_t(1000), uint64_t(70001)}) {
+    SCOPED_TRACE("rows " + std::to_string(m));
+    const uint64_t n = m + 13;   // source rows
+    std::mt19937 gen{static_cast<unsigned>(m)};
+    std::vector<uint32_t> perm(m);
+    for (uint64_t r = 0; r < m; ++r) perm[r] = uint32_t(gen() % n);
+    cuda::DeviceBuffer rows(m * 4);
+    rows.upload(perm.data(), m * 4);
+    std::vector<cuda::DeviceBuffer> src, dst;
+    std::vector<std::vector<unsigned char>> host;
+    std::vector<void*> to;
+    std::vector<const void*> from;
+    std::vector<int> bytes;
+    for (int c = 0; c < 37; ++c) {
+      const int w = 1 << (c % 4);
+      host.emplace_back(n * w);
+      for (auto& b : host.back()) b = static_cast<unsigned char>(gen() % 251 + 1);   // never 0 or 0xff
+      src.emplace_back(n * w);
+      src.back().upload(host.back().data(), n * w);
+      dst.emplace_back(m * w);
+      dst.back().fill_bytes(0xff);
+      to.push_back(dst.back().get());
+      from.push_back(src.back().get());
+      bytes.push_back(w);
+    }
+    cuda::gather_list_columns(to, from, bytes, static_cast<const uint32_t*>(rows.get()), m);
+    for (int c = 0; c < 37; ++c) {
+      const int w = bytes[size_t(c)];
+      std::vector<unsigned char> got(m * w);
+      dst[size_t(c)].download(got.data(), got.size());
+      for (uint64_t r = 0; r < m; ++r)
+        ASSERT_EQ(std::memcmp(got.data() + r * w, host[size_t(c)].data() + uint64_t(perm[r]) * w, size_t(w)), 0)
+            << "column " << c << " row " << r;
+    }
+  }
+}
+
 #endif  // GAMUT_HAVE_CUDA

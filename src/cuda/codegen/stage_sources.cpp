@@ -71,9 +71,6 @@ std::string select_source(DType key, bool top, PerGroup per) {
   s += kernel("gm_sel_keep", "SelectArgs", "sel_keep" + tpl, false);
   s += kernel("gm_sel_sort_rank", "GatherArgs",
               cg::cat("sel_sort_rank<", cg::dtype_cpp(key), ", ", top ? "true" : "false", ">"), false);
-  const char* widths[4][2] = {{"1", "unsigned char"}, {"2", "unsigned short"}, {"4", "unsigned"}, {"8", "gm::u64"}};
-  for (const auto& w : widths)
-    s += kernel(std::string("gm_gather") + w[0], "GatherArgs", std::string("sel_gather<") + w[1] + ">", false);
   return s;
 }
 

@@ -18,7 +18,13 @@ namespace gamut::cuda {
 // allocate again; buffers grow, never shrink.
 struct ListOrderScratch {
   DeviceBuffer keys[2], rows[2], temp, table, refs, count;
+  std::vector<DeviceBuffer> gathered;  // first_rows_of_groups' columns, swapped with the caller's
 };
+
+// dst[c][r] = src[c][rows[r]] for r < m, elements of bytes[c]: every column in as few launches as
+// sortdev::gather_columns allows (dst buffers already hold m rows).
+void gather_list_columns(const std::vector<void*>& dst, const std::vector<const void*>& src,
+                         const std::vector<int>& bytes, const uint32_t* rows, uint64_t m);
 
 // The largest list ordered on the device (row indices are u32 and grid loops stay in range);
 // longer lists are finalised on the host.

@@ -18,7 +18,7 @@ constexpr unsigned kThreads = gm::kStageThreads;
 
 // The kernels of one (key type, direction, grouping), compiled once and kept loaded.
 struct SelectKernels {
-  std::unique_ptr<Kernel> hist, digit, keep, sort_rank, gather[4];
+  std::unique_ptr<Kernel> hist, digit, keep, sort_rank;
 };
 
 SelectKernels& kernels(DType key, bool top, PerGroup per) {
@@ -38,7 +38,6 @@ SelectKernels& kernels(DType key, bool top, PerGroup per) {
     s->digit = std::make_unique<Kernel>(mod, "gm_sel_digit");
     s->keep = std::make_unique<Kernel>(mod, "gm_sel_keep");
     s->sort_rank = std::make_unique<Kernel>(mod, "gm_sel_sort_rank");
-    for (int w = 0; w < 4; ++w) s->gather[w] = std::make_unique<Kernel>(mod, "gm_gather" + std::to_string(1 << w));
     k = std::move(s);
   }
   return *k;
@@ -116,17 +115,6 @@ void sort_ranks(const SelectInput& in, const DeviceBuffer& key, uint64_t m, Devi
   gm::GatherArgs a{ptr(&dst), ptr(&key), 0, m};
   void* args[] = {&a};
   kernels(in.key_dtype, in.top, in.per).sort_rank->launch(blocks_for(m), 1, 1, kThreads, 1, 1, 0, args);
-}
-
-void gather_rows(const SelectInput& in, const DeviceBuffer& src, size_t elem, const DeviceBuffer& idx, uint64_t m,
-                 DeviceBuffer& dst) {
-  if (m == 0) return;
-  const int w = elem == 1 ? 0 : elem == 2 ? 1 : elem == 4 ? 2 : elem == 8 ? 3 : -1;
-  if (w < 0) throw_device_error("internal error: a list column of " + std::to_string(elem) + " bytes");
-  Kernel& k = *kernels(in.key_dtype, in.top, in.per).gather[w];
-  gm::GatherArgs a{ptr(&dst), ptr(&src), ptr(&idx), m};
-  void* args[] = {&a};
-  k.launch(blocks_for(m), 1, 1, kThreads, 1, 1, 0, args);
 }
 
 }  // namespace gamut::cuda

@@ -36,8 +36,4 @@ bool exact_sort_rank(DType key);
 // other axis) the kept rows sort into the list's order on the device.
 void sort_ranks(const SelectInput& in, const DeviceBuffer& key, uint64_t m, DeviceBuffer& dst);
 
-// dst (m elements of `elem` bytes) = src[idx[r]] for r < m.
-void gather_rows(const SelectInput& in, const DeviceBuffer& src, size_t elem, const DeviceBuffer& idx, uint64_t m,
-                 DeviceBuffer& dst);
-
 }  // namespace gamut::cuda

@@ -105,9 +105,30 @@ __global__ void group_heads_kernel(const int32_t* b, const int32_t* g, uint32_t 
   }
 }
 
+// The columns of one gather, passed by value.
+struct GatherSet {
+  GatherColumn cols[kMaxGatherColumns];
+  int count;
+};
+
 template <class T>
-__global__ void gather_kernel(T* dst, const T* src, const uint32_t* rows, uint32_t m) {
-  for (uint32_t r = blockIdx.x * blockDim.x + threadIdx.x; r < m; r += gridDim.x * blockDim.x) dst[r] = src[rows[r]];
+__device__ __forceinline__ void copy_row(const GatherColumn& c, uint32_t to, uint32_t from) {
+  static_cast<T*>(c.dst)[to] = static_cast<const T*>(c.src)[from];
+}
+
+// A thread per row, every column of it: the row index is read once.
+__global__ void gather_columns_kernel(const GatherSet s, const uint32_t* rows, uint32_t m) {
+  for (uint32_t r = blockIdx.x * blockDim.x + threadIdx.x; r < m; r += gridDim.x * blockDim.x) {
+    const uint32_t from = rows[r];
+    for (int c = 0; c < s.count; ++c) {
+      switch (s.cols[c].bytes) {
+        case 1: copy_row<uint8_t>(s.cols[c], r, from); break;
+        case 2: copy_row<uint16_t>(s.cols[c], r, from); break;
+        case 4: copy_row<uint32_t>(s.cols[c], r, from); break;
+        default: copy_row<uint64_t>(s.cols[c], r, from); break;
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -154,28 +175,17 @@ cudaError_t first_of_groups(void* temp, size_t* temp_bytes, const int32_t* b, co
   return cub::DeviceSelect::Flagged(temp, *temp_bytes, rows, keep, kept, kept_n, n, stream);
 }
 
-cudaError_t gather_column(void* dst, const void* src, int bytes, const uint32_t* rows, uint32_t m,
-                          cudaStream_t stream) {
-  if (m == 0) return cudaSuccess;
-  const unsigned g = blocks_for(m);
-  switch (bytes) {
-    case 1:
-      gather_kernel<<<g, kThreads, 0, stream>>>(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), rows, m);
-      break;
-    case 2:
-      gather_kernel<<<g, kThreads, 0, stream>>>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), rows,
-                                                m);
-      break;
-    case 4:
-      gather_kernel<<<g, kThreads, 0, stream>>>(static_cast<uint32_t*>(dst), static_cast<const uint32_t*>(src), rows,
-                                                m);
-      break;
-    case 8:
-      gather_kernel<<<g, kThreads, 0, stream>>>(static_cast<uint64_t*>(dst), static_cast<const uint64_t*>(src), rows,
-                                                m);
-      break;
-    default: return cudaErrorInvalidValue;
+cudaError_t gather_columns(const GatherColumn* cols, int count, const uint32_t* rows, uint32_t m, cudaStream_t stream) {
+  if (count < 0 || count > kMaxGatherColumns) return cudaErrorInvalidValue;
+  if (m == 0 || count == 0) return cudaSuccess;
+  GatherSet set{};
+  for (int c = 0; c < count; ++c) {
+    const int bytes = cols[c].bytes;
+    if (bytes != 1 && bytes != 2 && bytes != 4 && bytes != 8) return cudaErrorInvalidValue;
+    set.cols[c] = cols[c];
   }
+  set.count = count;
+  gather_columns_kernel<<<blocks_for(m), kThreads, 0, stream>>>(set, rows, m);
   return cudaGetLastError();
 }
 

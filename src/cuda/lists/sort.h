@@ -49,7 +49,17 @@ cudaError_t distinct_rows(const ColumnRef* cols, int columns, uint32_t n, uint32
 cudaError_t first_of_groups(void* temp, size_t* temp_bytes, const int32_t* b, const int32_t* g, uint32_t n,
                             uint32_t limit, void* scratch, uint32_t* kept, uint32_t* kept_n, cudaStream_t stream);
 
-// dst[r] = src[rows[r]] for r < m, elements of `bytes` (1, 2, 4 or 8).
-cudaError_t gather_column(void* dst, const void* src, int bytes, const uint32_t* rows, uint32_t m, cudaStream_t stream);
+// One column of a gather: dst[r] = src[rows[r]], elements of `bytes` (1, 2, 4 or 8).
+struct GatherColumn {
+  void* dst = nullptr;
+  const void* src = nullptr;
+  int bytes = 0;
+};
+constexpr int kMaxGatherColumns = 16;
+
+// Every column's gather (count <= kMaxGatherColumns) for r < m in one launch: a list's columns
+// after a sort or a selection cost one launch, not one each (the host's launches, ~5 us each,
+// were most of a top list's time after its kernel; bench/NOTES.md session 14).
+cudaError_t gather_columns(const GatherColumn* cols, int count, const uint32_t* rows, uint32_t m, cudaStream_t stream);
 
 }  // namespace gamut::cuda::sortdev

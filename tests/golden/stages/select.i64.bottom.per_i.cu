@@ -4,7 +4,3 @@ extern "C" __global__ void gm_sel_hist(const gm::SelectArgs a) { gm::sel_hist<gm
 extern "C" __global__ void gm_sel_digit(const gm::SelectArgs a) { gm::sel_digit(a); }
 extern "C" __global__ void gm_sel_keep(const gm::SelectArgs a) { gm::sel_keep<gm::i64, false, 1>(a); }
 extern "C" __global__ void gm_sel_sort_rank(const gm::GatherArgs a) { gm::sel_sort_rank<gm::i64, false>(a); }
-extern "C" __global__ void gm_gather1(const gm::GatherArgs a) { gm::sel_gather<unsigned char>(a); }
-extern "C" __global__ void gm_gather2(const gm::GatherArgs a) { gm::sel_gather<unsigned short>(a); }
-extern "C" __global__ void gm_gather4(const gm::GatherArgs a) { gm::sel_gather<unsigned>(a); }
-extern "C" __global__ void gm_gather8(const gm::GatherArgs a) { gm::sel_gather<gm::u64>(a); }

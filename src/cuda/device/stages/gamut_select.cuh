@@ -144,14 +144,4 @@ GM_DEV void sel_sort_rank(const GatherArgs& a) {
     dst[r] = int(rank32(widen(key[r]), TOP) ^ 0x80000000u);
 }
 
-// dst[r] = src[idx[r]] for r < m: one column of the kept rows (T: an unsigned of the width).
-template <class T>
-GM_DEV void sel_gather(const GatherArgs& a) {
-  T* dst = reinterpret_cast<T*>(a.dst);
-  const T* src = reinterpret_cast<const T*>(a.src);
-  const unsigned* idx = reinterpret_cast<const unsigned*>(a.idx);
-  for (u64 r = u64(blockIdx.x) * blockDim.x + threadIdx.x; r < a.m; r += u64(gridDim.x) * blockDim.x)
-    dst[r] = src[idx[r]];
-}
-
 }  // namespace gm

@@ -53,7 +53,8 @@ struct SelectArgs {
   unsigned long long bits;     // digit width: 1, 2, 4 or 8
 };
 
-// dst[r] = src[idx[r]] for r < m: a column of the kept rows.
+// A per-row pass over m kept rows (gm_sel_sort_rank: dst[r] = the rank of the key src[r]; idx
+// is not read there).
 struct GatherArgs {
   unsigned long long dst, src, idx, m;
 };
