@@ -1,6 +1,9 @@
 // Binding: extents, output shapes and every data error, each naming its binding.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
+
 #include "bind/bind.h"
 #include "core/error.h"
 
@@ -130,6 +133,64 @@ TEST(BindErrors, IndexValuesOutOfRange) {
   auto [c3, m3] = bind_error(kZip, b);
   EXPECT_EQ(c3, ExitCode::Query) << "float index vector is a type error";
   EXPECT_NE(m3.find("index vector 'g' must hold integers, but it is f32"), std::string::npos) << m3;
+}
+
+// The range of an index vector comes from one typed pass (NDArray::i64_range); errors still
+// name the first bad value in order: a value past --dim before a negative one is reported first.
+TEST(BindErrors, FirstBadIndexValueInOrderIsNamed) {
+  NDArray g = iota(DType::I32, {6}, 0);
+  g.as<int32_t>()[1] = 9;    // past the extent 3 given below
+  g.as<int32_t>()[4] = -1;   // negative, later
+  Bindings b{{{"P", iota(DType::F32, {6, 3})}, {"R", iota(DType::F32, {3, 2})}, {"g", g}, {"h", iota(DType::I32, {2}, 0)}}};
+  b.dims["C"] = {3, 8};
+  auto [code, msg] = bind_error(kZip, b);
+  EXPECT_EQ(code, ExitCode::Data);
+  EXPECT_EQ(msg, "data error: g: index value 9 at position 1 is not below the extent 3 of output C");
+  b.dims.clear();
+  auto [c2, m2] = bind_error(kZip, b);
+  EXPECT_EQ(c2, ExitCode::Data);
+  EXPECT_EQ(m2, "data error: g: index value -1 at position 4 is negative");
+}
+
+// Index vectors of every integer type size the output as max + 1 (the typed range pass), and
+// NDArray::i64_range agrees with get_i64 element by element, on sub-ranges too.
+TEST(Bind, IndexVectorsOfEveryIntegerTypeSizeTheOutput) {
+  for (DType t : {DType::U8, DType::I8, DType::I16, DType::I32, DType::I64}) {
+    SCOPED_TRACE(dtype_name(t));
+    NDArray g = NDArray::zeros(t, {6}), h = NDArray::zeros(t, {2});
+    const int64_t gv[6] = {4, 0, 11, 2, 3, 1};
+    for (int64_t e = 0; e < 6; ++e) {
+      switch (t) {
+        case DType::U8: g.as<uint8_t>()[e] = uint8_t(gv[e]); break;
+        case DType::I8: g.as<int8_t>()[e] = int8_t(gv[e]); break;
+        case DType::I16: g.as<int16_t>()[e] = int16_t(gv[e]); break;
+        case DType::I32: g.as<int32_t>()[e] = int32_t(gv[e]); break;
+        default: g.as<int64_t>()[e] = gv[e]; break;
+      }
+    }
+    Bindings b{{{"P", iota(DType::F32, {6, 3})}, {"R", iota(DType::F32, {3, 2})}, {"g", g}, {"h", h}}};
+    BoundQuery q;
+    auto [code, msg] = bind_error(kZip, b, &q);
+    ASSERT_EQ(code, ExitCode::Ok) << msg;
+    ASSERT_FALSE(q.inst.dense_shapes.empty());
+    EXPECT_EQ(q.inst.dense_shapes[0], (std::vector<int64_t>{12, 1}));
+    for (int64_t first = 0; first < 6; ++first)
+      for (int64_t count = 1; first + count <= 6; ++count) {
+        int64_t lo = 0, hi = 0, wlo = INT64_MAX, whi = INT64_MIN;
+        g.i64_range(first, count, lo, hi);
+        for (int64_t e = first; e < first + count; ++e) {
+          wlo = std::min(wlo, g.get_i64(e));
+          whi = std::max(whi, g.get_i64(e));
+        }
+        EXPECT_EQ(lo, wlo) << first << "+" << count;
+        EXPECT_EQ(hi, whi) << first << "+" << count;
+      }
+  }
+  NDArray f = iota(DType::F32, {5}, 3);   // other types: through get_i64
+  int64_t lo = 0, hi = 0;
+  f.i64_range(0, 5, lo, hi);
+  EXPECT_EQ(lo, 3);
+  EXPECT_EQ(hi, 7);
 }
 
 TEST(BindErrors, ParametersAndUnknownBindings) {

@@ -215,7 +215,15 @@ Instance bind(const Plan& plan, const Bindings& b) {
       const AxisRange& r = inst.range(x.axis);
       int64_t len = ga.shape.back();
       int64_t maxv = -1;
-      for (int64_t bi = 0; bi < inst.batch; ++bi)
+      // One typed pass for the range; the per-element loop below only names the first bad value.
+      bool bad = false;
+      for (int64_t bi = 0; bi < inst.batch && r.size() > 0; ++bi) {
+        int64_t lo = 0, hi = 0;
+        ga.i64_range(bi * len + r.begin, r.size(), lo, hi);
+        bad = bad || lo < 0 || (dim && hi >= *dim);
+        maxv = std::max(maxv, hi);
+      }
+      for (int64_t bi = 0; bad && bi < inst.batch; ++bi)
         for (int64_t v = r.begin; v < r.end; ++v) {
           int64_t e = bi * len + v, val = ga.get_i64(e);
           if (val < 0)

@@ -1,5 +1,6 @@
 #include "core/array.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -53,6 +54,38 @@ int64_t NDArray::get_i64(int64_t e) const {
     case DType::I32: return load<int32_t>(p);
     case DType::I64: return load<int64_t>(p);
     default: return int64_t(get_f64(e));
+  }
+}
+
+namespace {
+template <class T>
+void range_of(const std::byte* p, int64_t count, int64_t& lo, int64_t& hi) {
+  T l = load<T>(p), h = l;
+  for (int64_t e = 1; e < count; ++e) {
+    const T v = load<T>(p + size_t(e) * sizeof(T));
+    l = v < l ? v : l;
+    h = v > h ? v : h;
+  }
+  lo = int64_t(l);
+  hi = int64_t(h);
+}
+}  // namespace
+
+void NDArray::i64_range(int64_t first, int64_t count, int64_t& lo, int64_t& hi) const {
+  const std::byte* p = data.data() + size_t(first) * dtype_size(dtype);
+  switch (dtype) {
+    case DType::Bool: case DType::U8: range_of<uint8_t>(p, count, lo, hi); return;
+    case DType::I8: range_of<int8_t>(p, count, lo, hi); return;
+    case DType::I16: range_of<int16_t>(p, count, lo, hi); return;
+    case DType::I32: range_of<int32_t>(p, count, lo, hi); return;
+    case DType::I64: range_of<int64_t>(p, count, lo, hi); return;
+    default: break;
+  }
+  lo = hi = get_i64(first);
+  for (int64_t e = first + 1; e < first + count; ++e) {
+    const int64_t v = get_i64(e);
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
   }
 }
 

@@ -85,6 +85,10 @@ struct NDArray {
   // Element e as a double / int64 (any dtype; f16/bf16 converted).
   double get_f64(int64_t e) const;
   int64_t get_i64(int64_t e) const;
+  // The smallest and largest get_i64 of elements [first, first + count) (count > 0): one pass
+  // with the type resolved once (bind checks index vectors of every row; per element get_i64
+  // cost ~0.2 ms per call for two 16K-row vectors).
+  void i64_range(int64_t first, int64_t count, int64_t& lo, int64_t& hi) const;
 };
 
 struct Column {
