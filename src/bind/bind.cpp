@@ -231,7 +231,6 @@ Instance bind(const Plan& plan, const Bindings& b) {
           if (dim && val >= *dim)
             throw_data_error(g.name, "index value " + std::to_string(val) + " at position " + std::to_string(v) +
                                          " is not below the extent " + std::to_string(*dim) + " of output " + d.name);
-          maxv = std::max(maxv, val);
         }
       if (!dim && maxv == INT64_MAX)
         throw_data_error(g.name, "index value " + std::to_string(maxv) + " leaves no room for an output extent (it is the largest int64)");

@@ -284,9 +284,7 @@ TEST(GpuListOrder, GatherColumnsOfEveryWidthBeyondOneLaunch) {
     rows.upload(perm.data(), m * 4);
     std::vector<cuda::DeviceBuffer> src, dst;
     std::vector<std::vector<unsigned char>> host;
-    std::vector<void*> to;
-    std::vector<const void*> from;
-    std::vector<int> bytes;
+    std::vector<cuda::sortdev::GatherColumn> cols;
     for (int c = 0; c < 37; ++c) {
       const int w = 1 << (c % 4);
       host.emplace_back(n * w);
@@ -295,13 +293,11 @@ TEST(GpuListOrder, GatherColumnsOfEveryWidthBeyondOneLaunch) {
       src.back().upload(host.back().data(), n * w);
       dst.emplace_back(m * w);
       dst.back().fill_bytes(0xff);
-      to.push_back(dst.back().get());
-      from.push_back(src.back().get());
-      bytes.push_back(w);
+      cols.push_back({dst.back().get(), src.back().get(), w});
     }
-    cuda::gather_list_columns(to, from, bytes, static_cast<const uint32_t*>(rows.get()), m);
+    cuda::gather_list_columns(cols, static_cast<const uint32_t*>(rows.get()), m);
     for (int c = 0; c < 37; ++c) {
-      const int w = bytes[size_t(c)];
+      const int w = cols[size_t(c)].bytes;
       std::vector<unsigned char> got(m * w);
       dst[size_t(c)].download(got.data(), got.size());
       for (uint64_t r = 0; r < m; ++r)

@@ -264,14 +264,10 @@ void DeviceLists::finalize_on_device() {
     const DeviceBuffer idx = select_candidates(in, &F.rows);
     const size_t m = size_t(F.rows);
     // The kept rows' columns, b, i, j and key: one gather for all of them.
-    std::vector<void*> dst;
-    std::vector<const void*> src;
-    std::vector<int> bytes;
+    std::vector<sortdev::GatherColumn> gather;
     auto take = [&](const DeviceBuffer& from, size_t elem, DeviceBuffer& to) {
       if (to.size() < std::max<size_t>(m, 1) * elem) to = DeviceBuffer(std::max<size_t>(m, 1) * elem);
-      dst.push_back(to.get());
-      src.push_back(from.get());
-      bytes.push_back(int(elem));
+      gather.push_back({to.get(), from.get(), int(elem)});
     };
     F.cols.resize(L.cols.size());
     for (size_t c = 0; c < L.cols.size(); ++c)
@@ -280,7 +276,7 @@ void DeviceLists::finalize_on_device() {
     take(L.i, 4, F.i);
     take(L.j, 4, F.j);
     take(L.key, dtype_size(in.key_dtype), F.key);
-    gather_list_columns(dst, src, bytes, static_cast<const uint32_t*>(idx.get()), m);
+    gather_list_columns(gather, static_cast<const uint32_t*>(idx.get()), m);
     F.from_list = false;
     // Ordered on the device too where the key's rank is exact (keys of 32 bits or fewer): by
     // (b, group, rank, other axis), or (rank, b, i, j) without groups; then each group's first

@@ -100,27 +100,20 @@ uint64_t order_list_rows(const std::vector<const DeviceBuffer*>& cols, const std
                   "list sort");
   }
 
-  std::vector<void*> dst(cols.size());
-  std::vector<const void*> src(cols.size());
+  std::vector<sortdev::GatherColumn> gather(cols.size());
   for (size_t c = 0; c < cols.size(); ++c) {
     ensure(out[c], std::max<size_t>(size_t(m) * size_t(bytes[c]), 1));
-    dst[c] = out[c].get();
-    src[c] = cols[c]->get();
+    gather[c] = {out[c].get(), cols[c]->get(), bytes[c]};
   }
-  gather_list_columns(dst, src, bytes, perm[sel], m);
+  gather_list_columns(gather, perm[sel], m);
   return m;
 }
 
-void gather_list_columns(const std::vector<void*>& dst, const std::vector<const void*>& src,
-                         const std::vector<int>& bytes, const uint32_t* rows, uint64_t m) {
-  if (dst.size() != src.size() || dst.size() != bytes.size())
-    throw_device_error("internal error: a gather's columns differ in number");
+void gather_list_columns(const std::vector<sortdev::GatherColumn>& cols, const uint32_t* rows, uint64_t m) {
   if (m > kMaxDeviceOrderRows) throw_device_error("internal error: a gather of " + std::to_string(m) + " rows");
-  for (size_t first = 0; first < dst.size(); first += sortdev::kMaxGatherColumns) {
-    const size_t count = std::min<size_t>(dst.size() - first, sortdev::kMaxGatherColumns);
-    sortdev::GatherColumn g[sortdev::kMaxGatherColumns];
-    for (size_t c = 0; c < count; ++c) g[c] = {dst[first + c], src[first + c], bytes[first + c]};
-    detail::check(sortdev::gather_columns(g, int(count), rows, uint32_t(m), stream()), "list gather");
+  for (size_t first = 0; first < cols.size(); first += sortdev::kMaxGatherColumns) {
+    const size_t count = std::min<size_t>(cols.size() - first, sortdev::kMaxGatherColumns);
+    detail::check(sortdev::gather_columns(cols.data() + first, int(count), rows, uint32_t(m), stream()), "list gather");
   }
 }
 
@@ -148,16 +141,13 @@ uint64_t first_rows_of_groups(const DeviceBuffer& b, const DeviceBuffer& g, uint
   s.count.download(&m, 4);
   if (m == rows) return n;
   s.gathered.resize(std::max(s.gathered.size(), cols.size()));
-  std::vector<void*> dst(cols.size());
-  std::vector<const void*> src(cols.size());
-  std::vector<int> bytes(cols.size());
+  std::vector<sortdev::GatherColumn> gather(cols.size());
   for (size_t c = 0; c < cols.size(); ++c) {
-    bytes[c] = int(dtype_size(dtypes[c]));
-    ensure(s.gathered[c], std::max<size_t>(size_t(m) * size_t(bytes[c]), 1));
-    dst[c] = s.gathered[c].get();
-    src[c] = cols[c].get();
+    const int bytes = int(dtype_size(dtypes[c]));
+    ensure(s.gathered[c], std::max<size_t>(size_t(m) * size_t(bytes), 1));
+    gather[c] = {s.gathered[c].get(), cols[c].get(), bytes};
   }
-  gather_list_columns(dst, src, bytes, as<uint32_t>(s.rows[0]), m);
+  gather_list_columns(gather, as<uint32_t>(s.rows[0]), m);
   for (size_t c = 0; c < cols.size(); ++c) std::swap(cols[c], s.gathered[c]);
   return m;
 }

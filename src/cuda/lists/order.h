@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/types.h"
+#include "cuda/lists/sort.h"
 #include "cuda/runtime.h"
 
 namespace gamut::cuda {
@@ -21,10 +22,9 @@ struct ListOrderScratch {
   std::vector<DeviceBuffer> gathered;  // first_rows_of_groups' columns, swapped with the caller's
 };
 
-// dst[c][r] = src[c][rows[r]] for r < m, elements of bytes[c]: every column in as few launches as
-// sortdev::gather_columns allows (dst buffers already hold m rows).
-void gather_list_columns(const std::vector<void*>& dst, const std::vector<const void*>& src,
-                         const std::vector<int>& bytes, const uint32_t* rows, uint64_t m);
+// cols[c].dst[r] = cols[c].src[rows[r]] for r < m: every column in as few launches as
+// sortdev::gather_columns allows (the dst buffers already hold m rows).
+void gather_list_columns(const std::vector<sortdev::GatherColumn>& cols, const uint32_t* rows, uint64_t m);
 
 // The largest list ordered on the device (row indices are u32 and grid loops stay in range);
 // longer lists are finalised on the host.

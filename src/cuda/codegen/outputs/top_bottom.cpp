@@ -22,7 +22,7 @@ namespace {
 
 class TopBottomRows final : public ListRows {
  public:
-  TopBottomRows(KernelContext& ctx, size_t l) : ListRows(ctx, l) {
+  TopBottomRows(KernelContext& ctx, size_t l) : ListRows(ctx, l), stash_(ctx.tile_ranks_offset() >= 0) {
     const PerGroup g = spec().per;
     const gm::ListGroup group = g == PerGroup::Row ? gm::kGroupRow : g == PerGroup::Col ? gm::kGroupCol : gm::kGroupAll;
     select_ = "gm::TileSelect<Shape, " + to_string(int(group)) + ">";
@@ -41,20 +41,19 @@ class TopBottomRows final : public ListRows {
   void append(Code& c) override {
     c.open("");
     declare(c);
-    const bool stash = X.tile_ranks_offset() >= 0;
-    if (!direct_ && stash) store_ranks(c);
+    if (!direct_ && stash_) store_ranks(c);
     c.open("const auto within = [&](int m, int n, unsigned t) -> bool");
     if (direct_) {
       key_scope(c);
       c.line("return gm::rank_within(" + X.outer_r.expr(spec().key) + ", t, " + top_ + ");");
     } else {
-      c.line(stash ? "return rank(m, n) <= t;" : "(void)m; (void)n; (void)t; return true;");
+      c.line(stash_ ? "return rank(m, n) <= t;" : "(void)m; (void)n; (void)t; return true;");
     }
     c.close(";");
     c.line("// Every thread, together; false in all of them when no pair of the block can be kept.");
     c.open("if (" + select_ + "::gate(" + X.map.object + ", within, pr" + n_ + ", la" + n_ +
            ".limit(), gthr, at, ss))");
-    if (direct_ && stash) store_ranks(c);
+    if (direct_ && stash_) store_ranks(c);
     c.line(select_ + "::select(" + X.map.object + ", rank, pr" + n_ + ", la" + n_ + ".limit(), gthr, at, ss);");
     rows(c);
     c.line(select_ + "::refresh(gthr, rsv, la" + n_ + ".limit(), at, ss);");
@@ -87,8 +86,7 @@ class TopBottomRows final : public ListRows {
       c.line("return gm::i64(b) * gextent + (" + (row ? tc.row_at(pos) : tc.col_at(pos)) + " - gfirst);");
       c.close(";");
     }
-    const bool stash = X.tile_ranks_offset() >= 0;
-    c.open(std::string("const auto ") + (stash ? "rank_of" : "rank") + " = [&](int m, int n) -> unsigned");
+    c.open(std::string("const auto ") + (stash_ ? "rank_of" : "rank") + " = [&](int m, int n) -> unsigned");
     key_scope(c);
     if (direct_) {
       c.line("return gm::rank32(" + X.outer_r.expr(lo.key) + ", " + top_ + ");");
@@ -151,6 +149,7 @@ class TopBottomRows final : public ListRows {
   }
 
   std::string select_, top_;
+  bool stash_;              // the tile's ranks fit in the shared memory the mainloop freed
   bool direct_ = true;      // the key reads the accumulators alone
   std::set<int> key_accs_;  // the accumulators it reads
 };
