@@ -12,6 +12,7 @@
 #include "codegen_plans.h"
 #include "cuda/codegen/codegen.h"
 #include "cuda/codegen/internal.h"
+#include "cuda/codegen/seen_box.h"
 #include "cuda/gpu_engine.h"
 #include "list_plans.h"
 #include "nvrtc_check.h"
@@ -242,4 +243,66 @@ TEST(ListCodegen, DistinctKernelsCompile) {
   EXPECT_NE(src.find("__ldg(jrow + st.i0 + om.row(e / Shape::TN))"), std::string::npos) << src;
   EXPECT_FALSE(spills(compile(src, "sm_90a")));
 #endif
+}
+
+// Which distinct lists may run on a seen table (codegen's seen_table_columns): columns that are
+// integer lookups of row / column vectors, stored as they are; the kernel renders both paths.
+TEST(ListCodegen, SeenTableColumns) {
+  using C = tp::DistinctCol;
+  auto columns = [](std::vector<C> cols, DType g = DType::I32, DType h = DType::I32) {
+    tp::DistinctQuery q;
+    q.cols = std::move(cols);
+    q.g = g;
+    q.h = h;
+    const Plan p = tp::distinct_query(q);
+    return seen_table_columns(p, 0);
+  };
+  const Plan gh = tp::distinct_query({});
+  const std::vector<int> a = seen_table_columns(gh, 0);
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(gh.accesses[size_t(a[0])].pattern, Pattern::RowVec);
+  EXPECT_EQ(gh.accesses[size_t(a[1])].pattern, Pattern::ColVec);
+  EXPECT_EQ(columns({C::H, C::G, C::H}, DType::I8, DType::I64).size(), 3u);
+  EXPECT_EQ(columns({C::G}, DType::Bool).size(), 1u);
+  EXPECT_TRUE(columns({C::I, C::J}).empty());              // axis values: the hash
+  EXPECT_TRUE(columns({C::G, C::Acc}).empty());            // an accumulator
+  EXPECT_TRUE(columns({C::G}, DType::F32).empty());        // floats
+  EXPECT_TRUE(columns({C::G, C::H, C::G, C::H, C::G}).empty());  // more than kSeenColumns
+  const std::string src = generate_source(gh, parse_tile("128x128x8/8x8"));
+  EXPECT_EQ(count(src, "const bool seen0 = a.list0_seen != 0u;"), 1u);
+  EXPECT_EQ(count(src, "gm::SeenCells<Shape> sc0("), 1u);
+  EXPECT_EQ(count(src, "if (ef0) sc0.mark(st.tmap.row(m), st.tmap.col(n));"), 1u);  // in pass 1
+  EXPECT_EQ(count(src, "sc0.flush("), 1u);
+  EXPECT_EQ(count(src, "TD td("), 1u);  // the tile hash in the else branches
+  EXPECT_EQ(count(generate_source(tp::distinct_query(tp::DistinctQuery{{C::I, C::J}}), parse_tile("128x128x8/8x8")),
+                  "SeenCells"),
+            0u);
+}
+
+// The value box (codegen/seen_box.h): row-major strides, the 32768-cell limit exactly, spans
+// beyond int64 and products that would overflow never multiplied past the limit.
+TEST(ListCodegen, SeenBoxOfRanges) {
+  const auto box = seen_box_of({{-3, 3}, {250, 255}});
+  ASSERT_TRUE(box);
+  EXPECT_EQ(box->cells, 42);
+  EXPECT_EQ(box->words(), 2);
+  EXPECT_EQ(box->lo, (std::vector<int64_t>{-3, 250}));
+  EXPECT_EQ(box->span, (std::vector<int64_t>{7, 6}));
+  EXPECT_EQ(box->stride, (std::vector<int64_t>{6, 1}));
+  const auto three = seen_box_of({{0, 1}, {0, 3}, {10, 14}});
+  ASSERT_TRUE(three);
+  EXPECT_EQ(three->stride, (std::vector<int64_t>{20, 5, 1}));
+  EXPECT_EQ(seen_box_of({{-64, 63}, {0, 255}})->cells, kSeenCells);
+  EXPECT_EQ(seen_box_of({{-64, 63}, {0, 255}})->words(), 1024);
+  EXPECT_FALSE(seen_box_of({{-64, 64}, {0, 255}}));
+  EXPECT_EQ(seen_box_of({{-16384, 16383}})->cells, kSeenCells);
+  EXPECT_FALSE(seen_box_of({{-16384, 16384}}));
+  EXPECT_FALSE(seen_box_of({{INT64_MIN, INT64_MAX}}));          // span 2^64
+  EXPECT_FALSE(seen_box_of({{INT64_MIN, 0}}));                  // span 2^63 + 1
+  EXPECT_FALSE(seen_box_of({{0, 1 << 20}, {0, 1 << 20}}));      // product past the limit
+  EXPECT_FALSE(seen_box_of({{0, 40000}, {0, 0}}));
+  EXPECT_EQ(seen_box_of({{INT64_MAX, INT64_MAX}, {INT64_MIN, INT64_MIN}})->cells, 1);
+  EXPECT_FALSE(seen_box_of({{1, 0}}));                           // empty
+  EXPECT_FALSE(seen_box_of({}));
+  EXPECT_FALSE(seen_box_of({{0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}}));  // five columns
 }

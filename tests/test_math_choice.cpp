@@ -223,6 +223,22 @@ TEST(MathChoice, DistinctListsTakeMmaSync) {
   EXPECT_EQ(m.mainloop_name(), "mma.sync");
   Plan q = text("where (i, j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } if (s > 0) emit L(i, j); }", bf);
   EXPECT_EQ(executed_math(q, F32Math::Ieee).mainloop_name(), "wgmma");
+  // Columns of vector lookups: wgmma in the runs where the list has a seen table (the values).
+  const TypeEnv bfg{{{"A", DType::BF16}, {"B", DType::BF16}, {"g", DType::I32}, {"h", DType::I8}}};
+  Plan s = text("where (i, j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } if (s > 0) emit L(g[i], h[j]) distinct; }",
+                bfg);
+  const MathChoice ms = executed_math(s, F32Math::Ieee);
+  EXPECT_FALSE(ms.wgmma);
+  EXPECT_TRUE(ms.wgmma_if_seen);
+  EXPECT_EQ(ms.mainloop_name(), "wgmma with seen tables (mma.sync otherwise)");
+  EXPECT_NE(print_plan(s).find("distinct (on the GPU a seen table"), std::string::npos);
+  // One list of lookups beside one of axis values: never wgmma.
+  Plan t = text("where (i, j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } if (s > 0) { emit L(g[i]) distinct; "
+                "emit M(i) distinct; } }",
+                bfg);
+  EXPECT_FALSE(executed_math(t, F32Math::Ieee).wgmma_if_seen);
+  EXPECT_EQ(executed_math(t, F32Math::Ieee).mainloop_name(), "mma.sync");
+  EXPECT_FALSE(executed_math(p, F32Math::Ieee).wgmma_if_seen);
 }
 
 // Top/bottom lists per i or j take tensor cores like a global top list (the expanded kNN is

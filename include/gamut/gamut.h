@@ -171,6 +171,8 @@ struct RunStats {
   std::string mainloop;                         // "wgmma+tma", "wgmma", "mma.sync" or "simt" on the GPU, "cpu" on the CPU
   std::vector<std::string> rewrites;            // rewrites applied, in order
   std::vector<uint64_t> list_rows_appended;     // GPU: per list output, rows the kernel appended
+  std::vector<int64_t> list_seen_cells;         // GPU: per list output, the cells of its seen table
+                                                // (a distinct list of vector lookups; 0: none)
   std::vector<std::string> copies;              // inputs gamut had to copy, and why
   // Several GPUs: each part's GPU, the partition ("partition: 2 parts along i (0..512, 512..1024)
   // on GPUs 0,1"), how the parts merged ("nccl", or "host" and why) and the merge's share of

@@ -197,6 +197,7 @@ nb::dict stats_dict(const gamut::RunStats& s) {
   d["batch"] = s.batch;
   d["rewrites"] = s.rewrites;
   d["list_rows_appended"] = s.list_rows_appended;
+  d["list_seen_cells"] = s.list_seen_cells;
   d["copies"] = s.copies;
   return d;
 }

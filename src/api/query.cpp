@@ -8,6 +8,7 @@
 #include "api/roofline.h"
 #include "api/staging.h"
 #include "core/error.h"
+#include "cuda/codegen/seen_box.h"
 #include "cuda/gpu_engine.h"
 #include "cuda/runtime.h"
 #include "driver/kernel_sources.h"
@@ -121,7 +122,9 @@ cuda::KernelChoice kernel_for(const Instance& inst, const std::string& tile, F32
   const KernelTarget t;
   std::optional<cuda::TileConfig> forced;
   if (!tile.empty()) forced = cuda::parse_tile(tile);
-  return cuda::choose_kernel(inst, t.sms, t.smem, forced, false, f32_math);
+  // (Seen tables: the engine also reads device vectors' ranges; here host data decides.)
+  return cuda::choose_kernel(inst, t.sms, t.smem, forced, false, f32_math, cuda::TensorIsa::Wgmma,
+                             cuda::every_distinct_seen(*inst.plan, cuda::seen_boxes(inst)));
 }
 
 std::string location(const Plan& plan, Span s) {
@@ -296,6 +299,7 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
   s.threads = rep.threads;
   s.device_peak_bytes = rep.device_peak_bytes;
   s.list_rows_appended = rep.list_rows_appended;
+  s.list_seen_cells = rep.list_seen_cells;
   s.m = inst.row.size();
   s.n = inst.col.size();
   s.k = inst.red.size();

@@ -129,6 +129,7 @@ nlohmann::json run_json(const std::string& query, const RunStats& st, const RunO
     nlohmann::json o = {{"name", res.list_names[l]}, {"kind", "list"}, {"rows", res.lists[l].rows},
                         {"path", written ? paths[res.dense.size() + l] : ""}};
     if (l < st.list_rows_appended.size()) o["rows_appended"] = st.list_rows_appended[l];
+    if (l < st.list_seen_cells.size()) o["seen_cells"] = st.list_seen_cells[l];
     if (!written) list_head_json(res.lists[l], limits, o);
     j["outputs"].push_back(o);
   }

@@ -27,6 +27,9 @@ struct GpuRunOptions {
   int warmup = 0;                  // benchmarks: untimed launches after the result run
   int repeats = 0;                 // benchmarks: timed launches, each in GpuRunStats::runs_ms
   bool masked_joins = false;       // run `when` keys as a mask over every tile (no key grouping)
+  // Distinct lists of vector lookups (Areas(Pzip[i], Rzip[j])) on a seen table of their value
+  // box where it is small (lists/seen.h); false: the tile hash and the device hash set (tests).
+  bool seen_tables = true;
   // Persistent kernels (KernelInfo::persistent): blocks launched, each looping over tiles; 0 is
   // one per SM. Tests launch a few to give each block many tiles.
   int resident_blocks = 0;
@@ -73,6 +76,8 @@ struct GpuRunStats {
   // device finalisation (top/bottom selection, distinct); what tile pre-selection and per-tile
   // de-duplication save shows here.
   std::vector<uint64_t> list_rows_appended;
+  // Per list: the cells of its seen table (lists/seen.h), 0 where it ran on the tile hash.
+  std::vector<int64_t> list_seen_cells;
   // Launches for the result: 1, or more where a list outgrew its buffers and the kernel ran again.
   int result_launches = 0;
   // Blocks per launch: one per tile, or fewer for a persistent kernel (KernelInfo::persistent).
@@ -140,9 +145,12 @@ bool tma_operands_fit(const Instance& inst, const MathChoice& m);
 bool tma_starts_fit(const Instance& inst, const MathChoice& m);
 // Elements between the rows of gamut's device copy of a matrix input: whole 16-byte chunks.
 int64_t input_pitch(int64_t cols, DType t);
+// `every_distinct_seen`: every distinct list of the plan runs on a seen table in this run
+// (codegen/seen_box.h): such plans take wgmma where the math allows it (MathChoice::wgmma_if_seen).
 KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_block,
                            const std::optional<TileConfig>& tile = std::nullopt, bool masked_joins = false,
-                           F32Math f32_math = F32Math::Ieee, TensorIsa isa = TensorIsa::Wgmma);
+                           F32Math f32_math = F32Math::Ieee, TensorIsa isa = TensorIsa::Wgmma,
+                           bool every_distinct_seen = false);
 // Name of the kernel entry point(s) in generated source.
 extern const char* const kMainKernelName;
 

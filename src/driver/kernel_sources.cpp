@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 
+#include "cuda/codegen/seen_box.h"
 #include "cuda/codegen/stage_sources.h"
 #include "cuda/gpu_engine.h"
 
@@ -23,7 +24,10 @@ struct Sources {
     if (p.program) return program(p);
     std::vector<KernelSource> out;
     const Instance& inst = p.instance;
-    const cuda::KernelChoice k = cuda::choose_kernel(inst, sm_count, smem, tile, masked_joins, f32_math);
+    // (Seen tables from host data, as the engine decides; explain binds no device arrays.)
+    const cuda::KernelChoice k =
+        cuda::choose_kernel(inst, sm_count, smem, tile, masked_joins, f32_math, cuda::TensorIsa::Wgmma,
+                            cuda::every_distinct_seen(*inst.plan, cuda::seen_boxes(inst)));
     out.push_back({"main",
                    "// kernel source, tile " + k.tile.str() + (k.options.packed16 ? " packed16" : "") +
                        (k.options.grouped_join ? " grouped-join" : ""),

@@ -309,6 +309,7 @@ static Results run_on_devices(const Instance& inst, const RunOptions& options, R
   for (const cuda::GpuRunStats& st : m.part_stats)
     for (size_t l = 0; l < st.list_rows_appended.size() && l < r.list_rows_appended.size(); ++l)
       r.list_rows_appended[l] += st.list_rows_appended[l];
+  r.list_seen_cells = first.list_seen_cells;  // (every part reads the same vectors' values)
   r.devices = m.devices;
   r.partition = describe_devices(m.partition, m.devices);
   r.merge = m.merge + (m.merge_note.empty() ? "" : " (" + m.merge_note + ")");
@@ -355,6 +356,7 @@ Results execute(const Instance& inst, const RunOptions& options, RunReport* repo
     }
     r.compile_ms = st.compile_ms;
     r.list_rows_appended = st.list_rows_appended;
+    r.list_seen_cells = st.list_seen_cells;
     r.cache_hit = st.cache_hit;
     r.tile = st.tile;
     r.mainloop = st.mainloop;

@@ -51,6 +51,7 @@ struct RunReport {
   size_t device_peak_bytes = 0;              // GPU: most device memory held at once during the run
   std::vector<uint64_t> list_rows_appended;  // GPU: per list, rows the kernel appended (before
                                              // the device de-duplication / selection)
+  std::vector<int64_t> list_seen_cells;      // GPU: per list, its seen table's cells (0: none)
   // Several GPUs: the ordinal of each part, describe_devices' line, how the parts merged
   // ("host" | "nccl") and the merge's wall time (in `seconds` too).
   std::vector<int> devices;

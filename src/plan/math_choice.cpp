@@ -40,7 +40,8 @@ std::string MathChoice::math_name() const {
 
 std::string MathChoice::mainloop_name() const {
   if (!tensor_cores()) return "simt";
-  if (!wgmma || math == InnerMath::Int8) return "mma.sync";
+  if (math == InnerMath::Int8) return "mma.sync";
+  if (!wgmma) return wgmma_if_seen ? "wgmma with seen tables (mma.sync otherwise)" : "mma.sync";
   return wgmma_min_k > 0 ? "wgmma from K = " + std::to_string(wgmma_min_k) + " (mma.sync below)" : "wgmma";
 }
 
@@ -245,7 +246,16 @@ MathChoice executed_math(const Plan& plan, F32Math f32_math) {
   // 2.08 -> 1.81 ms, K = 1024: 5.26 -> 2.82) and in bf16 at K = 1024 (2.76 -> 2.14), slower in
   // bf16 at K = 256 (1.48 -> 1.69): there the selection dominates, and it is cheaper over
   // mma.sync's 8 x 8 pairs per thread. 16-bit math therefore takes wgmma from K = 512.
+  // Distinct lists of vector lookups whose values lie in a small box run on seen tables (no
+  // per-tile hash, src/cuda/codegen/seen_box.h); there wgmma is the faster mainloop (H100, 16384^2,
+  // distinct areas kernel, bench/NOTES.md session 15: bf16 K = 256 0.975 -> 0.937 ms, K = 1024
+  // 2.40 -> 1.39; tf32 1.61 -> 1.09, 4.99 -> 1.92). That is known per run (the values):
+  // wgmma_if_seen lets choose_kernel take wgmma where every distinct list has its table.
+  bool all_lookups = true;
+  for (size_t l = 0; l < plan.lists.size(); ++l)
+    if (plan.lists[l].mode == ListMode::Distinct) all_lookups = all_lookups && !distinct_lookup_columns(plan, l).empty();
   for (const ListOutput& l : plan.lists) {
+    if (l.mode == ListMode::Distinct && c.wgmma) c.wgmma_if_seen = all_lookups;
     c.wgmma = c.wgmma && l.mode != ListMode::Distinct;
     const bool grouped_rank = (l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.per != PerGroup::None;
     if (grouped_rank && c.math != InnerMath::Tf32 && c.math != InnerMath::Tf32x3) c.wgmma_min_k = 512;

@@ -48,6 +48,10 @@ struct MathChoice {
   // f16 / bf16 / tf32 / tf32x3 may take the wgmma mainloop (sm_90a); executed_math clears it
   // for plans whose output operators run slower over its accumulator layout (distinct lists).
   bool wgmma = true;
+  // Plans whose distinct lists may all run on seen tables (columns of vector lookups, see
+  // src/cuda/codegen/seen_box.h): wgmma in the runs where every one of them does (their
+  // values lie in small boxes), mma.sync otherwise. Set only where `wgmma` is cleared for them.
+  bool wgmma_if_seen = false;
   // The reduction's length from which wgmma runs; shorter ones take mma.sync (0: any). Set
   // for top / bottom lists per i or j in 16- and 8-bit math (their per-tile selection costs
   // more over wgmma's 2 x 64 pairs per thread than its products save while K is short).

@@ -209,7 +209,11 @@ struct Printer {
       std::string n = l.limit_param >= 0 ? p.params[size_t(l.limit_param)].name : std::to_string(l.limit);
       switch (l.mode) {
         case ListMode::Plain: out << "select into a list (rows in ascending order)"; break;
-        case ListMode::Distinct: out << "distinct (hash set)"; break;
+        case ListMode::Distinct:
+          out << (distinct_lookup_columns(p, size_t(&l - p.lists.data())).empty()
+                      ? "distinct (hash set)"
+                      : "distinct (on the GPU a seen table where the values lie in a small box, else a hash set)");
+          break;
         case ListMode::Top: case ListMode::Bottom:
           out << (l.mode == ListMode::Top ? "top " : "bottom ") << n << " by " << expr(l.key)
               << (l.per == PerGroup::None ? " (global heap)" : l.per == PerGroup::Row ? " per " + axis_name(AxisRole::Row) + " (per-group heap)"
@@ -232,6 +236,35 @@ std::string print_plan(const Plan& plan) {
   Printer pr{plan, {}};
   pr.run();
   return pr.out.str();
+}
+
+namespace {
+const Stmt* emit_in(const std::vector<Stmt>& body, size_t l) {
+  for (const Stmt& st : body) {
+    if (st.kind == StmtKind::Emit && st.target == int(l)) return &st;
+    if (st.kind == StmtKind::If)
+      if (const Stmt* e = emit_in(st.body, l)) return e;
+  }
+  return nullptr;
+}
+}  // namespace
+
+const Stmt* emit_of(const Plan& plan, size_t l) { return emit_in(plan.outer, l); }
+
+std::vector<int> distinct_lookup_columns(const Plan& plan, size_t l) {
+  const ListOutput& lo = plan.lists[l];
+  if (lo.mode != ListMode::Distinct || lo.key != kNoExpr || lo.columns.empty()) return {};
+  const Stmt* e = emit_of(plan, l);
+  if (!e || e->columns.size() != lo.columns.size()) return {};
+  std::vector<int> access;
+  for (size_t k = 0; k < lo.columns.size(); ++k) {
+    const Expr& x = plan.expr(e->columns[k]);
+    if (x.kind != ExprKind::Load || !is_integer(x.type) || x.type != lo.columns[k].type) return {};
+    const Pattern p = plan.accesses[size_t(x.index)].pattern;
+    if (p != Pattern::RowVec && p != Pattern::ColVec) return {};
+    access.push_back(x.index);
+  }
+  return access;
 }
 
 }  // namespace gamut

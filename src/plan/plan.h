@@ -233,4 +233,13 @@ struct Plan {
 // Human-readable dump for `gamut explain` (stable text; tests match parts of it).
 std::string print_plan(const Plan& plan);
 
+// The Emit statement of list l (each list has exactly one), or null.
+const Stmt* emit_of(const Plan& plan, size_t l);
+
+// A distinct list whose every column is an integer lookup of a row or column vector, stored as
+// it is (Areas(Pzip[i], Rzip[j])): the accesses of its columns, in column order; empty for any
+// other list. Its rows are cells of the box of those vectors' values: the GPU may run it on a
+// seen table (src/cuda/codegen/seen_box.h).
+std::vector<int> distinct_lookup_columns(const Plan& plan, size_t l);
+
 }  // namespace gamut

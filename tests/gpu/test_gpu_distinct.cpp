@@ -4,6 +4,8 @@
 // none selected, -0.0 / 0.0 and NaN payloads as different rows, odd sizes, batch, joins, two
 // distinct lists and an aggregate table in one kernel, and a list that outgrows its buffers.
 // GpuRunStats::list_rows_appended shows what the kernel appended before the device hash set.
+// Lists of vector lookups with values in a small box run on seen tables (lists/seen.h): check()
+// runs every case both ways; the Seen* tests check the boxes, device vectors and neighbours.
 #include <gtest/gtest.h>
 
 #include "gpu_skip.h"
@@ -19,6 +21,7 @@
 #include "../list_plans.h"
 #include "cpu/engine.h"
 #include "cuda/gpu_engine.h"
+#include "cuda/runtime.h"
 
 using namespace gamut;
 namespace tp = gamut::testplans;
@@ -82,12 +85,25 @@ std::unique_ptr<Case> make_case(Plan plan, int64_t m, int64_t n, const Bits& g, 
 struct GpuRun {
   std::string tile;
   int64_t blocks = 0;                 // tiles x batch of a masked launch
-  std::vector<uint64_t> appended;     // per list: rows the kernel appended
+  std::vector<uint64_t> appended;     // per list: rows the kernel appended (on the tile hash)
+  std::vector<int64_t> seen;          // per list: its seen table's cells in the other run (0: none)
 };
 
 const std::vector<std::string> kTiles = {"", "128x128x8/8x8", "32x32x8/4x4", "64x32x4/4x2", "16x64x16/1x4"};
 
-// Every list and dense output of the GPU run equals the CPU's (lists bit for bit), per tile.
+// Every list and dense output of the GPU run equals the CPU's (lists bit for bit).
+void expect_same(const Case& c, const Results& cpu, const Results& gpu) {
+  EXPECT_EQ(cpu.lists.size(), gpu.lists.size());
+  for (size_t l = 0; l < cpu.lists.size() && l < gpu.lists.size(); ++l)
+    EXPECT_TRUE(same_bits(cpu.lists[l], gpu.lists[l])) << "list " << c.plan.lists[l].name;
+  EXPECT_EQ(cpu.dense.size(), gpu.dense.size());
+  for (size_t d = 0; d < cpu.dense.size() && d < gpu.dense.size(); ++d)
+    EXPECT_TRUE(cpu.dense[d].data == gpu.dense[d].data) << "dense output " << c.plan.dense[d].name;
+}
+
+// Per tile, two runs equal to the CPU's: with seen tables where a list's box is small (its
+// kernel then appends nothing), and on the tile hash (GpuRunOptions::seen_tables false), whose
+// counts the tests check.
 std::vector<GpuRun> check(const Case& c, Results* cpu_out = nullptr, const std::vector<std::string>& tiles = kTiles,
                           const cuda::GpuRunOptions& base = {}) {
   const Results cpu = run_cpu(c.inst);
@@ -96,15 +112,22 @@ std::vector<GpuRun> check(const Case& c, Results* cpu_out = nullptr, const std::
     SCOPED_TRACE("tile " + (t.empty() ? std::string("chosen") : t));
     cuda::GpuRunOptions o = base;
     if (!t.empty()) o.tile = cuda::parse_tile(t);
+    cuda::GpuRunStats seen_stats;
+    {
+      SCOPED_TRACE("seen tables");
+      o.seen_tables = true;
+      expect_same(c, cpu, cuda::run_gpu(c.inst, o, &seen_stats));
+      EXPECT_EQ(seen_stats.list_seen_cells.size(), c.plan.lists.size());
+      for (size_t l = 0; l < seen_stats.list_seen_cells.size() && l < seen_stats.list_rows_appended.size(); ++l)
+        if (seen_stats.list_seen_cells[l] > 0) EXPECT_EQ(seen_stats.list_rows_appended[l], 0u) << "list " << l;
+    }
+    o.seen_tables = false;
     cuda::GpuRunStats stats;
     const Results gpu = cuda::run_gpu(c.inst, o, &stats);
-    EXPECT_EQ(cpu.lists.size(), gpu.lists.size());
-    for (size_t l = 0; l < cpu.lists.size() && l < gpu.lists.size(); ++l)
-      EXPECT_TRUE(same_bits(cpu.lists[l], gpu.lists[l])) << "list " << c.plan.lists[l].name;
-    EXPECT_EQ(cpu.dense.size(), gpu.dense.size());
-    for (size_t d = 0; d < cpu.dense.size() && d < gpu.dense.size(); ++d)
-      EXPECT_TRUE(cpu.dense[d].data == gpu.dense[d].data) << "dense output " << c.plan.dense[d].name;
+    expect_same(c, cpu, gpu);
+    for (int64_t cells : stats.list_seen_cells) EXPECT_EQ(cells, 0);
     GpuRun r;
+    r.seen = seen_stats.list_seen_cells;
     r.tile = stats.tile;
     const cuda::TileConfig tc = cuda::parse_tile(stats.tile.substr(0, stats.tile.find(' ')));   // "... grouped-join"
     r.blocks = (c.inst.row.size() + tc.bm - 1) / tc.bm * ((c.inst.col.size() + tc.bn - 1) / tc.bn) * c.inst.batch;
@@ -143,6 +166,7 @@ TEST(GpuDistinct, FewValuesEveryPair) {
     for (const GpuRun& r : check(*make_case(p, z.m, z.n, g, h), &cpu)) {
       SCOPED_TRACE(r.tile);
       EXPECT_LE(r.appended[0], uint64_t(r.blocks) * 20);
+      EXPECT_EQ(r.seen[0], std::min<int64_t>(z.m, 5) * std::min<int64_t>(z.n, 4));  // the values' box
     }
     EXPECT_EQ(cpu.lists[0].rows, std::min<int64_t>(z.m, 5) * std::min<int64_t>(z.n, 4));
   }
@@ -167,6 +191,7 @@ TEST(GpuDistinct, EveryRowDistinct) {
   for (const GpuRun& r : check(*make_case(p, 300, 280, none, none))) {
     SCOPED_TRACE(r.tile);
     EXPECT_EQ(r.appended[0], uint64_t(300 * 280));
+    EXPECT_EQ(r.seen[0], 0);  // axis values: no seen table
   }
   // More rows than the first buffers hold (2^20): counted past the capacity, grown, run again.
   for (const GpuRun& r : check(*make_case(p, 1100, 1000, none, none), nullptr, {"", "128x128x8/8x8"}))
@@ -277,4 +302,123 @@ TEST(GpuDistinct, JoinKeys) {
     check(*make_case(tp::distinct_query(q), 333, 250, g, h), &cpu, {""}, o);
     EXPECT_GE(cpu.lists[0].rows, 5);
   }
+}
+
+// Seen tables (lists/seen.h): the box of the columns' values decides per run. Vectors of every
+// integer type with negative values; boxes of exactly 32768 cells (a seen table) and just over
+// (the tile hash); one column spanning the whole table; 64-bit extremes (spans beyond int64).
+TEST(GpuDistinct, SeenTableBoxes) {
+  SKIP_WITHOUT_GPU();
+  struct Box {
+    const char* what;
+    DType g, h;
+    Bits gv, hv;
+    int64_t cells;  // expected seen-table cells, 0: the tile hash
+  };
+  const Bits i8_span = [](int64_t, int64_t i) { return int_bits(i % 7 - 3); };
+  const std::vector<Box> boxes = {
+      {"i8 x u8", DType::I8, DType::U8, i8_span, [](int64_t, int64_t j) { return int_bits(250 - j % 6); }, 7 * 6},
+      {"i16 x i64", DType::I16, DType::I64, [](int64_t, int64_t i) { return int_bits(i % 3 * 1000 - 30000); },
+       [](int64_t, int64_t j) { return int_bits(j % 2 ? -(int64_t(1) << 40) : -(int64_t(1) << 40) + 9); }, 2001 * 10},
+      // 128 x 256 values: the table exactly; 129 x 256: over it.
+      {"32768 cells", DType::I32, DType::I32, [](int64_t, int64_t i) { return int_bits(i % 128 - 64); },
+       [](int64_t, int64_t j) { return int_bits(j % 256); }, 32768},
+      {"33024 cells", DType::I32, DType::I32, [](int64_t, int64_t i) { return int_bits(i % 129 - 64); },
+       [](int64_t, int64_t j) { return int_bits(j % 256); }, 0},
+      {"64-bit extremes", DType::I64, DType::I64,
+       [](int64_t, int64_t i) { return i % 2 ? uint64_t(INT64_MIN) : uint64_t(INT64_MAX); },
+       [](int64_t, int64_t j) { return int_bits(j % 3); }, 0},
+      {"bool x i32", DType::Bool, DType::I32, [](int64_t, int64_t i) { return uint64_t(i % 3 == 0); },
+       [](int64_t, int64_t j) { return int_bits(-j % 11); }, 2 * 11},
+  };
+  for (const Box& x : boxes) {
+    SCOPED_TRACE(x.what);
+    tp::DistinctQuery q = query({C::G, C::H}, x.g, x.h);
+    q.under_if = true;
+    Results cpu;
+    for (const GpuRun& r : check(*make_case(tp::distinct_query(q), 331, 517, x.gv, x.hv, 1, -2), &cpu,
+                                 {"", "128x128x8/8x8", "16x64x16/1x4"}))
+      EXPECT_EQ(r.seen[0], x.cells);
+    EXPECT_GT(cpu.lists[0].rows, 1);
+  }
+  // One column: h in [-16384, 16383], the whole table; and 1200 values of it.
+  const Bits ends = [](int64_t, int64_t j) { return int_bits(j % 2 ? -16384 : 16383); };
+  const Bits some = [](int64_t, int64_t j) { return int_bits(j % 2 ? -16384 : j - 16383); };
+  for (const auto& [h, cells] : {std::pair<Bits, int64_t>{ends, 32768}, {some, 1200}}) {
+    Results cpu;
+    for (const GpuRun& r : check(*make_case(tp::distinct_query(query({C::H})), 40, 1200, i8_span, h), &cpu, {""}))
+      EXPECT_EQ(r.seen[0], cells);
+    EXPECT_GE(cpu.lists[0].rows, 2);
+  }
+}
+
+// Seen tables over batch instances, with join keys (grouped and masked), and next to an
+// aggregate table and a second list that stays on the tile hash.
+TEST(GpuDistinct, SeenTablesWithBatchJoinsAndOtherOutputs) {
+  SKIP_WITHOUT_GPU();
+  const Bits g = [](int64_t b, int64_t i) { return int_bits((i * 7 + b) % 13); };
+  const Bits h = [](int64_t b, int64_t j) { return int_bits((j + 3 * b) % 9 - 4); };
+  tp::DistinctQuery q = query({C::G, C::H});
+  q.batched = true;
+  q.under_if = true;
+  for (const GpuRun& r : check(*make_case(tp::distinct_query(q), 150, 97, g, h, 3, 1))) EXPECT_EQ(r.seen[0], 13 * 9);
+  tp::DistinctQuery j = query({C::H, C::G});
+  j.join_keys = true;
+  const Bits gj = [](int64_t, int64_t i) { return int_bits(i % 7); };
+  const Bits hj = [](int64_t, int64_t k) { return int_bits(k % 5); };
+  for (bool masked : {false, true}) {
+    SCOPED_TRACE(masked ? "masked" : "grouped where possible");
+    cuda::GpuRunOptions o;
+    o.masked_joins = masked;
+    Results cpu;
+    for (const GpuRun& r : check(*make_case(tp::distinct_query(j), 333, 250, gj, hj), &cpu, {""}, o))
+      EXPECT_EQ(r.seen[0], 5 * 7);
+    EXPECT_EQ(cpu.lists[0].rows, 5);  // h == g: only the pairs (v, v), v < 5
+  }
+  tp::DistinctQuery t = query({C::G});
+  t.second = {C::H, C::AccPositive};
+  t.aggregate = true;
+  for (const GpuRun& r : check(*make_case(tp::distinct_query(t), 300, 280, hj, g))) {
+    EXPECT_EQ(r.seen[0], 5);
+    EXPECT_EQ(r.seen[1], 0);
+  }
+}
+
+// Vectors in device memory (the library's callers' arrays): their box is found on the device.
+// Batched, so that the vectors' rows are apart by their stride (a pitch wider than the row).
+TEST(GpuDistinct, SeenTableOfDeviceVectors) {
+  SKIP_WITHOUT_GPU();
+  tp::DistinctQuery q = query({C::G, C::H}, DType::I16, DType::I64);
+  q.batched = true;
+  q.under_if = true;
+  const Bits g = [](int64_t b, int64_t i) { return int_bits((i * 5 + b) % 17 - 8); };
+  const Bits h = [](int64_t b, int64_t j) { return int_bits(((j + b) % 6) * 3 - 1); };
+  auto c = make_case(tp::distinct_query(q), 211, 300, g, h, 2, 0);
+  const Results cpu = run_cpu(c->inst);
+  // Every input on the device; the vectors with a row pitch of len + 3 elements, poisoned around.
+  std::vector<cuda::DeviceBuffer> ins;
+  Instance& inst = c->inst;
+  inst.device_inputs.resize(inst.inputs.size());
+  for (size_t o = 0; o < inst.inputs.size(); ++o) {
+    const NDArray& x = *inst.inputs[o];
+    const size_t es = dtype_size(x.dtype);
+    const int64_t len = x.shape.back(), rows = x.size() / len;
+    const int64_t pitch = x.shape.size() == 2 ? len + 3 : len;  // (batch, len) vectors
+    ins.emplace_back(size_t(rows * pitch) * es);
+    ins.back().fill_bytes(0x7f);
+    for (int64_t r = 0; r < rows; ++r)
+      ins.back().upload(x.data.data() + size_t(r * len) * es, size_t(len) * es, size_t(r * pitch) * es);
+    std::vector<int64_t> strides(x.shape.size(), 1);
+    for (size_t d = x.shape.size() - 1; d > 0; --d) strides[d - 1] = strides[d] * x.shape[d];
+    if (x.shape.size() == 2) strides[0] = pitch;
+    inst.device_inputs[o].data = ins.back().get();
+    inst.device_inputs[o].strides = strides;
+  }
+  cuda::GpuRunStats stats;
+  const Results gpu = cuda::run_gpu(inst, {}, &stats);
+  expect_same(*c, cpu, gpu);
+  ASSERT_EQ(stats.list_seen_cells.size(), 1u);
+  EXPECT_EQ(stats.list_seen_cells[0], 17 * 16);  // g in [-8, 8], h in [-1, 14]
+  EXPECT_EQ(stats.list_rows_appended[0], 0u);
+  EXPECT_GT(cpu.lists[0].rows, 6);
 }

@@ -90,11 +90,18 @@ int64_t check(const tq::TcQuery& q, const tq::TcMath& m, const tq::Sizes& s, int
   const bool tc = executed_math(p->plan, m.f32_math).tensor_cores();
   const bool ran_tc = st.tile.find("mma.sync") != std::string::npos || st.tile.find("wgmma") != std::string::npos;
   EXPECT_EQ(ran_tc, tc) << "ran " << st.tile;
-  // f16 / bf16 on wgmma where the device has it (sm_90a) and the plan allows it (no distinct
-  // list; per-group top / bottom lists from K = 512 in 16-bit math), the other maths on mma.sync.
+  // f16 / bf16 on wgmma where the device has it (sm_90a) and the plan allows it (distinct lists
+  // only on seen tables; per-group top / bottom lists from K = 512 in 16-bit math), the other
+  // maths on mma.sync.
+  // Distinct lists of vector lookups: wgmma where every one ran on a seen table.
+  bool every_seen = !st.list_seen_cells.empty();
+  for (size_t l = 0; l < p->plan.lists.size(); ++l)
+    if (p->plan.lists[l].mode == ListMode::Distinct)
+      every_seen = every_seen && l < st.list_seen_cells.size() && st.list_seen_cells[l] > 0;
+  const MathChoice chosen = executed_math(p->plan, m.f32_math);
   if (tc)
     EXPECT_EQ(st.tile.find("wgmma") != std::string::npos,
-              cuda::wgmma_math(m.math) && executed_math(p->plan, m.f32_math).wgmma &&
+              cuda::wgmma_math(m.math) && (chosen.wgmma || (chosen.wgmma_if_seen && every_seen)) &&
                   s.k >= executed_math(p->plan, m.f32_math).wgmma_min_k &&
                   cuda::tensor_isa(cuda::device().cc_major, cuda::device().cc_minor) == cuda::TensorIsa::Wgmma)
         << st.tile;
@@ -186,8 +193,8 @@ TEST(GpuTensorQueries, PersistentBlocksLoopOverTiles) {
   unsetenv("GAMUT_EXPERIMENT_PERSISTENT");
 }
 
-// The persistent kernels of the operators with shared memory (aggregate tables, top ranks) and
-// a list, bf16, four blocks of 3-4 tiles (with GAMUT_EXPERIMENT_CLUSTER=2: two clusters of
+// The persistent kernels of the operators with shared memory (aggregate tables, top ranks, a
+// seen table) and a list, bf16, four blocks of 3-4 tiles (with GAMUT_EXPERIMENT_CLUSTER=2: two clusters of
 // two blocks taking 5 pairs of row tiles each, the partner of the third row tile without rows),
 // and in clusters a bf16 and a tf32x3 product: small enough for compute-sanitizer
 // (tools/device_run.sh sanitizers).
@@ -200,7 +207,7 @@ TEST(GpuTensorQueries, PersistentSmall) {
     for (const tq::TcMath& m : tq::maths())
       for (const tq::TcQuery& q : tq::operator_queries()) {
         const std::string n = q.name, math = m.name;
-        if (!(math == "bf16" && (n == "aggregate" || n == "top" || n == "select")) &&
+        if (!(math == "bf16" && (n == "aggregate" || n == "top" || n == "select" || n == "distinct")) &&
             !(std::string(cluster) == "2" && n == "project" && (math == "bf16" || math == "tf32x3")))
           continue;
         const int before = g_persistent_runs;

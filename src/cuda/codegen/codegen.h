@@ -38,6 +38,12 @@ KernelInfo kernel_info(const Plan& plan, const TileConfig& tile, const CodegenOp
 // target's, with the batch axis prepended when the plan is batched and the target omits it.
 std::vector<OutIndex> output_index(const Plan& plan, int d);
 
+// A distinct list whose every column is an integer lookup of a row or column vector, stored as
+// it is (Areas(Pzip[i], Rzip[j])), may run on a seen table of its columns' value box
+// (gm::SeenCells; the host decides per run from the values): the accesses of its columns, in
+// column order; empty for any other list.
+std::vector<int> seen_table_columns(const Plan& plan, size_t l);
+
 // True when project output d is stored in runs along j (its last index is the column axis).
 bool output_runs_along_j(const Plan& plan, int d);
 

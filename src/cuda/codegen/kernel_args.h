@@ -50,6 +50,10 @@ struct ArgLayout {
     int key = -1;                // top/bottom: storage_type_of(key type) buffer
     int threshold = -1;          // top/bottom: u32 rank per group, shared by the tiles (gm::TileSelect)
     int reservoir = -1;          // top/bottom: u32[groups][N] ranks of kept rows, or 0 (TileSelect::keep)
+    // Distinct lists of vector lookups (seen_table_columns): the run's bitmap (0: the tile
+    // hash), its words, and per column the box's first value and cells per step.
+    int seen = -1, seen_words = -1;
+    std::vector<int> seen_lo, seen_stride;
   };
   std::vector<AccessSlots> access;  // per Plan::accesses
   std::vector<ParamSlot> params;

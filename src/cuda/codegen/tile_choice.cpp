@@ -234,8 +234,8 @@ int64_t input_pitch(int64_t cols, DType t) {
 }
 
 KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_block,
-                           const std::optional<TileConfig>& forced, bool masked_joins, F32Math f32_math,
-                           TensorIsa isa) {
+                           const std::optional<TileConfig>& forced, bool masked_joins, F32Math f32_math, TensorIsa isa,
+                           bool every_distinct_seen) {
   const Plan& P = *inst.plan;
   const int64_t rows = inst.row.size(), cols = inst.col.size(), batch = inst.batch;
   KernelChoice k;
@@ -258,8 +258,8 @@ KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_b
   if (isa != TensorIsa::None && math.tensor_cores() && !forced && !k.options.packed16 && !k.options.grouped_join) {
     // (tf32 wgmma's boxes start at k_begin: TMA needs that on 16 bytes. An empty k range stays
     // on mma.sync: the TMA-fed consumers set their accumulators from their first product.)
-    const bool wgmma = isa == TensorIsa::Wgmma && math.wgmma && inst.red.end > inst.red.begin &&
-                       inst.red.size() >= math.wgmma_min_k &&
+    const bool wgmma = isa == TensorIsa::Wgmma && (math.wgmma || (math.wgmma_if_seen && every_distinct_seen)) &&
+                       inst.red.end > inst.red.begin && inst.red.size() >= math.wgmma_min_k &&
                        (!wgmma_needs_tma(math.math) || (inst.red.begin * 4) % 16 == 0);
     k.tile = tc_kernel_tile(math.math, wgmma, rows, cols, batch, sm_count);
     k.options.tensor_math = math.math;

@@ -240,9 +240,13 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   for (int64_t end : {inst.row.end, inst.col.end, inst.red.end})
     if (end > INT_MAX) throw_device_error("an axis range end above 2^31-1 is not supported on the GPU");
 
+  // Distinct lists of vector lookups whose values lie in a small box run on seen tables
+  // (lists/seen.h); decided before the kernel, which takes wgmma when every distinct list has one.
+  const std::vector<std::optional<SeenBox>> boxes =
+      options.seen_tables ? seen_boxes(inst, device_vector_range()) : std::vector<std::optional<SeenBox>>{};
   const KernelChoice choice =
       choose_kernel(inst, dev.sm_count, dev.smem_per_block_optin, options.tile, options.masked_joins, options.f32_math,
-                    tensor_isa(dev.cc_major, dev.cc_minor));
+                    tensor_isa(dev.cc_major, dev.cc_minor), every_distinct_seen(P, boxes));
   const TileConfig tile = choice.tile;
   std::string why;
   if (!choice.options.tensor_cores() && !tile_valid(tile, &why)) throw_usage_error("--tile " + tile.str() + ": " + why);
@@ -484,9 +488,9 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   };
 
   if (kept_lists)
-    kept_lists->bind(inst, list_rows, tile);
+    kept_lists->bind(inst, list_rows, tile, boxes);
   else
-    kept_lists = std::make_unique<DeviceLists>(inst, list_rows, tile);
+    kept_lists = std::make_unique<DeviceLists>(inst, list_rows, tile, boxes);
   DeviceLists& lists = *kept_lists;
 
   // Clusters of two blocks run row tiles in pairs (KernelInfo::cluster): ceil(tiles_m / 2) pairs.
@@ -531,6 +535,8 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     stats->persistent = info.persistent;
     stats->list_rows_appended.clear();
     for (size_t l = 0; l < P.lists.size(); ++l) stats->list_rows_appended.push_back(blocks > 0 ? lists.count(l) : 0);
+    stats->list_seen_cells.clear();
+    for (size_t l = 0; l < P.lists.size(); ++l) stats->list_seen_cells.push_back(lists.seen_cells(l));
   }
   // Benchmark repetitions: each starts from the identities again; timed are the launch and the
   // device side of the lists (ordering, distinct, top/bottom selection), not the downloads.

@@ -21,21 +21,12 @@ bool top_bottom(const ListOutput& l) {
   return (l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.key != kNoExpr;
 }
 
-const Stmt* emit_of(const std::vector<Stmt>& body, size_t l) {
-  for (const Stmt& st : body) {
-    if (st.kind == StmtKind::Emit && st.target == int(l)) return &st;
-    if (st.kind == StmtKind::If)
-      if (const Stmt* e = emit_of(st.body, l)) return e;
-  }
-  return nullptr;
-}
-
 // The columns of a plain list that order its rows: a list has one emit, run at most once per
 // (b, i, j), so the shortest prefix of its columns holding the axis values i, j (and b) orders
 // the rows totally; the later columns only come along (fewer sort passes: Q5's (i, j, value)
 // sorts on one 64-bit word instead of two). All columns where no prefix holds them.
 size_t plain_key_columns(const Plan& P, size_t l) {
-  const Stmt* e = emit_of(P.outer, l);
+  const Stmt* e = emit_of(P, l);
   if (!e) return SIZE_MAX;
   bool row = false, col = false, batch = !P.batched;
   for (size_t c = 0; c < e->columns.size(); ++c) {
@@ -51,9 +42,13 @@ size_t plain_key_columns(const Plan& P, size_t l) {
 }
 }  // namespace
 
-DeviceLists::DeviceLists(const Instance& inst, int64_t capacity, const TileConfig& tile) { bind(inst, capacity, tile); }
+DeviceLists::DeviceLists(const Instance& inst, int64_t capacity, const TileConfig& tile,
+                         const std::vector<std::optional<SeenBox>>& boxes) {
+  bind(inst, capacity, tile, boxes);
+}
 
-void DeviceLists::bind(const Instance& inst, int64_t capacity, const TileConfig& tile) {
+void DeviceLists::bind(const Instance& inst, int64_t capacity, const TileConfig& tile,
+                       const std::vector<std::optional<SeenBox>>& boxes) {
   inst_ = &inst;
   finalized_ = false;
   counts_.clear();
@@ -90,7 +85,11 @@ void DeviceLists::bind(const Instance& inst, int64_t capacity, const TileConfig&
         L.reservoir = DeviceBuffer();  // none: the kernel reads a null pointer as no reservoir
       }
     }
-    if (L.capacity < std::max<int64_t>(capacity, 1)) allocate(l, capacity);
+    L.box = l < boxes.size() ? boxes[l] : std::nullopt;
+    if (L.box && L.seen.size() < size_t(L.box->words()) * 4) L.seen = DeviceBuffer(size_t(L.box->words()) * 4);
+    // (A list on a seen table appends nothing: one row of room.)
+    const int64_t rows = L.box ? 1 : capacity;
+    if (L.capacity < std::max<int64_t>(rows, 1)) allocate(l, rows);
   }
 }
 
@@ -99,7 +98,7 @@ size_t DeviceLists::held_bytes() const {
   auto add = [&n](const DeviceBuffer& b) { n += b.size(); };
   for (const List& L : lists_) {
     for (const DeviceBuffer& c : L.cols) add(c);
-    for (const DeviceBuffer* b : {&L.b, &L.i, &L.j, &L.key, &L.threshold, &L.reservoir}) add(*b);
+    for (const DeviceBuffer* b : {&L.b, &L.i, &L.j, &L.key, &L.threshold, &L.reservoir, &L.seen}) add(*b);
   }
   for (const Finished& F : finished_) {
     for (const DeviceBuffer& c : F.cols) add(c);
@@ -146,6 +145,7 @@ void DeviceLists::reset() {
     words[l * gm::kListCounterWords + 1] = uint64_t(std::max<int64_t>(inst_->list_limits[l], 0));
     if (lists_[l].threshold.get()) lists_[l].threshold.fill_bytes(0xff);
     if (lists_[l].reservoir.get()) lists_[l].reservoir.fill_bytes(0xff);
+    if (lists_[l].box) lists_[l].seen.fill_bytes(0);
   }
   // (The stream waited for the last launch's counts before the host wrote these words.)
   counters_.upload(words, counter_bytes());
@@ -167,6 +167,14 @@ void DeviceLists::fill_args(const ArgLayout& layout, std::vector<uint64_t>& w) c
     if (s.key >= 0) w[size_t(s.key)] = ptr(L.key);
     if (s.threshold >= 0) w[size_t(s.threshold)] = ptr(L.threshold);
     if (s.reservoir >= 0) w[size_t(s.reservoir)] = ptr(L.reservoir);  // 0: none
+    if (s.seen >= 0) {                                                // 0: the tile hash
+      w[size_t(s.seen)] = L.box ? ptr(L.seen) : 0;
+      w[size_t(s.seen_words)] = L.box ? uint64_t(L.box->words()) : 0;
+      for (size_t c = 0; c < s.seen_lo.size(); ++c) {
+        w[size_t(s.seen_lo[c])] = L.box ? uint64_t(L.box->lo[c]) : 0;
+        w[size_t(s.seen_stride[c])] = L.box ? uint64_t(L.box->stride[c]) : 0;
+      }
+    }
   }
 }
 
@@ -222,6 +230,13 @@ void DeviceLists::finalize_on_device() {
     const int64_t limit = inst_->list_limits[l];
     F.rows = std::min<uint64_t>(count(l), uint64_t(L.capacity));
     F.from_list = F.host_order = true;
+    if (L.box) {  // the kernel set cells, appended nothing: the set cells are the rows, in order
+      std::vector<DType> types;
+      for (const ListColumn& c : spec.columns) types.push_back(storage_type_of(c.type));
+      F.rows = seen_rows(L.seen, *L.box, types, F.cols, order_scratch_.count);
+      F.from_list = F.host_order = false;
+      continue;
+    }
     // Plain and distinct: ordered (and de-duplicated) on the device; the host only downloads.
     if ((spec.mode == ListMode::Plain || spec.mode == ListMode::Distinct) && F.rows <= kMaxDeviceOrderRows) {
       std::vector<const DeviceBuffer*> cols;

@@ -15,6 +15,7 @@
 #include "bind/instance.h"
 #include "cuda/codegen/codegen.h"
 #include "cuda/lists/order.h"
+#include "cuda/lists/seen.h"
 #include "cuda/runtime.h"
 
 namespace gamut::cuda {
@@ -27,11 +28,14 @@ class DeviceLists {
  public:
   // `capacity`: rows per list to start with; `tile`: the launch's block tile (it sizes the
   // top/bottom reservoirs' refresh, gm::TileSelect::refresh).
-  DeviceLists(const Instance& inst, int64_t capacity, const TileConfig& tile);
+  // `boxes` (per list, seen_boxes): the lists that run on a seen table in this run (lists/seen.h).
+  DeviceLists(const Instance& inst, int64_t capacity, const TileConfig& tile,
+              const std::vector<std::optional<SeenBox>>& boxes = {});
   // For a later run of the same plan and tile (kept with the kernel memo): the buffers that are
   // large enough stay, with their rows' poison from their allocation (0xff: plausible rows of an
   // earlier run may show where a run reserved rows it did not store, never past its count).
-  void bind(const Instance& inst, int64_t capacity, const TileConfig& tile);
+  void bind(const Instance& inst, int64_t capacity, const TileConfig& tile,
+            const std::vector<std::optional<SeenBox>>& boxes = {});
   // Device memory held (what keeping this between runs costs).
   size_t held_bytes() const;
   // Whether a run on the current device and stream may use these buffers.
@@ -49,6 +53,8 @@ class DeviceLists {
   // Rows list l's kernel counter reached in the last launch (past the capacity too). The first
   // call after a launch reads every counter at once (one pinned copy, one wait).
   uint64_t count(size_t l) const;
+  // The cells of list l's seen table in this run; 0 where it runs on the tile hash.
+  int64_t seen_cells(size_t l) const { return lists_[l].box ? lists_[l].box->cells : 0; }
   // Finalise every list on the device after the last launch: plain and distinct lists are
   // ordered (lists/order.h), top/bottom lists reduced to their best rows (lists/select.h).
   // Top/bottom rows whose key rank is exact (keys of 32 bits or fewer) are also ordered there,
@@ -70,6 +76,10 @@ class DeviceLists {
     DeviceBuffer b, i, j, key;
     DeviceBuffer threshold;  // top/bottom: u32 rank per group, lowered by the tiles
     DeviceBuffer reservoir;  // top/bottom: u32[groups][N] ranks of kept rows, or none
+    // Distinct lists of vector lookups: this run's value box where it is small, and its bitmap
+    // (zeroed by reset(), set by the kernel); the kernel then appends nothing.
+    std::optional<SeenBox> box;
+    DeviceBuffer seen;
   };
   void allocate(size_t l, int64_t capacity);
   const Instance* inst_ = nullptr;

@@ -4,6 +4,7 @@
 #include "gamut_aggregate.cuh"
 #include "gamut_list.cuh"
 #include "gamut_distinct.cuh"
+#include "gamut_seen.cuh"
 
 namespace {
 
@@ -45,6 +46,12 @@ struct Args {
   unsigned long long list0_b;  // int32 b of each row
   unsigned long long list0_i;  // int32 i of each row
   unsigned long long list0_j;  // int32 j of each row
+  unsigned long long list0_seen;  // u32 bitmap of the columns' value box (gm::SeenCells), or 0: the tile hash
+  unsigned long long list0_seen_words;  // words of the bitmap in use
+  unsigned long long list0_seen_lo0;  // i64 first value of column c0
+  unsigned long long list0_seen_stride0;  // cells per step of column c0
+  unsigned long long list0_seen_lo1;  // i64 first value of column c1
+  unsigned long long list0_seen_stride1;  // cells per step of column c1
   unsigned long long list1_counter;  // T: u64 [rows that reached the emit, N]
   unsigned long long list1_capacity;  // rows the buffers hold
   unsigned long long list1_col0;  // column c0 (i32)
@@ -154,6 +161,25 @@ extern "C" __global__ void __launch_bounds__(64, 8) gamut_main(const Args a) {
   unsigned pr1[(Shape::TM * Shape::TN + 31) / 32];  // T: rows that reached the emit
 #pragma unroll
   for (int w = 0; w < (Shape::TM * Shape::TN + 31) / 32; ++w) pr1[w] = 0u;
+  // S: on a seen table where the host found a small box for its values (gm::SeenCells:
+  // pass 1 marks the rows' cells, nothing is appended), else on the tile hash.
+  static_assert(gm::SeenCells<Shape>::BYTES == 4352, "shared memory plan");
+  const bool seen0 = a.list0_seen != 0u;
+  gm::SeenCells<Shape> sc0(smem + 6144, int(a.list0_seen_words));
+  if (seen0) {
+    sc0.clear();
+#pragma unroll 1
+    for (int p = int(threadIdx.x); p < Shape::BM; p += Shape::THREADS) {
+      const int i = st.i0 + p;
+      sc0.row_part[p] = i < row_end ? unsigned(gm::to_i64(gm::widen(gp2[gm::i64(i)])) - gm::i64(a.list0_seen_lo0)) * unsigned(a.list0_seen_stride0) : 0u;
+    }
+#pragma unroll 1
+    for (int p = int(threadIdx.x); p < Shape::BN; p += Shape::THREADS) {
+      const int j = st.j0 + p;
+      sc0.col_part[p] = j < col_end ? unsigned(gm::to_i64(gm::widen(gp3[gm::i64(j)])) - gm::i64(a.list0_seen_lo1)) * unsigned(a.list0_seen_stride1) : 0u;
+    }
+    sc0.ready();
+  }
   gm::tile_sync<Shape::THREADS>();  // tables initialised
 #pragma unroll
   for (int m = 0; m < Shape::TM; ++m) {
@@ -176,7 +202,11 @@ extern "C" __global__ void __launch_bounds__(64, 8) gamut_main(const Args a) {
           ef1 = true;
         }
         ar0.step(af0, ak0, av0, sk0);
-        pr0[(m * Shape::TN + n) / 32] |= unsigned(ef0) << ((m * Shape::TN + n) % 32);
+        if (seen0) {
+          if (ef0) sc0.mark(st.tmap.row(m), st.tmap.col(n));
+        } else {
+          pr0[(m * Shape::TN + n) / 32] |= unsigned(ef0) << ((m * Shape::TN + n) % 32);
+        }
         pr1[(m * Shape::TN + n) / 32] |= unsigned(ef1) << ((m * Shape::TN + n) % 32);
       }
     }
@@ -184,134 +214,138 @@ extern "C" __global__ void __launch_bounds__(64, 8) gamut_main(const Args a) {
   ar0.finish(sk0);
   gm::tile_sync<Shape::THREADS>();  // every commit is in its table
   sk0.flush();
-   {
-    // S: each distinct row of the tile once (gm::TileDistinct), then the rows that
-    // found no room in the table.
-    typedef gm::TileDistinct<Shape, 2, 256, 4> TD;
-    static_assert(TD::BYTES <= 5120, "shared memory plan");
-    TD td(smem + 6144);
-    unsigned todo[TD::W], ov[TD::W];
+  if (seen0) {
+    sc0.flush(reinterpret_cast<unsigned*>(a.list0_seen));
+  } else {
+     {
+      // S: each distinct row of the tile once (gm::TileDistinct), then the rows that
+      // found no room in the table.
+      typedef gm::TileDistinct<Shape, 2, 256, 4> TD;
+      static_assert(TD::BYTES <= 5120, "shared memory plan");
+      TD td(smem + 6144);
+      unsigned todo[TD::W], ov[TD::W];
 #pragma unroll
-    for (int w = 0; w < TD::W; ++w) { todo[w] = pr0[w]; ov[w] = 0u; }
-    gm::opaque_bits(todo);
+      for (int w = 0; w < TD::W; ++w) { todo[w] = pr0[w]; ov[w] = 0u; }
+      gm::opaque_bits(todo);
 #pragma unroll 1
-    for (;;) {
-      // Sweep: rows the table holds are dropped; the first TD::CANDS other rows are this
-      // thread's candidates (staged; pairs 8 bits each in epack), each offered in a round of its own.
-      int found = 0;
-      unsigned epack = 0u;
-      bool hit = false;
-      gm::opaque(st.i0);  // the rows' addresses per round, not held across rounds
-      gm::opaque(st.j0);
+      for (;;) {
+        // Sweep: rows the table holds are dropped; the first TD::CANDS other rows are this
+        // thread's candidates (staged; pairs 8 bits each in epack), each offered in a round of its own.
+        int found = 0;
+        unsigned epack = 0u;
+        bool hit = false;
+        gm::opaque(st.i0);  // the rows' addresses per round, not held across rounds
+        gm::opaque(st.j0);
 #pragma unroll
-      for (int sm = 0; sm < Shape::TM; ++sm) {
-        unsigned bits = TD::row_bits(todo, sm);
+        for (int sm = 0; sm < Shape::TM; ++sm) {
+          unsigned bits = TD::row_bits(todo, sm);
 #pragma unroll 1
-        while (found < TD::CANDS && bits != 0u) {
-          const int sn = __ffs(int(bits)) - 1;
-          bits &= bits - 1u;
-          const int em = sm, en = sn;
-          const int i = st.i0 + st.tmap.row(em);
-          const int j = st.j0 + st.tmap.col(en);
-          bool ef0 = false;
-          int ec0_0 = int();
-          int ec0_1 = int();
-          float acc0 = float();
+          while (found < TD::CANDS && bits != 0u) {
+            const int sn = __ffs(int(bits)) - 1;
+            bits &= bits - 1u;
+            const int em = sm, en = sn;
+            const int i = st.i0 + st.tmap.row(em);
+            const int j = st.j0 + st.tmap.col(en);
+            bool ef0 = false;
+            int ec0_0 = int();
+            int ec0_1 = int();
+            float acc0 = float();
 #pragma unroll
-          for (int m = 0; m < Shape::TM; ++m) {
+            for (int m = 0; m < Shape::TM; ++m) {
 #pragma unroll
-            for (int n = 0; n < Shape::TN; ++n) {
-              if (m == em && n == en) {
-                acc0 = st.acc0[m][n];
+              for (int n = 0; n < Shape::TN; ++n) {
+                if (m == em && n == en) {
+                  acc0 = st.acc0[m][n];
+                }
               }
             }
-          }
-          ef0 = true;
-          ec0_0 = gm::widen(gp2[gm::i64(i)]);
-          ec0_1 = gm::widen(gp3[gm::i64(j)]);
-          (void)ef0;  // marked in pass 1: the row exists
-          unsigned rw[2];
-          gm::row_put(rw + 0, ec0_0);
-          gm::row_put(rw + 1, ec0_1);
-          if (td.holds(rw)) {  // dropped: its equal is appended from its slot
-            hit = true;
-            continue;
-          }
-          td.offer(found, rw);
-          epack |= unsigned(sm * Shape::TN + sn) << (8 * found);
-          ++found;
-        }
-        TD::set_row_bits(todo, sm, bits);
-      }
-      int state = TD::kNext;
-#pragma unroll 1
-      for (int x = 0; x < TD::CANDS; ++x) {
-        state = td.round(x, x < found, int((epack >> (8 * x)) & 255u), hit, todo, ov);  // every thread, together
-        if (state == TD::kNext) continue;
-        // Full: this thread's later candidates overflow too. Idle after round 0: the next sweep.
-        if (state == TD::kFull)
-          for (int y = x + 1; y < found; ++y) TD::set(ov, int((epack >> (8 * y)) & 255u));
-        if (state == TD::kIdle && x > 0) state = TD::kNext;
-        break;
-      }
-      if (state != TD::kNext) break;  // no candidate anywhere, or the table is full
-    }
-    gm::u64 row;
-    // Every thread, together; false in all of them when the block has no row.
-    if (td.reserve(ov, la0.counter, row)) {
-#pragma unroll 1
-      for (int s = int(threadIdx.x); s < 256; s += Shape::THREADS) {
-        const unsigned x = td.table[s];
-        if (x == TD::kEmpty) continue;
-        if (row < la0.capacity) {
-          const unsigned* const rs = td.row(s);
-          int v0; gm::row_get(rs + 0, v0);
-          int v1; gm::row_get(rs + 1, v1);
-          const gm::ThreadMap<Shape> om(TD::owner(x));
-          const int e = TD::pair(x);
-          reinterpret_cast<int*>(a.list0_col0)[row] = v0;
-          reinterpret_cast<int*>(a.list0_col1)[row] = v1;
-          reinterpret_cast<int*>(a.list0_b)[row] = b;
-          reinterpret_cast<int*>(a.list0_i)[row] = st.i0 + om.row(e / Shape::TN);
-          reinterpret_cast<int*>(a.list0_j)[row] = st.j0 + om.col(e % Shape::TN);
-        }
-        ++row;
-      }
-#pragma unroll
-      for (int sm = 0; sm < Shape::TM; ++sm) {
-        unsigned bits = TD::row_bits(ov, sm);
-#pragma unroll 1
-        while (bits != 0u) {
-          const int sn = __ffs(int(bits)) - 1;
-          bits &= bits - 1u;
-          const int em = sm, en = sn;
-          const int i = st.i0 + st.tmap.row(em);
-          const int j = st.j0 + st.tmap.col(en);
-          bool ef0 = false;
-          int ec0_0 = int();
-          int ec0_1 = int();
-          float acc0 = float();
-#pragma unroll
-          for (int m = 0; m < Shape::TM; ++m) {
-#pragma unroll
-            for (int n = 0; n < Shape::TN; ++n) {
-              if (m == em && n == en) {
-                acc0 = st.acc0[m][n];
-              }
+            ef0 = true;
+            ec0_0 = gm::widen(gp2[gm::i64(i)]);
+            ec0_1 = gm::widen(gp3[gm::i64(j)]);
+            (void)ef0;  // marked in pass 1: the row exists
+            unsigned rw[2];
+            gm::row_put(rw + 0, ec0_0);
+            gm::row_put(rw + 1, ec0_1);
+            if (td.holds(rw)) {  // dropped: its equal is appended from its slot
+              hit = true;
+              continue;
             }
+            td.offer(found, rw);
+            epack |= unsigned(sm * Shape::TN + sn) << (8 * found);
+            ++found;
           }
-          ef0 = true;
-          ec0_0 = gm::widen(gp2[gm::i64(i)]);
-          ec0_1 = gm::widen(gp3[gm::i64(j)]);
-          (void)ef0;  // marked in pass 1: the row exists
+          TD::set_row_bits(todo, sm, bits);
+        }
+        int state = TD::kNext;
+#pragma unroll 1
+        for (int x = 0; x < TD::CANDS; ++x) {
+          state = td.round(x, x < found, int((epack >> (8 * x)) & 255u), hit, todo, ov);  // every thread, together
+          if (state == TD::kNext) continue;
+          // Full: this thread's later candidates overflow too. Idle after round 0: the next sweep.
+          if (state == TD::kFull)
+            for (int y = x + 1; y < found; ++y) TD::set(ov, int((epack >> (8 * y)) & 255u));
+          if (state == TD::kIdle && x > 0) state = TD::kNext;
+          break;
+        }
+        if (state != TD::kNext) break;  // no candidate anywhere, or the table is full
+      }
+      gm::u64 row;
+      // Every thread, together; false in all of them when the block has no row.
+      if (td.reserve(ov, la0.counter, row)) {
+#pragma unroll 1
+        for (int s = int(threadIdx.x); s < 256; s += Shape::THREADS) {
+          const unsigned x = td.table[s];
+          if (x == TD::kEmpty) continue;
           if (row < la0.capacity) {
-            reinterpret_cast<int*>(a.list0_col0)[row] = ec0_0;
-            reinterpret_cast<int*>(a.list0_col1)[row] = ec0_1;
+            const unsigned* const rs = td.row(s);
+            int v0; gm::row_get(rs + 0, v0);
+            int v1; gm::row_get(rs + 1, v1);
+            const gm::ThreadMap<Shape> om(TD::owner(x));
+            const int e = TD::pair(x);
+            reinterpret_cast<int*>(a.list0_col0)[row] = v0;
+            reinterpret_cast<int*>(a.list0_col1)[row] = v1;
             reinterpret_cast<int*>(a.list0_b)[row] = b;
-            reinterpret_cast<int*>(a.list0_i)[row] = i;
-            reinterpret_cast<int*>(a.list0_j)[row] = j;
+            reinterpret_cast<int*>(a.list0_i)[row] = st.i0 + om.row(e / Shape::TN);
+            reinterpret_cast<int*>(a.list0_j)[row] = st.j0 + om.col(e % Shape::TN);
           }
           ++row;
+        }
+#pragma unroll
+        for (int sm = 0; sm < Shape::TM; ++sm) {
+          unsigned bits = TD::row_bits(ov, sm);
+#pragma unroll 1
+          while (bits != 0u) {
+            const int sn = __ffs(int(bits)) - 1;
+            bits &= bits - 1u;
+            const int em = sm, en = sn;
+            const int i = st.i0 + st.tmap.row(em);
+            const int j = st.j0 + st.tmap.col(en);
+            bool ef0 = false;
+            int ec0_0 = int();
+            int ec0_1 = int();
+            float acc0 = float();
+#pragma unroll
+            for (int m = 0; m < Shape::TM; ++m) {
+#pragma unroll
+              for (int n = 0; n < Shape::TN; ++n) {
+                if (m == em && n == en) {
+                  acc0 = st.acc0[m][n];
+                }
+              }
+            }
+            ef0 = true;
+            ec0_0 = gm::widen(gp2[gm::i64(i)]);
+            ec0_1 = gm::widen(gp3[gm::i64(j)]);
+            (void)ef0;  // marked in pass 1: the row exists
+            if (row < la0.capacity) {
+              reinterpret_cast<int*>(a.list0_col0)[row] = ec0_0;
+              reinterpret_cast<int*>(a.list0_col1)[row] = ec0_1;
+              reinterpret_cast<int*>(a.list0_b)[row] = b;
+              reinterpret_cast<int*>(a.list0_i)[row] = i;
+              reinterpret_cast<int*>(a.list0_j)[row] = j;
+            }
+            ++row;
+          }
         }
       }
     }

@@ -1,4 +1,11 @@
-// Distinct lists (outputs/lists.h): the block tile's rows are de-duplicated in shared memory
+// Distinct lists (outputs/lists.h). Where every column is an integer lookup of a row or column
+// vector (seen_table_columns) and the host found the values in a small box, the run's kernel
+// argument turns on a seen table (gm::SeenCells, src/cuda/device/outputs/gamut_seen.cuh): the
+// tile stages each row's and column's part of the cell in shared memory, pass 1 marks every
+// emitted pair's cell, and after the loop the tile ORs its bits into the run's bitmap; the set
+// cells are the list (lists/seen.h). Otherwise, and for every other distinct list:
+//
+// the block tile's rows are de-duplicated in shared memory
 // (gm::TileDistinct, src/cuda/device/outputs/gamut_distinct.cuh) before the block appends them,
 // so a tile whose pairs emit few distinct rows appends each of them once instead of once per
 // pair. The device hash set after the kernel (lists/order.cpp) still removes repeats across
@@ -26,9 +33,74 @@ namespace {
 
 class DistinctRows final : public ListRows {
  public:
-  using ListRows::ListRows;
+  // Columns of vector lookups (seen_table_columns): a seen table where the host gave one, else
+  // the tile hash; the choice is the kernel argument's, the same in every thread.
+  DistinctRows(KernelContext& ctx, size_t l) : ListRows(ctx, l), seen_(seen_table_columns(ctx.P, l)) {}
+
+  void before_pairs(Code& c) override {
+    if (seen_.empty()) return;
+    const TileCoordinates& tc = *X.coords;
+    const AccumulatorMap& M = X.map;
+    const auto& ls = X.A.lists[l_];
+    c.line("// " + spec().name + ": on a seen table where the host found a small box for its values (gm::SeenCells:");
+    c.line("// pass 1 marks the rows' cells, nothing is appended), else on the tile hash.");
+    c.line("static_assert(gm::SeenCells<Shape>::BYTES == " + to_string(4 * (gm::kSeenWords + X.T.bm + X.T.bn)) +
+           ", \"shared memory plan\");");
+    c.line("const bool seen" + n_ + " = " + X.arg(ls.seen) + " != 0u;");
+    c.line("gm::SeenCells<Shape> sc" + n_ + "(" + X.out_smem() + " + " + to_string(X.S.seen_off[l_]) + ", int(" +
+           X.arg(ls.seen_words) + "));");
+    c.open("if (seen" + n_ + ")");
+    c.line("sc" + n_ + ".clear();");
+    c.line("#pragma unroll 1");
+    c.open("for (int p = int(threadIdx.x); p < Shape::BM; p += Shape::THREADS)");
+    c.line("const int i = " + tc.row_at(M.tile_row0 + " + p") + ";");
+    c.line("sc" + n_ + ".row_part[p] = " + tc.row_valid("i") + " ? " + part(true) + " : 0u;");
+    c.close();
+    c.line("#pragma unroll 1");
+    c.open("for (int p = int(threadIdx.x); p < Shape::BN; p += Shape::THREADS)");
+    c.line("const int j = " + tc.col_at(M.tile_col0 + " + p") + ";");
+    c.line("sc" + n_ + ".col_part[p] = " + tc.col_valid("j") + " ? " + part(false) + " : 0u;");
+    c.close();
+    c.line("sc" + n_ + ".ready();");
+    c.close();
+  }
+
+  void mark(Code& c) override {
+    if (seen_.empty()) return ListRows::mark(c);
+    const AccumulatorMap& M = X.map;
+    c.open("if (seen" + n_ + ")");
+    c.line("if (ef" + n_ + ") sc" + n_ + ".mark(" + M.row("m") + ", " + M.col("n") + ");");
+    c.mid("else");
+    ListRows::mark(c);
+    c.close();
+  }
 
   void append(Code& c) override {
+    if (seen_.empty()) return tile_rows(c);
+    c.open("if (seen" + n_ + ")");
+    c.line("sc" + n_ + ".flush(reinterpret_cast<unsigned*>(" + X.arg(X.A.lists[l_].seen) + "));");
+    c.mid("else");
+    tile_rows(c);
+    c.close();
+  }
+
+ private:
+  // The row (column) part of a pair's cell: the columns read at i (at j), each (value - lo) *
+  // stride. The host bounded every value: value - lo is below the column's span, so each
+  // product, part and cell is below the box's cells (32-bit).
+  std::string part(bool row) const {
+    const auto& ls = X.A.lists[l_];
+    std::string r;
+    for (size_t k = 0; k < seen_.size(); ++k) {
+      if ((P.accesses[size_t(seen_[k])].pattern == Pattern::RowVec) != row) continue;
+      r += std::string(r.empty() ? "" : " + ") + "unsigned(gm::to_i64(" + X.outer_r.load(seen_[k]) + ") - gm::i64(" +
+           X.arg(ls.seen_lo[k]) + ")) * unsigned(" + X.arg(ls.seen_stride[k]) + ")";
+    }
+    return r.empty() ? std::string("0u") : r;
+  }
+
+  // The tile hash (gm::TileDistinct), then the device hash set after the kernel.
+  void tile_rows(Code& c) {
     const int slots = X.S.distinct_slots[l_];
     const ListOutput& lo = spec();
     if (slots == 0 || lo.key != kNoExpr) {  // rows too wide for the table: as a plain list
@@ -134,7 +206,7 @@ class DistinctRows final : public ListRows {
     c.close();
   }
 
- private:
+  const std::vector<int> seen_;  // the columns' accesses where they may take a seen table
   // Opens `for (sm) { bits = row sm of BITS; while (WHILE bits) {` and renders the pair (sm, sn)'s
   // row: sm static (unrolled), so the accumulator pick is a select over one map row. The caller
   // closes both.
@@ -180,7 +252,9 @@ size_t plan_distinct_tables(const Plan& plan, const TileConfig& t, size_t off, S
   size_t region = 0;
   for (size_t l = 0; l < plan.lists.size(); ++l) {
     const ListOutput& lo = plan.lists[l];
-    if (lo.mode != ListMode::Distinct || lo.key != kNoExpr || lo.columns.empty()) continue;
+    // (gm::TileDistinct keeps a map row's pairs in one word: wgmma's rows of 64 pairs append
+    // their rows as a plain list's, which only a seen table's fallback does.)
+    if (lo.mode != ListMode::Distinct || lo.key != kNoExpr || lo.columns.empty() || t.tn > 32) continue;
     int words = 0;
     for (const ListColumn& c : lo.columns) words += ctype_bytes(c.type) > 4 ? 2 : 1;
     int slots = std::min(kDistinctSlots, std::max(kDistinctMinSlots, t.bm * t.bn / 4));
@@ -194,9 +268,30 @@ size_t plan_distinct_tables(const Plan& plan, const TileConfig& t, size_t off, S
     s.distinct_cands[l] = cands;
     region = std::max(region, bytes(slots, cands));
   }
+  // Seen tables: one each (they live through the pair loop together), from the same offset.
+  s.seen_off.assign(plan.lists.size(), -1);
+  size_t seen = 0;
+  for (size_t l = 0; l < plan.lists.size(); ++l)
+    if (!seen_table_columns(plan, l).empty()) {
+      s.seen_off[l] = long(seen);
+      seen += round16(size_t(4) * size_t(gm::kSeenWords + t.bm + t.bn));
+    }
+  region = std::max(region, seen);
   if (region == 0) return off;
   s.distinct_off = long(round16(off));
+  for (long& o : s.seen_off)
+    if (o >= 0) o += s.distinct_off;
   return size_t(s.distinct_off) + region;
 }
 
 }  // namespace gamut::cuda::cg
+
+namespace gamut::cuda {
+
+std::vector<int> seen_table_columns(const Plan& plan, size_t l) {
+  std::vector<int> access = distinct_lookup_columns(plan, l);
+  if (access.size() > size_t(gm::kSeenColumns)) access.clear();
+  return access;
+}
+
+}  // namespace gamut::cuda

@@ -27,9 +27,18 @@ class ListOperator final : public OutputOperator {
 
   std::vector<std::string> headers() const override {
     if (P.lists.empty()) return {};
+    std::vector<std::string> h = {"gamut_list.cuh"};
     for (int slots : X.S.distinct_slots)
-      if (slots > 0) return {"gamut_list.cuh", "gamut_distinct.cuh"};
-    return {"gamut_list.cuh"};
+      if (slots > 0) {
+        h.push_back("gamut_distinct.cuh");
+        break;
+      }
+    for (size_t l = 0; l < P.lists.size(); ++l)
+      if (!seen_table_columns(P, l).empty()) {
+        h.push_back("gamut_seen.cuh");
+        break;
+      }
+    return h;
   }
 
   void declare(Code& c) override {
@@ -43,6 +52,7 @@ class ListOperator final : public OutputOperator {
       c.line("#pragma unroll");
       c.line("for (int w = 0; w < " + X.map.words() + "; ++w) pr" + n + "[w] = 0u;");
     }
+    for (auto& r : rows_) r->before_pairs(c);
   }
   void pair_begin(Code& c) override {
     for (size_t l = 0; l < P.lists.size(); ++l) c.line("bool ef" + to_string(l) + " = false;");
@@ -54,9 +64,7 @@ class ListOperator final : public OutputOperator {
     return true;
   }
   void pair_end(Code& c) override {
-    for (size_t l = 0; l < P.lists.size(); ++l)
-      c.line("pr" + to_string(l) + X.map.bit("", "m", "n") + " |= unsigned(ef" + to_string(l) + ") << " +
-             X.map.bit_shift("m", "n") + ";");
+    for (auto& r : rows_) r->mark(c);
   }
   void finish(Code& c) override {
     for (auto& r : rows_) r->append(c);
@@ -71,6 +79,10 @@ class ListOperator final : public OutputOperator {
 }  // namespace
 
 std::unique_ptr<OutputOperator> make_list_operator(KernelContext& ctx) { return std::make_unique<ListOperator>(ctx); }
+
+void ListRows::mark(Code& c) {
+  c.line("pr" + n_ + X.map.bit("", "m", "n") + " |= unsigned(ef" + n_ + ") << " + X.map.bit_shift("m", "n") + ";");
+}
 
 void ListRows::rows(Code& c) {
   const AccumulatorMap& M = X.map;
@@ -209,6 +221,15 @@ void list_output_args(ArgLayout& L, const Plan& plan, int l) {
   if (lo.key != kNoExpr && (lo.mode == ListMode::Top || lo.mode == ListMode::Bottom)) {
     s.threshold = L.add(n + "_threshold", "u32 rank per group, lowered by the tiles");
     s.reservoir = L.add(n + "_reservoir", "u32 [groups][slots] ranks of kept rows, or 0");
+  }
+  if (!seen_table_columns(plan, size_t(l)).empty()) {
+    s.seen = L.add(n + "_seen", "u32 bitmap of the columns' value box (gm::SeenCells), or 0: the tile hash");
+    s.seen_words = L.add(n + "_seen_words", "words of the bitmap in use");
+    for (size_t c = 0; c < lo.columns.size(); ++c) {
+      s.seen_lo.push_back(L.add(n + "_seen_lo" + to_string(c), "i64 first value of column " + lo.columns[c].name));
+      s.seen_stride.push_back(
+          L.add(n + "_seen_stride" + to_string(c), "cells per step of column " + lo.columns[c].name));
+    }
   }
   L.lists.push_back(s);
 }

@@ -6,7 +6,9 @@
 //   TopBottomRows    top/bottom lists: the tile's candidates selected first against the group
 //                    thresholds (gm::TileSelect), the kept rows also go into the reservoirs;
 //   DistinctRows     distinct lists: the tile's rows de-duplicated in shared memory
-//                    (gm::TileDistinct) before they are appended.
+//                    (gm::TileDistinct) before they are appended; or, for columns of vector
+//                    lookups whose values the host found in a small box, the pairs mark
+//                    their rows' cells in a seen table (gm::SeenCells) and nothing is appended.
 #pragma once
 #include <memory>
 #include <string>
@@ -20,6 +22,10 @@ class ListRows {
  public:
   ListRows(KernelContext& ctx, size_t l) : X(ctx), P(ctx.P), l_(l), n_(std::to_string(l)) {}
   virtual ~ListRows() = default;
+  // Before the pair loop, after the marks are declared.
+  virtual void before_pairs(Code&) {}
+  // After a pair's statements: its mark (efN) into the bits prN.
+  virtual void mark(Code& c);
   // Pass 2: the list's rows appended after the pair loop.
   virtual void append(Code& c) { rows(c); }
 
