@@ -271,7 +271,7 @@ TEST(ListCodegen, SeenTableColumns) {
   const std::string src = generate_source(gh, parse_tile("128x128x8/8x8"));
   EXPECT_EQ(count(src, "const bool seen0 = a.list0_seen != 0u;"), 1u);
   EXPECT_EQ(count(src, "gm::SeenCells<Shape> sc0("), 1u);
-  EXPECT_EQ(count(src, "if (ef0) sc0.mark(st.tmap.row(m), st.tmap.col(n));"), 1u);  // in pass 1
+  EXPECT_EQ(count(src, "sc0.mark(seen0 && ef0, st.tmap.row(m), st.tmap.col(n));"), 1u);  // in pass 1
   EXPECT_EQ(count(src, "sc0.flush("), 1u);
   EXPECT_EQ(count(src, "TD td("), 1u);  // the tile hash in the else branches
   EXPECT_EQ(count(generate_source(tp::distinct_query(tp::DistinctQuery{{C::I, C::J}}), parse_tile("128x128x8/8x8")),

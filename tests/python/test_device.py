@@ -182,6 +182,26 @@ def test_bf16(torch, queries):
     assert stats["mainloop"] in ("wgmma+tma", "wgmma", "mma.sync"), stats
 
 
+def test_distinct_areas_on_a_seen_table(torch):
+    # Columns looked up from device vectors with a small box of values: the list comes from a
+    # seen table (nothing appended), equal to the set of pairs computed with torch.
+    g = torch.Generator(device="cuda").manual_seed(9)
+    P = torch.randint(-3, 4, (700, 40), device="cuda", generator=g).to(torch.bfloat16)
+    R = torch.randint(-3, 4, (40, 500), device="cuda", generator=g).to(torch.bfloat16)
+    Pz = torch.randint(-5, 11, (700,), device="cuda", generator=g, dtype=torch.int32)
+    Rz = torch.randint(0, 7, (500,), device="cuda", generator=g, dtype=torch.int64)
+    q = gamut.compile("where (i, j) { a = 0; reduce (k) { a += P[i, k] * R[k, j]; } "
+                      "if (a > t) emit Areas(Pzip[i] as pz, Rzip[j] as rz) distinct; }")
+    out, stats = q.run({"P": P, "R": R, "Pzip": Pz, "Rzip": Rz, "t": 0.0})
+    hit = (P.float() @ R.float()) > 0
+    want = sorted(set(zip(Pz[:, None].expand_as(hit)[hit].tolist(), Rz[None, :].expand_as(hit)[hit].tolist())))
+    got = list(zip(to_numpy(out["Areas"]["pz"]).tolist(), to_numpy(out["Areas"]["rz"]).tolist()))
+    assert got == want and len(want) > 10
+    box = (int(Pz.max()) - int(Pz.min()) + 1) * (int(Rz.max()) - int(Rz.min()) + 1)
+    assert stats["list_seen_cells"] == [box], stats
+    assert stats["list_rows_appended"] == [0], stats
+
+
 def test_memory_bounded_across_calls(torch, queries):
     rng = np.random.default_rng(13)
     dense, _ = case("sgemm", rng, 256, 256, 256, True)

@@ -202,11 +202,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
           ef1 = true;
         }
         ar0.step(af0, ak0, av0, sk0);
-        if (seen0) {
-          if (ef0) sc0.mark(st.tmap.row(m), st.tmap.col(n));
-        } else {
-          pr0[(m * Shape::TN + n) / 32] |= unsigned(ef0) << ((m * Shape::TN + n) % 32);
-        }
+        pr0[(m * Shape::TN + n) / 32] |= unsigned(ef0) << ((m * Shape::TN + n) % 32);
+        sc0.mark(seen0 && ef0, st.tmap.row(m), st.tmap.col(n));
         pr1[(m * Shape::TN + n) / 32] |= unsigned(ef1) << ((m * Shape::TN + n) % 32);
       }
     }

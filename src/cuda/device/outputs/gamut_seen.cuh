@@ -44,9 +44,11 @@ struct SeenCells {
 
   // The pair at tile row r, column c. A reduction (the old value unused): a check before it
   // (skipping set bits) was slower, its load's latency on every pair (bench/NOTES.md session 15).
-  GM_DEV void mark(int r, int c) {
+  // Only where `p`: the loads are unconditional so that the atomic alone is predicated (a
+  // branch around all of it cost a divergent region per pair).
+  GM_DEV void mark(bool p, int r, int c) {
     const unsigned cell = row_part[r] + col_part[c];
-    atomicOr(bits + (cell >> 5), 1u << (cell & 31u));
+    if (p) atomicOr(bits + (cell >> 5), 1u << (cell & 31u));
   }
 
   // The tile's cells into the run's bitmap: one atomic per word that adds bits (a stale read of
