@@ -274,6 +274,18 @@ TEST(ListCodegen, SeenTableColumns) {
   EXPECT_EQ(count(src, "sc0.mark(seen0 && ef0, st.tmap.row(m), st.tmap.col(n));"), 1u);  // in pass 1
   EXPECT_EQ(count(src, "sc0.flush("), 1u);
   EXPECT_EQ(count(src, "TD td("), 1u);  // the tile hash in the else branches
+  // Only lists on seen tables: the direct loop (parts in registers) where every one runs on its
+  // table; not with a dense output beside them.
+  EXPECT_EQ(count(src, "sc0.mark_cell(krs0 + kcs0[n]);"), 1u);
+  tp::DistinctQuery with_table;
+  with_table.cols = {C::G};
+  with_table.aggregate = true;
+  EXPECT_EQ(count(generate_source(tp::distinct_query(with_table), parse_tile("128x128x8/8x8")), "mark_cell"), 0u);
+  tp::DistinctQuery two;
+  two.second = {C::H};
+  const std::string both = generate_source(tp::distinct_query(two), parse_tile("128x128x8/8x8"));
+  EXPECT_EQ(count(both, "if (seen0 && seen1) {"), 1u);
+  EXPECT_EQ(count(both, "mark_cell"), 2u);
   EXPECT_EQ(count(generate_source(tp::distinct_query(tp::DistinctQuery{{C::I, C::J}}), parse_tile("128x128x8/8x8")),
                   "SeenCells"),
             0u);

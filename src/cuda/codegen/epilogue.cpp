@@ -35,10 +35,18 @@ class OperatorEpilogue final : public Epilogue {
         c.line("gm::tile_sync<Shape::THREADS>();  // " + why);
         break;
       }
-    const std::string direct = aggregates_->direct_condition();
+    // A direct loop where an operator offers one (the aggregates' direct tables, lists on seen
+    // tables), under its run-time condition; the pair loop otherwise.
+    OutputOperator* direct_op = nullptr;
+    std::string direct;
+    for (OutputOperator* op : ops_)
+      if (direct.empty()) {
+        direct = op->direct_condition();
+        direct_op = op;
+      }
     if (!direct.empty()) {
       c.open("if (" + direct + ")");
-      aggregates_->direct_loop(c);
+      direct_op->direct_loop(c);
       c.close();
       c.open("else");
     }
@@ -84,8 +92,7 @@ class OperatorEpilogue final : public Epilogue {
 
   KernelContext& X;
   const Plan& P;
-  std::unique_ptr<OutputOperator> project_, lists_;
-  std::unique_ptr<AggregateOperator> aggregates_;
+  std::unique_ptr<OutputOperator> project_, aggregates_, lists_;
   std::vector<OutputOperator*> ops_;
 };
 

@@ -150,22 +150,45 @@ extern "C" __global__ void __launch_bounds__(256, 1) gamut_main(const Args a) {
     }
     sc0.ready();
   }
+  if (seen0) {
+    // Every list on its seen table: the cells' column parts in registers through the loop.
+    unsigned kcs0[Shape::TN];
 #pragma unroll
-  for (int m = 0; m < Shape::TM; ++m) {
-    const int i = st.i0 + st.tmap.row(m);
+    for (int n = 0; n < Shape::TN; ++n) {
+      kcs0[n] = sc0.col_part[st.tmap.col(n)];
+    }
 #pragma unroll
-    for (int c = 0; c < Shape::TN / Shape::VN; ++c) {
+    for (int m = 0; m < Shape::TM; ++m) {
+      const int i = st.i0 + st.tmap.row(m);
+      const unsigned krs0 = sc0.row_part[st.tmap.row(m)];
 #pragma unroll
-      for (int v = 0; v < Shape::VN; ++v) {
-        const int n = c * Shape::VN + v;
+      for (int n = 0; n < Shape::TN; ++n) {
         const int j = st.j0 + st.tmap.col(n);
-        bool ef0 = false;
         if (i < row_end && j < col_end) {
-          float acc0 = st.acc0[m][n]; gm::opaque(acc0);
-          ef0 = true;
+          const float acc0 = st.acc0[m][n];
+          sc0.mark_cell(krs0 + kcs0[n]);
         }
-        pr0[(m * Shape::TN + n) / 32] |= unsigned(ef0) << ((m * Shape::TN + n) % 32);
-        sc0.mark(seen0 && ef0, st.tmap.row(m), st.tmap.col(n));
+      }
+    }
+  }
+  else {
+#pragma unroll
+    for (int m = 0; m < Shape::TM; ++m) {
+      const int i = st.i0 + st.tmap.row(m);
+#pragma unroll
+      for (int c = 0; c < Shape::TN / Shape::VN; ++c) {
+#pragma unroll
+        for (int v = 0; v < Shape::VN; ++v) {
+          const int n = c * Shape::VN + v;
+          const int j = st.j0 + st.tmap.col(n);
+          bool ef0 = false;
+          if (i < row_end && j < col_end) {
+            float acc0 = st.acc0[m][n]; gm::opaque(acc0);
+            ef0 = true;
+          }
+          pr0[(m * Shape::TN + n) / 32] |= unsigned(ef0) << ((m * Shape::TN + n) % 32);
+          sc0.mark(seen0 && ef0, st.tmap.row(m), st.tmap.col(n));
+        }
       }
     }
   }

@@ -29,7 +29,7 @@ Side side_of(const Plan& P, const OutIndex& x) {
   return p == Pattern::RowVec ? Side::Row : p == Pattern::ColVec ? Side::Col : Side::None;
 }
 
-class Aggregates final : public AggregateOperator {
+class Aggregates final : public OutputOperator {
  public:
   explicit Aggregates(KernelContext& ctx) : X(ctx), P(ctx.P) { number(P.outer); }
 
@@ -174,7 +174,7 @@ class Aggregates final : public AggregateOperator {
 
 }  // namespace
 
-std::unique_ptr<AggregateOperator> make_aggregate_operator(KernelContext& ctx) {
+std::unique_ptr<OutputOperator> make_aggregate_operator(KernelContext& ctx) {
   return std::make_unique<Aggregates>(ctx);
 }
 

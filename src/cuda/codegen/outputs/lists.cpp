@@ -70,6 +70,51 @@ class ListOperator final : public OutputOperator {
     for (auto& r : rows_) r->append(c);
   }
 
+  // Lists that all run on seen tables, in a plan without dense outputs: a direct loop that
+  // marks each emitted pair's cell from the row and column parts held in registers (as the
+  // aggregates' direct-table loop), without the pair loop's per-pair flags and marks. At most
+  // two lists: each holds a column part per map column.
+  std::string direct_condition() const override {
+    if (!P.dense.empty() || P.lists.empty() || P.lists.size() > 2 || !X.coords->positions_are_indices()) return "";
+    std::string all;
+    for (size_t l = 0; l < P.lists.size(); ++l) {
+      if (seen_table_columns(P, l).empty()) return "";
+      all += (all.empty() ? "seen" : " && seen") + to_string(l);
+    }
+    return all;
+  }
+
+  void direct_loop(Code& c) override {
+    const AccumulatorMap& M = X.map;
+    c.line("// Every list on its seen table: the cells' column parts in registers through the loop.");
+    for (size_t l = 0; l < P.lists.size(); ++l) c.line("unsigned kcs" + to_string(l) + "[" + M.cols + "];");
+    c.line("#pragma unroll");
+    c.open("for (int n = 0; n < " + M.cols + "; ++n)");
+    for (size_t l = 0; l < P.lists.size(); ++l)
+      c.line("kcs" + to_string(l) + "[n] = sc" + to_string(l) + ".col_part[" + M.col("n") + "];");
+    c.close();
+    c.line("#pragma unroll");
+    c.open("for (int m = 0; m < " + M.rows + "; ++m)");
+    c.line("const int i = " + M.tile_row0 + " + " + M.row("m") + ";");
+    for (size_t l = 0; l < P.lists.size(); ++l)
+      c.line("const unsigned krs" + to_string(l) + " = sc" + to_string(l) + ".row_part[" + M.row("m") + "];");
+    c.line("#pragma unroll");
+    c.open("for (int n = 0; n < " + M.cols + "; ++n)");
+    c.line("const int j = " + M.tile_col0 + " + " + M.col("n") + ";");
+    c.open("if (" + X.coords->in_range() + X.pass_test() + ")");
+    for (size_t a = 0; a < P.accs.size(); ++a)
+      c.line("const " + X.acc_type(int(a)) + " acc" + to_string(a) + " = " + M.value(int(a)) + ";");
+    X.locals(false, c);
+    X.outer_r.stmts(P.outer, c, [&](const Stmt& s, Code& out) {
+      if (s.kind != StmtKind::Emit) unsupported("a dense output in a seen-table epilogue");
+      const std::string n = to_string(s.target);
+      out.line("sc" + n + ".mark_cell(krs" + n + " + kcs" + n + "[n]);");
+    });
+    c.close();  // if
+    c.close();  // n
+    c.close();  // m
+  }
+
  private:
   KernelContext& X;
   const Plan& P;

@@ -44,6 +44,10 @@ class OutputOperator {
   virtual void pair_end(Code&) {}
   virtual void run_end(Code&) {}
   virtual void finish(Code&) {}
+  // A direct loop: the run-time condition under which direct_loop() replaces the pair loop, or
+  // "" when the plan has no such form for this operator (at most one operator offers one).
+  virtual std::string direct_condition() const { return ""; }
+  virtual void direct_loop(Code&) {}
 };
 
 // Project outputs (C[i, j] = v): runs of consecutive j stored as vectors (outputs/project.cpp).
@@ -53,16 +57,9 @@ std::unique_ptr<OutputOperator> make_project_operator(KernelContext& ctx);
 std::unique_ptr<OutputOperator> make_list_operator(KernelContext& ctx);
 
 // Aggregates (C[...] op= v): a per-thread run combiner into a sink per output, a shared-memory
-// table or global atomics (outputs/aggregate.cpp); with the direct-table loop (direct_tables.cpp)
-// as a second pair loop for outputs that fit their tables.
-class AggregateOperator : public OutputOperator {
- public:
-  // The run-time condition under which direct_loop() replaces the pair loop, or "" when the
-  // plan has no such form.
-  virtual std::string direct_condition() const = 0;
-  virtual void direct_loop(Code& c) = 0;
-};
-std::unique_ptr<AggregateOperator> make_aggregate_operator(KernelContext& ctx);
+// table or global atomics (outputs/aggregate.cpp); with the direct-table loop as a second pair
+// loop for outputs that fit their tables.
+std::unique_ptr<OutputOperator> make_aggregate_operator(KernelContext& ctx);
 
 // Argument words of dense output d (pointer, strides, vector flag, elements) and of list l
 // (counter, capacity, columns, b, i, j, key, thresholds), in that order (kernel_args.h).

@@ -51,6 +51,9 @@ struct SeenCells {
     if (p) atomicOr(bits + (cell >> 5), 1u << (cell & 31u));
   }
 
+  // The direct loop's mark: the cell from parts it holds in registers.
+  GM_DEV void mark_cell(unsigned cell) { atomicOr(bits + (cell >> 5), 1u << (cell & 31u)); }
+
   // The tile's cells into the run's bitmap: one atomic per word that adds bits (a stale read of
   // `seen` only costs an atomic that changes nothing).
   GM_DEV void flush(unsigned* seen) const {
