@@ -60,11 +60,13 @@ std::optional<PushdownProgram> aggregate_pushdown(const Plan& p, const Instance&
     if (n.rfind("pd_", 0) == 0) return std::nullopt;  // keep the stage queries' own names free
 
   // Group counts: every g value in range is below G (binding checked that), likewise h.
+  // (One typed pass, NDArray::i64_range: get_i64 per element cost ~6 ns each.)
   auto max_plus_one = [&](int access, const AxisRange& r) {
     const NDArray& v = *inst.inputs[size_t(p.accesses[size_t(access)].operand)];
-    int64_t m = 0;
-    for (int64_t x = r.begin; x < r.end; ++x) m = std::max(m, v.get_i64(x) + 1);
-    return m;
+    if (r.size() <= 0) return int64_t(0);
+    int64_t lo = 0, hi = 0;
+    v.i64_range(r.begin, r.size(), lo, hi);
+    return hi == INT64_MAX ? INT64_MAX : std::max<int64_t>(hi + 1, 0);  // (no overflow)
   };
   int64_t G = inst.dense_shapes[0][0];
   int64_t H = diagonal ? max_plus_one(h_access, inst.col) : inst.dense_shapes[0][1];
