@@ -251,12 +251,15 @@ MathChoice executed_math(const Plan& plan, F32Math f32_math) {
   // distinct areas kernel, bench/NOTES.md session 15: bf16 K = 256 0.975 -> 0.937 ms, K = 1024
   // 2.40 -> 1.39; tf32 1.61 -> 1.09, 4.99 -> 1.92). That is known per run (the values):
   // wgmma_if_seen lets choose_kernel take wgmma where every distinct list has its table.
-  bool all_lookups = true;
+  bool distinct = false, all_lookups = true;
   for (size_t l = 0; l < plan.lists.size(); ++l)
-    if (plan.lists[l].mode == ListMode::Distinct) all_lookups = all_lookups && !distinct_lookup_columns(plan, l).empty();
+    if (plan.lists[l].mode == ListMode::Distinct) {
+      distinct = true;
+      all_lookups = all_lookups && !distinct_lookup_columns(plan, l).empty();
+    }
+  c.wgmma_if_seen = c.wgmma && distinct && all_lookups;
+  c.wgmma = c.wgmma && !distinct;
   for (const ListOutput& l : plan.lists) {
-    if (l.mode == ListMode::Distinct && c.wgmma) c.wgmma_if_seen = all_lookups;
-    c.wgmma = c.wgmma && l.mode != ListMode::Distinct;
     const bool grouped_rank = (l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.per != PerGroup::None;
     if (grouped_rank && c.math != InnerMath::Tf32 && c.math != InnerMath::Tf32x3) c.wgmma_min_k = 512;
   }

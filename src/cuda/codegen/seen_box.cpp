@@ -8,10 +8,6 @@ namespace gamut::cuda {
 
 namespace {
 
-bool integer_vector(DType t) {
-  return t == DType::Bool || t == DType::U8 || t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64;
-}
-
 // The smallest and largest value the vector of `access` takes over its axis's range in every
 // batch instance; nothing for an empty range, or a device vector without `device_range`.
 std::optional<std::pair<int64_t, int64_t>> vector_range(const Instance& inst, int access,
@@ -21,7 +17,7 @@ std::optional<std::pair<int64_t, int64_t>> vector_range(const Instance& inst, in
   const size_t op = size_t(acc.operand);
   const AxisRange& r = acc.pattern == Pattern::RowVec ? inst.row : inst.col;
   const NDArray& a = *inst.inputs[op];
-  if (r.size() <= 0 || inst.batch <= 0 || !integer_vector(a.dtype) || a.shape.empty()) return std::nullopt;
+  if (r.size() <= 0 || inst.batch <= 0 || is_float(a.dtype) || a.shape.empty()) return std::nullopt;
   const int64_t len = a.shape.back();
   const int64_t rows = P.batched ? inst.batch : 1;
   if (inst.on_device(op)) {
