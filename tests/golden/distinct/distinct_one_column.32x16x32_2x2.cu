@@ -187,7 +187,6 @@ extern "C" __global__ void __launch_bounds__(128, 4) gamut_main(const Args a) {
             ef0 = true;
           }
           pr0[(m * Shape::TN + n) / 32] |= unsigned(ef0) << ((m * Shape::TN + n) % 32);
-          sc0.mark(seen0 && ef0, st.tmap.row(m), st.tmap.col(n));
         }
       }
     }

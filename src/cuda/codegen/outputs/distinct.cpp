@@ -69,7 +69,9 @@ class DistinctRows final : public ListRows {
     if (seen_.empty()) return ListRows::mark(c);
     const AccumulatorMap& M = X.map;
     // The marks too (the tile hash reads them), then the cell where the table runs: no branch.
+    // A lone list with a direct loop reaches the pair loop only on its tile hash: no cell.
     ListRows::mark(c);
+    if (P.lists.size() == 1 && !seen_direct_condition(X).empty()) return;
     c.line("sc" + n_ + ".mark(seen" + n_ + " && ef" + n_ + ", " + M.row("m") + ", " + M.col("n") + ");");
   }
 

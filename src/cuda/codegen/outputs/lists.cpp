@@ -74,15 +74,7 @@ class ListOperator final : public OutputOperator {
   // marks each emitted pair's cell from the row and column parts held in registers (as the
   // aggregates' direct-table loop), without the pair loop's per-pair flags and marks. At most
   // two lists: each holds a column part per map column.
-  std::string direct_condition() const override {
-    if (!P.dense.empty() || P.lists.empty() || P.lists.size() > 2 || !X.coords->positions_are_indices()) return "";
-    std::string all;
-    for (size_t l = 0; l < P.lists.size(); ++l) {
-      if (seen_table_columns(P, l).empty()) return "";
-      all += (all.empty() ? "seen" : " && seen") + to_string(l);
-    }
-    return all;
-  }
+  std::string direct_condition() const override { return seen_direct_condition(X); }
 
   void direct_loop(Code& c) override {
     const AccumulatorMap& M = X.map;
@@ -122,6 +114,17 @@ class ListOperator final : public OutputOperator {
 };
 
 }  // namespace
+
+std::string seen_direct_condition(const KernelContext& ctx) {
+  const Plan& P = ctx.P;
+  if (!P.dense.empty() || P.lists.empty() || P.lists.size() > 2 || !ctx.coords->positions_are_indices()) return "";
+  std::string all;
+  for (size_t l = 0; l < P.lists.size(); ++l) {
+    if (seen_table_columns(P, l).empty()) return "";
+    all += (all.empty() ? "seen" : " && seen") + to_string(l);
+  }
+  return all;
+}
 
 std::unique_ptr<OutputOperator> make_list_operator(KernelContext& ctx) { return std::make_unique<ListOperator>(ctx); }
 

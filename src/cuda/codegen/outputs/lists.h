@@ -61,6 +61,11 @@ class ListRows {
   std::string n_;  // the list's number, as the kernel's names carry it
 };
 
+// The run-time condition of the lists' direct loop (every list on its seen table, at most two,
+// no dense outputs; ListOperator::direct_loop), or "" where the plan has none. With one list
+// the pair loop then runs only where that list is on its tile hash.
+std::string seen_direct_condition(const KernelContext& ctx);
+
 std::unique_ptr<ListRows> make_top_bottom_rows(KernelContext& ctx, size_t l);
 std::unique_ptr<ListRows> make_distinct_rows(KernelContext& ctx, size_t l);
 
