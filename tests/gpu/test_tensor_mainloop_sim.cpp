@@ -134,7 +134,7 @@ Outcome run_sim(const Problem& p, DType ta, DType tb, bool aligned, bool exact, 
 }
 
 // A persistent block (KernelInfo::persistent): one block runs every tile of the problem, the
-// producer's issuer() issuing all their slices into one stage ring and the consumers taking
+// producer's issuer() issuing all their slices (tf32x3: its splitters splitting them) into one stage ring and the consumers taking
 // them tile after tile (init / produce / consume), the ring's phases carried across tiles.
 template <class Math, class Shape, bool A_KC, bool B_KC>
 Outcome run_sim_persistent(const Problem& p, DType ta, DType tb, bool exact, double tol) {
@@ -157,7 +157,7 @@ Outcome run_sim_persistent(const Problem& p, DType ta, DType tb, bool exact, dou
           const int bz = tile / (tiles_m * tiles_n), bx = tile % (tiles_m * tiles_n) / tiles_n, by = tile % tiles_n;
           const int i0 = p.row_begin + bx * Shape::BM, j0 = p.col_begin + by * Shape::BN;
           if (ML::producer()) {
-            if (ML::issuer())
+            if (ML::feeds())
               ML::produce(smem, gm::tc::TmaOperand{&ma, i0, bz}, gm::tc::TmaOperand{&mb, j0, bz}, p.red_begin, p.red,
                           slice);
             continue;

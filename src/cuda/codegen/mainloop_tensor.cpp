@@ -297,7 +297,7 @@ std::string tc_mainloop_call(const TcMainloopSpec& s, const std::string& a, cons
          ");  // the stage ring's barriers; the producer's registers go to the consumers\n";
     r += in + "unsigned slice = 0;  // slices this block's ring carried before\n";
     r += in + "if (Mainloop::producer()) {\n";
-    r += in + "  if (Mainloop::issuer()) {\n";
+    r += in + "  if (Mainloop::feeds()) {  // the issuer (and tf32x3's splitters)\n";
     r += in + "    Mainloop::produce(" + smem + ", " + a + ", " + b + ", " + k_begin + ", " + k_end + ", slice);\n";
     r += in + "    Mainloop::drain(" + smem + ", slice);  // (a cluster's partner has released every stage)\n";
     r += in + "  }\n";

@@ -104,7 +104,7 @@ class TensorMainloop final : public Mainloop {
     c.line("(void)out_smem;");
     c.line("unsigned slice = 0;  // slices of this block's tiles before the current one");
     c.open("if (Mainloop::producer())");
-    c.open("if (Mainloop::issuer())");
+    c.open("if (Mainloop::feeds())");
     c.line("#pragma unroll 1");
     c.open("for (int tile = int(blockIdx.x); tile < tiles_all; tile += int(gridDim.x))");
     X.coords->refresh(c, "tile");

@@ -93,7 +93,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_con
   (void)out_smem;
   unsigned slice = 0;  // slices of this block's tiles before the current one
   if (Mainloop::producer()) {
-    if (Mainloop::issuer()) {
+    if (Mainloop::feeds()) {
 #pragma unroll 1
       for (int tile = int(blockIdx.x); tile < tiles_all; tile += int(gridDim.x)) {
         int rb_e = row_begin, re_e = row_end, cb_e = col_begin, ce_e = col_end;

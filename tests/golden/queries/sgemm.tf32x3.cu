@@ -88,7 +88,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_con
   Mainloop::init(smem);  // the stage ring's barriers; the producer's registers go to the consumers
   unsigned slice = 0;  // slices this block's ring carried before
   if (Mainloop::producer()) {
-    if (Mainloop::issuer()) {
+    if (Mainloop::feeds()) {  // the issuer (and tf32x3's splitters)
       Mainloop::produce(smem, tc_a, tc_b, red_begin, red_end, slice);
       Mainloop::drain(smem, slice);  // (a cluster's partner has released every stage)
     }

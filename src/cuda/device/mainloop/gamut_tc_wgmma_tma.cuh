@@ -24,10 +24,13 @@
 // f32 operands (tf32, tf32x3) are read k-major only (the host hands over k-major copies of
 // others, src/cuda/stages/k_major_copy.h). tf32: the tensor map's TFLOAT32 type rounds each
 // element to TF32 as it lands. tf32x3: the map copies f32 bits; once a slice has landed the
-// consumers split it in place, x -> big = tf32(x) in the stage and small = tf32(x - big) in the
-// stage's twin (same layout, after the stages), and each k-step issues small*big, big*small,
-// big*big (the small terms first, as the mma.sync form). The twin lives and dies with its
-// stage: written after full[s], read by the products that release empty[s].
+// producer's other three warps (the splitters) split it in place, x -> big = tf32(x) in the
+// stage and small = tf32(x - big) in the stage's twin (same layout, after the stages), and
+// arrive on ready[s]; the consumers wait for ready[s] instead of full[s], and each k-step issues
+// small*big, big*small, big*big (the small terms first, as the mma.sync form). The twin lives
+// and dies with its stage: written after full[s], read by the products that release empty[s].
+// The split was the consumers' work until session 16: it held them off the tensor cores (a
+// consumer barrier per slice) and they waited for each slice's products before the next.
 #pragma once
 #ifndef GM_TC_INSTRUCTIONS_PROVIDED
 #include "gamut_tma_ops.cuh"
@@ -79,10 +82,15 @@ struct WgmmaTmaMainloop {
   static constexpr int SPLIT_BYTES = kSplit ? STAGES * STAGE_BYTES : 0;
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + SPLIT_BYTES + 1024 + 128;
   static_assert(int(sizeof(Operand)) == 2 || (A_KC && B_KC), "f32 operands come k-major");
-  static_assert(STAGES <= 8, "the barriers' 128 bytes hold 8 stages");
+  static_assert(STAGES <= (kSplit ? 5 : 8), "the barriers' 128 bytes: full, empty (and ready) per stage");
 
   static GM_DEV bool producer() { return int(threadIdx.x) >= THREADS; }
   static GM_DEV bool issuer() { return int(threadIdx.x) == THREADS; }  // the producer's thread that issues
+  // tf32x3: the producer's warps 1-3 split the landed slices (see above).
+  static constexpr int SPLIT_WARPS = 3;
+  static GM_DEV bool splitter() { return kSplit && int(threadIdx.x) >= THREADS + 32; }
+  // The producer's threads that run produce() and drain(): the issuer and the splitters.
+  static GM_DEV bool feeds() { return issuer() || splitter(); }
 
   // The boxes of one operand's slice at k0 into the stage tile at `dst`: k contiguous: one box
   // of BK k x P rows; else (16-bit) P / 64 boxes of 64 p x 64 k, 64 x 64 x 2 bytes apart.
@@ -98,11 +106,11 @@ struct WgmmaTmaMainloop {
   }
 
   // tf32x3: the stage at shared address `stage` split in place (big) and into its twin (small),
-  // 16 bytes per thread and step; every consumer thread takes part.
+  // 16 bytes per thread and step, by the splitters' threads.
   static GM_DEV void split(void* smem, unsigned stage) {
     unsigned char* base = static_cast<unsigned char*>(smem) + (stage - smem_addr(smem));
-#pragma unroll 4
-    for (int c = int(threadIdx.x); c < STAGE_BYTES / 16; c += THREADS) {
+#pragma unroll 2
+    for (int c = int(threadIdx.x) - (THREADS + 32); c < STAGE_BYTES / 16; c += 32 * SPLIT_WARPS) {
       const uint4 x = *reinterpret_cast<const uint4*>(base + 16 * c);
       unsigned v[4] = {x.x, x.y, x.z, x.w}, small[4];
       split_tf32(v, small);
@@ -112,16 +120,18 @@ struct WgmmaTmaMainloop {
   }
 
   // The stage ring in shared memory: the stages (1024-byte aligned), their tf32x3 twins, then
-  // full[STAGES] and empty[STAGES] mbarriers of 8 bytes.
+  // full[STAGES], empty[STAGES] (and tf32x3's ready[STAGES]) mbarriers of 8 bytes.
   struct Ring {
-    unsigned s0, full0, empty0;
+    unsigned s0, full0, empty0, ready0;
     GM_DEV explicit Ring(void* smem)
         : s0((smem_addr(smem) + 1023u) & ~1023u),
           full0(s0 + unsigned(STAGES * STAGE_BYTES + SPLIT_BYTES)),
-          empty0(full0 + 8u * STAGES) {}
+          empty0(full0 + 8u * STAGES),
+          ready0(empty0 + 8u * STAGES) {}
     GM_DEV unsigned stage(unsigned slice) const { return s0 + unsigned(int(slice % STAGES) * STAGE_BYTES); }
     GM_DEV unsigned full(unsigned slice) const { return full0 + 8u * (slice % STAGES); }
     GM_DEV unsigned empty(unsigned slice) const { return empty0 + 8u * (slice % STAGES); }
+    GM_DEV unsigned ready(unsigned slice) const { return ready0 + 8u * (slice % STAGES); }
     // The phase parity of slice's use of its stage (the ring turns once per STAGES slices).
     static GM_DEV unsigned parity(unsigned slice) { return (slice / STAGES) & 1u; }
   };
@@ -137,6 +147,7 @@ struct WgmmaTmaMainloop {
       for (int s = 0; s < STAGES; ++s) {
         mbar_init(r.full(unsigned(s)), 1);                          // the producer's arrival + bytes
         mbar_init(r.empty(unsigned(s)), unsigned(CONSUMER_WARPS * CLUSTER));  // one per consumer warp
+        if constexpr (kSplit) mbar_init(r.ready(unsigned(s)), unsigned(SPLIT_WARPS));  // one per splitter warp
       }
       mbar_fence_init();
     }
@@ -150,13 +161,26 @@ struct WgmmaTmaMainloop {
     }
   }
 
-  // issuer(): the slices of one tile, k in [k_begin, k_end). `slice` counts the
-  // slices this block issued before (they carry on across the tiles of a persistent block) and
-  // comes back advanced past this tile's.
+  // feeds(): the slices of one tile, k in [k_begin, k_end): the issuer issues them, the
+  // splitters split them. `slice` counts the slices this block issued before (they carry on
+  // across the tiles of a persistent block) and comes back advanced past this tile's.
   static GM_DEV void produce(void* smem, const TmaOperand& a, const TmaOperand& b, int k_begin, int k_end,
                              unsigned& slice) {
     const Ring r(smem);
     const int nk = slices(k_begin, k_end);
+    if constexpr (kSplit) {
+      if (splitter()) {
+#pragma unroll 1
+        for (int t = 0; t < nk; ++t, ++slice) {
+          mbar_wait(r.full(slice), Ring::parity(slice));  // the slice has landed
+          split(smem, r.stage(slice));
+          fence_proxy_async();  // the parts' stores before the products' reads (async proxy)
+          __syncwarp();
+          if (threadIdx.x % 32 == 0) mbar_arrive(r.ready(slice));
+        }
+        return;
+      }
+    }
 #pragma unroll 1
     for (int t = 0; t < nk; ++t, ++slice) {
       // The stage's previous slice's products are done (its first use waits for nothing).
@@ -193,6 +217,7 @@ struct WgmmaTmaMainloop {
   // block's barriers after it exited. (Nothing to wait for in a block of its own.)
   static GM_DEV void drain(void* smem, unsigned slice) {
     if constexpr (CLUSTER > 1) {
+      if (!issuer()) return;
       const Ring r(smem);
 #pragma unroll 1
       for (int s = 0; s < STAGES; ++s, ++slice)
@@ -209,41 +234,57 @@ struct WgmmaTmaMainloop {
   // tf32x3's consumers. The tensor cores add products into the accumulators rounding toward
   // zero: summed over all of K, tf32x3's error grew with K to 20x SGEMM's at K = 16384 (H200,
   // bench/NOTES.md, session 8). So each slice's products go into a fresh partial (its first
-  // product with scale-d 0), added to acc with f32 adds (to nearest). The split of slice t+1 runs while slice t's
-  // products are in flight (a different stage and twin); a consumer barrier then makes it everybody's.
+  // product with scale-d 0), added to acc with f32 adds (to nearest). Two partials take turns:
+  // slice t+1's products are issued before slice t's partial is added, so the tensor cores
+  // never wait for the adds.
+  static GM_DEV void products_split(Acc (&part)[kAcc], unsigned stage, int wg) {
+    wgmma_fence();  // the partial's last reads (the adds) are done
+#pragma unroll
+    for (int ks = 0; ks < KSTEPS; ++ks) {
+      const u64 da = Products::template desc<ATile, true>(stage, wg, ks),
+                db = Products::template desc<BTile, true>(stage + unsigned(ATile::BYTES), 0, ks),
+                sa = Products::template desc<ATile, true>(stage + unsigned(SPLIT_BYTES), wg, ks),
+                sb = Products::template desc<BTile, true>(stage + unsigned(SPLIT_BYTES + ATile::BYTES), 0, ks);
+      wgmma_f32<BN, Operand, 0, 0>(part, sa, db, ks > 0);  // small terms first (part starts at 0)
+      wgmma_f32<BN, Operand, 0, 0>(part, da, sb);
+      wgmma_f32<BN, Operand, 0, 0>(part, da, db);
+    }
+    wgmma_commit();
+  }
+
   static GM_DEV void consume_split(Acc (&acc)[kAcc], void* smem, int nk, unsigned& slice) {
     const Ring r(smem);
     const int wg = int(threadIdx.x / 128);
-    Acc part[kAcc];
-    auto land = [&](unsigned u) {  // slice u has landed, is split, and is visible to wgmma
-      mbar_wait(r.full(u), Ring::parity(u));
-      split(smem, r.stage(u));
-      fence_proxy_async();
+    Acc part0[kAcc], part1[kAcc];
+    auto issue = [&](Acc(&part)[kAcc], unsigned u) {  // slice u, split, into part
+      mbar_wait(r.ready(u), Ring::parity(u));
+      products_split(part, r.stage(u), wg);
     };
-    if (nk > 0) land(slice);
-    tile_sync<THREADS>();
-#pragma unroll 1
-    for (int t = 0; t < nk; ++t, ++slice) {
-      const unsigned stage = r.stage(slice);
-      wgmma_fence();
-#pragma unroll
-      for (int ks = 0; ks < KSTEPS; ++ks) {
-        const u64 da = Products::template desc<ATile, true>(stage, wg, ks),
-                  db = Products::template desc<BTile, true>(stage + unsigned(ATile::BYTES), 0, ks),
-                  sa = Products::template desc<ATile, true>(stage + unsigned(SPLIT_BYTES), wg, ks),
-                  sb = Products::template desc<BTile, true>(stage + unsigned(SPLIT_BYTES + ATile::BYTES), 0, ks);
-        wgmma_f32<BN, Operand, 0, 0>(part, sa, db, ks > 0);  // small terms first (part starts at 0)
-        wgmma_f32<BN, Operand, 0, 0>(part, da, sb);
-        wgmma_f32<BN, Operand, 0, 0>(part, da, db);
-      }
-      wgmma_commit();
-      if (t + 1 < nk) land(slice + 1);
-      wgmma_wait<0>();
+    auto retire = [&](Acc(&part)[kAcc], int t) {  // slice t's products are done: add, release
       fence_registers(part);
 #pragma unroll
       for (int e = 0; e < kAcc; ++e) acc[e] = t > 0 ? acc[e] + part[e] : part[e];
-      if (threadIdx.x % 32 == 0) release(r, slice);  // the slice's products are done
-      tile_sync<THREADS>();                                    // slice t+1's split is everybody's
+      if (threadIdx.x % 32 == 0) release(r, slice);
+      ++slice;
+    };
+    if (nk > 0) issue(part0, slice);
+#pragma unroll 1
+    for (int t = 0; t < nk; t += 2) {  // part0 holds slice t's products, in flight
+      if (t + 1 < nk) {
+        issue(part1, slice + 1);
+        wgmma_wait<1>();
+      } else {
+        wgmma_wait<0>();
+      }
+      retire(part0, t);
+      if (t + 1 >= nk) break;
+      if (t + 2 < nk) {
+        issue(part0, slice + 1);
+        wgmma_wait<1>();
+      } else {
+        wgmma_wait<0>();
+      }
+      retire(part1, t + 1);
     }
   }
 
@@ -283,7 +324,7 @@ struct WgmmaTmaMainloop {
     if (nk > 0 && threadIdx.x % 32 == 0) release(r, prev);
   }
 
-  // One tile per block: issuer() issues every slice and the producer warpgroup returns (the
+  // One tile per block: feeds() issues (and splits) every slice and the producer warpgroup returns (the
   // kernel returns in the producer's threads); the consumers end with a consumer barrier, after
   // which the output operators may reuse the stages.
   static GM_DEV void run(Acc (&acc)[kAcc], void* smem, const TmaOperand& a, const TmaOperand& b, int k_begin,
@@ -291,7 +332,7 @@ struct WgmmaTmaMainloop {
     init(smem);
     unsigned slice = 0;
     if (producer()) {
-      if (issuer()) {
+      if (feeds()) {
         produce(smem, a, b, k_begin, k_end, slice);
         drain(smem, slice);
       }
