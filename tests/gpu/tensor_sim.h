@@ -82,6 +82,10 @@ struct PendingWgmma {
   int tnsp_a, tnsp_b;
   unsigned long long desc_a, desc_b;
   bool accumulate;   // false: d = A * B (scale-d 0)
+  // A from registers (tf32 only): the thread's two rows g, g + 8 of its warp's 16, k = 0..7,
+  // gathered from the warp's fragments when the wgmma was issued.
+  bool a_regs = false;
+  unsigned a_rows[2][8] = {};
 };
 inline thread_local std::vector<std::vector<PendingWgmma>> wgmma_groups;   // committed, oldest first
 inline thread_local std::vector<PendingWgmma> wgmma_open;
@@ -368,7 +372,9 @@ inline void run_wgmma(const PendingWgmma& w) {
     for (int r = 0; r < 4; ++r) {
       const int row = int(t / 32) * 16 + int(t % 32) / 4 + 8 * (r / 2), col = 8 * i + 2 * int(t % 4) + r % 2;
       double s = 0;
-      for (int k = 0; k < kk; ++k) s += at(w.desc_a, w.tnsp_a != 0, row, k) * at(w.desc_b, w.tnsp_b != 0, col, k);
+      for (int k = 0; k < kk; ++k)
+        s += (w.a_regs ? element(kind, w.a_rows[r / 2][k], 0) : at(w.desc_a, w.tnsp_a != 0, row, k)) *
+             at(w.desc_b, w.tnsp_b != 0, col, k);
       w.d[4 * i + r] = float((w.accumulate ? double(w.d[4 * i + r]) : 0.0) + s);
     }
 }
@@ -392,6 +398,22 @@ template <int N, class T, int TNSP_A, int TNSP_B>
 inline void wgmma_f32(float (&d)[N / 2], u64 desc_a, u64 desc_b, bool accumulate = true) {
   const Kind k = sizeof(T) == 4 ? Kind::TF32 : std::is_same_v<T, bf16> ? Kind::BF16 : Kind::F16;
   wgmma_open.push_back({d, N, int(k), TNSP_A, TNSP_B, desc_a, desc_b, accumulate});
+}
+// A from registers: the warp's lanes meet to hand each other their fragments (PTX's register
+// layout for m64nNk8 tf32 A, written independently of the mainloop: lane 4g + t holds
+// a[0] = (g, t), a[1] = (g + 8, t), a[2] = (g, t + 4), a[3] = (g + 8, t + 4)).
+inline void wgmma_tf32_rs_n128(float (&d)[64], const unsigned (&a)[4], u64 desc_b, bool accumulate = true) {
+  sim::Warp& w = sim::warp();
+  const unsigned lane = sim::tid % 32;
+  for (int v = 0; v < 4; ++v) w.a[lane][v] = a[v];
+  w.bar.arrive_and_wait();
+  PendingWgmma p{d, 128, int(Kind::TF32), 0, 0, 0, desc_b, accumulate};
+  p.a_regs = true;
+  const unsigned g = lane / 4;
+  for (int h = 0; h < 2; ++h)
+    for (int k = 0; k < 8; ++k) p.a_rows[h][k] = w.a[4 * g + unsigned(k % 4)][h + 2 * (k / 4)];
+  w.bar.arrive_and_wait();   // (the table is the warp's, reused by the next instruction)
+  wgmma_open.push_back(p);
 }
 template <int N>
 inline void fence_registers(float (&)[N]) {}   // a compiler fence: nothing to emulate

@@ -23,14 +23,16 @@
 //
 // f32 operands (tf32, tf32x3) are read k-major only (the host hands over k-major copies of
 // others, src/cuda/stages/k_major_copy.h). tf32: the tensor map's TFLOAT32 type rounds each
-// element to TF32 as it lands. tf32x3: the map copies f32 bits; once a slice has landed the
-// producer's other three warps (the splitters) split it in place, x -> big = tf32(x) in the
-// stage and small = tf32(x - big) in the stage's twin (same layout, after the stages), and
-// arrive on ready[s]; the consumers wait for ready[s] instead of full[s], and each k-step issues
-// small*big, big*small, big*big (the small terms first, as the mma.sync form). The twin lives
-// and dies with its stage: written after full[s], read by the products that release empty[s].
-// The split was the consumers' work until session 16: it held them off the tensor cores (a
-// consumer barrier per slice) and they waited for each slice's products before the next.
+// element to TF32 as it lands. tf32x3: the map copies f32 bits, each x splits into big =
+// tf32(x) and small = tf32(x - big), and each k-step issues small*big, big*small, big*big (the
+// small terms first, as the mma.sync form). B: once a slice has landed the producer's other
+// three warps (the splitters) split its B tile in place (big) and into the stage's twin (small,
+// same layout, after the stages) and arrive on ready[s]; the consumers wait for ready[s]
+// instead of full[s]. A: each consumer thread reads its fragments of the slice once and splits
+// them in registers (wgmma with A from registers), so the three products read only B from
+// shared memory: with both operands there, two warpgroups' m64n128k8 products asked ~192 bytes
+// per cycle of a shared memory that gives 128 (bench/NOTES.md, session 16). The twin lives and
+// dies with its stage: written after full[s], read by the products that release empty[s].
 #pragma once
 #ifndef GM_TC_INSTRUCTIONS_PROVIDED
 #include "gamut_tma_ops.cuh"
@@ -105,12 +107,12 @@ struct WgmmaTmaMainloop {
     }
   }
 
-  // tf32x3: the stage at shared address `stage` split in place (big) and into its twin (small),
-  // 16 bytes per thread and step, by the splitters' threads.
+  // tf32x3: the B tile of the stage at shared address `stage` split in place (big) and into
+  // its twin (small), 16 bytes per thread and step, by the splitters' threads.
   static GM_DEV void split(void* smem, unsigned stage) {
-    unsigned char* base = static_cast<unsigned char*>(smem) + (stage - smem_addr(smem));
+    unsigned char* base = static_cast<unsigned char*>(smem) + (stage + unsigned(ATile::BYTES) - smem_addr(smem));
 #pragma unroll 2
-    for (int c = int(threadIdx.x) - (THREADS + 32); c < STAGE_BYTES / 16; c += 32 * SPLIT_WARPS) {
+    for (int c = int(threadIdx.x) - (THREADS + 32); c < BTile::BYTES / 16; c += 32 * SPLIT_WARPS) {
       const uint4 x = *reinterpret_cast<const uint4*>(base + 16 * c);
       unsigned v[4] = {x.x, x.y, x.z, x.w}, small[4];
       split_tf32(v, small);
@@ -234,57 +236,53 @@ struct WgmmaTmaMainloop {
   // tf32x3's consumers. The tensor cores add products into the accumulators rounding toward
   // zero: summed over all of K, tf32x3's error grew with K to 20x SGEMM's at K = 16384 (H200,
   // bench/NOTES.md, session 8). So each slice's products go into a fresh partial (its first
-  // product with scale-d 0), added to acc with f32 adds (to nearest). Two partials take turns:
-  // slice t+1's products are issued before slice t's partial is added, so the tensor cores
-  // never wait for the adds.
-  static GM_DEV void products_split(Acc (&part)[kAcc], unsigned stage, int wg) {
-    wgmma_fence();  // the partial's last reads (the adds) are done
+  // product with scale-d 0), added to acc with f32 adds (to nearest). The two consumer
+  // warpgroups meet at no barrier: one adds its partial while the other's products run.
+  static_assert(!kSplit || BN == 128, "tf32x3: m64n128k8 products with A from registers");
+
+  // The thread's A fragments of every k-step of the stage at `stage` (the 128-byte-swizzled
+  // k-major tile: element (r, k) at r * 128 + ((k / 4) ^ (r % 8)) * 16 + (k % 4) * 4, r % 8 = g
+  // here), split: big[ks], small[ks] in wgmma's register order. Lanes read 32 distinct banks.
+  static GM_DEV void a_fragments(void* smem, unsigned stage, unsigned (&big)[KSTEPS][4],
+                                 unsigned (&small)[KSTEPS][4]) {
+    const unsigned char* base = static_cast<const unsigned char*>(smem) + (stage - smem_addr(smem));
+    const int lane = int(threadIdx.x % 32), g = lane / 4, t = lane % 4;
+    const int r0 = int(threadIdx.x / 32) * 16 + g;  // (warpgroup, warp): rows 64 wg + 16 w + g (+ 8)
 #pragma unroll
     for (int ks = 0; ks < KSTEPS; ++ks) {
-      const u64 da = Products::template desc<ATile, true>(stage, wg, ks),
-                db = Products::template desc<BTile, true>(stage + unsigned(ATile::BYTES), 0, ks),
-                sa = Products::template desc<ATile, true>(stage + unsigned(SPLIT_BYTES), wg, ks),
-                sb = Products::template desc<BTile, true>(stage + unsigned(SPLIT_BYTES + ATile::BYTES), 0, ks);
-      wgmma_f32<BN, Operand, 0, 0>(part, sa, db, ks > 0);  // small terms first (part starts at 0)
-      wgmma_f32<BN, Operand, 0, 0>(part, da, sb);
-      wgmma_f32<BN, Operand, 0, 0>(part, da, db);
+#pragma unroll
+      for (int v = 0; v < 4; ++v) {  // v = h + 2 hk: row r0 + 8h, k = 8 ks + t + 4 hk
+        const int r = r0 + 8 * (v & 1), chunk = 2 * ks + (v >> 1);
+        big[ks][v] = *reinterpret_cast<const unsigned*>(base + r * 128 + ((chunk ^ g) * 16) + t * 4);
+      }
+      split_tf32(big[ks], small[ks]);
     }
-    wgmma_commit();
   }
 
   static GM_DEV void consume_split(Acc (&acc)[kAcc], void* smem, int nk, unsigned& slice) {
     const Ring r(smem);
-    const int wg = int(threadIdx.x / 128);
-    Acc part0[kAcc], part1[kAcc];
-    auto issue = [&](Acc(&part)[kAcc], unsigned u) {  // slice u, split, into part
-      mbar_wait(r.ready(u), Ring::parity(u));
-      products_split(part, r.stage(u), wg);
-    };
-    auto retire = [&](Acc(&part)[kAcc], int t) {  // slice t's products are done: add, release
+    Acc part[kAcc];
+#pragma unroll 1
+    for (int t = 0; t < nk; ++t, ++slice) {
+      mbar_wait(r.ready(slice), Ring::parity(slice));  // landed, B split
+      const unsigned stage = r.stage(slice);
+      unsigned ab[KSTEPS][4], as[KSTEPS][4];
+      a_fragments(smem, stage, ab, as);
+      wgmma_fence();  // the partial's adds and the fragments' registers are done
+#pragma unroll
+      for (int ks = 0; ks < KSTEPS; ++ks) {
+        const u64 db = Products::template desc<BTile, true>(stage + unsigned(ATile::BYTES), 0, ks),
+                  sb = Products::template desc<BTile, true>(stage + unsigned(SPLIT_BYTES + ATile::BYTES), 0, ks);
+        wgmma_tf32_rs_n128(part, as[ks], db, ks > 0);  // small terms first (part starts at 0)
+        wgmma_tf32_rs_n128(part, ab[ks], sb);
+        wgmma_tf32_rs_n128(part, ab[ks], db);
+      }
+      wgmma_commit();
+      wgmma_wait<0>();
       fence_registers(part);
 #pragma unroll
       for (int e = 0; e < kAcc; ++e) acc[e] = t > 0 ? acc[e] + part[e] : part[e];
-      if (threadIdx.x % 32 == 0) release(r, slice);
-      ++slice;
-    };
-    if (nk > 0) issue(part0, slice);
-#pragma unroll 1
-    for (int t = 0; t < nk; t += 2) {  // part0 holds slice t's products, in flight
-      if (t + 1 < nk) {
-        issue(part1, slice + 1);
-        wgmma_wait<1>();
-      } else {
-        wgmma_wait<0>();
-      }
-      retire(part0, t);
-      if (t + 1 >= nk) break;
-      if (t + 2 < nk) {
-        issue(part0, slice + 1);
-        wgmma_wait<1>();
-      } else {
-        wgmma_wait<0>();
-      }
-      retire(part1, t + 1);
+      if (threadIdx.x % 32 == 0) release(r, slice);  // the slice's products are done
     }
   }
 
