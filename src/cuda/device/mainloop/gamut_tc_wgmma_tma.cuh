@@ -111,7 +111,7 @@ struct WgmmaTmaMainloop {
   // its twin (small), 16 bytes per thread and step, by the splitters' threads.
   static GM_DEV void split(void* smem, unsigned stage) {
     unsigned char* base = static_cast<unsigned char*>(smem) + (stage + unsigned(ATile::BYTES) - smem_addr(smem));
-#pragma unroll 2
+#pragma unroll 4
     for (int c = int(threadIdx.x) - (THREADS + 32); c < BTile::BYTES / 16; c += 32 * SPLIT_WARPS) {
       const uint4 x = *reinterpret_cast<const uint4*>(base + 16 * c);
       unsigned v[4] = {x.x, x.y, x.z, x.w}, small[4];
