@@ -7,6 +7,7 @@
 // deferred to the cp.async.wait_group that must complete them, so a missing wait shows.
 #pragma once
 #include <barrier>
+#include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -336,6 +337,26 @@ inline void split_tf32(unsigned (&x)[N], unsigned (&small)[N]) {
     std::memcpy(&db, &d, 4);
     small[r] = to_tf32(db);
     x[r] = big;
+  }
+}
+
+// The small part beside an untouched big one (the instruction truncates x to TF32): the
+// difference x - trunc(x), rounded to TF32 to nearest (ties away); 0 for infinities and NaN.
+template <int N>
+inline void small_tf32_of_truncated(const unsigned (&x)[N], unsigned (&small)[N]) {
+  for (int r = 0; r < N; ++r) {
+    float fx, ft;
+    const unsigned t = x[r] & 0xffffe000u;
+    std::memcpy(&fx, &x[r], 4);
+    std::memcpy(&ft, &t, 4);
+    if (!std::isfinite(fx)) {
+      small[r] = 0;
+      continue;
+    }
+    const float d = fx - ft;
+    unsigned db;
+    std::memcpy(&db, &d, 4);
+    small[r] = to_tf32(db);
   }
 }
 

@@ -174,5 +174,19 @@ GM_DEV void split_tf32(unsigned (&x)[N], unsigned (&small)[N]) {
   }
 }
 
+// tf32x3 on wgmma: the big part is x's own f32 bits, which the instruction reads as TF32 by
+// dropping the low 13 bits (truncation); small = tf32(x - trunc(x)) (the difference is exact;
+// rounded to nearest, ties away, as cvt.rna, by integer add: it is finite and far from the
+// top of the range), 0 where x is infinite or NaN (its big part carries it). Two integer and
+// one float operation a value, and the big part needs no store.
+template <int N>
+GM_DEV void small_tf32_of_truncated(const unsigned (&x)[N], unsigned (&small)[N]) {
+#pragma unroll
+  for (int r = 0; r < N; ++r) {
+    const float f = __uint_as_float(x[r]), d = f - __uint_as_float(x[r] & 0xffffe000u);
+    small[r] = fabsf(f) < __int_as_float(0x7f800000) ? (__float_as_uint(d) + 0x1000u) & 0xffffe000u : 0u;
+  }
+}
+
 }  // namespace tc
 }  // namespace gm

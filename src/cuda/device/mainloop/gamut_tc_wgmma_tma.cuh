@@ -18,21 +18,22 @@
 // TcOperand, plus BLOCK_THREADS and producer(): after run() the kernel returns in the
 // producer's threads, and the output operators synchronize the consumers only
 // (gm::tile_sync<Shape::THREADS>, barrier 1), never with __syncthreads. A persistent kernel
-// calls init(), then produce() per tile in issuer(), and consume() per tile in the consumers,
+// calls init(), then produce() per tile in feeds(), and consume() per tile in the consumers,
 // the stage ring carrying on across its tiles.
 //
 // f32 operands (tf32, tf32x3) are read k-major only (the host hands over k-major copies of
 // others, src/cuda/stages/k_major_copy.h). tf32: the tensor map's TFLOAT32 type rounds each
-// element to TF32 as it lands. tf32x3: the map copies f32 bits, each x splits into big =
-// tf32(x) and small = tf32(x - big), and each k-step issues small*big, big*small, big*big (the
-// small terms first, as the mma.sync form). B: once a slice has landed the producer's other
-// three warps (the splitters) split its B tile in place (big) and into the stage's twin (small,
-// same layout, after the stages) and arrive on ready[s]; the consumers wait for ready[s]
-// instead of full[s]. A: each consumer thread reads its fragments of the slice once and splits
-// them in registers (wgmma with A from registers), so the three products read only B from
-// shared memory: with both operands there, two warpgroups' m64n128k8 products asked ~192 bytes
-// per cycle of a shared memory that gives 128 (bench/NOTES.md, session 16). The twin lives and
-// dies with its stage: written after full[s], read by the products that release empty[s].
+// element to TF32 as it lands. tf32x3: the map copies f32 bits, each x splits into big = x's
+// bits (the instruction reads them truncated to TF32) and small = tf32(x - trunc(x)), and each
+// k-step issues small*big, big*small, big*big (the small terms first, as the mma.sync form).
+// B: once a slice has landed the producer's other three warps (the splitters) write its B
+// tile's small parts into the stage's twin (same layout, after the stages) and arrive on
+// ready[s]; the consumers wait for ready[s] instead of full[s]. A: each consumer thread reads
+// its fragments of the slice once and splits them in registers (wgmma with A from registers),
+// so the three products read only B from shared memory: with both operands there, two
+// warpgroups' m64n128k8 products asked ~192 bytes per cycle of a shared memory that gives 128
+// (bench/NOTES.md, session 16). The twin lives and dies with its stage: written after full[s],
+// read by the products that release empty[s].
 #pragma once
 #ifndef GM_TC_INSTRUCTIONS_PROVIDED
 #include "gamut_tma_ops.cuh"
@@ -107,16 +108,16 @@ struct WgmmaTmaMainloop {
     }
   }
 
-  // tf32x3: the B tile of the stage at shared address `stage` split in place (big) and into
-  // its twin (small), 16 bytes per thread and step, by the splitters' threads.
+  // tf32x3: the small parts of the B tile of the stage at shared address `stage` into its twin
+  // (the big parts are the stage's own bits, small_tf32_of_truncated), 16 bytes per thread and
+  // step, by the splitters' threads.
   static GM_DEV void split(void* smem, unsigned stage) {
     unsigned char* base = static_cast<unsigned char*>(smem) + (stage + unsigned(ATile::BYTES) - smem_addr(smem));
 #pragma unroll 4
     for (int c = int(threadIdx.x) - (THREADS + 32); c < BTile::BYTES / 16; c += 32 * SPLIT_WARPS) {
       const uint4 x = *reinterpret_cast<const uint4*>(base + 16 * c);
       unsigned v[4] = {x.x, x.y, x.z, x.w}, small[4];
-      split_tf32(v, small);
-      *reinterpret_cast<uint4*>(base + 16 * c) = make_uint4(v[0], v[1], v[2], v[3]);
+      small_tf32_of_truncated(v, small);
       *reinterpret_cast<uint4*>(base + SPLIT_BYTES + 16 * c) = make_uint4(small[0], small[1], small[2], small[3]);
     }
   }
@@ -255,7 +256,7 @@ struct WgmmaTmaMainloop {
         const int r = r0 + 8 * (v & 1), chunk = 2 * ks + (v >> 1);
         big[ks][v] = *reinterpret_cast<const unsigned*>(base + r * 128 + ((chunk ^ g) * 16) + t * 4);
       }
-      split_tf32(big[ks], small[ks]);
+      small_tf32_of_truncated(big[ks], small[ks]);
     }
   }
 
