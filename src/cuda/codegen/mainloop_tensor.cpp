@@ -164,10 +164,10 @@ size_t tc_smem_bytes(const TcMainloopSpec& s) {
   const int es = element_bytes(s.math);
   const TcTile& t = s.tile;
   // wgmma: 128-byte swizzled rows (P x 128 bytes per operand either way), + 1024 for alignment.
-  // TMA: + 128 bytes of mbarriers (full and empty per stage). tf32x3: each stage has a twin
-  // holding the small parts.
+  // TMA: + 128 bytes of mbarriers (full, empty and tf32x3's ready per stage). tf32x3: each
+  // stage has a twin holding its B tile's small parts (A's are split in registers).
   if (t.wgmma)
-    return size_t(t.stages) * size_t(t.bm + t.bn) * 128 * (s.math == InnerMath::Tf32x3 ? 2 : 1) + 1024 +
+    return size_t(t.stages) * size_t(t.bm + t.bn + (s.math == InnerMath::Tf32x3 ? t.bn : 0)) * 128 + 1024 +
            (t.tma ? 128 : 0);
   return size_t(t.stages) * size_t(operand_layout(es, t.bm, t.bk, t.threads(), s.a_kcontig).bytes +
                                    operand_layout(es, t.bn, t.bk, t.threads(), s.b_kcontig).bytes);
@@ -182,8 +182,8 @@ std::vector<TcTile> tc_tiles(InnerMath m) {
 std::vector<TcTile> tc_wgmma_tiles(InnerMath m, bool tma) {
   if (!wgmma_math(m)) return {};
   const int bk = 128 / element_bytes(m);
-  if (m == InnerMath::Tf32x3)  // (the stages' twins: 3 x 2 x 32 KiB at 128 x 128; 128 x 256 does not fit)
-    return tma ? std::vector<TcTile>{TcTile{128, 128, bk, 0, 0, 3, true, true}} : std::vector<TcTile>{};
+  if (m == InnerMath::Tf32x3)  // (4 stages of 32 KiB and their B twins of 16 KiB; 128 x 256 does not fit)
+    return tma ? std::vector<TcTile>{TcTile{128, 128, bk, 0, 0, 4, true, true}} : std::vector<TcTile>{};
   if (m == InnerMath::Tf32 && !tma) return {};
   TcTile big{128, 256, bk, 0, 0, 4, true, tma}, square{128, 128, bk, 0, 0, 4, true, tma};
   return {big, square};
@@ -219,7 +219,6 @@ TcTile tc_tile_of(const TileConfig& t, InnerMath m, bool tma) {
     r.warps_m = r.warps_n = 0;
     r.wgmma = true;
     r.tma = tma || wgmma_needs_tma(m);
-    if (m == InnerMath::Tf32x3) r.stages = 3;
     if (const WgmmaExperiment* e = wgmma_experiment(m)) r.stages = e->stages;
     return r;
   }

@@ -6,8 +6,8 @@
 
 namespace {
 
-// Tensor-core mainloop (wgmma fed by TMA): f32 x f32 -> f32, 3xTF32 split, X[i,k] x Y[j,k] (as read: the engine copies other layouts k-major), tile 128x128x32/wgmma-tma/s3.
-typedef gm::tc::WgShape<128, 128, 3, 4> TcShapeT;
+// Tensor-core mainloop (wgmma fed by TMA): f32 x f32 -> f32, 3xTF32 split, X[i,k] x Y[j,k] (as read: the engine copies other layouts k-major), tile 128x128x32/wgmma-tma/s4.
+typedef gm::tc::WgShape<128, 128, 4, 4> TcShapeT;
 typedef gm::tc::WgmmaTmaMainloop<gm::tc::MathTf32x3, TcShapeT, true, true> Mainloop;
 static_assert(Mainloop::SMEM_BYTES == 197760, "shared memory as the host computed it");
 // The accumulator map of the mainloop (gm::tc::WgmmaAccMap) for any thread tid, so that an
@@ -65,7 +65,7 @@ struct Args {
 
 }  // namespace
 
-// dynamic shared memory: 197760 bytes; tensor-core mainloop 128x128x32/wgmma-tma/s3
+// dynamic shared memory: 197760 bytes; tensor-core mainloop 128x128x32/wgmma-tma/s4
 extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_constant__ Args a) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int row_begin = gm::arg_i32(a.row_begin), row_end = gm::arg_i32(a.row_end);

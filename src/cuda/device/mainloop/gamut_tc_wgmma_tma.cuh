@@ -27,7 +27,7 @@
 // bits (the instruction reads them truncated to TF32) and small = tf32(x - trunc(x)), and each
 // k-step issues small*big, big*small, big*big (the small terms first, as the mma.sync form).
 // B: once a slice has landed the producer's other three warps (the splitters) write its B
-// tile's small parts into the stage's twin (same layout, after the stages) and arrive on
+// tile's small parts into the stage's twin (B's layout, after the stages) and arrive on
 // ready[s]; the consumers wait for ready[s] instead of full[s]. A: each consumer thread reads
 // its fragments of the slice once and splits them in registers (wgmma with A from registers),
 // so the three products read only B from shared memory: with both operands there, two
@@ -82,7 +82,7 @@ struct WgmmaTmaMainloop {
   static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of one or two blocks");
   static_assert(CLUSTER == 1 || (B_KC ? BN % 16 == 0 : BN % 128 == 0), "B splits in two whole boxes");
   // The stage ring (Ring below) and 1024 bytes of alignment slack.
-  static constexpr int SPLIT_BYTES = kSplit ? STAGES * STAGE_BYTES : 0;
+  static constexpr int SPLIT_BYTES = kSplit ? STAGES * BTile::BYTES : 0;  // tf32x3: B's small parts per stage
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + SPLIT_BYTES + 1024 + 128;
   static_assert(int(sizeof(Operand)) == 2 || (A_KC && B_KC), "f32 operands come k-major");
   static_assert(STAGES <= (kSplit ? 5 : 8), "the barriers' 128 bytes: full, empty (and ready) per stage");
@@ -111,14 +111,15 @@ struct WgmmaTmaMainloop {
   // tf32x3: the small parts of the B tile of the stage at shared address `stage` into its twin
   // (the big parts are the stage's own bits, small_tf32_of_truncated), 16 bytes per thread and
   // step, by the splitters' threads.
-  static GM_DEV void split(void* smem, unsigned stage) {
+  static GM_DEV void split(void* smem, unsigned stage, unsigned twin) {
     unsigned char* base = static_cast<unsigned char*>(smem) + (stage + unsigned(ATile::BYTES) - smem_addr(smem));
+    unsigned char* small_at = static_cast<unsigned char*>(smem) + (twin - smem_addr(smem));
 #pragma unroll 4
     for (int c = int(threadIdx.x) - (THREADS + 32); c < BTile::BYTES / 16; c += 32 * SPLIT_WARPS) {
       const uint4 x = *reinterpret_cast<const uint4*>(base + 16 * c);
       unsigned v[4] = {x.x, x.y, x.z, x.w}, small[4];
       small_tf32_of_truncated(v, small);
-      *reinterpret_cast<uint4*>(base + SPLIT_BYTES + 16 * c) = make_uint4(small[0], small[1], small[2], small[3]);
+      *reinterpret_cast<uint4*>(small_at + 16 * c) = make_uint4(small[0], small[1], small[2], small[3]);
     }
   }
 
@@ -135,6 +136,10 @@ struct WgmmaTmaMainloop {
     GM_DEV unsigned full(unsigned slice) const { return full0 + 8u * (slice % STAGES); }
     GM_DEV unsigned empty(unsigned slice) const { return empty0 + 8u * (slice % STAGES); }
     GM_DEV unsigned ready(unsigned slice) const { return ready0 + 8u * (slice % STAGES); }
+    // tf32x3: the stage's twin, its B tile's small parts (1024-byte aligned, after the stages).
+    GM_DEV unsigned twin(unsigned slice) const {
+      return s0 + unsigned(STAGES * STAGE_BYTES) + unsigned(int(slice % STAGES) * BTile::BYTES);
+    }
     // The phase parity of slice's use of its stage (the ring turns once per STAGES slices).
     static GM_DEV unsigned parity(unsigned slice) { return (slice / STAGES) & 1u; }
   };
@@ -176,7 +181,7 @@ struct WgmmaTmaMainloop {
 #pragma unroll 1
         for (int t = 0; t < nk; ++t, ++slice) {
           mbar_wait(r.full(slice), Ring::parity(slice));  // the slice has landed
-          split(smem, r.stage(slice));
+          split(smem, r.stage(slice), r.twin(slice));
           fence_proxy_async();  // the parts' stores before the products' reads (async proxy)
           __syncwarp();
           if (threadIdx.x % 32 == 0) mbar_arrive(r.ready(slice));
@@ -273,7 +278,7 @@ struct WgmmaTmaMainloop {
 #pragma unroll
       for (int ks = 0; ks < KSTEPS; ++ks) {
         const u64 db = Products::template desc<BTile, true>(stage + unsigned(ATile::BYTES), 0, ks),
-                  sb = Products::template desc<BTile, true>(stage + unsigned(SPLIT_BYTES + ATile::BYTES), 0, ks);
+                  sb = Products::template desc<BTile, true>(r.twin(slice), 0, ks);
         wgmma_tf32_rs_n128(part, as[ks], db, ks > 0);  // small terms first (part starts at 0)
         wgmma_tf32_rs_n128(part, ab[ks], sb);
         wgmma_tf32_rs_n128(part, ab[ks], db);
