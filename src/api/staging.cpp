@@ -131,9 +131,15 @@ NDArray stage_one(const std::string& name, const ArrayRef& a, void* stream, std:
       gather_c_order(a, base, c.data(), elements);
     }
     x.data = std::move(c);
+    // An index vector's host copy serves bind's checks (and the host's planning); the GPU
+    // engine still reads the caller's array in place rather than uploading the copy again.
+    const bool index_in_place = !on_host && gpu_engine && is_index && device_readable(a) && elements > 0;
+    if (index_in_place)
+      device[name] = Instance::DeviceInput{a.data, a.strides.empty() ? c_strides(a.shape) : a.strides};
     std::string why = on_host ? "" : "in device memory (cuda:" + std::to_string(a.device.id) + "): read to the host";
     if (!on_host && gpu_engine && is_index)
-      why += " (an index vector: bind checks its values there)";
+      why += index_in_place ? " (an index vector: bind checks its values there; the kernel reads it in place)"
+                            : " (an index vector: bind checks its values there)";
     else if (!on_host && gpu_engine && elements > 0)
       why += " (rows not contiguous: " + dims_text(a.strides) + ")";
     if (!contiguous)
