@@ -39,11 +39,13 @@ class OperatorEpilogue final : public Epilogue {
     // tables), under its run-time condition; the pair loop otherwise.
     OutputOperator* direct_op = nullptr;
     std::string direct;
-    for (OutputOperator* op : ops_)
-      if (direct.empty()) {
-        direct = op->direct_condition();
+    for (OutputOperator* op : ops_) {
+      direct = op->direct_condition();
+      if (!direct.empty()) {
         direct_op = op;
+        break;
       }
+    }
     if (!direct.empty()) {
       c.open("if (" + direct + ")");
       direct_op->direct_loop(c);
