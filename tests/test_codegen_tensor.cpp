@@ -158,7 +158,7 @@ TEST(CodegenTensor, ValueIsInitPlusFactorTimesSum) {
   ASSERT_TRUE(k.options.tensor_cores());
   const std::string src = generate_source(p->plan, k.tile, k.options);
   EXPECT_NE(src.find("(3.0f + (-2.0f) * acc[TcMap::index(m, n)])"), std::string::npos) << src;
-  EXPECT_NE(src.find("Mainloop<gm::tc::MathBF16, TcShapeT, false, true>"), std::string::npos) << "X[k,i] x Y[j,k]";
+  EXPECT_NE(src.find("Mainloop<gm::tc::MathBF16, TcShapeT, false, true"), std::string::npos) << "X[k,i] x Y[j,k]";
   auto i = prepared(query("scaled_ki_kj"), DType::I8);
   const KernelChoice ki = choice(*i, F32Math::Ieee);
   const std::string isrc = generate_source(i->plan, ki.tile, ki.options);
@@ -235,6 +235,7 @@ TEST(CodegenTensor, PersistentTilesForTmaKernels) {
     auto p = prepared(query(q.name), DType::BF16);
     KernelChoice k = choice(*p, F32Math::Ieee);
     ASSERT_TRUE(k.options.tma);
+    k.options.resident_b = false;  // B streamed with A (resident B: the test below)
     ++checked;
     EXPECT_EQ(kernel_info(p->plan, k.tile, k.options).persistent, q.by_default);
     ASSERT_EQ(setenv("GAMUT_EXPERIMENT_PERSISTENT", "1", 1), 0);
@@ -287,4 +288,58 @@ TEST(CodegenTensor, PersistentTilesForTmaKernels) {
   EXPECT_NE(csrc.find("Mainloop::drain(smem, slice);"), std::string::npos) << csrc;
   EXPECT_EQ(kernel_info(when->plan, kw.tile, kw.options).cluster, 1);  // (a `when` pass: one block)
   unsetenv("GAMUT_EXPERIMENT_CLUSTER");
+}
+
+// Resident B (CodegenOptions::resident_b): where the k range fits the stages' B halves (bf16:
+// K <= 4 x 64) the choice keeps B's slices for a band of tiles; the kernel is persistent (even a
+// global top list whose ranks no longer fit beside the ring), runs contiguous tiles rows first
+// and hands the band flags to the mainloop. Longer k, tf32x3, `when`, top per j and the
+// experiment's switch keep B streamed.
+TEST(CodegenTensor, ResidentBForShortReductions) {
+  for (const char* name : {"project", "aggregate", "select", "top"}) {
+    SCOPED_TRACE(name);
+    auto p = prepared(query(name), DType::BF16, tq::Sizes{300, 600, 256});
+    const KernelChoice k = choice(*p, F32Math::Ieee);
+    ASSERT_TRUE(k.options.tma);
+    EXPECT_TRUE(k.options.resident_b);
+    const KernelInfo info = kernel_info(p->plan, k.tile, k.options);
+    EXPECT_TRUE(info.persistent);
+    EXPECT_TRUE(info.bands);
+    const TcMainloopSpec spec = tc_plan_spec(p->plan, k.tile, k.options.tensor_math, true, true);
+    EXPECT_EQ(spec.tile.panel, spec.tile.stages);
+    const std::string src = generate_source(p->plan, k.tile, k.options);
+    EXPECT_NE(src.find("TcShapeT, true, false, 1, 4> Mainloop;"), std::string::npos) << src;
+    EXPECT_NE(src.find("for (int tile = tile_lo; tile < tile_hi; ++tile)"), std::string::npos);
+    EXPECT_NE(src.find("gm::tile_coords_spread<false>(tile - b * tm_e * tn_e"), std::string::npos);
+    EXPECT_NE(src.find("Mainloop::produce(smem, tc_a, tc_b, red_begin, red_end, slice, bands, tile == tile_lo || "
+                       "tile % tm_e == 0);"),
+              std::string::npos);
+    EXPECT_NE(src.find("Mainloop::consume(acc, smem, red_begin, red_end, slice, bands, new_band, band_ends);"),
+              std::string::npos);
+    // The same shared memory as the streamed ring: 4 A stages and 4 B slices.
+    TcMainloopSpec streamed = spec;
+    streamed.tile.panel = 0;
+    EXPECT_EQ(tc_smem_bytes(spec), tc_smem_bytes(streamed));
+  }
+  // One k-slice more than the stages hold: B streams.
+  auto longer = prepared(query("project"), DType::BF16, tq::Sizes{300, 600, 257});
+  EXPECT_FALSE(choice(*longer, F32Math::Ieee).options.resident_b);
+  // tf32: 32 k a slice, so K <= 128; tf32x3 never (its twins).
+  auto f = prepared(query("project"), DType::F32, tq::Sizes{300, 600, 128});
+  EXPECT_TRUE(choice(*f, F32Math::Tf32).options.resident_b);
+  EXPECT_FALSE(choice(*f, F32Math::Tf32x3).options.resident_b);
+  auto f2 = prepared(query("project"), DType::F32, tq::Sizes{300, 600, 129});
+  EXPECT_FALSE(choice(*f2, F32Math::Tf32).options.resident_b);
+  // `when` (one tile per block) keeps B streamed.
+  auto when = prepared(query("when_filter"), DType::BF16, tq::Sizes{300, 600, 64});
+  const KernelChoice kw = choice(*when, F32Math::Ieee);
+  if (kw.options.tma) EXPECT_FALSE(kw.options.resident_b);
+  // The experiment's switch.
+  auto p = prepared(query("project"), DType::BF16, tq::Sizes{300, 600, 64});
+  ASSERT_EQ(setenv("GAMUT_EXPERIMENT_RESIDENT_B", "0", 1), 0);
+  const KernelChoice off = choice(*p, F32Math::Ieee);
+  unsetenv("GAMUT_EXPERIMENT_RESIDENT_B");
+  EXPECT_TRUE(off.options.tma);
+  EXPECT_FALSE(off.options.resident_b);
+  EXPECT_FALSE(kernel_info(p->plan, off.tile, off.options).bands);
 }

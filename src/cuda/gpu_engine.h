@@ -110,6 +110,9 @@ struct CodegenOptions {
   // tma_starts_fit() (operands TMA cannot read in place are copied, stages/k_major_copy.h); the
   // kernel then takes two tensor maps (ArgLayout::tma_a / tma_b).
   bool tma = false;
+  // With tma: the column operand's k-slices stay in shared memory for a band of tiles sharing a
+  // column tile, and persistent blocks run their tiles band by band (choose_kernel decides).
+  bool resident_b = false;
 };
 // The CUDA C++ generated for a typed plan (no device needed): what NVRTC compiles.
 std::string generate_source(const Plan& plan, const TileConfig& tile, const CodegenOptions& options = {});

@@ -131,6 +131,7 @@ void run_block(int threads, size_t smem_bytes, Body body, int consumers = 0) {
 #define threadIdx (::sim::thread_idx())
 inline void __syncthreads() { sim::block->bar.arrive_and_wait(); }
 inline void __syncwarp() { sim::warp().bar.arrive_and_wait(); }
+[[noreturn]] inline void __trap() { throw std::runtime_error("__trap"); }
 inline unsigned __ldg(const unsigned* p) { return *p; }
 inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
   const uint64_t v = uint64_t(x) | (uint64_t(y) << 32);

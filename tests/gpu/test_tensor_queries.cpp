@@ -44,6 +44,7 @@ bool any_nonzero(const NDArray& a) {
 // device_offset >= 0: the inputs are device arrays as a framework holds them (C order, no row
 // padding), starting that many elements into their allocation.
 int g_persistent_runs = 0;  // runs whose kernel had persistent tiles
+int g_resident_b_runs = 0;  // runs whose kernel kept B's slices for bands of tiles
 
 // resident_blocks > 0: persistent kernels launch that many blocks, each looping over many tiles.
 int64_t check(const tq::TcQuery& q, const tq::TcMath& m, const tq::Sizes& s, int device_offset = -1,
@@ -115,6 +116,10 @@ int64_t check(const tq::TcQuery& q, const tq::TcMath& m, const tq::Sizes& s, int
     EXPECT_FALSE(p->plan.when.present());
     ++g_persistent_runs;
     if (resident_blocks > 0) EXPECT_EQ(st.launch_blocks, resident_blocks);
+  }
+  if (st.tile.find("resident-b") != std::string::npos) {
+    EXPECT_TRUE(st.persistent) << st.tile;
+    ++g_resident_b_runs;
   }
   int64_t seen = 0;
   EXPECT_EQ(cpu.dense.size(), gpu.dense.size());
@@ -191,6 +196,32 @@ TEST(GpuTensorQueries, PersistentBlocksLoopOverTiles) {
             EXPECT_EQ(g_persistent_runs - before, 2) << n << " " << m.name;
         }
   unsetenv("GAMUT_EXPERIMENT_PERSISTENT");
+}
+
+// Resident B (bench/NOTES.md, session 17): where the k range fits the stages' B halves (16-bit:
+// K <= 256, tf32: K <= 128) B's slices stay for a band of tiles sharing a column tile. 3 and 7
+// blocks over 2 x 3 x 5 tiles of 128 x 128 start and end their runs mid-band; the k ranges fill
+// every slice, end in a partial one (tf32: K = 100), or are one k.
+TEST(GpuTensorQueries, ResidentBSmall) {
+  SKIP_WITHOUT_GPU();
+  const int before = g_resident_b_runs;
+  int runs = 0;
+  for (const tq::TcMath& m : tq::maths()) {
+    const std::string math = m.name;
+    if (math != "bf16" && math != "f16" && math != "tf32") continue;
+    for (const tq::TcQuery& q : tq::operator_queries()) {
+      const std::string n = q.name;
+      if (n != "project" && n != "aggregate" && n != "select" && n != "top" && n != "distinct") continue;
+      for (const int k : {math == "tf32" ? 128 : 256, math == "tf32" ? 100 : 130, 1})
+        for (const int blocks : {3, 7}) {
+          EXPECT_GT(check(q, m, {300, 520, k}, -1, blocks), 0) << n;
+          ++runs;
+        }
+    }
+  }
+  // Every run but the distinct list's on a tile hash (mma.sync): f16 / bf16 / tf32 on wgmma + TMA.
+  EXPECT_GE(g_resident_b_runs - before, runs * 4 / 5);
+  EXPECT_GT(runs, 0);
 }
 
 // The persistent kernels of the operators with shared memory (aggregate tables, top ranks, a

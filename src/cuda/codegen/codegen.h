@@ -20,6 +20,10 @@ struct KernelInfo {
   // out_smem_offset, after the mainloop's (docs/tensor-cores.md, "The persistent schedule").
   bool persistent = false;
   size_t out_smem_offset = 0;
+  // Persistent with resident B (CodegenOptions::resident_b): block q runs the contiguous tiles
+  // [q T / G, (q + 1) T / G) of T in band order (row tiles fastest, so consecutive tiles share
+  // their column tile, whose B slices stay loaded), G = gridDim.x.
+  bool bands = false;
   // Blocks per cluster (TMA-fed kernels: 2, row tiles 2p and 2p + 1 of one column tile): the
   // grid has 2 ceil(tiles_m / 2) tiles_n blocks per batch instance (a persistent grid: an even
   // count), the column operand's tensor map boxes of BN / 2 rows where k is contiguous.

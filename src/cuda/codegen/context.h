@@ -62,6 +62,7 @@ struct KernelContext {
   // out_smem_offset (after the stage ring), named `out_smem` in the kernel; else it is the
   // mainloop's space (offset 0, `smem`).
   bool persistent = false;
+  bool bands = false;  // KernelInfo::bands: persistent blocks run contiguous tiles band by band
   size_t out_smem_offset = 0;
   std::string out_smem() const { return persistent ? "out_smem" : "smem"; }
 

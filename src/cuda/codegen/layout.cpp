@@ -204,14 +204,15 @@ namespace {
 // that the next tile's loads pay to overlap it (Q3 0.80 -> 0.59 ms); products and select lists
 // lost 0-8 % (their outputs are stores the block does not wait for). GAMUT_EXPERIMENT_PERSISTENT
 // =0 / =1 (measurements and tests; it shapes the source, hence the cache key): never / wherever
-// the form allows.
+// the form allows. Resident B (TcTile::panel) is persistent too: its blocks run their tiles band
+// by band, one B load per band (session 17).
 bool persistent_form(const Plan& plan, const TcMainloopSpec& s, const CodegenOptions& options, bool shared_outputs) {
   if (!s.tile.tma || !s.tile.wgmma || options.grouped_join || plan.when.present() || tc_min_blocks(s) != 1)
     return false;
   const char* e = std::getenv("GAMUT_EXPERIMENT_PERSISTENT");
   if (e && std::string(e) == "0") return false;
   if (e && std::string(e) == "1") return true;
-  return shared_outputs;
+  return shared_outputs || s.tile.panel > 0;
 }
 }  // namespace
 
@@ -222,7 +223,7 @@ KernelInfo kernel_info(const Plan& plan, const TileConfig& tile, const CodegenOp
   k.threads = tile.threads();
   if (options.tensor_cores()) {
     // The tensor-core mainloop's stages; the output operators' tables reuse the space after it.
-    const TcMainloopSpec s = tc_plan_spec(plan, tile, options.tensor_math, options.tma);
+    const TcMainloopSpec s = tc_plan_spec(plan, tile, options.tensor_math, options.tma, options.resident_b);
     k.threads = s.tile.threads();
     k.cluster = s.tile.cluster;
     const cg::SmemPlan outputs = cg::smem_plan(plan, tile);
@@ -237,10 +238,15 @@ KernelInfo kernel_info(const Plan& plan, const TileConfig& tile, const CodegenOp
             ? cg::tile_ranks_bytes(tile)
             : 0;
     if (persistent_form(plan, s, options, tables + ranks > 0)) {
-      if (ring + tables + ranks <= kSm90SmemPerBlock) {
+      // Resident B keeps a persistent kernel even where the ranks do not fit beside the ring
+      // (they are then computed again per pass): since the gate (session 14) few tiles of a
+      // global top / bottom list select at all, and one B load then serves a band of tiles.
+      const bool fits = ring + tables + ranks <= kSm90SmemPerBlock;
+      if (fits || (s.tile.panel > 0 && ring + tables <= kSm90SmemPerBlock)) {
         k.persistent = true;
+        k.bands = s.tile.panel > 0;
         k.out_smem_offset = ring;
-        k.smem_bytes = ring + tables + ranks;
+        k.smem_bytes = ring + tables + (fits ? ranks : 0);
       }
     }
     return k;

@@ -25,6 +25,9 @@ struct TcTile {
   // TMA: blocks per cluster (2: row tiles 2p and 2p + 1 share the column operand's slices,
   // multicast; gm::tc::WgmmaTmaMainloop's CLUSTER).
   int cluster = 1;
+  // TMA: B's k-slices kept in shared memory for a band of tiles sharing a column tile (0: B
+  // streams through the ring with A; gm::tc::WgmmaTmaMainloop's PANEL, equal to the stages).
+  int panel = 0;
   int threads() const { return wgmma ? 128 * (bm / 64) + (tma ? 128 : 0) : 32 * warps_m * warps_n; }
   std::string str() const;  // "128x128x32/2x4/s4", "128x256x64/wgmma/s4", "128x256x64/wgmma-tma/s4"
 };
@@ -83,7 +86,7 @@ TileConfig tc_kernel_tile(InnerMath m, bool wgmma = false, int64_t rows = -1, in
 TcTile tc_tile_of(const TileConfig& t, InnerMath m, bool tma = false);
 // The spec of a plan whose choose_math is `m` (throws an internal error when it is not), with
 // the operand orientations of its row and column accesses.
-TcMainloopSpec tc_plan_spec(const Plan& plan, const TileConfig& t, InnerMath m, bool tma = false);
+TcMainloopSpec tc_plan_spec(const Plan& plan, const TileConfig& t, InnerMath m, bool tma = false, bool resident_b = false);
 
 // What the generated kernel names (the accumulator-map interface).
 struct TcMainloopNames {

@@ -13,10 +13,10 @@ namespace {
 
 class TensorMainloop final : public Mainloop {
  public:
-  TensorMainloop(KernelContext& ctx, InnerMath math, bool tma)
+  TensorMainloop(KernelContext& ctx, InnerMath math, bool tma, bool resident_b)
       : X(ctx),
         P(ctx.P),
-        spec_(tc_plan_spec(ctx.P, ctx.T, math, tma)),
+        spec_(tc_plan_spec(ctx.P, ctx.T, math, tma, resident_b)),
         choice_(choose_math(ctx.P, f32_math_of(math))) {}
 
   // gamut_mainloop.cuh: the tile order and coordinate helpers the kernel's prologue uses.
@@ -93,12 +93,24 @@ class TensorMainloop final : public Mainloop {
   // ... in the grid's tile order. The producer's issuer() runs ahead through the slices of the
   // block's next tiles as far as the ring's free stages allow, so that they land while the
   // consumers run this tile's outputs (whose shared memory, out_smem, is apart from the ring).
-  // The consumers' tile loop closes in finish().
+  // The consumers' tile loop closes in finish(). With resident B (X.bands) the block runs a
+  // contiguous run of tiles in band order instead, and the mainloop loads a band's B slices at
+  // its first tile and frees them after its last.
   void run_persistent(Code& c) {
     const TcMainloopNames n;
-    c.line("// Persistent tiles: this block runs tiles blockIdx.x, + gridDim.x, ... of the grid's order.");
+    const std::string loop = X.bands ? "for (int tile = tile_lo; tile < tile_hi; ++tile)"
+                                     : "for (int tile = int(blockIdx.x); tile < tiles_all; tile += int(gridDim.x))";
     c.line("const int tiles_all = " + X.coords->blocks_per_instance() + " * gm::arg_i32(" + X.arg(ArgLayout::kBatch) +
            ");");
+    if (X.bands) {
+      c.line("// Persistent tiles, resident B: this block runs tiles [tile_lo, tile_hi) of the grid's band order");
+      c.line("// (row tiles fastest), so that consecutive tiles share their column tile, whose B slices stay loaded.");
+      c.line("const int tile_lo = int(gm::i64(blockIdx.x) * tiles_all / int(gridDim.x));");
+      c.line("const int tile_hi = int(gm::i64(blockIdx.x + 1) * tiles_all / int(gridDim.x));");
+      c.line("gm::tc::Bands bands;  // the bands this block loaded (issuer) or waited for (consumers)");
+    } else {
+      c.line("// Persistent tiles: this block runs tiles blockIdx.x, + gridDim.x, ... of the grid's order.");
+    }
     c.line("Mainloop::init(smem);  // the stage ring's barriers; the producer's registers go to the consumers");
     c.line("unsigned char* const out_smem = smem + Mainloop::SMEM_BYTES;  // the outputs' space, after the ring");
     c.line("(void)out_smem;");
@@ -106,25 +118,34 @@ class TensorMainloop final : public Mainloop {
     c.open("if (Mainloop::producer())");
     c.open("if (Mainloop::feeds())");
     c.line("#pragma unroll 1");
-    c.open("for (int tile = int(blockIdx.x); tile < tiles_all; tile += int(gridDim.x))");
+    c.open(loop);
     X.coords->refresh(c, "tile");
     c.line("const gm::tc::TmaOperand tc_a{&" + X.arg(X.A.tma_a) + ", row_begin + tile_m * Shape::BM, b};  // " +
            access_name(choice_.row_access));
     c.line("const gm::tc::TmaOperand tc_b{&" + X.arg(X.A.tma_b) + ", col_begin + tile_n * Shape::BN, b};  // " +
            access_name(choice_.col_access));
-    c.line("Mainloop::produce(smem, tc_a, tc_b, red_begin, red_end, slice);");
+    if (X.bands)
+      c.line("Mainloop::produce(smem, tc_a, tc_b, red_begin, red_end, slice, bands, tile == tile_lo || tile % tm_e == 0);");
+    else
+      c.line("Mainloop::produce(smem, tc_a, tc_b, red_begin, red_end, slice);");
     c.close();
     c.line("Mainloop::drain(smem, slice);  // (a cluster's partner has released every stage)");
     c.close();
     c.line("return;  // the producer's loads are all issued");
     c.close();
     c.line("#pragma unroll 1");
-    c.open("for (int tile = int(blockIdx.x); tile < tiles_all; tile += int(gridDim.x))");
+    c.open(loop);
     c.line("// The sum of products on the tensor cores: acc over k in [red_begin, red_end) (set by");
     c.line("// consume, whose first k-step does not add: no zeroed accumulators).");
     c.line(n.acc_type + " " + n.acc + "[" + n.acc_count +
            "];  // (Map::kRows, Map::kCols) per thread, Map::index order");
-    c.line("Mainloop::consume(" + n.acc + ", smem, red_begin, red_end, slice);");
+    if (X.bands) {
+      c.line("const bool new_band = tile == tile_lo || tile % tiles_m == 0;  // (tile_m == 0: a column tile's first)");
+      c.line("const bool band_ends = tile + 1 == tile_hi || (tile + 1) % tiles_m == 0;");
+      c.line("Mainloop::consume(" + n.acc + ", smem, red_begin, red_end, slice, bands, new_band, band_ends);");
+    } else {
+      c.line("Mainloop::consume(" + n.acc + ", smem, red_begin, red_end, slice);");
+    }
     c.line("int tile_e = tile;");
     c.line("gm::opaque(tile_e);");
     refresh(c, "tile_e");
@@ -237,8 +258,8 @@ class TensorMainloop final : public Mainloop {
 
 }  // namespace
 
-std::unique_ptr<Mainloop> make_tensor_mainloop(KernelContext& ctx, InnerMath math, bool tma) {
-  return std::make_unique<TensorMainloop>(ctx, math, tma);
+std::unique_ptr<Mainloop> make_tensor_mainloop(KernelContext& ctx, InnerMath math, bool tma, bool resident_b) {
+  return std::make_unique<TensorMainloop>(ctx, math, tma, resident_b);
 }
 
 }  // namespace gamut::cuda::cg

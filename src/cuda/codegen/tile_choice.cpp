@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
+#include <string>
 
 #include "core/error.h"
 #include "cuda/codegen/internal.h"
@@ -224,6 +226,30 @@ bool tma_fit(const Instance& inst, const MathChoice& m, bool in_place) {
 
 }  // namespace
 
+namespace {
+
+// Resident B (CodegenOptions::resident_b): where the TMA-fed wgmma kernel's whole k range of B
+// fits the stages' B halves (at most `stages` slices: bf16 / f16 K <= 256, tf32 K <= 128) and
+// the blocks would run their tiles band by band: no `when` (one tile per block), no top /
+// bottom per j (its tiles go columns first), and A small enough to stay in L2 while every
+// block sweeps its rows (half of the H100's / H200's 50 MB). The K = 256 kernels were bound by
+// the operands' L2 traffic (bench/NOTES.md, sessions 13 and 17). GAMUT_EXPERIMENT_RESIDENT_B=0
+// turns it off (measurements; it shapes the source, hence the cache key).
+bool resident_b_fits(const Instance& inst, const TileConfig& tile, const MathChoice& m) {
+  const char* e = std::getenv("GAMUT_EXPERIMENT_RESIDENT_B");
+  if (e && std::string(e) == "0") return false;
+  const Plan& P = *inst.plan;
+  if (m.math == InnerMath::Tf32x3 || P.when.present()) return false;
+  for (const ListOutput& l : P.lists)
+    if ((l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.per == PerGroup::Col) return false;
+  const TcTile t = tc_tile_of(tile, m.math, true);
+  const int64_t k = inst.red.size(), es = m.math == InnerMath::Tf32 ? 4 : 2;
+  if (!t.wgmma || k <= 0 || (k + t.bk - 1) / t.bk > t.stages) return false;
+  return inst.row.size() * k * es <= (int64_t(24) << 20);
+}
+
+}  // namespace
+
 bool tma_operands_fit(const Instance& inst, const MathChoice& m) { return tma_fit(inst, m, true); }
 bool tma_starts_fit(const Instance& inst, const MathChoice& m) { return tma_fit(inst, m, false); }
 
@@ -268,6 +294,7 @@ KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_b
     // with rows off 16 bytes: re-pitched; f32 that is not k-major: k-major), stages/k_major_copy.h.
     k.options.tma =
         wgmma && tc_tile_of(k.tile, math.math).wgmma && (wgmma_needs_tma(math.math) || tma_starts_fit(inst, math));
+    k.options.resident_b = k.options.tma && resident_b_fits(inst, k.tile, math);
   }
   return k;
 }

@@ -18,7 +18,8 @@ std::string range_line(const ArgLayout& A, const char* name, int begin, int end)
 // has no rows: its loads read zeros, its outputs store nothing).
 class PlainTiles final : public TileCoordinates {
  public:
-  PlainTiles(const Plan& plan, const ArgLayout& args, int cluster) : P(plan), A(args), pairs_(cluster == 2) {}
+  PlainTiles(const Plan& plan, const ArgLayout& args, int cluster, bool bands)
+      : P(plan), A(args), pairs_(cluster == 2), bands_(bands) {}
 
   void prologue(Code& c) const override {
     c.line(range_line(A, "row", ArgLayout::kRowBegin, ArgLayout::kRowEnd));
@@ -66,8 +67,10 @@ class PlainTiles final : public TileCoordinates {
 
  private:
   // The block -> tile order: L2-friendly groups of row tiles, or, with top/bottom lists per i
-  // (per j), all row (column) tiles first so that each group's threshold tightens early.
+  // (per j), all row (column) tiles first so that each group's threshold tightens early; with
+  // resident B, row tiles first (a band shares its column tile).
   std::string tile_order() const {
+    if (bands_) return "gm::tile_coords_spread<false>";
     for (const ListOutput& l : P.lists)
       if ((l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.per != PerGroup::None)
         return l.per == PerGroup::Col ? "gm::tile_coords_spread<true>" : "gm::tile_coords_spread<false>";
@@ -83,6 +86,7 @@ class PlainTiles final : public TileCoordinates {
   const Plan& P;
   const ArgLayout& A;
   bool pairs_;
+  bool bands_;
 };
 
 // A key-grouped join: one block per tile of the table, a tile spanning key-ordered positions
@@ -133,12 +137,12 @@ class GroupedJoinTiles final : public TileCoordinates {
 }  // namespace
 
 std::unique_ptr<TileCoordinates> make_tile_coordinates(const Plan& plan, const ArgLayout& args, bool grouped_join,
-                                                       int cluster) {
+                                                       int cluster, bool bands) {
   if (grouped_join) {
     if (!join_grouping_form(plan)) unsupported("a key-grouped join for this plan");
     return std::make_unique<GroupedJoinTiles>(args);
   }
-  return std::make_unique<PlainTiles>(plan, args, cluster);
+  return std::make_unique<PlainTiles>(plan, args, cluster, bands);
 }
 
 }  // namespace gamut::cuda::cg

@@ -9,8 +9,9 @@ namespace gamut::cuda::cg {
 
 // Plain tiles, or with `grouped_join` the tile table of a key-grouped join (throws
 // unsupported when the plan has no such form). cluster 2 (plain tiles): the blocks of a cluster
-// run row tiles 2p and 2p + 1 of one column tile (KernelInfo::cluster).
+// run row tiles 2p and 2p + 1 of one column tile (KernelInfo::cluster). `bands`: tiles in band
+// order, row tiles fastest (KernelInfo::bands).
 std::unique_ptr<TileCoordinates> make_tile_coordinates(const Plan& plan, const ArgLayout& args, bool grouped_join,
-                                                       int cluster = 1);
+                                                       int cluster = 1, bool bands = false);
 
 }  // namespace gamut::cuda::cg

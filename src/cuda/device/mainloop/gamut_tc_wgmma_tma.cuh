@@ -34,6 +34,14 @@
 // warpgroups' m64n128k8 products asked ~192 bytes per cycle of a shared memory that gives 128
 // (bench/NOTES.md, session 16). The twin lives and dies with its stage: written after full[s],
 // read by the products that release empty[s].
+//
+// PANEL > 0 (resident B): where a tile's whole k range of B is at most PANEL slices, the B
+// slices of one column tile (a "band" of tiles sharing it) stay in shared memory and the ring
+// streams A only; a persistent block runs the tiles of a band one after the other, so that one
+// B load serves them all (the K = 256 kernels were bound by the operands' L2 traffic, bench/
+// NOTES.md sessions 13 and 17). Two more mbarriers: bfull (the issuer's arrival + the band's B
+// bytes) and bempty (one arrival per consumer warp once the band's last products are done).
+// PANEL = STAGES keeps the shared memory of the plain ring (STAGES A tiles + PANEL B tiles).
 #pragma once
 #ifndef GM_TC_INSTRUCTIONS_PROVIDED
 #include "gamut_tma_ops.cuh"
@@ -58,7 +66,13 @@ struct TmaOperand {
 // two tiles (the 128 x 256 kernels at K = 256 were bound by L2 traffic, bench/NOTES.md session
 // 13). A stage is refilled only once the consumers of both blocks released it: each consumer
 // warp arrives on the empty barriers of both blocks.
-template <class Math, class Shape, bool A_KC, bool B_KC, int CLUSTER = 1>
+// A persistent block's count of the bands it loaded (issuer) or waited for (consumers), whose
+// parity is the phase of bfull / bempty (PANEL > 0).
+struct Bands {
+  unsigned count = 0;
+};
+
+template <class Math, class Shape, bool A_KC, bool B_KC, int CLUSTER = 1, int PANEL = 0>
 struct WgmmaTmaMainloop {
   typedef WgmmaMainloop<Math, Shape, A_KC, B_KC> Products;  // descriptors, tiles, sizes
   typedef typename Math::Acc Acc;
@@ -83,9 +97,14 @@ struct WgmmaTmaMainloop {
   static_assert(CLUSTER == 1 || (B_KC ? BN % 16 == 0 : BN % 128 == 0), "B splits in two whole boxes");
   // The stage ring (Ring below) and 1024 bytes of alignment slack.
   static constexpr int SPLIT_BYTES = kSplit ? STAGES * BTile::BYTES : 0;  // tf32x3: B's small parts per stage
-  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + SPLIT_BYTES + 1024 + 128;
+  static constexpr int RING_STAGE_BYTES = PANEL > 0 ? ATile::BYTES : STAGE_BYTES;  // resident B: A only
+  static constexpr int PANEL_BYTES = PANEL * BTile::BYTES;
+  static constexpr int SMEM_BYTES = STAGES * RING_STAGE_BYTES + PANEL_BYTES + SPLIT_BYTES + 1024 + 128;
   static_assert(int(sizeof(Operand)) == 2 || (A_KC && B_KC), "f32 operands come k-major");
-  static_assert(STAGES <= (kSplit ? 5 : 8), "the barriers' 128 bytes: full, empty (and ready) per stage");
+  static_assert(STAGES <= (kSplit ? 5 : PANEL > 0 ? 7 : 8),
+                "the barriers' 128 bytes: full, empty (and ready, or bfull and bempty) per stage");
+  static_assert(PANEL == 0 || (CLUSTER == 1 && !kSplit), "resident B: one block, one pass of products");
+  static_assert(ATile::BYTES % 1024 == 0 && BTile::BYTES % 1024 == 0, "tiles on 1024-byte swizzle atoms");
 
   static GM_DEV bool producer() { return int(threadIdx.x) >= THREADS; }
   static GM_DEV bool issuer() { return int(threadIdx.x) == THREADS; }  // the producer's thread that issues
@@ -123,16 +142,21 @@ struct WgmmaTmaMainloop {
     }
   }
 
-  // The stage ring in shared memory: the stages (1024-byte aligned), their tf32x3 twins, then
-  // full[STAGES], empty[STAGES] (and tf32x3's ready[STAGES]) mbarriers of 8 bytes.
+  // The stage ring in shared memory: the stages (1024-byte aligned), the resident B slices or
+  // the tf32x3 twins, then full[STAGES], empty[STAGES] and tf32x3's ready[STAGES] (or resident
+  // B's bfull, bempty) mbarriers of 8 bytes.
   struct Ring {
     unsigned s0, full0, empty0, ready0;
     GM_DEV explicit Ring(void* smem)
         : s0((smem_addr(smem) + 1023u) & ~1023u),
-          full0(s0 + unsigned(STAGES * STAGE_BYTES + SPLIT_BYTES)),
+          full0(s0 + unsigned(STAGES * RING_STAGE_BYTES + PANEL_BYTES + SPLIT_BYTES)),
           empty0(full0 + 8u * STAGES),
           ready0(empty0 + 8u * STAGES) {}
-    GM_DEV unsigned stage(unsigned slice) const { return s0 + unsigned(int(slice % STAGES) * STAGE_BYTES); }
+    GM_DEV unsigned stage(unsigned slice) const { return s0 + unsigned(int(slice % STAGES) * RING_STAGE_BYTES); }
+    // Resident B: slice t of the band's B tiles, and the band's barriers.
+    GM_DEV unsigned panel(int t) const { return s0 + unsigned(STAGES * RING_STAGE_BYTES + t * BTile::BYTES); }
+    GM_DEV unsigned bfull() const { return ready0; }
+    GM_DEV unsigned bempty() const { return ready0 + 8u; }
     GM_DEV unsigned full(unsigned slice) const { return full0 + 8u * (slice % STAGES); }
     GM_DEV unsigned empty(unsigned slice) const { return empty0 + 8u * (slice % STAGES); }
     GM_DEV unsigned ready(unsigned slice) const { return ready0 + 8u * (slice % STAGES); }
@@ -157,6 +181,10 @@ struct WgmmaTmaMainloop {
         mbar_init(r.empty(unsigned(s)), unsigned(CONSUMER_WARPS * CLUSTER));  // one per consumer warp
         if constexpr (kSplit) mbar_init(r.ready(unsigned(s)), unsigned(SPLIT_WARPS));  // one per splitter warp
       }
+      if constexpr (PANEL > 0) {
+        mbar_init(r.bfull(), 1);                         // the issuer's arrival + the band's B bytes
+        mbar_init(r.bempty(), unsigned(CONSUMER_WARPS));  // one per consumer warp, at the band's end
+      }
       mbar_fence_init();
     }
     __syncthreads();
@@ -174,6 +202,11 @@ struct WgmmaTmaMainloop {
   // across the tiles of a persistent block) and comes back advanced past this tile's.
   static GM_DEV void produce(void* smem, const TmaOperand& a, const TmaOperand& b, int k_begin, int k_end,
                              unsigned& slice) {
+    if constexpr (PANEL > 0) {  // one tile: a band of its own
+      Bands bands;
+      produce(smem, a, b, k_begin, k_end, slice, bands, true);
+      return;
+    }
     const Ring r(smem);
     const int nk = slices(k_begin, k_end);
     if constexpr (kSplit) {
@@ -200,6 +233,31 @@ struct WgmmaTmaMainloop {
         load<B_KC, BN>(stage + unsigned(ATile::BYTES), b, k_begin + t * BK, full);
       else
         load_shared_half(stage + unsigned(ATile::BYTES), b, k_begin + t * BK, full);
+    }
+  }
+
+  // Resident B: the issuer's slices of one tile; where the tile starts a band (`new_band`), first
+  // the band's B slices, once the consumers are done with the band before (bempty). The ring
+  // then carries A only.
+  static GM_DEV void produce(void* smem, const TmaOperand& a, const TmaOperand& b, int k_begin, int k_end,
+                             unsigned& slice, Bands& bands, bool new_band) {
+    static_assert(PANEL > 0, "the band form is resident B's");
+    const Ring r(smem);
+    const int nk = slices(k_begin, k_end);
+    if (nk > PANEL) __trap();  // the host keeps longer k ranges off this form (choose_kernel)
+    if (new_band) {
+      if (bands.count > 0) mbar_wait(r.bempty(), (bands.count - 1u) & 1u);
+      mbar_arrive_expect_tx(r.bfull(), unsigned(nk * BTile::BYTES));
+#pragma unroll 1
+      for (int t = 0; t < nk; ++t) load<B_KC, BN>(r.panel(t), b, k_begin + t * BK, r.bfull());
+      ++bands.count;
+    }
+#pragma unroll 1
+    for (int t = 0; t < nk; ++t, ++slice) {
+      if (slice >= unsigned(STAGES)) mbar_wait(r.empty(slice), Ring::parity(slice) ^ 1u);
+      const unsigned stage = r.stage(slice), full = r.full(slice);
+      mbar_arrive_expect_tx(full, unsigned(ATile::BYTES));
+      load<A_KC, BM>(stage, a, k_begin + t * BK, full);
     }
   }
 
@@ -298,6 +356,11 @@ struct WgmmaTmaMainloop {
   // The k range is not empty (the host keeps empty ones off this mainloop, tile_choice.cpp):
   // zeroing acc here for that case made ptxas spill 144 bytes in a persistent Q3 kernel.
   static GM_DEV void consume(Acc (&acc)[kAcc], void* smem, int k_begin, int k_end, unsigned& slice) {
+    if constexpr (PANEL > 0) {  // one tile: a band of its own (no one waits for its end)
+      Bands bands;
+      consume(acc, smem, k_begin, k_end, slice, bands, true, false);
+      return;
+    }
     const int nk = slices(k_begin, k_end);
     if constexpr (kSplit) {
       consume_split(acc, smem, nk, slice);
@@ -326,6 +389,45 @@ struct WgmmaTmaMainloop {
     wgmma_wait<0>();
     fence_registers(acc);
     if (nk > 0 && threadIdx.x % 32 == 0) release(r, prev);
+  }
+
+  // Resident B: one tile's products, B from the band's slices (waited for where the tile starts a
+  // band); where the band ends after this tile (`band_ends`), each consumer warp releases it
+  // once its products are done, so that the issuer may load the next band's.
+  static GM_DEV void consume(Acc (&acc)[kAcc], void* smem, int k_begin, int k_end, unsigned& slice, Bands& bands,
+                             bool new_band, bool band_ends) {
+    static_assert(PANEL > 0, "the band form is resident B's");
+    const int nk = slices(k_begin, k_end);
+    const Ring r(smem);
+    if (new_band) {
+      mbar_wait(r.bfull(), bands.count & 1u);  // the band's B slices have landed
+      ++bands.count;
+    }
+    const int wg = int(threadIdx.x / 128);
+    unsigned prev = 0;
+#pragma unroll 1
+    for (int t = 0; t < nk; ++t, ++slice) {
+      mbar_wait(r.full(slice), Ring::parity(slice));  // the A slice has landed
+      const unsigned stage = r.stage(slice), panel = r.panel(t);
+      fence_registers(acc);
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < KSTEPS; ++ks)
+        wgmma_f32<BN, Operand, A_KC ? 0 : 1, B_KC ? 0 : 1>(acc, Products::template desc<ATile, A_KC>(stage, wg, ks),
+                                                           Products::template desc<BTile, B_KC>(panel, 0, ks),
+                                                           t > 0 || ks > 0);
+      wgmma_commit();
+      wgmma_wait<1>();  // the slice before's products are done: its A stage may be refilled
+      fence_registers(acc);
+      if (t > 0 && threadIdx.x % 32 == 0) release(r, prev);
+      prev = slice;
+    }
+    wgmma_wait<0>();
+    fence_registers(acc);
+    if (threadIdx.x % 32 == 0) {
+      if (nk > 0) release(r, prev);
+      if (band_ends) mbar_arrive(r.bempty());  // this warp's products of the band are done
+    }
   }
 
   // One tile per block: feeds() issues (and splits) every slice and the producer warpgroup returns (the
