@@ -235,7 +235,6 @@ TEST(CodegenTensor, PersistentTilesForTmaKernels) {
     auto p = prepared(query(q.name), DType::BF16);
     KernelChoice k = choice(*p, F32Math::Ieee);
     ASSERT_TRUE(k.options.tma);
-    k.options.resident_b = false;  // B streamed with A (resident B: the test below)
     ++checked;
     EXPECT_EQ(kernel_info(p->plan, k.tile, k.options).persistent, q.by_default);
     ASSERT_EQ(setenv("GAMUT_EXPERIMENT_PERSISTENT", "1", 1), 0);
@@ -290,12 +289,28 @@ TEST(CodegenTensor, PersistentTilesForTmaKernels) {
   unsetenv("GAMUT_EXPERIMENT_CLUSTER");
 }
 
+// A global top / bottom list over K <= 256 takes 128 x 128 tiles where the grid would fill the
+// SMs with 128 x 256 (session 17); longer reductions and other outputs keep 128 x 256.
+TEST(CodegenTensor, GlobalRankedListsTakeSquareTilesOnShortReductions) {
+  for (const int64_t k : {256, 257}) {
+    auto top = prepared(query("top"), DType::BF16, tq::Sizes{4096, 4096, k});
+    const KernelChoice kt = choice(*top, F32Math::Ieee);
+    ASSERT_TRUE(kt.options.tma);
+    EXPECT_EQ(kt.tile.bn, k <= 256 ? 128 : 256) << k;
+    auto prod = prepared(query("project"), DType::BF16, tq::Sizes{4096, 4096, k});
+    EXPECT_EQ(choice(*prod, F32Math::Ieee).tile.bn, 256) << k;
+  }
+}
+
 // Resident B (CodegenOptions::resident_b): where the k range fits the stages' B halves (bf16:
 // K <= 4 x 64) the choice keeps B's slices for a band of tiles; the kernel is persistent (even a
 // global top list whose ranks no longer fit beside the ring), runs contiguous tiles rows first
 // and hands the band flags to the mainloop. Longer k, tf32x3, `when`, top per j and the
 // experiment's switch keep B streamed.
 TEST(CodegenTensor, ResidentBForShortReductions) {
+  auto plain = prepared(query("project"), DType::BF16, tq::Sizes{300, 600, 64});
+  EXPECT_FALSE(choice(*plain, F32Math::Ieee).options.resident_b);  // an experiment, not the default
+  ASSERT_EQ(setenv("GAMUT_EXPERIMENT_RESIDENT_B", "1", 1), 0);
   for (const char* name : {"project", "aggregate", "select", "top"}) {
     SCOPED_TRACE(name);
     auto p = prepared(query(name), DType::BF16, tq::Sizes{300, 600, 256});
@@ -334,12 +349,9 @@ TEST(CodegenTensor, ResidentBForShortReductions) {
   auto when = prepared(query("when_filter"), DType::BF16, tq::Sizes{300, 600, 64});
   const KernelChoice kw = choice(*when, F32Math::Ieee);
   if (kw.options.tma) EXPECT_FALSE(kw.options.resident_b);
-  // The experiment's switch.
-  auto p = prepared(query("project"), DType::BF16, tq::Sizes{300, 600, 64});
-  ASSERT_EQ(setenv("GAMUT_EXPERIMENT_RESIDENT_B", "0", 1), 0);
-  const KernelChoice off = choice(*p, F32Math::Ieee);
   unsetenv("GAMUT_EXPERIMENT_RESIDENT_B");
+  const KernelChoice off = choice(*plain, F32Math::Ieee);
   EXPECT_TRUE(off.options.tma);
   EXPECT_FALSE(off.options.resident_b);
-  EXPECT_FALSE(kernel_info(p->plan, off.tile, off.options).bands);
+  EXPECT_FALSE(kernel_info(plain->plan, off.tile, off.options).bands);
 }

@@ -3,13 +3,8 @@
 // so sums are exact and keys tie a lot; some cases put NaN into the inputs.
 #include <gtest/gtest.h>
 
-#include "gpu_skip.h"
-#include "table_compare.h"
-
 #include <cmath>
 #include <cstring>
-
-#include <cmath>
 #include <limits>
 #include <random>
 
@@ -18,6 +13,8 @@
 #include "cuda/codegen/codegen.h"
 #include "cuda/gpu_engine.h"
 #include "cuda/runtime.h"
+#include "gpu_skip.h"
+#include "table_compare.h"
 
 using namespace gamut;
 namespace tp = gamut::testplans;
@@ -220,4 +217,24 @@ TEST(GpuLists, ReservoirsKeepAppendedRowsNearN) {
     // row and column tile) hold them: one launch.
     if (!*tile) EXPECT_EQ(st.result_launches, 1) << st.list_rows_appended[0] << " rows appended";
   }
+}
+
+// A global list of at most 32768 candidates is selected and ordered by one block
+// (gamut_select_small.cuh) unless more than its 4096 sort entries tie at the N-th rank; then,
+// as for more candidates, the multi-launch path runs. Every key equal (all operands 1): 60 x 60
+// pairs tie (3600, sorted in the block by (b, i, j)), 100 x 100 (10000: the block reports the
+// overflow), 131 x 257 (33667: never tried). Top and bottom, N below and above the candidates.
+TEST(GpuLists, GlobalTiesAroundTheOneBlockSelection) {
+  SKIP_WITHOUT_GPU();
+  for (const int64_t m : {60, 100, 131})
+    for (const ListMode mode : {ListMode::Top, ListMode::Bottom})
+      for (const int64_t limit : {5, 2048, 40000}) {
+        const int64_t n = m == 131 ? 257 : m;
+        SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + " N " + std::to_string(limit));
+        auto c = make_case(regroup(tp::topk(), mode, PerGroup::None), m, n, 6, limit);
+        for (NDArray& a : c->arrays)
+          if (a.dtype == DType::F32)
+            for (int64_t e = 0; e < a.size(); ++e) a.as<float>()[e] = 1.0f;
+        check(*c, {});
+      }
 }

@@ -198,12 +198,14 @@ TEST(GpuTensorQueries, PersistentBlocksLoopOverTiles) {
   unsetenv("GAMUT_EXPERIMENT_PERSISTENT");
 }
 
-// Resident B (bench/NOTES.md, session 17): where the k range fits the stages' B halves (16-bit:
-// K <= 256, tf32: K <= 128) B's slices stay for a band of tiles sharing a column tile. 3 and 7
-// blocks over 2 x 3 x 5 tiles of 128 x 128 start and end their runs mid-band; the k ranges fill
-// every slice, end in a partial one (tf32: K = 100), or are one k.
+// Resident B (GAMUT_EXPERIMENT_RESIDENT_B=1; bench/NOTES.md, session 17): where the k range
+// fits the stages' B halves (16-bit: K <= 256, tf32: K <= 128) B's slices stay for a band of
+// tiles sharing a column tile. 3 and 7 blocks over 2 x 3 x 5 tiles of 128 x 128 start and end
+// their runs mid-band; the k ranges fill every slice, end in a partial one (tf32: K = 100), or
+// are one k.
 TEST(GpuTensorQueries, ResidentBSmall) {
   SKIP_WITHOUT_GPU();
+  ASSERT_EQ(setenv("GAMUT_EXPERIMENT_RESIDENT_B", "1", 1), 0);  // (an experiment, not the default)
   const int before = g_resident_b_runs;
   int runs = 0;
   for (const tq::TcMath& m : tq::maths()) {
@@ -220,6 +222,7 @@ TEST(GpuTensorQueries, ResidentBSmall) {
     }
   }
   // Every run but the distinct list's on a tile hash (mma.sync): f16 / bf16 / tf32 on wgmma + TMA.
+  unsetenv("GAMUT_EXPERIMENT_RESIDENT_B");
   EXPECT_GE(g_resident_b_runs - before, runs * 4 / 5);
   EXPECT_GT(runs, 0);
 }

@@ -194,7 +194,8 @@ std::vector<TcTile> tc_wgmma_tiles(InnerMath m, bool tma) {
 bool wgmma_math(InnerMath m) { return m != InnerMath::Simt && m != InnerMath::Int8; }
 bool wgmma_needs_tma(InnerMath m) { return m == InnerMath::Tf32 || m == InnerMath::Tf32x3; }
 
-TileConfig tc_kernel_tile(InnerMath m, bool wgmma, int64_t rows, int64_t cols, int64_t batch, int sm_count) {
+TileConfig tc_kernel_tile(InnerMath m, bool wgmma, int64_t rows, int64_t cols, int64_t batch, int sm_count,
+                          bool square) {
   if (wgmma && wgmma_math(m)) {
     // 128 x 256 (the fastest of tc_wgmma_tiles at 4096..16384 on the H200, bench/NOTES.md)
     // where its grid fills the SMs, else 128 x 128. The map's grid per thread: 2 x BN/4.
@@ -203,7 +204,8 @@ TileConfig tc_kernel_tile(InnerMath m, bool wgmma, int64_t rows, int64_t cols, i
     const TcTile& big = t[0];
     const int64_t blocks =
         ((rows + big.bm - 1) / big.bm) * ((cols + big.bn - 1) / big.bn) * std::max<int64_t>(batch, 1);
-    const TcTile& w = t.size() > 1 && rows >= 0 && cols >= 0 && sm_count > 0 && blocks < sm_count ? t[1] : big;
+    const TcTile& w =
+        t.size() > 1 && (square || (rows >= 0 && cols >= 0 && sm_count > 0 && blocks < sm_count)) ? t[1] : big;
     return TileConfig{w.bm, w.bn, w.bk, 2, w.bn / 4};
   }
   const TcTile t = tc_tiles(m)[1];                                                      // 128 x 128, 2 x 4 warps

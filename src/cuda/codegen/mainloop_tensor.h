@@ -71,7 +71,8 @@ std::vector<TcTile> tc_wgmma_tiles(InnerMath m, bool tma = false);
 // see it), TM x TN the accumulator map's grid per thread, so that threads() is the mainloop's 256:
 // - f16 / bf16 / tf32 with `wgmma` (sm_90a): the wgmma mainloop, 128 x 256 where a grid of
 //   those for rows x cols x batch (when given) fills the sm_count SMs, else 128 x 128 (tf32x3:
-//   128 x 128 always); grid 2 x BN/4;
+//   128 x 128 always; and with `square`, which choose_kernel asks for global top / bottom lists
+//   over short reductions); grid 2 x BN/4;
 // - otherwise mma.sync, 128 x 128 with the k-slice of tc_tiles, grid 8 x 8 (2 x 4 warps).
 // Maths the wgmma mainloop takes on sm_90a: f16, bf16, tf32 and tf32x3 (not 8-bit).
 bool wgmma_math(InnerMath m);
@@ -79,14 +80,15 @@ bool wgmma_math(InnerMath m);
 // the engine makes where the caller's layout is not (src/cuda/stages/k_major_copy.h).
 bool wgmma_needs_tma(InnerMath m);
 TileConfig tc_kernel_tile(InnerMath m, bool wgmma = false, int64_t rows = -1, int64_t cols = -1, int64_t batch = 1,
-                          int sm_count = 0);
+                          int sm_count = 0, bool square = false);
 // The mainloop tile of a kernel tile of math m: wgmma (4 stages; tf32x3 3) for wgmma_math with
 // a 2-row grid, else mma.sync with 2 x 4 warps and 4 stages.
 // `tma`: the wgmma tile's TMA-fed form (CodegenOptions::tma; always for tf32 / tf32x3).
 TcTile tc_tile_of(const TileConfig& t, InnerMath m, bool tma = false);
 // The spec of a plan whose choose_math is `m` (throws an internal error when it is not), with
 // the operand orientations of its row and column accesses.
-TcMainloopSpec tc_plan_spec(const Plan& plan, const TileConfig& t, InnerMath m, bool tma = false, bool resident_b = false);
+TcMainloopSpec tc_plan_spec(const Plan& plan, const TileConfig& t, InnerMath m, bool tma = false,
+                            bool resident_b = false);
 
 // What the generated kernel names (the accumulator-map interface).
 struct TcMainloopNames {

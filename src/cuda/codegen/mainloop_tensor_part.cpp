@@ -125,7 +125,9 @@ class TensorMainloop final : public Mainloop {
     c.line("const gm::tc::TmaOperand tc_b{&" + X.arg(X.A.tma_b) + ", col_begin + tile_n * Shape::BN, b};  // " +
            access_name(choice_.col_access));
     if (X.bands)
-      c.line("Mainloop::produce(smem, tc_a, tc_b, red_begin, red_end, slice, bands, tile == tile_lo || tile % tm_e == 0);");
+      c.line(
+          "Mainloop::produce(smem, tc_a, tc_b, red_begin, red_end, slice, bands, tile == tile_lo || tile % tm_e == "
+          "0);");
     else
       c.line("Mainloop::produce(smem, tc_a, tc_b, red_begin, red_end, slice);");
     c.close();

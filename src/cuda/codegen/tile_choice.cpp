@@ -228,16 +228,19 @@ bool tma_fit(const Instance& inst, const MathChoice& m, bool in_place) {
 
 namespace {
 
-// Resident B (CodegenOptions::resident_b): where the TMA-fed wgmma kernel's whole k range of B
+// Resident B (CodegenOptions::resident_b), an experiment (GAMUT_EXPERIMENT_RESIDENT_B=1; it
+// shapes the source, hence the cache key): where the TMA-fed wgmma kernel's whole k range of B
 // fits the stages' B halves (at most `stages` slices: bf16 / f16 K <= 256, tf32 K <= 128) and
 // the blocks would run their tiles band by band: no `when` (one tile per block), no top /
 // bottom per j (its tiles go columns first), and A small enough to stay in L2 while every
-// block sweeps its rows (half of the H100's / H200's 50 MB). The K = 256 kernels were bound by
-// the operands' L2 traffic (bench/NOTES.md, sessions 13 and 17). GAMUT_EXPERIMENT_RESIDENT_B=0
-// turns it off (measurements; it shapes the source, hence the cache key).
+// block sweeps its rows (half of the H100's / H200's 50 MB). Not the default: on the H100 it
+// left the K = 256 kernels as they were or slower (product 0.57 / 0.57 ms, Q3 0.58 /
+// 0.61, Q5 0.57 / 0.56, Q7 0.55 / 1.31 with its ranks computed again); only a kernel whose
+// outputs do almost nothing gained (a select that keeps no pair: 0.49 -> 0.33). They are bound
+// by their outputs and the one-block-per-SM latency, not by L2 (bench/NOTES.md, session 17).
 bool resident_b_fits(const Instance& inst, const TileConfig& tile, const MathChoice& m) {
   const char* e = std::getenv("GAMUT_EXPERIMENT_RESIDENT_B");
-  if (e && std::string(e) == "0") return false;
+  if (!e || std::string(e) != "1") return false;
   const Plan& P = *inst.plan;
   if (m.math == InnerMath::Tf32x3 || P.when.present()) return false;
   for (const ListOutput& l : P.lists)
@@ -287,7 +290,13 @@ KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_b
     const bool wgmma = isa == TensorIsa::Wgmma && (math.wgmma || (math.wgmma_if_seen && every_distinct_seen)) &&
                        inst.red.end > inst.red.begin && inst.red.size() >= math.wgmma_min_k &&
                        (!wgmma_needs_tma(math.math) || (inst.red.begin * 4) % 16 == 0);
-    k.tile = tc_kernel_tile(math.math, wgmma, rows, cols, batch, sm_count);
+    // A global top / bottom list over a short reduction: 128 x 128 (its gate and selection per
+    // tile are cheaper; Q7 bf16 K = 256 on the H100: kernel 0.542 -> 0.516 ms in three rounds,
+    // equal at K = 512; session 17).
+    const bool square = inst.red.size() <= 256 && std::any_of(P.lists.begin(), P.lists.end(), [](const ListOutput& l) {
+                          return (l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.per == PerGroup::None;
+                        });
+    k.tile = tc_kernel_tile(math.math, wgmma, rows, cols, batch, sm_count, square);
     k.options.tensor_math = math.math;
     // TMA feeds wgmma where its boxes start on 16 bytes (else cp.async from every thread); tf32
     // wgmma always. The engine copies operands TMA cannot address as they lie (device inputs

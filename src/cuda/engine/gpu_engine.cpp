@@ -264,7 +264,9 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
                                : cgo.tma                                 ? "wgmma+tma"
                                : tc_tile_of(tile, cgo.tensor_math).wgmma ? "wgmma"
                                                                          : "mma.sync";
-  const std::string tc = cgo.tensor_cores() ? " " + mainloop + " " + math : "";
+  // (Resident B shapes the kernel and holds for k ranges of at most its slices: part of the
+  // variant, so that a memo never hands its kernel to a longer k range.)
+  const std::string tc = cgo.tensor_cores() ? " " + mainloop + " " + math + (cgo.resident_b ? " resident-b" : "") : "";
   const std::string variant =
       tile.str() + (cgo.packed16 ? " packed16" : "") + (cgo.grouped_join ? " grouped-join" : "") + tc + " " + co.arch;
   KernelMemo* memo = options.kernel_memo ? static_cast<KernelMemo*>(options.kernel_memo->get()) : nullptr;
@@ -284,6 +286,9 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
       throw_device_error("tile " + tile.str() + " needs " + std::to_string(compiled.info.smem_bytes) +
                          " bytes of shared memory per block; the device has " +
                          std::to_string(dev.smem_per_block_optin));
+    // (The lists' selection kernels compile meanwhile: cold Q7 / kNN calls took 1.0-1.25 s on an
+    // H100 host with the two modules one after the other, session 16.)
+    const std::vector<std::future<void>> selections = compile_selections_async(P);
     module = compile_cached(generate_source(P, tile, cgo), co, schema_text(P, tile));
     compiled.kernel = &loaded_kernel(module, compiled.info.smem_bytes);
     compiled.key = module.key;

@@ -42,6 +42,17 @@ size_t plain_key_columns(const Plan& P, size_t l) {
 }
 }  // namespace
 
+std::vector<std::future<void>> compile_selections_async(const Plan& plan) {
+  std::vector<std::future<void>> out;
+  for (const ListOutput& l : plan.lists)
+    if (top_bottom(l)) {
+      std::future<void> f =
+          compile_select_kernels_async(storage_type_of(key_type(plan, l)), l.mode == ListMode::Top, l.per);
+      if (f.valid()) out.push_back(std::move(f));
+    }
+  return out;
+}
+
 DeviceLists::DeviceLists(const Instance& inst, int64_t capacity, const TileConfig& tile,
                          const std::vector<std::optional<SeenBox>>& boxes) {
   bind(inst, capacity, tile, boxes);
@@ -103,7 +114,7 @@ size_t DeviceLists::held_bytes() const {
   for (const Finished& F : finished_) {
     for (const DeviceBuffer& c : F.cols) add(c);
     for (const DeviceBuffer& c : F.sorted) add(c);
-    for (const DeviceBuffer* b : {&F.b, &F.i, &F.j, &F.key, &F.order_b, &F.order_g}) add(*b);
+    for (const DeviceBuffer* b : {&F.b, &F.i, &F.j, &F.key, &F.order_b, &F.order_g, &F.order}) add(*b);
   }
   for (const DeviceBuffer* b :
        {&order_scratch_.keys[0], &order_scratch_.keys[1], &order_scratch_.rows[0], &order_scratch_.rows[1],
@@ -276,21 +287,29 @@ void DeviceLists::finalize_on_device() {
     in.begin = g.begin;
     in.extent = spec.per == PerGroup::None ? 1 : g.size();
     in.groups = spec.per == PerGroup::None ? 1 : g.size() * inst_->batch;
-    const DeviceBuffer idx = select_candidates(in, &F.rows);
-    const size_t m = size_t(F.rows);
-    // The kept rows' columns, b, i, j and key: one gather for all of them.
     std::vector<sortdev::GatherColumn> gather;
-    auto take = [&](const DeviceBuffer& from, size_t elem, DeviceBuffer& to) {
+    auto take = [&](const DeviceBuffer& from, size_t elem, DeviceBuffer& to, size_t m) {
       if (to.size() < std::max<size_t>(m, 1) * elem) to = DeviceBuffer(std::max<size_t>(m, 1) * elem);
       gather.push_back({to.get(), from.get(), int(elem)});
     };
     F.cols.resize(L.cols.size());
+    // A global list of few candidates: selected and ordered by one block (one launch and one
+    // wait instead of ~15 launches and two waits); results() gathers its columns in that order
+    // (into the caller's memory where it gives some: no copy of the gathered columns).
+    if (small_selection_fits(in) && select_small(in, F.order, &F.rows)) {
+      F.gather_pending = true;
+      F.from_list = F.host_order = false;
+      continue;
+    }
+    const DeviceBuffer idx = select_candidates(in, &F.rows);
+    const size_t m = size_t(F.rows);
+    // The kept rows' columns, b, i, j and key: one gather for all of them.
     for (size_t c = 0; c < L.cols.size(); ++c)
-      take(L.cols[c], dtype_size(storage_type_of(spec.columns[c].type)), F.cols[c]);
-    take(L.b, 4, F.b);
-    take(L.i, 4, F.i);
-    take(L.j, 4, F.j);
-    take(L.key, dtype_size(in.key_dtype), F.key);
+      take(L.cols[c], dtype_size(storage_type_of(spec.columns[c].type)), F.cols[c], m);
+    take(L.b, 4, F.b, m);
+    take(L.i, 4, F.i, m);
+    take(L.j, 4, F.j, m);
+    take(L.key, dtype_size(in.key_dtype), F.key, m);
     gather_list_columns(gather, static_cast<const uint32_t*>(idx.get()), m);
     F.from_list = false;
     // Ordered on the device too where the key's rank is exact (keys of 32 bits or fewer): by
@@ -329,6 +348,27 @@ void DeviceLists::finalize_on_device() {
   finalized_ = true;
 }
 
+void DeviceLists::gather_final_rows(size_t l, const std::vector<void*>* to) {
+  const ListOutput& spec = inst_->plan->lists[l];
+  const List& L = lists_[l];
+  Finished& F = finished_[l];
+  const size_t m = size_t(F.rows);
+  std::vector<sortdev::GatherColumn> gather;
+  for (size_t c = 0; c < L.cols.size(); ++c) {
+    const size_t elem = dtype_size(storage_type_of(spec.columns[c].type));
+    void* dst = nullptr;
+    if (to) {
+      dst = (*to)[c];
+    } else {
+      if (F.cols[c].size() < std::max<size_t>(m, 1) * elem) F.cols[c] = DeviceBuffer(std::max<size_t>(m, 1) * elem);
+      dst = F.cols[c].get();
+    }
+    gather.push_back({dst, L.cols[c].get(), int(elem)});
+  }
+  gather_list_columns(gather, static_cast<const uint32_t*>(F.order.get()), m);
+  if (!to) F.gather_pending = false;  // (into the caller's memory: again at the next results())
+}
+
 std::vector<Table> DeviceLists::results(const ListOutputFn* device_out) {
   if (lists_.empty()) return {};  // (dense outputs only: no host memory to check)
   if (!finalized_) finalize_on_device();
@@ -364,6 +404,14 @@ std::vector<Table> DeviceLists::results(const ListOutputFn* device_out) {
       for (size_t c = 0; c < to.size(); ++c) {
         const size_t bytes = n * dtype_size(rows.table.columns[c].dtype);
         if (bytes && !to[c]) throw_device_error("no device memory for list " + spec.name);
+      }
+      if (F.gather_pending) {
+        if (n > 0) gather_final_rows(l, &to);
+        out.push_back(std::move(rows.table));
+        continue;
+      }
+      for (size_t c = 0; c < to.size(); ++c) {
+        const size_t bytes = n * dtype_size(rows.table.columns[c].dtype);
         if (F.cols[c].size() < bytes)
           throw_device_error("internal error: list " + spec.name + " has fewer rows than counted");
         copy_device_to_device(to[c], F.cols[c].get(), bytes);
@@ -371,6 +419,7 @@ std::vector<Table> DeviceLists::results(const ListOutputFn* device_out) {
       out.push_back(std::move(rows.table));
       continue;
     }
+    if (F.gather_pending) gather_final_rows(l, nullptr);
     auto src = [&](const DeviceBuffer& all, const DeviceBuffer& kept) -> const DeviceBuffer& {
       return F.from_list ? all : kept;
     };

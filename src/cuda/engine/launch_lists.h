@@ -9,6 +9,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <optional>
 #include <vector>
 
@@ -19,6 +20,12 @@
 #include "cuda/runtime.h"
 
 namespace gamut::cuda {
+
+// The selection kernels of the plan's top / bottom lists compiled (NVRTC, into the kernel cache)
+// on other threads, so that a cold query's selection module compiles while its main kernel does
+// (bench/NOTES.md, session 17); the modules load where the lists first need them. The caller
+// keeps the futures until its own compile is done (their destructors wait).
+std::vector<std::future<void>> compile_selections_async(const Plan& plan);
 
 // The caller's device memory for list l's final rows (GpuRunOptions::list_output): one pointer
 // per column, `rows` elements of the column's storage type each.
@@ -97,7 +104,14 @@ class DeviceLists {
     std::vector<DeviceBuffer> cols;
     DeviceBuffer b, i, j, key, order_b, order_g;
     std::vector<DeviceBuffer> sorted;  // the device ordering's output, traded with the above
+    // A small global list's final rows as indices into the list's own columns, in order
+    // (select_small): results() gathers them straight into the caller's memory, or into cols.
+    DeviceBuffer order;
+    bool gather_pending = false;
   };
+  // Finished::gather_pending: list l's columns gathered in its final order into `to` (the
+  // caller's device memory), or, without `to`, into its Finished::cols.
+  void gather_final_rows(size_t l, const std::vector<void*>* to);
   std::vector<Finished> finished_;
   bool finalized_ = false;  // finished_ is this launch's
   ListOrderScratch order_scratch_;

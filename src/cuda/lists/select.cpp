@@ -19,25 +19,37 @@ constexpr unsigned kThreads = gm::kStageThreads;
 // The kernels of one (key type, direction, grouping), compiled once and kept loaded.
 struct SelectKernels {
   std::unique_ptr<Kernel> hist, digit, keep, sort_rank;
+  std::unique_ptr<Kernel> small;  // global lists only (gm_sel_small)
 };
+
+CompileOptions select_compile_options() {
+  const DeviceInfo& dev = device();
+  CompileOptions co;
+  co.arch = arch_for(dev.cc_major, dev.cc_minor);
+  return co;
+}
+
+constexpr const char* kSelectCacheTag = "gamut-select-3";
 
 SelectKernels& kernels(DType key, bool top, PerGroup per) {
   static std::mutex mu;
   static std::map<std::string, std::unique_ptr<SelectKernels>> loaded;
   const std::string src = select_source(key, top, per);
   // (Keyed by the arch too: the devices of one host may differ.)
-  const DeviceInfo& dev = device();
-  CompileOptions co;
-  co.arch = arch_for(dev.cc_major, dev.cc_minor);
+  const CompileOptions co = select_compile_options();
   std::lock_guard<std::mutex> lock(mu);
   auto& k = loaded[co.arch + "\n" + src];
   if (!k) {
-    const CompiledModule mod = compile_cached(src, co, "gamut-select-3");
+    const CompiledModule mod = compile_cached(src, co, kSelectCacheTag);
     auto s = std::make_unique<SelectKernels>();
     s->hist = std::make_unique<Kernel>(mod, "gm_sel_hist");
     s->digit = std::make_unique<Kernel>(mod, "gm_sel_digit");
     s->keep = std::make_unique<Kernel>(mod, "gm_sel_keep");
     s->sort_rank = std::make_unique<Kernel>(mod, "gm_sel_sort_rank");
+    if (per == PerGroup::None && exact_sort_rank(key)) {
+      s->small = std::make_unique<Kernel>(mod, "gm_sel_small");
+      s->small->set_max_dynamic_smem(gm::kSelSmallSmem);
+    }
     k = std::move(s);
   }
   return *k;
@@ -105,6 +117,59 @@ DeviceBuffer select_candidates(const SelectInput& in, uint64_t* kept) {
   synchronize();
   counter.download(kept, sizeof *kept);
   return idx;
+}
+
+std::future<void> compile_select_kernels_async(DType key, bool top, PerGroup per) {
+  std::string src;
+  CompileOptions co;
+  try {
+    src = select_source(key, top, per);
+    co = select_compile_options();
+  } catch (const std::exception&) {
+    return {};  // (kernels() reports it where the module is needed)
+  }
+  return std::async(std::launch::async, [src = std::move(src), co = std::move(co)] {
+    try {
+      compile_cached(src, co, kSelectCacheTag);
+    } catch (const std::exception&) {
+      // (the same compile runs again where the module is needed, and reports the error there)
+    }
+  });
+}
+
+static_assert(kSmallSelectCandidates == gm::kSelSmallCandidates && uint64_t(kSmallSelectLimit) <= gm::kSelSmallCap,
+              "the one-block selection holds every candidate's rank and, where n <= N, every candidate");
+
+bool small_selection_fits(const SelectInput& in) {
+  return in.per == PerGroup::None && exact_sort_rank(in.key_dtype) && in.n > 0 && in.n <= kSmallSelectCandidates &&
+         in.limit > 0 && in.limit <= kSmallSelectLimit;
+}
+
+bool select_small(const SelectInput& in, DeviceBuffer& idx, uint64_t* rows) {
+  if (!small_selection_fits(in)) throw_device_error("internal error: a selection too large for one block");
+  SelectKernels& K = kernels(in.key_dtype, in.top, in.per);
+  const uint64_t m = std::min<uint64_t>(in.n, uint64_t(in.limit));
+  if (idx.size() < m * 4) idx = DeviceBuffer(m * 4);
+  gm::SelectArgs a{};
+  a.n = in.n;
+  a.key = ptr(in.key);
+  a.b = ptr(in.b);
+  a.i = ptr(in.i);
+  a.j = ptr(in.j);
+  a.limit = uint64_t(in.limit);
+  a.idx = ptr(&idx);
+  DeviceBuffer kept(8);
+  a.kept = ptr(&kept);
+  void* args[] = {&a};
+  K.small->launch(1, 1, 1, gm::kSelSmallThreads, 1, 1, gm::kSelSmallSmem, args);
+  uint64_t status = 0;
+  kept.download(&status, sizeof status);  // (waits for the stream)
+  if (status == gm::kSelSmallOverflow) return false;
+  if (status != m)
+    throw_device_error("internal error: the one-block selection kept " + std::to_string(status) + " rows of " +
+                       std::to_string(m));
+  *rows = m;
+  return true;
 }
 
 bool exact_sort_rank(DType key) { return key == DType::Bool || key == DType::I32 || key == DType::F32; }

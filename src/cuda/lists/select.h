@@ -4,6 +4,7 @@
 // orders (finalize_list) only those.
 #pragma once
 #include <cstdint>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -26,8 +27,23 @@ struct SelectInput {
   int64_t groups = 1;             // extent * batch, or 1
 };
 
+// The selection kernels of (key, direction, grouping) compiled into the kernel cache on another
+// thread (NVRTC only; kernels() loads them from the cache's memory). Errors are left to the
+// compile that needs the module.
+std::future<void> compile_select_kernels_async(DType key, bool top, PerGroup per);
+
 // Indices (uint32) of the kept candidates, in no order; `kept` gets their number.
 DeviceBuffer select_candidates(const SelectInput& in, uint64_t* kept);
+
+// A global list (per None) of few candidates and a small N, with an exact sort rank: the whole
+// selection and ordering in one block (device/stages/gamut_select_small.cuh).
+constexpr uint64_t kSmallSelectCandidates = uint64_t(1) << 15;  // (gm::kSelSmallCandidates)
+constexpr int64_t kSmallSelectLimit = 2048;
+bool small_selection_fits(const SelectInput& in);
+// Indices (uint32) of the list's final rows, in the list's order, and `rows` their number
+// (min(n, N)); false (nothing kept) where more than the block's room tie at the N-th rank: then
+// select_candidates and the row ordering do it.
+bool select_small(const SelectInput& in, DeviceBuffer& idx, uint64_t* rows);
 
 // Whether sort_ranks orders keys of this storage type exactly (32 bits or fewer: bool, i32, f32).
 bool exact_sort_rank(DType key);

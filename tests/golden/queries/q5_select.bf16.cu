@@ -6,9 +6,9 @@
 
 namespace {
 
-// Tensor-core mainloop (wgmma fed by TMA): bf16 x bf16 -> f32, X[i,k] x Y[k,j], tile 128x128x64/wgmma-tma/s4/resident-b.
+// Tensor-core mainloop (wgmma fed by TMA): bf16 x bf16 -> f32, X[i,k] x Y[k,j], tile 128x128x64/wgmma-tma/s4.
 typedef gm::tc::WgShape<128, 128, 4> TcShapeT;
-typedef gm::tc::WgmmaTmaMainloop<gm::tc::MathBF16, TcShapeT, true, false, 1, 4> Mainloop;
+typedef gm::tc::WgmmaTmaMainloop<gm::tc::MathBF16, TcShapeT, true, false> Mainloop;
 static_assert(Mainloop::SMEM_BYTES == 132224, "shared memory as the host computed it");
 // The accumulator map of the mainloop (gm::tc::WgmmaAccMap) for any thread tid, so that an
 // operator can place another thread's pair: grid row m is block-tile row 64 warpgroup +
@@ -65,7 +65,7 @@ struct Args {
 
 }  // namespace
 
-// dynamic shared memory: 132224 bytes; tensor-core mainloop 128x128x64/wgmma-tma/s4/resident-b
+// dynamic shared memory: 132224 bytes; tensor-core mainloop 128x128x64/wgmma-tma/s4
 extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_constant__ Args a) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int row_begin = gm::arg_i32(a.row_begin), row_end = gm::arg_i32(a.row_end);
@@ -75,116 +75,92 @@ extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_con
   const int tiles_m = (row_end - row_begin + Shape::BM - 1) / Shape::BM;
   const int tiles_n = (col_end - col_begin + Shape::BN - 1) / Shape::BN;
   int b = int(blockIdx.x) / (tiles_m * tiles_n), tile_m, tile_n;
-  gm::tile_coords_spread<false>(int(blockIdx.x) - b * tiles_m * tiles_n, tiles_m, tiles_n, tile_m, tile_n);
+  gm::tile_coords<8>(int(blockIdx.x) - b * tiles_m * tiles_n, tiles_m, tiles_n, tile_m, tile_n);
   const float q0_f32 = gm::arg_f32(a.q0_f32);  // thres
   int tc_i0 = row_begin + tile_m * Shape::BM, tc_j0 = col_begin + tile_n * Shape::BN;
   TcMap tc_map(int(threadIdx.x));
-  const int tiles_all = tiles_m * tiles_n * gm::arg_i32(a.batch);
-  // Persistent tiles, resident B: this block runs tiles [tile_lo, tile_hi) of the grid's band order
-  // (row tiles fastest), so that consecutive tiles share their column tile, whose B slices stay loaded.
-  const int tile_lo = int(gm::i64(blockIdx.x) * tiles_all / int(gridDim.x));
-  const int tile_hi = int(gm::i64(blockIdx.x + 1) * tiles_all / int(gridDim.x));
-  gm::tc::Bands bands;  // the bands this block loaded (issuer) or waited for (consumers)
+  // The sum of products on the tensor cores: acc over k in [red_begin, red_end).
+  const gm::tc::TmaOperand tc_a{&a.tma_a, tc_i0, b};  // P[r,k]
+  const gm::tc::TmaOperand tc_b{&a.tma_b, tc_j0, b};  // R[k,c]
   Mainloop::init(smem);  // the stage ring's barriers; the producer's registers go to the consumers
-  unsigned char* const out_smem = smem + Mainloop::SMEM_BYTES;  // the outputs' space, after the ring
-  (void)out_smem;
-  unsigned slice = 0;  // slices of this block's tiles before the current one
+  unsigned slice = 0;  // slices this block's ring carried before
   if (Mainloop::producer()) {
-    if (Mainloop::feeds()) {
-#pragma unroll 1
-      for (int tile = tile_lo; tile < tile_hi; ++tile) {
-        int rb_e = row_begin, re_e = row_end, cb_e = col_begin, ce_e = col_end;
-        gm::opaque(rb_e); gm::opaque(re_e); gm::opaque(cb_e); gm::opaque(ce_e);
-        const int tm_e = (re_e - rb_e + Shape::BM - 1) / Shape::BM, tn_e = (ce_e - cb_e + Shape::BN - 1) / Shape::BN;
-        b = tile / (tm_e * tn_e);
-        gm::tile_coords_spread<false>(tile - b * tm_e * tn_e, tm_e, tn_e, tile_m, tile_n);
-        const gm::tc::TmaOperand tc_a{&a.tma_a, row_begin + tile_m * Shape::BM, b};  // P[r,k]
-        const gm::tc::TmaOperand tc_b{&a.tma_b, col_begin + tile_n * Shape::BN, b};  // R[k,c]
-        Mainloop::produce(smem, tc_a, tc_b, red_begin, red_end, slice, bands, tile == tile_lo || tile % tm_e == 0);
-      }
+    if (Mainloop::feeds()) {  // the issuer (and tf32x3's splitters)
+      Mainloop::produce(smem, tc_a, tc_b, red_begin, red_end, slice);
       Mainloop::drain(smem, slice);  // (a cluster's partner has released every stage)
     }
     return;  // the producer's loads are all issued
   }
-#pragma unroll 1
-  for (int tile = tile_lo; tile < tile_hi; ++tile) {
-    // The sum of products on the tensor cores: acc over k in [red_begin, red_end) (set by
-    // consume, whose first k-step does not add: no zeroed accumulators).
-    Mainloop::Acc acc[Mainloop::kAcc];  // (Map::kRows, Map::kCols) per thread, Map::index order
-    const bool new_band = tile == tile_lo || tile % tiles_m == 0;  // (tile_m == 0: a column tile's first)
-    const bool band_ends = tile + 1 == tile_hi || (tile + 1) % tiles_m == 0;
-    Mainloop::consume(acc, smem, red_begin, red_end, slice, bands, new_band, band_ends);
-    int tile_e = tile;
-    gm::opaque(tile_e);
-    // Coordinates again, rather than held in registers through the mainloop.
-    tc_map = TcMap(gm::fresh_tid());
-    int rb_e = row_begin, re_e = row_end, cb_e = col_begin, ce_e = col_end;
-    gm::opaque(rb_e); gm::opaque(re_e); gm::opaque(cb_e); gm::opaque(ce_e);
-    const int tm_e = (re_e - rb_e + Shape::BM - 1) / Shape::BM, tn_e = (ce_e - cb_e + Shape::BN - 1) / Shape::BN;
-    b = tile_e / (tm_e * tn_e);
-    gm::tile_coords_spread<false>(tile_e - b * tm_e * tn_e, tm_e, tn_e, tile_m, tile_n);
-    tc_i0 = row_begin + tile_m * Shape::BM;
-    tc_j0 = col_begin + tile_n * Shape::BN;
-    const gm::ListAppend la0{reinterpret_cast<gm::u64*>(a.list0_counter), a.list0_capacity};
-    unsigned pr0[(TcMap::kRows * TcMap::kCols + 31) / 32];  // Pairs: rows that reached the emit
+  Mainloop::Acc acc[Mainloop::kAcc];  // (Map::kRows, Map::kCols) per thread, Map::index order: set by consume
+  Mainloop::consume(acc, smem, red_begin, red_end, slice);
+  gm::tile_sync<Mainloop::THREADS>();  // every consumer's products are done: the stages may be reused
+  // Coordinates again, rather than held in registers through the mainloop.
+  tc_map = TcMap(gm::fresh_tid());
+  int rb_e = row_begin, re_e = row_end, cb_e = col_begin, ce_e = col_end;
+  gm::opaque(rb_e); gm::opaque(re_e); gm::opaque(cb_e); gm::opaque(ce_e);
+  const int tm_e = (re_e - rb_e + Shape::BM - 1) / Shape::BM, tn_e = (ce_e - cb_e + Shape::BN - 1) / Shape::BN;
+  b = gm::fresh_ctaid() / (tm_e * tn_e);
+  gm::tile_coords<8>(gm::fresh_ctaid() - b * tm_e * tn_e, tm_e, tn_e, tile_m, tile_n);
+  tc_i0 = row_begin + tile_m * Shape::BM;
+  tc_j0 = col_begin + tile_n * Shape::BN;
+  const gm::ListAppend la0{reinterpret_cast<gm::u64*>(a.list0_counter), a.list0_capacity};
+  unsigned pr0[(TcMap::kRows * TcMap::kCols + 31) / 32];  // Pairs: rows that reached the emit
 #pragma unroll
-    for (int w = 0; w < (TcMap::kRows * TcMap::kCols + 31) / 32; ++w) pr0[w] = 0u;
+  for (int w = 0; w < (TcMap::kRows * TcMap::kCols + 31) / 32; ++w) pr0[w] = 0u;
 #pragma unroll
-    for (int m = 0; m < TcMap::kRows; ++m) {
-      const int i = tc_i0 + tc_map.row(m);
+  for (int m = 0; m < TcMap::kRows; ++m) {
+    const int i = tc_i0 + tc_map.row(m);
 #pragma unroll
-      for (int c = 0; c < TcMap::kCols / Shape::VN; ++c) {
+    for (int c = 0; c < TcMap::kCols / Shape::VN; ++c) {
 #pragma unroll
-        for (int v = 0; v < Shape::VN; ++v) {
-          const int n = c * Shape::VN + v;
+      for (int v = 0; v < Shape::VN; ++v) {
+        const int n = c * Shape::VN + v;
+        const int j = tc_j0 + tc_map.col(n);
+        bool ef0 = false;
+        if (i < row_end && j < col_end) {
+          float acc0 = (0.0f + acc[TcMap::index(m, n)]); gm::opaque(acc0);
+          if ((acc0 > q0_f32)) {
+            ef0 = true;
+          }
+        }
+        pr0[(m * TcMap::kCols + n) / 32] |= unsigned(ef0) << ((m * TcMap::kCols + n) % 32);
+      }
+    }
+  }
+   {
+    gm::u64 row;
+    // Every thread, together; false in all of them when the block has no row.
+    if (gm::BlockAppend<Shape>::reserve(pr0, la0.counter, row)) {
+#pragma unroll
+      for (int m = 0; m < TcMap::kRows; ++m) {
+        const int i = tc_i0 + tc_map.row(m);
+#pragma unroll
+        for (int n = 0; n < TcMap::kCols; ++n) {
+          if (((pr0[(m * TcMap::kCols + n) / 32] >> ((m * TcMap::kCols + n) % 32)) & 1u) == 0u) continue;
           const int j = tc_j0 + tc_map.col(n);
           bool ef0 = false;
-          if (i < row_end && j < col_end) {
-            float acc0 = (0.0f + acc[TcMap::index(m, n)]); gm::opaque(acc0);
-            if ((acc0 > q0_f32)) {
-              ef0 = true;
-            }
+          int ec0_0 = int();
+          int ec0_1 = int();
+          float ec0_2 = float();
+          float acc0 = (0.0f + acc[TcMap::index(m, n)]); gm::opaque(acc0);
+          if ((acc0 > q0_f32)) {
+            ef0 = true;
+            ec0_0 = i;
+            ec0_1 = j;
+            ec0_2 = acc0;
           }
-          pr0[(m * TcMap::kCols + n) / 32] |= unsigned(ef0) << ((m * TcMap::kCols + n) % 32);
+          (void)ef0;  // marked in pass 1: the row exists
+          if (row < la0.capacity) {
+            reinterpret_cast<int*>(a.list0_col0)[row] = ec0_0;
+            reinterpret_cast<int*>(a.list0_col1)[row] = ec0_1;
+            reinterpret_cast<float*>(a.list0_col2)[row] = ec0_2;
+            reinterpret_cast<int*>(a.list0_b)[row] = b;
+            reinterpret_cast<int*>(a.list0_i)[row] = i;
+            reinterpret_cast<int*>(a.list0_j)[row] = j;
+          }
+          ++row;
         }
       }
     }
-     {
-      gm::u64 row;
-      // Every thread, together; false in all of them when the block has no row.
-      if (gm::BlockAppend<Shape>::reserve(pr0, la0.counter, row)) {
-#pragma unroll
-        for (int m = 0; m < TcMap::kRows; ++m) {
-          const int i = tc_i0 + tc_map.row(m);
-#pragma unroll
-          for (int n = 0; n < TcMap::kCols; ++n) {
-            if (((pr0[(m * TcMap::kCols + n) / 32] >> ((m * TcMap::kCols + n) % 32)) & 1u) == 0u) continue;
-            const int j = tc_j0 + tc_map.col(n);
-            bool ef0 = false;
-            int ec0_0 = int();
-            int ec0_1 = int();
-            float ec0_2 = float();
-            float acc0 = (0.0f + acc[TcMap::index(m, n)]); gm::opaque(acc0);
-            if ((acc0 > q0_f32)) {
-              ef0 = true;
-              ec0_0 = i;
-              ec0_1 = j;
-              ec0_2 = acc0;
-            }
-            (void)ef0;  // marked in pass 1: the row exists
-            if (row < la0.capacity) {
-              reinterpret_cast<int*>(a.list0_col0)[row] = ec0_0;
-              reinterpret_cast<int*>(a.list0_col1)[row] = ec0_1;
-              reinterpret_cast<float*>(a.list0_col2)[row] = ec0_2;
-              reinterpret_cast<int*>(a.list0_b)[row] = b;
-              reinterpret_cast<int*>(a.list0_i)[row] = i;
-              reinterpret_cast<int*>(a.list0_j)[row] = j;
-            }
-            ++row;
-          }
-        }
-      }
-    }
-    gm::tile_sync<Shape::THREADS>();  // the outputs' shared memory is free for the next tile
   }
 }

@@ -6,9 +6,9 @@
 
 namespace {
 
-// Tensor-core mainloop (wgmma fed by TMA): bf16 x bf16 -> f32, X[i,k] x Y[k,j], tile 128x128x64/wgmma-tma/s4/resident-b.
+// Tensor-core mainloop (wgmma fed by TMA): bf16 x bf16 -> f32, X[i,k] x Y[k,j], tile 128x128x64/wgmma-tma/s4.
 typedef gm::tc::WgShape<128, 128, 4> TcShapeT;
-typedef gm::tc::WgmmaTmaMainloop<gm::tc::MathBF16, TcShapeT, true, false, 1, 4> Mainloop;
+typedef gm::tc::WgmmaTmaMainloop<gm::tc::MathBF16, TcShapeT, true, false> Mainloop;
 static_assert(Mainloop::SMEM_BYTES == 132224, "shared memory as the host computed it");
 // The accumulator map of the mainloop (gm::tc::WgmmaAccMap) for any thread tid, so that an
 // operator can place another thread's pair: grid row m is block-tile row 64 warpgroup +
@@ -73,7 +73,7 @@ struct Args {
 
 }  // namespace
 
-// dynamic shared memory: 197760 bytes; tensor-core mainloop 128x128x64/wgmma-tma/s4/resident-b
+// dynamic shared memory: 197760 bytes; tensor-core mainloop 128x128x64/wgmma-tma/s4
 extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_constant__ Args a) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int row_begin = gm::arg_i32(a.row_begin), row_end = gm::arg_i32(a.row_end);
@@ -83,15 +83,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_con
   const int tiles_m = (row_end - row_begin + Shape::BM - 1) / Shape::BM;
   const int tiles_n = (col_end - col_begin + Shape::BN - 1) / Shape::BN;
   int b = int(blockIdx.x) / (tiles_m * tiles_n), tile_m, tile_n;
-  gm::tile_coords_spread<false>(int(blockIdx.x) - b * tiles_m * tiles_n, tiles_m, tiles_n, tile_m, tile_n);
+  gm::tile_coords<8>(int(blockIdx.x) - b * tiles_m * tiles_n, tiles_m, tiles_n, tile_m, tile_n);
   int tc_i0 = row_begin + tile_m * Shape::BM, tc_j0 = col_begin + tile_n * Shape::BN;
   TcMap tc_map(int(threadIdx.x));
   const int tiles_all = tiles_m * tiles_n * gm::arg_i32(a.batch);
-  // Persistent tiles, resident B: this block runs tiles [tile_lo, tile_hi) of the grid's band order
-  // (row tiles fastest), so that consecutive tiles share their column tile, whose B slices stay loaded.
-  const int tile_lo = int(gm::i64(blockIdx.x) * tiles_all / int(gridDim.x));
-  const int tile_hi = int(gm::i64(blockIdx.x + 1) * tiles_all / int(gridDim.x));
-  gm::tc::Bands bands;  // the bands this block loaded (issuer) or waited for (consumers)
+  // Persistent tiles: this block runs tiles blockIdx.x, + gridDim.x, ... of the grid's order.
   Mainloop::init(smem);  // the stage ring's barriers; the producer's registers go to the consumers
   unsigned char* const out_smem = smem + Mainloop::SMEM_BYTES;  // the outputs' space, after the ring
   (void)out_smem;
@@ -99,28 +95,26 @@ extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_con
   if (Mainloop::producer()) {
     if (Mainloop::feeds()) {
 #pragma unroll 1
-      for (int tile = tile_lo; tile < tile_hi; ++tile) {
+      for (int tile = int(blockIdx.x); tile < tiles_all; tile += int(gridDim.x)) {
         int rb_e = row_begin, re_e = row_end, cb_e = col_begin, ce_e = col_end;
         gm::opaque(rb_e); gm::opaque(re_e); gm::opaque(cb_e); gm::opaque(ce_e);
         const int tm_e = (re_e - rb_e + Shape::BM - 1) / Shape::BM, tn_e = (ce_e - cb_e + Shape::BN - 1) / Shape::BN;
         b = tile / (tm_e * tn_e);
-        gm::tile_coords_spread<false>(tile - b * tm_e * tn_e, tm_e, tn_e, tile_m, tile_n);
+        gm::tile_coords<8>(tile - b * tm_e * tn_e, tm_e, tn_e, tile_m, tile_n);
         const gm::tc::TmaOperand tc_a{&a.tma_a, row_begin + tile_m * Shape::BM, b};  // P[r,k]
         const gm::tc::TmaOperand tc_b{&a.tma_b, col_begin + tile_n * Shape::BN, b};  // R[k,c]
-        Mainloop::produce(smem, tc_a, tc_b, red_begin, red_end, slice, bands, tile == tile_lo || tile % tm_e == 0);
+        Mainloop::produce(smem, tc_a, tc_b, red_begin, red_end, slice);
       }
       Mainloop::drain(smem, slice);  // (a cluster's partner has released every stage)
     }
     return;  // the producer's loads are all issued
   }
 #pragma unroll 1
-  for (int tile = tile_lo; tile < tile_hi; ++tile) {
+  for (int tile = int(blockIdx.x); tile < tiles_all; tile += int(gridDim.x)) {
     // The sum of products on the tensor cores: acc over k in [red_begin, red_end) (set by
     // consume, whose first k-step does not add: no zeroed accumulators).
     Mainloop::Acc acc[Mainloop::kAcc];  // (Map::kRows, Map::kCols) per thread, Map::index order
-    const bool new_band = tile == tile_lo || tile % tiles_m == 0;  // (tile_m == 0: a column tile's first)
-    const bool band_ends = tile + 1 == tile_hi || (tile + 1) % tiles_m == 0;
-    Mainloop::consume(acc, smem, red_begin, red_end, slice, bands, new_band, band_ends);
+    Mainloop::consume(acc, smem, red_begin, red_end, slice);
     int tile_e = tile;
     gm::opaque(tile_e);
     // Coordinates again, rather than held in registers through the mainloop.
@@ -129,7 +123,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_con
     gm::opaque(rb_e); gm::opaque(re_e); gm::opaque(cb_e); gm::opaque(ce_e);
     const int tm_e = (re_e - rb_e + Shape::BM - 1) / Shape::BM, tn_e = (ce_e - cb_e + Shape::BN - 1) / Shape::BN;
     b = tile_e / (tm_e * tn_e);
-    gm::tile_coords_spread<false>(tile_e - b * tm_e * tn_e, tm_e, tn_e, tile_m, tile_n);
+    gm::tile_coords<8>(tile_e - b * tm_e * tn_e, tm_e, tn_e, tile_m, tile_n);
     tc_i0 = row_begin + tile_m * Shape::BM;
     tc_j0 = col_begin + tile_n * Shape::BN;
     const gm::ListAppend la0{reinterpret_cast<gm::u64*>(a.list0_counter), a.list0_capacity};

@@ -60,5 +60,13 @@ GM_HOST_DEVICE constexpr int reservoir_slots(long long limit) {
 constexpr int kStageThreads = 256;
 // Rows x columns a segment sum or bit pack block stages in shared memory per step.
 constexpr int kStageTile = 32;
+// The one-block selection of a small global list (gamut_select_small.cuh): its threads, the
+// candidates whose ranks it holds in shared memory (4 bytes each), its sort entries (20 bytes
+// each), and the status that sends the host back to the multi-launch path.
+constexpr unsigned kSelSmallThreads = 1024;
+constexpr unsigned kSelSmallCandidates = 32768;
+constexpr unsigned kSelSmallCap = 4096;
+constexpr unsigned kSelSmallSmem = kSelSmallCandidates * 4u + kSelSmallCap * 20u;
+constexpr unsigned long long kSelSmallOverflow = ~0ull;
 
 }  // namespace gm
