@@ -287,6 +287,7 @@ void DeviceLists::finalize_on_device() {
     in.begin = g.begin;
     in.extent = spec.per == PerGroup::None ? 1 : g.size();
     in.groups = spec.per == PerGroup::None ? 1 : g.size() * inst_->batch;
+    in.threshold = L.threshold.get() ? &L.threshold : nullptr;
     std::vector<sortdev::GatherColumn> gather;
     auto take = [&](const DeviceBuffer& from, size_t elem, DeviceBuffer& to, size_t m) {
       if (to.size() < std::max<size_t>(m, 1) * elem) to = DeviceBuffer(std::max<size_t>(m, 1) * elem);

@@ -158,6 +158,7 @@ bool select_small(const SelectInput& in, DeviceBuffer& idx, uint64_t* rows) {
   a.j = ptr(in.j);
   a.limit = uint64_t(in.limit);
   a.idx = ptr(&idx);
+  a.thr = in.threshold && in.threshold->size() >= 4 ? ptr(in.threshold) : 0;
   DeviceBuffer kept(8);
   a.kept = ptr(&kept);
   void* args[] = {&a};

@@ -25,6 +25,9 @@ struct SelectInput {
   int64_t limit = 0;              // N (> 0)
   int64_t begin = 0, extent = 1;  // of the group axis (per i: rows, per j: columns)
   int64_t groups = 1;             // extent * batch, or 1
+  // The main kernel's global thresholds (u32 ranks, one per group; gm::TileSelect), or null:
+  // select_small starts from them.
+  const DeviceBuffer* threshold = nullptr;
 };
 
 // The selection kernels of (key, direction, grouping) compiled into the kernel cache on another
