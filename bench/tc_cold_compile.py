@@ -5,7 +5,7 @@ Each case runs in its own process with an empty kernel cache (GAMUT_CACHE_DIR), 
 small torch tensors; the run's statistics give the compile time of the main kernel (NVRTC +
 module load, the engine's `compile_ms`: the target), the cache outcome (must be "compiled") and
 the mainloop that ran; "first call" is that call's wall time (every module it compiles: a top /
-bottom list's selection kernels too, compiled beside the main kernel since session 17). Cases run
+bottom list's selection kernels too). Cases run
 one after another so that NVRTC has the host to itself. Run on the device:
 
     PYTHONPATH=.devcarry/site python3 bench/tc_cold_compile.py

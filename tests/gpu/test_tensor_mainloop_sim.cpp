@@ -133,53 +133,15 @@ Outcome run_sim(const Problem& p, DType ta, DType tb, bool aligned, bool exact, 
   return compare(p, given ? *given : reference(p), raw, poison, int_acc, exact, tol);
 }
 
-// A persistent block (KernelInfo::persistent): one block runs every tile of the problem, the
-// producer's issuer() issuing all their slices (tf32x3: its splitters splitting them) into one stage ring and the consumers taking
-// them tile after tile (init / produce / consume), the ring's phases carried across tiles.
-template <class Math, class Shape, bool A_KC, bool B_KC>
-Outcome run_sim_persistent(const Problem& p, DType ta, DType tb, bool exact, double tol) {
-  typedef gm::tc::WgmmaTmaMainloop<Math, Shape, A_KC, B_KC> ML;
-  const SimOperands ops(p, ta, tb, A_KC, B_KC, true);
-  const uint32_t poison = 0xffffffffu;
-  std::vector<uint32_t> raw(size_t(p.batch) * size_t(p.rows) * size_t(p.cols) + 64, poison);
-  const int tiles_m = (p.rows - p.row_begin + Shape::BM - 1) / Shape::BM;
-  const int tiles_n = (p.cols - p.col_begin + Shape::BN - 1) / Shape::BN;
-  const bool tf32 = Math::kK == 8 && Math::kPasses == 1;
-  const sim::TensorMap ma = tensor_map(ops.la, ops.da.p, ta, p.batch, p.rows, p.red, A_KC, Shape::BM, tf32),
-                       mb = tensor_map(ops.lb, ops.db.p, tb, p.batch, p.cols, p.red, B_KC, Shape::BN, tf32);
-  sim::run_block(
-      ML::BLOCK_THREADS, ML::SMEM_BYTES,
-      [&] {
-        void* smem = sim::block->smem.data();
-        ML::init(smem);
-        unsigned slice = 0;
-        for (int tile = 0; tile < p.batch * tiles_m * tiles_n; ++tile) {
-          const int bz = tile / (tiles_m * tiles_n), bx = tile % (tiles_m * tiles_n) / tiles_n, by = tile % tiles_n;
-          const int i0 = p.row_begin + bx * Shape::BM, j0 = p.col_begin + by * Shape::BN;
-          if (ML::producer()) {
-            if (ML::feeds())
-              ML::produce(smem, gm::tc::TmaOperand{&ma, i0, bz}, gm::tc::TmaOperand{&mb, j0, bz}, p.red_begin, p.red,
-                          slice);
-            continue;
-          }
-          typename ML::Acc acc[ML::kAcc];
-          for (auto& v : acc) v = -7.0f;  // consume sets them: stale values must not show
-          ML::consume(acc, smem, p.red_begin, p.red, slice);
-          if (!sim::wgmma_groups.empty() || !sim::wgmma_open.empty())
-            throw std::runtime_error("consume returned with wgmma products pending");
-          store_tile<typename ML::Map>(raw, p, bz, i0, j0, acc);
-        }
-      },
-      Shape::THREADS);
-  return compare(p, reference(p), raw, poison, false, exact, tol);
-}
-
-// Resident B (PANEL > 0): `blocks` persistent blocks, each running a contiguous run of the
-// tiles in band order (rows fastest, as the generated kernel's schedule), so that a block's
-// run crosses bands mid-way: B's slices are loaded once per band, A's stream through the ring,
-// and bfull / bempty turn at every band change.
-template <class Math, class Shape, bool A_KC, bool B_KC, int PANEL>
-Outcome run_sim_bands(const Problem& p, DType ta, DType tb, bool exact, double tol, int blocks) {
+// Persistent blocks (KernelInfo::persistent): `blocks` blocks each run a contiguous run of the
+// problem's tiles, the producer's issuer() issuing all their slices (tf32x3: its splitters
+// splitting them) into one stage ring and the consumers taking them tile after tile (init /
+// produce / consume), the ring's phases carried across tiles. Resident B (PANEL > 0): the tiles
+// go in band order (rows fastest, as the generated kernel's schedule), so that a block's run
+// crosses bands mid-way: B's slices are loaded once per band, A's stream through the ring, and
+// bfull / bempty turn at every band change. Without it, columns first.
+template <class Math, class Shape, bool A_KC, bool B_KC, int PANEL = 0>
+Outcome run_sim_persistent(const Problem& p, DType ta, DType tb, bool exact, double tol, int blocks = 1) {
   typedef gm::tc::WgmmaTmaMainloop<Math, Shape, A_KC, B_KC, 1, PANEL> ML;
   const SimOperands ops(p, ta, tb, A_KC, B_KC, true);
   const uint32_t poison = 0xffffffffu;
@@ -201,9 +163,9 @@ Outcome run_sim_bands(const Problem& p, DType ta, DType tb, bool exact, double t
           gm::tc::Bands bands;
           for (int tile = lo; tile < hi; ++tile) {
             const int bz = tile / (tiles_m * tiles_n), in = tile % (tiles_m * tiles_n);
-            const int bx = in % tiles_m, by = in / tiles_m;  // rows fastest: a band is one column tile
+            const int bx = PANEL > 0 ? in % tiles_m : in / tiles_n, by = PANEL > 0 ? in / tiles_m : in % tiles_n;
             const int i0 = p.row_begin + bx * Shape::BM, j0 = p.col_begin + by * Shape::BN;
-            const bool new_band = tile == lo || tile % tiles_m == 0;
+            const bool new_band = tile == lo || tile % tiles_m == 0;  // (read with PANEL only)
             const bool band_ends = tile + 1 == hi || (tile + 1) % tiles_m == 0;
             if (ML::producer()) {
               if (ML::feeds())
@@ -434,9 +396,10 @@ TEST(TensorMainloopSim, WgmmaTmaResidentB) {
   typedef gm::tc::WgShape<64, 128, 4> One;
   for (int red : {130, 256}) {
     const Problem p = make_problem(DType::BF16, DType::BF16, 150, 270, red, 2, true, 61u + unsigned(red), 3, 5, 0);
-    for (const Outcome& o : {run_sim_bands<gm::tc::MathBF16, One, true, false, 4>(p, DType::BF16, DType::BF16, true, 0, 3),
-                             run_sim_bands<gm::tc::MathBF16, One, false, true, 4>(p, DType::BF16, DType::BF16, true, 0, 4),
-                             run_sim_bands<gm::tc::MathBF16, One, true, true, 4>(p, DType::BF16, DType::BF16, true, 0, 1)}) {
+    for (const Outcome& o :
+         {run_sim_persistent<gm::tc::MathBF16, One, true, false, 4>(p, DType::BF16, DType::BF16, true, 0, 3),
+          run_sim_persistent<gm::tc::MathBF16, One, false, true, 4>(p, DType::BF16, DType::BF16, true, 0, 4),
+          run_sim_persistent<gm::tc::MathBF16, One, true, true, 4>(p, DType::BF16, DType::BF16, true, 0, 1)}) {
       SCOPED_TRACE("K " + std::to_string(red));
       EXPECT_EQ(o.wrong, 0) << o.first;
       EXPECT_EQ(o.unwritten, 0);
@@ -446,7 +409,8 @@ TEST(TensorMainloopSim, WgmmaTmaResidentB) {
   }
   typedef gm::tc::WgShape<64, 128, 4, 4> OneF32;
   const Problem f = make_problem(DType::F32, DType::F32, 150, 140, 100, 1, false, 67, 3, 5, 0);
-  const Outcome o = run_sim_bands<gm::tc::MathTf32, OneF32, true, true, 4>(f, DType::F32, DType::F32, false, 1.1e-3, 2);
+  const Outcome o =
+      run_sim_persistent<gm::tc::MathTf32, OneF32, true, true, 4>(f, DType::F32, DType::F32, false, 1.1e-3, 2);
   EXPECT_EQ(o.wrong, 0) << o.first;
   EXPECT_EQ(o.unwritten, 0);
   EXPECT_GT(o.nonzero, 0);

@@ -100,16 +100,18 @@ class TensorMainloop final : public Mainloop {
     const TcMainloopNames n;
     const std::string loop = X.bands ? "for (int tile = tile_lo; tile < tile_hi; ++tile)"
                                      : "for (int tile = int(blockIdx.x); tile < tiles_all; tile += int(gridDim.x))";
-    c.line("const int tiles_all = " + X.coords->blocks_per_instance() + " * gm::arg_i32(" + X.arg(ArgLayout::kBatch) +
-           ");");
     if (X.bands) {
       c.line("// Persistent tiles, resident B: this block runs tiles [tile_lo, tile_hi) of the grid's band order");
       c.line("// (row tiles fastest), so that consecutive tiles share their column tile, whose B slices stay loaded.");
+    } else {
+      c.line("// Persistent tiles: this block runs tiles blockIdx.x, + gridDim.x, ... of the grid's order.");
+    }
+    c.line("const int tiles_all = " + X.coords->blocks_per_instance() + " * gm::arg_i32(" + X.arg(ArgLayout::kBatch) +
+           ");");
+    if (X.bands) {
       c.line("const int tile_lo = int(gm::i64(blockIdx.x) * tiles_all / int(gridDim.x));");
       c.line("const int tile_hi = int(gm::i64(blockIdx.x + 1) * tiles_all / int(gridDim.x));");
       c.line("gm::tc::Bands bands;  // the bands this block loaded (issuer) or waited for (consumers)");
-    } else {
-      c.line("// Persistent tiles: this block runs tiles blockIdx.x, + gridDim.x, ... of the grid's order.");
     }
     c.line("Mainloop::init(smem);  // the stage ring's barriers; the producer's registers go to the consumers");
     c.line("unsigned char* const out_smem = smem + Mainloop::SMEM_BYTES;  // the outputs' space, after the ring");

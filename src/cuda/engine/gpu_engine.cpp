@@ -286,9 +286,6 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
       throw_device_error("tile " + tile.str() + " needs " + std::to_string(compiled.info.smem_bytes) +
                          " bytes of shared memory per block; the device has " +
                          std::to_string(dev.smem_per_block_optin));
-    // (The lists' selection kernels compile meanwhile: cold Q7 / kNN calls took 1.0-1.25 s on an
-    // H100 host with the two modules one after the other, session 16.)
-    const std::vector<std::future<void>> selections = compile_selections_async(P);
     module = compile_cached(generate_source(P, tile, cgo), co, schema_text(P, tile));
     compiled.kernel = &loaded_kernel(module, compiled.info.smem_bytes);
     compiled.key = module.key;

@@ -42,17 +42,6 @@ size_t plain_key_columns(const Plan& P, size_t l) {
 }
 }  // namespace
 
-std::vector<std::future<void>> compile_selections_async(const Plan& plan) {
-  std::vector<std::future<void>> out;
-  for (const ListOutput& l : plan.lists)
-    if (top_bottom(l)) {
-      std::future<void> f =
-          compile_select_kernels_async(storage_type_of(key_type(plan, l)), l.mode == ListMode::Top, l.per);
-      if (f.valid()) out.push_back(std::move(f));
-    }
-  return out;
-}
-
 DeviceLists::DeviceLists(const Instance& inst, int64_t capacity, const TileConfig& tile,
                          const std::vector<std::optional<SeenBox>>& boxes) {
   bind(inst, capacity, tile, boxes);
@@ -288,11 +277,6 @@ void DeviceLists::finalize_on_device() {
     in.extent = spec.per == PerGroup::None ? 1 : g.size();
     in.groups = spec.per == PerGroup::None ? 1 : g.size() * inst_->batch;
     in.threshold = L.threshold.get() ? &L.threshold : nullptr;
-    std::vector<sortdev::GatherColumn> gather;
-    auto take = [&](const DeviceBuffer& from, size_t elem, DeviceBuffer& to, size_t m) {
-      if (to.size() < std::max<size_t>(m, 1) * elem) to = DeviceBuffer(std::max<size_t>(m, 1) * elem);
-      gather.push_back({to.get(), from.get(), int(elem)});
-    };
     F.cols.resize(L.cols.size());
     // A global list of few candidates: selected and ordered by one block (one launch and one
     // wait instead of ~15 launches and two waits); results() gathers its columns in that order
@@ -305,12 +289,17 @@ void DeviceLists::finalize_on_device() {
     const DeviceBuffer idx = select_candidates(in, &F.rows);
     const size_t m = size_t(F.rows);
     // The kept rows' columns, b, i, j and key: one gather for all of them.
+    std::vector<sortdev::GatherColumn> gather;
+    auto take = [&](const DeviceBuffer& from, size_t elem, DeviceBuffer& to) {
+      if (to.size() < std::max<size_t>(m, 1) * elem) to = DeviceBuffer(std::max<size_t>(m, 1) * elem);
+      gather.push_back({to.get(), from.get(), int(elem)});
+    };
     for (size_t c = 0; c < L.cols.size(); ++c)
-      take(L.cols[c], dtype_size(storage_type_of(spec.columns[c].type)), F.cols[c], m);
-    take(L.b, 4, F.b, m);
-    take(L.i, 4, F.i, m);
-    take(L.j, 4, F.j, m);
-    take(L.key, dtype_size(in.key_dtype), F.key, m);
+      take(L.cols[c], dtype_size(storage_type_of(spec.columns[c].type)), F.cols[c]);
+    take(L.b, 4, F.b);
+    take(L.i, 4, F.i);
+    take(L.j, 4, F.j);
+    take(L.key, dtype_size(in.key_dtype), F.key);
     gather_list_columns(gather, static_cast<const uint32_t*>(idx.get()), m);
     F.from_list = false;
     // Ordered on the device too where the key's rank is exact (keys of 32 bits or fewer): by

@@ -9,7 +9,6 @@
 #pragma once
 #include <cstdint>
 #include <functional>
-#include <future>
 #include <optional>
 #include <vector>
 
@@ -20,12 +19,6 @@
 #include "cuda/runtime.h"
 
 namespace gamut::cuda {
-
-// The selection kernels of the plan's top / bottom lists compiled (NVRTC, into the kernel cache)
-// on other threads, so that a cold query's selection module compiles while its main kernel does
-// (bench/NOTES.md, session 17); the modules load where the lists first need them. The caller
-// keeps the futures until its own compile is done (their destructors wait).
-std::vector<std::future<void>> compile_selections_async(const Plan& plan);
 
 // The caller's device memory for list l's final rows (GpuRunOptions::list_output): one pointer
 // per column, `rows` elements of the column's storage type each.

@@ -22,25 +22,18 @@ struct SelectKernels {
   std::unique_ptr<Kernel> small;  // global lists only (gm_sel_small)
 };
 
-CompileOptions select_compile_options() {
-  const DeviceInfo& dev = device();
-  CompileOptions co;
-  co.arch = arch_for(dev.cc_major, dev.cc_minor);
-  return co;
-}
-
-constexpr const char* kSelectCacheTag = "gamut-select-3";
-
 SelectKernels& kernels(DType key, bool top, PerGroup per) {
   static std::mutex mu;
   static std::map<std::string, std::unique_ptr<SelectKernels>> loaded;
   const std::string src = select_source(key, top, per);
   // (Keyed by the arch too: the devices of one host may differ.)
-  const CompileOptions co = select_compile_options();
+  const DeviceInfo& dev = device();
+  CompileOptions co;
+  co.arch = arch_for(dev.cc_major, dev.cc_minor);
   std::lock_guard<std::mutex> lock(mu);
   auto& k = loaded[co.arch + "\n" + src];
   if (!k) {
-    const CompiledModule mod = compile_cached(src, co, kSelectCacheTag);
+    const CompiledModule mod = compile_cached(src, co, "gamut-select-3");
     auto s = std::make_unique<SelectKernels>();
     s->hist = std::make_unique<Kernel>(mod, "gm_sel_hist");
     s->digit = std::make_unique<Kernel>(mod, "gm_sel_digit");
@@ -79,6 +72,21 @@ unsigned digit_bits(int64_t groups) {
 }
 }  // namespace
 
+// The arguments every selection kernel reads from the input: the candidates and the groups.
+gm::SelectArgs input_args(const SelectInput& in) {
+  gm::SelectArgs a{};
+  a.n = in.n;
+  a.key = ptr(in.key);
+  a.b = ptr(in.b);
+  a.i = ptr(in.i);
+  a.j = ptr(in.j);
+  a.groups = uint64_t(in.groups);
+  a.limit = uint64_t(in.limit);
+  a.begin = uint64_t(in.begin);
+  a.extent = uint64_t(in.extent);
+  return a;
+}
+
 DeviceBuffer select_candidates(const SelectInput& in, uint64_t* kept) {
   if (in.n >= uint64_t(UINT32_MAX)) throw_device_error("a top/bottom list with 2^32-1 or more candidates");
   if (in.groups > int64_t(UINT32_MAX) * 4) throw_device_error("a top/bottom list with too many groups");
@@ -87,18 +95,9 @@ DeviceBuffer select_candidates(const SelectInput& in, uint64_t* kept) {
   DeviceBuffer thr(size_t(in.groups) * 4), below(size_t(in.groups) * 4), counter(8);
   DeviceBuffer hist(size_t(in.groups) * 4 << bits);
   DeviceBuffer idx(size_t(std::max<uint64_t>(in.n, 1)) * 4);
-  gm::SelectArgs a{};
-  a.n = in.n;
-  a.key = ptr(in.key);
-  a.b = ptr(in.b);
-  a.i = ptr(in.i);
-  a.j = ptr(in.j);
+  gm::SelectArgs a = input_args(in);
   a.thr = ptr(&thr);
   a.below = ptr(&below);
-  a.groups = uint64_t(in.groups);
-  a.limit = uint64_t(in.limit);
-  a.begin = uint64_t(in.begin);
-  a.extent = uint64_t(in.extent);
   a.hist = ptr(&hist);
   a.idx = ptr(&idx);
   a.kept = ptr(&counter);
@@ -119,29 +118,12 @@ DeviceBuffer select_candidates(const SelectInput& in, uint64_t* kept) {
   return idx;
 }
 
-std::future<void> compile_select_kernels_async(DType key, bool top, PerGroup per) {
-  std::string src;
-  CompileOptions co;
-  try {
-    src = select_source(key, top, per);
-    co = select_compile_options();
-  } catch (const std::exception&) {
-    return {};  // (kernels() reports it where the module is needed)
-  }
-  return std::async(std::launch::async, [src = std::move(src), co = std::move(co)] {
-    try {
-      compile_cached(src, co, kSelectCacheTag);
-    } catch (const std::exception&) {
-      // (the same compile runs again where the module is needed, and reports the error there)
-    }
-  });
-}
-
-static_assert(kSmallSelectCandidates == gm::kSelSmallCandidates && uint64_t(kSmallSelectLimit) <= gm::kSelSmallCap,
-              "the one-block selection holds every candidate's rank and, where n <= N, every candidate");
+// N of the one-block selection: where n <= N it holds every candidate as a sort entry.
+constexpr int64_t kSmallSelectLimit = 2048;
+static_assert(uint64_t(kSmallSelectLimit) <= gm::kSelSmallCap, "every candidate fits where n <= N");
 
 bool small_selection_fits(const SelectInput& in) {
-  return in.per == PerGroup::None && exact_sort_rank(in.key_dtype) && in.n > 0 && in.n <= kSmallSelectCandidates &&
+  return in.per == PerGroup::None && exact_sort_rank(in.key_dtype) && in.n > 0 && in.n <= gm::kSelSmallCandidates &&
          in.limit > 0 && in.limit <= kSmallSelectLimit;
 }
 
@@ -150,13 +132,7 @@ bool select_small(const SelectInput& in, DeviceBuffer& idx, uint64_t* rows) {
   SelectKernels& K = kernels(in.key_dtype, in.top, in.per);
   const uint64_t m = std::min<uint64_t>(in.n, uint64_t(in.limit));
   if (idx.size() < m * 4) idx = DeviceBuffer(m * 4);
-  gm::SelectArgs a{};
-  a.n = in.n;
-  a.key = ptr(in.key);
-  a.b = ptr(in.b);
-  a.i = ptr(in.i);
-  a.j = ptr(in.j);
-  a.limit = uint64_t(in.limit);
+  gm::SelectArgs a = input_args(in);
   a.idx = ptr(&idx);
   a.thr = in.threshold && in.threshold->size() >= 4 ? ptr(in.threshold) : 0;
   DeviceBuffer kept(8);

@@ -4,7 +4,6 @@
 // orders (finalize_list) only those.
 #pragma once
 #include <cstdint>
-#include <future>
 #include <string>
 #include <vector>
 
@@ -30,18 +29,11 @@ struct SelectInput {
   const DeviceBuffer* threshold = nullptr;
 };
 
-// The selection kernels of (key, direction, grouping) compiled into the kernel cache on another
-// thread (NVRTC only; kernels() loads them from the cache's memory). Errors are left to the
-// compile that needs the module.
-std::future<void> compile_select_kernels_async(DType key, bool top, PerGroup per);
-
 // Indices (uint32) of the kept candidates, in no order; `kept` gets their number.
 DeviceBuffer select_candidates(const SelectInput& in, uint64_t* kept);
 
-// A global list (per None) of few candidates and a small N, with an exact sort rank: the whole
-// selection and ordering in one block (device/stages/gamut_select_small.cuh).
-constexpr uint64_t kSmallSelectCandidates = uint64_t(1) << 15;  // (gm::kSelSmallCandidates)
-constexpr int64_t kSmallSelectLimit = 2048;
+// A global list (per None) of at most gm::kSelSmallCandidates candidates and N <= 2048, with an
+// exact sort rank: the whole selection and ordering in one block (gamut_select_small.cuh).
 bool small_selection_fits(const SelectInput& in);
 // Indices (uint32) of the list's final rows, in the list's order, and `rows` their number
 // (min(n, N)); false (nothing kept) where more than the block's room tie at the N-th rank: then

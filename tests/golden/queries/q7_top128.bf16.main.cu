@@ -86,8 +86,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_con
   gm::tile_coords<8>(int(blockIdx.x) - b * tiles_m * tiles_n, tiles_m, tiles_n, tile_m, tile_n);
   int tc_i0 = row_begin + tile_m * Shape::BM, tc_j0 = col_begin + tile_n * Shape::BN;
   TcMap tc_map(int(threadIdx.x));
-  const int tiles_all = tiles_m * tiles_n * gm::arg_i32(a.batch);
   // Persistent tiles: this block runs tiles blockIdx.x, + gridDim.x, ... of the grid's order.
+  const int tiles_all = tiles_m * tiles_n * gm::arg_i32(a.batch);
   Mainloop::init(smem);  // the stage ring's barriers; the producer's registers go to the consumers
   unsigned char* const out_smem = smem + Mainloop::SMEM_BYTES;  // the outputs' space, after the ring
   (void)out_smem;

@@ -202,11 +202,15 @@ struct WgmmaTmaMainloop {
   // across the tiles of a persistent block) and comes back advanced past this tile's.
   static GM_DEV void produce(void* smem, const TmaOperand& a, const TmaOperand& b, int k_begin, int k_end,
                              unsigned& slice) {
-    if constexpr (PANEL > 0) {  // one tile: a band of its own
-      Bands bands;
-      produce(smem, a, b, k_begin, k_end, slice, bands, true);
-      return;
-    }
+    Bands bands;  // (resident B, one tile: a band of its own)
+    produce(smem, a, b, k_begin, k_end, slice, bands, true);
+  }
+
+  // The same with resident B's band state (ignored without PANEL): where the tile starts a band
+  // (`new_band`), first the band's B slices, once the consumers are done with the band before
+  // (bempty); the ring then carries A only.
+  static GM_DEV void produce(void* smem, const TmaOperand& a, const TmaOperand& b, int k_begin, int k_end,
+                             unsigned& slice, Bands& bands, bool new_band) {
     const Ring r(smem);
     const int nk = slices(k_begin, k_end);
     if constexpr (kSplit) {
@@ -222,42 +226,29 @@ struct WgmmaTmaMainloop {
         return;
       }
     }
+    if constexpr (PANEL > 0) {
+      if (nk > PANEL) __trap();  // the host keeps longer k ranges off this form (choose_kernel)
+      if (new_band) {
+        if (bands.count > 0) mbar_wait(r.bempty(), (bands.count - 1u) & 1u);
+        mbar_arrive_expect_tx(r.bfull(), unsigned(nk * BTile::BYTES));
+#pragma unroll 1
+        for (int t = 0; t < nk; ++t) load<B_KC, BN>(r.panel(t), b, k_begin + t * BK, r.bfull());
+        ++bands.count;
+      }
+    }
 #pragma unroll 1
     for (int t = 0; t < nk; ++t, ++slice) {
       // The stage's previous slice's products are done (its first use waits for nothing).
       if (slice >= unsigned(STAGES)) mbar_wait(r.empty(slice), Ring::parity(slice) ^ 1u);
       const unsigned stage = r.stage(slice), full = r.full(slice);
-      mbar_arrive_expect_tx(full, unsigned(STAGE_BYTES));
+      mbar_arrive_expect_tx(full, unsigned(RING_STAGE_BYTES));
       load<A_KC, BM>(stage, a, k_begin + t * BK, full);
-      if constexpr (CLUSTER == 1)
+      if constexpr (PANEL > 0)
+        ;  // (B is the band's)
+      else if constexpr (CLUSTER == 1)
         load<B_KC, BN>(stage + unsigned(ATile::BYTES), b, k_begin + t * BK, full);
       else
         load_shared_half(stage + unsigned(ATile::BYTES), b, k_begin + t * BK, full);
-    }
-  }
-
-  // Resident B: the issuer's slices of one tile; where the tile starts a band (`new_band`), first
-  // the band's B slices, once the consumers are done with the band before (bempty). The ring
-  // then carries A only.
-  static GM_DEV void produce(void* smem, const TmaOperand& a, const TmaOperand& b, int k_begin, int k_end,
-                             unsigned& slice, Bands& bands, bool new_band) {
-    static_assert(PANEL > 0, "the band form is resident B's");
-    const Ring r(smem);
-    const int nk = slices(k_begin, k_end);
-    if (nk > PANEL) __trap();  // the host keeps longer k ranges off this form (choose_kernel)
-    if (new_band) {
-      if (bands.count > 0) mbar_wait(r.bempty(), (bands.count - 1u) & 1u);
-      mbar_arrive_expect_tx(r.bfull(), unsigned(nk * BTile::BYTES));
-#pragma unroll 1
-      for (int t = 0; t < nk; ++t) load<B_KC, BN>(r.panel(t), b, k_begin + t * BK, r.bfull());
-      ++bands.count;
-    }
-#pragma unroll 1
-    for (int t = 0; t < nk; ++t, ++slice) {
-      if (slice >= unsigned(STAGES)) mbar_wait(r.empty(slice), Ring::parity(slice) ^ 1u);
-      const unsigned stage = r.stage(slice), full = r.full(slice);
-      mbar_arrive_expect_tx(full, unsigned(ATile::BYTES));
-      load<A_KC, BM>(stage, a, k_begin + t * BK, full);
     }
   }
 
@@ -356,30 +347,41 @@ struct WgmmaTmaMainloop {
   // The k range is not empty (the host keeps empty ones off this mainloop, tile_choice.cpp):
   // zeroing acc here for that case made ptxas spill 144 bytes in a persistent Q3 kernel.
   static GM_DEV void consume(Acc (&acc)[kAcc], void* smem, int k_begin, int k_end, unsigned& slice) {
-    if constexpr (PANEL > 0) {  // one tile: a band of its own (no one waits for its end)
-      Bands bands;
-      consume(acc, smem, k_begin, k_end, slice, bands, true, false);
-      return;
-    }
+    Bands bands;  // (resident B, one tile: a band of its own, whose end no one waits for)
+    consume(acc, smem, k_begin, k_end, slice, bands, true, false);
+  }
+
+  // The same with resident B's band state (ignored without PANEL): B from the band's slices,
+  // waited for where the tile starts a band; where the band ends after this tile (`band_ends`),
+  // each consumer warp releases it once its products are done, so that the issuer may load the
+  // next band's.
+  static GM_DEV void consume(Acc (&acc)[kAcc], void* smem, int k_begin, int k_end, unsigned& slice, Bands& bands,
+                             bool new_band, bool band_ends) {
     const int nk = slices(k_begin, k_end);
     if constexpr (kSplit) {
       consume_split(acc, smem, nk, slice);
       return;
     }
     const Ring r(smem);
+    if constexpr (PANEL > 0) {
+      if (new_band) {
+        mbar_wait(r.bfull(), bands.count & 1u);  // the band's B slices have landed
+        ++bands.count;
+      }
+    }
     const int wg = int(threadIdx.x / 128);
     unsigned prev = 0;
 #pragma unroll 1
     for (int t = 0; t < nk; ++t, ++slice) {
       mbar_wait(r.full(slice), Ring::parity(slice));  // the slice has landed
-      const unsigned stage = r.stage(slice);
+      const unsigned stage = r.stage(slice), b_tile = PANEL > 0 ? r.panel(t) : stage + unsigned(ATile::BYTES);
       fence_registers(acc);
       wgmma_fence();
 #pragma unroll
       for (int ks = 0; ks < KSTEPS; ++ks)
-        wgmma_f32<BN, Operand, A_KC ? 0 : 1, B_KC ? 0 : 1>(
-            acc, Products::template desc<ATile, A_KC>(stage, wg, ks),
-            Products::template desc<BTile, B_KC>(stage + unsigned(ATile::BYTES), 0, ks), t > 0 || ks > 0);
+        wgmma_f32<BN, Operand, A_KC ? 0 : 1, B_KC ? 0 : 1>(acc, Products::template desc<ATile, A_KC>(stage, wg, ks),
+                                                           Products::template desc<BTile, B_KC>(b_tile, 0, ks),
+                                                           t > 0 || ks > 0);
       wgmma_commit();
       wgmma_wait<1>();  // the slice before's products are done: its stage may be refilled
       fence_registers(acc);
@@ -388,45 +390,10 @@ struct WgmmaTmaMainloop {
     }
     wgmma_wait<0>();
     fence_registers(acc);
-    if (nk > 0 && threadIdx.x % 32 == 0) release(r, prev);
-  }
-
-  // Resident B: one tile's products, B from the band's slices (waited for where the tile starts a
-  // band); where the band ends after this tile (`band_ends`), each consumer warp releases it
-  // once its products are done, so that the issuer may load the next band's.
-  static GM_DEV void consume(Acc (&acc)[kAcc], void* smem, int k_begin, int k_end, unsigned& slice, Bands& bands,
-                             bool new_band, bool band_ends) {
-    static_assert(PANEL > 0, "the band form is resident B's");
-    const int nk = slices(k_begin, k_end);
-    const Ring r(smem);
-    if (new_band) {
-      mbar_wait(r.bfull(), bands.count & 1u);  // the band's B slices have landed
-      ++bands.count;
-    }
-    const int wg = int(threadIdx.x / 128);
-    unsigned prev = 0;
-#pragma unroll 1
-    for (int t = 0; t < nk; ++t, ++slice) {
-      mbar_wait(r.full(slice), Ring::parity(slice));  // the A slice has landed
-      const unsigned stage = r.stage(slice), panel = r.panel(t);
-      fence_registers(acc);
-      wgmma_fence();
-#pragma unroll
-      for (int ks = 0; ks < KSTEPS; ++ks)
-        wgmma_f32<BN, Operand, A_KC ? 0 : 1, B_KC ? 0 : 1>(acc, Products::template desc<ATile, A_KC>(stage, wg, ks),
-                                                           Products::template desc<BTile, B_KC>(panel, 0, ks),
-                                                           t > 0 || ks > 0);
-      wgmma_commit();
-      wgmma_wait<1>();  // the slice before's products are done: its A stage may be refilled
-      fence_registers(acc);
-      if (t > 0 && threadIdx.x % 32 == 0) release(r, prev);
-      prev = slice;
-    }
-    wgmma_wait<0>();
-    fence_registers(acc);
     if (threadIdx.x % 32 == 0) {
       if (nk > 0) release(r, prev);
-      if (band_ends) mbar_arrive(r.bempty());  // this warp's products of the band are done
+      if constexpr (PANEL > 0)
+        if (band_ends) mbar_arrive(r.bempty());  // this warp's products of the band are done
     }
   }
 

@@ -58,6 +58,37 @@ GM_DEV void sel_hist(const SelectArgs& a) {
   }
 }
 
+// Warp-wide over one group's digit counts (lane l holds bin 32 c + l in v[c], bins <= 256): the
+// first digit whose running count from `run` reaches N (`limit`) and the count below it (also
+// gm::sel_small's radix select). Returns whether one does, the same in every lane; `run` comes
+// back advanced past every bin.
+constexpr unsigned kSelChunks = 8;  // 256 bins at most (8-bit digits)
+GM_DEV bool sel_find_digit(const unsigned (&v)[kSelChunks], unsigned bins, u64 limit, u64& run, unsigned& digit,
+                           unsigned& under) {
+  const unsigned lane = threadIdx.x & 31u;
+  bool found = false;  // the same in every lane
+#pragma unroll
+  for (unsigned c = 0; c < kSelChunks; ++c) {
+    if (c * 32u >= bins) break;  // the same in every lane
+    unsigned incl = v[c];        // inclusive scan over the chunk's lanes
+#pragma unroll
+    for (unsigned o = 1; o < 32; o <<= 1) {
+      const unsigned t = __shfl_up_sync(0xffffffffu, incl, o);
+      if (lane >= o) incl += t;
+    }
+    // The first lane whose running count reaches N holds the digit.
+    const unsigned hit = __ballot_sync(0xffffffffu, run + incl >= limit);
+    if (!found && hit != 0u) {
+      const int l = __ffs(int(hit)) - 1;
+      under = unsigned(run + __shfl_sync(0xffffffffu, incl - v[c], l));
+      digit = c * 32u + unsigned(l);
+      found = true;
+    }
+    run += __shfl_sync(0xffffffffu, incl, 31);
+  }
+  return found;
+}
+
 // A warp per group: the digit of T_g is the first whose running count (from below[g]) reaches
 // N; the first round also finds the groups with at most N candidates, which keep them all.
 // Lane l reads bins 32 c + l of every chunk c of 32 bins, all loads issued before any is used,
@@ -71,41 +102,21 @@ GM_DEV void sel_digit(const SelectArgs& a) {
   const u64 limit = a.limit;
   const unsigned shift = unsigned(a.shift), bits = unsigned(a.bits);
   const unsigned bins = 1u << bits;
-  constexpr unsigned kChunks = 8;  // 256 bins at most (8-bit digits)
   const unsigned lane = threadIdx.x & 31u;
   const u64 warps = (u64(gridDim.x) * blockDim.x) >> 5;
   for (u64 g = (u64(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; g < a.groups; g += warps) {
     const unsigned b = below[g];
     if (b == kSelAll) continue;  // the whole warp: g is the same in every lane
     unsigned* h = hist + (g << bits);
-    unsigned v[kChunks];
+    unsigned v[kSelChunks];
 #pragma unroll
-    for (unsigned c = 0; c < kChunks; ++c) v[c] = c * 32u + lane < bins ? h[c * 32u + lane] : 0u;
+    for (unsigned c = 0; c < kSelChunks; ++c) v[c] = c * 32u + lane < bins ? h[c * 32u + lane] : 0u;
 #pragma unroll
-    for (unsigned c = 0; c < kChunks; ++c)
+    for (unsigned c = 0; c < kSelChunks; ++c)
       if (c * 32u + lane < bins) h[c * 32u + lane] = 0u;
     u64 run = b;  // candidates below the chunk (below[g] and the earlier chunks)
     unsigned digit = 0u, under = 0u;
-    bool found = false;  // the same in every lane
-#pragma unroll
-    for (unsigned c = 0; c < kChunks; ++c) {
-      if (c * 32u >= bins) break;  // the same in every lane
-      unsigned incl = v[c];        // inclusive scan over the chunk's lanes
-#pragma unroll
-      for (unsigned o = 1; o < 32; o <<= 1) {
-        const unsigned t = __shfl_up_sync(0xffffffffu, incl, o);
-        if (lane >= o) incl += t;
-      }
-      // The first lane whose running count reaches N holds the digit (the counts always do).
-      const unsigned hit = __ballot_sync(0xffffffffu, run + incl >= limit);
-      if (!found && hit != 0u) {
-        const int l = __ffs(int(hit)) - 1;
-        under = unsigned(run + __shfl_sync(0xffffffffu, incl - v[c], l));
-        digit = c * 32u + unsigned(l);
-        found = true;
-      }
-      run += __shfl_sync(0xffffffffu, incl, 31);
-    }
+    const bool found = sel_find_digit(v, bins, limit, run, digit, under);  // (the counts always reach N)
     if (lane != 0u) continue;
     if (shift + bits == 32 && run - b <= limit) {
       below[g] = kSelAll;

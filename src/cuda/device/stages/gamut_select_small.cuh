@@ -76,26 +76,13 @@ GM_DEV unsigned sel_small_radix(RankOf rank_of, u64 count, u64 limit, unsigned* 
       if (bin != 0xffffffffu && int(lane) == __ffs(int(peers)) - 1) atomicAdd(&hist[bin], unsigned(__popc(peers)));
     }
     __syncthreads();
-    if (tid < 32u) {
-      unsigned run = below, digit = 0u, under = below;
-      bool found = false;  // the same in every lane
-      for (unsigned c = 0; c < 8u; ++c) {
-        const unsigned v = hist[c * 32u + lane];
-        unsigned incl = v;
+    if (tid < 32u) {  // warp 0: the first digit whose running count reaches N
+      unsigned v[kSelChunks];
 #pragma unroll
-        for (unsigned o = 1; o < 32u; o <<= 1) {
-          const unsigned t = __shfl_up_sync(0xffffffffu, incl, o);
-          if (lane >= o) incl += t;
-        }
-        const unsigned hit = __ballot_sync(0xffffffffu, u64(run) + incl >= limit);
-        if (!found && hit != 0u) {
-          const int l = __ffs(int(hit)) - 1;
-          under = run + __shfl_sync(0xffffffffu, incl - v, l);
-          digit = c * 32u + unsigned(l);
-          found = true;
-        }
-        run += __shfl_sync(0xffffffffu, incl, 31);
-      }
+      for (unsigned c = 0; c < kSelChunks; ++c) v[c] = hist[c * 32u + lane];
+      u64 run = below;
+      unsigned digit = 0u, under = below;
+      sel_find_digit(v, 256u, limit, run, digit, under);
       if (lane == 0u) {
         *s_prefix = prefix | (digit << unsigned(shift));
         *s_below = under;
