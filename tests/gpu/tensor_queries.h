@@ -139,8 +139,8 @@ inline Bindings bindings(const TcQuery& q, DType t, DType rt, const Sizes& s, ui
   if (text.find("Pzip") != std::string::npos) {
     b.arrays["Pzip"] = NDArray::zeros(DType::I32, {s.m});
     b.arrays["Rzip"] = NDArray::zeros(DType::I32, {s.n});
-    fill(b.arrays["Pzip"], 0, 4);
-    fill(b.arrays["Rzip"], 0, 4);
+    fill(b.arrays["Pzip"], 0, 9);  // 10 x 10 counts: past the direct table's first 128-byte row
+    fill(b.arrays["Rzip"], 0, 9);
   }
   if (text.find("qn") != std::string::npos) {
     b.arrays["qn"] = NDArray::zeros(DType::F32, {s.m});

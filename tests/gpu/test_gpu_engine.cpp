@@ -263,12 +263,13 @@ TEST(GpuEngine, AggregatesAndJoins) {
 }
 
 // Aggregate outputs small enough for the direct block tables take the compact pair loop
-// (codegen/direct_tables.cpp): every operator and type of tp::aggregates with 1 and 3 groups (all
-// outputs direct), 25 groups (some outputs too large: the general loop), with a `when` mask,
-// batched (the batch index in the row part), and on tiles with partial edges.
+// (outputs/aggregate.cpp): every operator and type of tp::aggregates with 1, 3 and 16 groups
+// (all outputs direct; 16 x 16 elements move through the table's bank swizzle), 25 groups (some
+// outputs too large: the general loop), with a `when` mask, batched (the batch index in the row
+// part), on tiles wholly inside the ranges and on tiles with partial edges.
 TEST(GpuEngine, DirectTableAggregates) {
   SKIP_WITHOUT_GPU();
-  for (int64_t groups : {1, 3, 25}) {
+  for (int64_t groups : {1, 3, 16, 25}) {
     SCOPED_TRACE("groups " + std::to_string(groups));
     check(*square_case(tp::aggregates(), 131, 77, 29, Data::Exact, 1, groups), Data::Exact, kOddTiles);
     Plan masked;

@@ -70,10 +70,12 @@ std::string KernelContext::when_condition() const {
   return r;
 }
 
-std::string KernelContext::pass_test() const {
+std::string KernelContext::pass_bit() const {
   if (!has_pass()) return "";
-  return " && ((" + map.bit("pass", "m", "n") + " >> " + map.bit_shift("m", "n") + ") & 1u) != 0";
+  return "((" + map.bit("pass", "m", "n") + " >> " + map.bit_shift("m", "n") + ") & 1u) != 0";
 }
+
+std::string KernelContext::pass_test() const { return has_pass() ? " && " + pass_bit() : ""; }
 
 long KernelContext::tile_ranks_offset() const {
   const size_t off = cg::tile_ranks_offset(S), bytes = tile_ranks_bytes(T);

@@ -84,6 +84,8 @@ struct KernelContext {
   std::string when_condition() const;
   // " && (pass bit (m, n) set)" when there are pass bits, else "".
   std::string pass_test() const;
+  // The same test alone ("" without pass bits).
+  std::string pass_bit() const;
   // Project outputs stored in vector runs along j.
   bool runs_along_j(int d) const;
   // Where top/bottom lists keep the tile's BM x BN ranks (u32): after the operators' tables, in

@@ -152,22 +152,46 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   ar0.reset();
   gm::tile_sync<Shape::THREADS>();  // tables initialised
   if (sk0.direct) {
-    unsigned kc0[Shape::TN];
-#pragma unroll
-    for (int n = 0; n < Shape::TN; ++n) {
-      const int j = st.j0 + st.tmap.col(n);
-      kc0[n] = j < col_end ? 0u : 0u;
-    }
-#pragma unroll
-    for (int m = 0; m < Shape::TM; ++m) {
-      const int i = st.i0 + st.tmap.row(m);
-      const unsigned kr0 = i < row_end ? unsigned(gm::to_i64(gm::widen(gp2[gm::i64(i)])) * os0_0) : 0u;
+    const bool tile_inside = st.i0 + Shape::BM <= row_end && st.j0 + Shape::BN <= col_end;
+    if (tile_inside) {
+      unsigned kc0[Shape::TN];
 #pragma unroll
       for (int n = 0; n < Shape::TN; ++n) {
         const int j = st.j0 + st.tmap.col(n);
-        if (i < row_end && j < col_end && ((pass[(m * Shape::TN + n) / 32] >> ((m * Shape::TN + n) % 32)) & 1u) != 0) {
-          const float acc0 = st.acc0[m][n];
-          sk0.add_direct(kr0 + kc0[n], acc0);
+        kc0[n] = 0u;
+      }
+#pragma unroll
+      for (int m = 0; m < Shape::TM; ++m) {
+        const int i = st.i0 + st.tmap.row(m);
+        const unsigned kr0 = unsigned(gm::to_i64(gm::widen(gp2[gm::i64(i)]))) * unsigned(os0_0);
+#pragma unroll
+        for (int n = 0; n < Shape::TN; ++n) {
+          const int j = st.j0 + st.tmap.col(n);
+          if (((pass[(m * Shape::TN + n) / 32] >> ((m * Shape::TN + n) % 32)) & 1u) != 0) {
+            const float acc0 = st.acc0[m][n];
+            sk0.add_direct(kr0 + kc0[n], acc0);
+          }
+        }
+      }
+    }
+    else {
+      unsigned kc0[Shape::TN];
+#pragma unroll
+      for (int n = 0; n < Shape::TN; ++n) {
+        const int j = st.j0 + st.tmap.col(n);
+        kc0[n] = j < col_end ? 0u : 0u;
+      }
+#pragma unroll
+      for (int m = 0; m < Shape::TM; ++m) {
+        const int i = st.i0 + st.tmap.row(m);
+        const unsigned kr0 = i < row_end ? unsigned(gm::to_i64(gm::widen(gp2[gm::i64(i)]))) * unsigned(os0_0) : 0u;
+#pragma unroll
+        for (int n = 0; n < Shape::TN; ++n) {
+          const int j = st.j0 + st.tmap.col(n);
+          if (i < row_end && j < col_end && ((pass[(m * Shape::TN + n) / 32] >> ((m * Shape::TN + n) % 32)) & 1u) != 0) {
+            const float acc0 = st.acc0[m][n];
+            sk0.add_direct(kr0 + kc0[n], acc0);
+          }
         }
       }
     }

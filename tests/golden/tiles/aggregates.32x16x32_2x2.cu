@@ -186,35 +186,36 @@ extern "C" __global__ void __launch_bounds__(128, 4) gamut_main(const Args a) {
   ar5.reset();
   gm::tile_sync<Shape::THREADS>();  // tables initialised
   if (sk0.direct && sk1.direct && sk2.direct && sk3.direct && sk4.direct && sk5.direct) {
-    unsigned kc0[Shape::TN];
-    unsigned kc1[Shape::TN];
-    unsigned kc2[Shape::TN];
-    unsigned kc3[Shape::TN];
-    unsigned kc4[Shape::TN];
-    unsigned kc5[Shape::TN];
-#pragma unroll
-    for (int n = 0; n < Shape::TN; ++n) {
-      const int j = st.j0 + st.tmap.col(n);
-      kc0[n] = j < col_end ? unsigned(gm::to_i64(gm::widen(gp3[gm::i64(j)])) * os0_1) : 0u;
-      kc1[n] = j < col_end ? unsigned(gm::i64(j) * os1_1) : 0u;
-      kc2[n] = j < col_end ? unsigned(gm::to_i64(gm::widen(gp3[gm::i64(j)])) * os2_0) : 0u;
-      kc3[n] = j < col_end ? 0u : 0u;
-      kc4[n] = j < col_end ? 0u : 0u;
-      kc5[n] = j < col_end ? 0u : 0u;
-    }
-#pragma unroll
-    for (int m = 0; m < Shape::TM; ++m) {
-      const int i = st.i0 + st.tmap.row(m);
-      const unsigned kr0 = i < row_end ? unsigned(gm::to_i64(gm::widen(gp2[gm::i64(i)])) * os0_0) : 0u;
-      const unsigned kr1 = i < row_end ? unsigned(gm::to_i64(gm::widen(gp2[gm::i64(i)])) * os1_0) : 0u;
-      const unsigned kr2 = i < row_end ? 0u : 0u;
-      const unsigned kr3 = i < row_end ? unsigned(gm::i64(i) * os3_0) : 0u;
-      const unsigned kr4 = i < row_end ? unsigned(gm::to_i64(gm::widen(gp2[gm::i64(i)])) * os4_0) : 0u;
-      const unsigned kr5 = i < row_end ? 0u : 0u;
+    const bool tile_inside = st.i0 + Shape::BM <= row_end && st.j0 + Shape::BN <= col_end;
+    if (tile_inside) {
+      unsigned kc0[Shape::TN];
+      unsigned kc1[Shape::TN];
+      unsigned kc2[Shape::TN];
+      unsigned kc3[Shape::TN];
+      unsigned kc4[Shape::TN];
+      unsigned kc5[Shape::TN];
 #pragma unroll
       for (int n = 0; n < Shape::TN; ++n) {
         const int j = st.j0 + st.tmap.col(n);
-        if (i < row_end && j < col_end) {
+        kc0[n] = unsigned(gm::to_i64(gm::widen(gp3[gm::i64(j)]))) * unsigned(os0_1);
+        kc1[n] = unsigned(j) * unsigned(os1_1);
+        kc2[n] = unsigned(gm::to_i64(gm::widen(gp3[gm::i64(j)]))) * unsigned(os2_0);
+        kc3[n] = 0u;
+        kc4[n] = 0u;
+        kc5[n] = 0u;
+      }
+#pragma unroll
+      for (int m = 0; m < Shape::TM; ++m) {
+        const int i = st.i0 + st.tmap.row(m);
+        const unsigned kr0 = unsigned(gm::to_i64(gm::widen(gp2[gm::i64(i)]))) * unsigned(os0_0);
+        const unsigned kr1 = unsigned(gm::to_i64(gm::widen(gp2[gm::i64(i)]))) * unsigned(os1_0);
+        const unsigned kr2 = 0u;
+        const unsigned kr3 = unsigned(i) * unsigned(os3_0);
+        const unsigned kr4 = unsigned(gm::to_i64(gm::widen(gp2[gm::i64(i)]))) * unsigned(os4_0);
+        const unsigned kr5 = 0u;
+#pragma unroll
+        for (int n = 0; n < Shape::TN; ++n) {
+          const int j = st.j0 + st.tmap.col(n);
           const float acc0 = st.acc0[m][n];
           sk0.add_direct(kr0 + kc0[n], gm::to_i32((acc0 > q0_f32)));
           sk1.add_direct(kr1 + kc1[n], acc0);
@@ -224,6 +225,49 @@ extern "C" __global__ void __launch_bounds__(128, 4) gamut_main(const Args a) {
           }
           sk4.add_direct(kr4 + kc4[n], (~gm::shl(1, (j & 31))));
           sk5.add_direct(kr5 + kc5[n], gm::to_f64(acc0));
+        }
+      }
+    }
+    else {
+      unsigned kc0[Shape::TN];
+      unsigned kc1[Shape::TN];
+      unsigned kc2[Shape::TN];
+      unsigned kc3[Shape::TN];
+      unsigned kc4[Shape::TN];
+      unsigned kc5[Shape::TN];
+#pragma unroll
+      for (int n = 0; n < Shape::TN; ++n) {
+        const int j = st.j0 + st.tmap.col(n);
+        kc0[n] = j < col_end ? unsigned(gm::to_i64(gm::widen(gp3[gm::i64(j)]))) * unsigned(os0_1) : 0u;
+        kc1[n] = j < col_end ? unsigned(j) * unsigned(os1_1) : 0u;
+        kc2[n] = j < col_end ? unsigned(gm::to_i64(gm::widen(gp3[gm::i64(j)]))) * unsigned(os2_0) : 0u;
+        kc3[n] = j < col_end ? 0u : 0u;
+        kc4[n] = j < col_end ? 0u : 0u;
+        kc5[n] = j < col_end ? 0u : 0u;
+      }
+#pragma unroll
+      for (int m = 0; m < Shape::TM; ++m) {
+        const int i = st.i0 + st.tmap.row(m);
+        const unsigned kr0 = i < row_end ? unsigned(gm::to_i64(gm::widen(gp2[gm::i64(i)]))) * unsigned(os0_0) : 0u;
+        const unsigned kr1 = i < row_end ? unsigned(gm::to_i64(gm::widen(gp2[gm::i64(i)]))) * unsigned(os1_0) : 0u;
+        const unsigned kr2 = i < row_end ? 0u : 0u;
+        const unsigned kr3 = i < row_end ? unsigned(i) * unsigned(os3_0) : 0u;
+        const unsigned kr4 = i < row_end ? unsigned(gm::to_i64(gm::widen(gp2[gm::i64(i)]))) * unsigned(os4_0) : 0u;
+        const unsigned kr5 = i < row_end ? 0u : 0u;
+#pragma unroll
+        for (int n = 0; n < Shape::TN; ++n) {
+          const int j = st.j0 + st.tmap.col(n);
+          if (i < row_end && j < col_end) {
+            const float acc0 = st.acc0[m][n];
+            sk0.add_direct(kr0 + kc0[n], gm::to_i32((acc0 > q0_f32)));
+            sk1.add_direct(kr1 + kc1[n], acc0);
+            sk2.add_direct(kr2 + kc2[n], gm::to_i64(acc0));
+            if ((acc0 > q0_f32)) {
+              sk3.add_direct(kr3 + kc3[n], gm::shl(1, (j & 31)));
+            }
+            sk4.add_direct(kr4 + kc4[n], (~gm::shl(1, (j & 31))));
+            sk5.add_direct(kr5 + kc5[n], gm::to_f64(acc0));
+          }
         }
       }
     }

@@ -105,6 +105,23 @@ class Aggregates final : public OutputOperator {
   }
 
   void direct_loop(Code& c) override {
+    // A tile wholly inside the ranges (all but the last row and column of tiles) takes a copy of
+    // the loop without the bounds tests: the tests' branches around each pair's atomic kept
+    // the pairs apart (one dependent chain at a time; ncu, bench/NOTES.md session 18).
+    const AccumulatorMap& M = X.map;
+    c.line("const bool tile_inside = " + M.tile_row0 + " + Shape::BM <= row_end && " + M.tile_col0 +
+           " + Shape::BN <= col_end;");
+    c.open("if (tile_inside)");
+    direct_pairs(c, false);
+    c.close();
+    c.open("else");
+    direct_pairs(c, true);
+    c.close();
+  }
+
+ private:
+  // The direct loop's pairs, with or without the bounds tests.
+  void direct_pairs(Code& c, bool bounds) {
     const AccumulatorMap& M = X.map;
     // The column parts: one per map column, in registers through the loop.
     for (size_t d = 0; d < P.dense.size(); ++d) c.line("unsigned kc" + to_string(d) + "[" + M.cols + "];");
@@ -112,17 +129,20 @@ class Aggregates final : public OutputOperator {
     c.open("for (int n = 0; n < " + M.cols + "; ++n)");
     c.line("const int j = " + M.tile_col0 + " + " + M.col("n") + ";");
     for (size_t d = 0; d < P.dense.size(); ++d)
-      c.line("kc" + to_string(d) + "[n] = j < col_end ? " + direct_part(int(d), false) + " : 0u;");
+      c.line("kc" + to_string(d) + "[n] = " + (bounds ? "j < col_end ? " + direct_part(int(d), false) + " : 0u"
+                                                        : direct_part(int(d), false)) + ";");
     c.close();
     c.line("#pragma unroll");
     c.open("for (int m = 0; m < " + M.rows + "; ++m)");
     c.line("const int i = " + M.tile_row0 + " + " + M.row("m") + ";");
     for (size_t d = 0; d < P.dense.size(); ++d)
-      c.line("const unsigned kr" + to_string(d) + " = i < row_end ? " + direct_part(int(d), true) + " : 0u;");
+      c.line("const unsigned kr" + to_string(d) + " = " +
+             (bounds ? "i < row_end ? " + direct_part(int(d), true) + " : 0u" : direct_part(int(d), true)) + ";");
     c.line("#pragma unroll");
     c.open("for (int n = 0; n < " + M.cols + "; ++n)");
     c.line("const int j = " + M.tile_col0 + " + " + M.col("n") + ";");
-    c.open("if (" + X.coords->in_range() + X.pass_test() + ")");
+    const std::string test = bounds ? X.coords->in_range() + X.pass_test() : X.pass_bit();
+    if (!test.empty()) c.open("if (" + test + ")");
     for (size_t a = 0; a < P.accs.size(); ++a)
       c.line("const " + X.acc_type(int(a)) + " acc" + to_string(a) + " = " + M.value(int(a)) + ";");
     X.locals(false, c);
@@ -133,12 +153,11 @@ class Aggregates final : public OutputOperator {
       out.line("sk" + n + ".add_direct(kr" + n + " + kc" + n + "[n], " +
                X.outer_r.expr_as(s.value, P.dense[size_t(d)].type) + ");");
     });
-    c.close();  // if
+    if (!test.empty()) c.close();  // if
     c.close();  // n
     c.close();  // m
   }
 
- private:
   // Aggregate Store statements, in source order, with their run combiner's number.
   void number(const std::vector<Stmt>& body) {
     for (const Stmt& s : body) {
@@ -156,14 +175,15 @@ class Aggregates final : public OutputOperator {
       if ((side_of(P, idx[p]) == Side::Row) != row) continue;
       std::string term;
       if (idx[p].kind == OutIndex::Lookup)
-        term = "gm::to_i64(" + X.outer_r.load(idx[p].access) + ")";
+        term = "unsigned(gm::to_i64(" + X.outer_r.load(idx[p].access) + "))";
       else
-        term = idx[p].axis == AxisRole::Row ? "gm::i64(i)" : idx[p].axis == AxisRole::Col ? "gm::i64(j)" : "gm::i64(b)";
-      r += (r.empty() ? "" : " + ") + term + " * os" + to_string(d) + "_" + to_string(p);
+        term = idx[p].axis == AxisRole::Row ? "unsigned(i)" : idx[p].axis == AxisRole::Col ? "unsigned(j)" : "unsigned(b)";
+      r += (r.empty() ? "" : " + ") + term + " * unsigned(os" + to_string(d) + "_" + to_string(p) + ")";
     }
     // Positions were checked on the host (every index in range), and the output has at most
-    // SLOTS elements here, so each part fits an unsigned.
-    return r.empty() ? "0u" : "unsigned(" + r + ")";
+    // SLOTS elements here, so each part fits an unsigned: its products and sums modulo 2^32 are
+    // the 64-bit ones (one 32-bit multiply each).
+    return r.empty() ? "0u" : r;
   }
 
   KernelContext& X;

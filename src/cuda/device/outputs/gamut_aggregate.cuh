@@ -18,8 +18,13 @@ struct GlobalSink {
 
 // Aggregate sink with a block-level pre-reduction: an open-addressing table in shared memory,
 // keyed by the output element. An output of at most SLOTS elements (Q3's G x G counts) is
-// mapped directly instead: slot = element, one shared atomic per commit and no key CAS or
-// probing. Protocol: init(); gm::tile_sync; commits; gm::tile_sync; flush().
+// mapped directly instead: one shared atomic per commit and no key CAS or probing, element e
+// at slot swizzle(e). The swizzle XORs each 128-byte row's index into the element's bank: a
+// warp's commits of one accumulator register cover 8 rows x 4 columns of the tile, and with a
+// power-of-two row stride (Q3's 16 x 16 counts) the plain layout put them in 8 banks (ncu: 6.9
+// shared wavefronts per atomic, bench/NOTES.md session 18). A value equal to the operator's
+// identity changes nothing and is not committed (Q3's failed comparisons).
+// Protocol: init(); gm::tile_sync; commits; gm::tile_sync; flush().
 template <class T, int OP, int SLOTS, int THREADS>
 struct TableSink {
   static_assert((SLOTS & (SLOTS - 1)) == 0, "SLOTS must be a power of two");
@@ -42,11 +47,16 @@ struct TableSink {
       vals[s] = identity<OP, T>();
     }
   }
-  // Direct tables only: slot = the output element.
-  GM_DEV void add_direct(unsigned slot, T v) { atomic_apply<OP>(&vals[slot], v); }
+  // The direct table's slot of output element e (an involution: it gives e back from its slot).
+  static constexpr unsigned kRowElems = 128u / unsigned(sizeof(T));  // elements per 128-byte row
+  static GM_DEV unsigned swizzle(unsigned e) { return e ^ ((e / kRowElems) % kRowElems); }
+  // Direct tables only: output element e (< SLOTS).
+  GM_DEV void add_direct(unsigned e, T v) {
+    atomic_apply<OP>(&vals[swizzle(e)], v);
+  }
   GM_DEV void commit(u64 key, T v) {
     if (direct) {
-      atomic_apply<OP>(&vals[key], v);
+      add_direct(unsigned(key), v);
       return;
     }
     unsigned h = unsigned((key * 0x9E3779B97F4A7C15ull) >> 40) & (SLOTS - 1);
@@ -66,7 +76,7 @@ struct TableSink {
   GM_DEV void flush() {
     for (int s = int(threadIdx.x); s < SLOTS; s += THREADS) {
       if (direct) {
-        if (vals[s] != identity<OP, T>()) atomic_apply<OP>(out + s, vals[s]);
+        if (vals[s] != identity<OP, T>()) atomic_apply<OP>(out + swizzle(unsigned(s)), vals[s]);
       } else if (keys[s] != kEmpty) {
         atomic_apply<OP>(out + keys[s], vals[s]);
       }
