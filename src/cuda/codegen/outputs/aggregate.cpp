@@ -129,8 +129,8 @@ class Aggregates final : public OutputOperator {
     c.open("for (int n = 0; n < " + M.cols + "; ++n)");
     c.line("const int j = " + M.tile_col0 + " + " + M.col("n") + ";");
     for (size_t d = 0; d < P.dense.size(); ++d)
-      c.line("kc" + to_string(d) + "[n] = " + (bounds ? "j < col_end ? " + direct_part(int(d), false) + " : 0u"
-                                                        : direct_part(int(d), false)) + ";");
+      c.line("kc" + to_string(d) + "[n] = " +
+             (bounds ? "j < col_end ? " + direct_part(int(d), false) + " : 0u" : direct_part(int(d), false)) + ";");
     c.close();
     c.line("#pragma unroll");
     c.open("for (int m = 0; m < " + M.rows + "; ++m)");
@@ -154,8 +154,8 @@ class Aggregates final : public OutputOperator {
                X.outer_r.expr_as(s.value, P.dense[size_t(d)].type) + ");");
     });
     if (!test.empty()) c.close();  // if
-    c.close();  // n
-    c.close();  // m
+    c.close();                     // n
+    c.close();                     // m
   }
 
   // Aggregate Store statements, in source order, with their run combiner's number.
@@ -177,7 +177,9 @@ class Aggregates final : public OutputOperator {
       if (idx[p].kind == OutIndex::Lookup)
         term = "unsigned(gm::to_i64(" + X.outer_r.load(idx[p].access) + "))";
       else
-        term = idx[p].axis == AxisRole::Row ? "unsigned(i)" : idx[p].axis == AxisRole::Col ? "unsigned(j)" : "unsigned(b)";
+        term = idx[p].axis == AxisRole::Row   ? "unsigned(i)"
+               : idx[p].axis == AxisRole::Col ? "unsigned(j)"
+                                              : "unsigned(b)";
       r += (r.empty() ? "" : " + ") + term + " * unsigned(os" + to_string(d) + "_" + to_string(p) + ")";
     }
     // Positions were checked on the host (every index in range), and the output has at most
