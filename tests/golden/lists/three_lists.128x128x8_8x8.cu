@@ -161,21 +161,22 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   unsigned pr2[(Shape::TM * Shape::TN + 31) / 32];  // Values: rows that reached the emit
 #pragma unroll
   for (int w = 0; w < (Shape::TM * Shape::TN + 31) / 32; ++w) pr2[w] = 0u;
+  const bool tile_inside = st.i0 + Shape::BM <= row_end && st.j0 + Shape::BN <= col_end;
+  if (tile_inside) {
 #pragma unroll
-  for (int m = 0; m < Shape::TM; ++m) {
-    const int i = st.i0 + st.tmap.row(m);
+    for (int m = 0; m < Shape::TM; ++m) {
+      const int i = st.i0 + st.tmap.row(m);
 #pragma unroll
-    for (int c = 0; c < Shape::TN / Shape::VN; ++c) {
-      float pv0[Shape::VN]; bool pm0[Shape::VN];
+      for (int c = 0; c < Shape::TN / Shape::VN; ++c) {
+        float pv0[Shape::VN]; bool pm0[Shape::VN];
 #pragma unroll
-      for (int v = 0; v < Shape::VN; ++v) {
-        const int n = c * Shape::VN + v;
-        const int j = st.j0 + st.tmap.col(n);
-        pv0[v] = float(0); pm0[v] = false;
-        bool ef0 = false;
-        bool ef1 = false;
-        bool ef2 = false;
-        if (i < row_end && j < col_end) {
+        for (int v = 0; v < Shape::VN; ++v) {
+          const int n = c * Shape::VN + v;
+          const int j = st.j0 + st.tmap.col(n);
+          pv0[v] = float(0); pm0[v] = false;
+          bool ef0 = false;
+          bool ef1 = false;
+          bool ef2 = false;
           float acc0 = st.acc0[m][n]; gm::opaque(acc0);
           pv0[v] = acc0;
           pm0[v] = true;
@@ -184,12 +185,45 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
             ef1 = true;
           }
           ef2 = true;
+          pr0[(m * Shape::TN + n) / 32] |= unsigned(ef0) << ((m * Shape::TN + n) % 32);
+          pr1[(m * Shape::TN + n) / 32] |= unsigned(ef1) << ((m * Shape::TN + n) % 32);
+          pr2[(m * Shape::TN + n) / 32] |= unsigned(ef2) << ((m * Shape::TN + n) % 32);
         }
-        pr0[(m * Shape::TN + n) / 32] |= unsigned(ef0) << ((m * Shape::TN + n) % 32);
-        pr1[(m * Shape::TN + n) / 32] |= unsigned(ef1) << ((m * Shape::TN + n) % 32);
-        pr2[(m * Shape::TN + n) / 32] |= unsigned(ef2) << ((m * Shape::TN + n) % 32);
+        gm::store_run<float, Shape::VN>(out0 + gm::i64(i) * os0_0 + gm::i64(st.j0 + st.tmap.col(c * Shape::VN)) * os0_1, pv0, pm0, ov0);
       }
-      gm::store_run<float, Shape::VN>(out0 + gm::i64(i) * os0_0 + gm::i64(st.j0 + st.tmap.col(c * Shape::VN)) * os0_1, pv0, pm0, ov0);
+    }
+  }
+  else {
+#pragma unroll
+    for (int m = 0; m < Shape::TM; ++m) {
+      const int i = st.i0 + st.tmap.row(m);
+#pragma unroll
+      for (int c = 0; c < Shape::TN / Shape::VN; ++c) {
+        float pv0[Shape::VN]; bool pm0[Shape::VN];
+#pragma unroll
+        for (int v = 0; v < Shape::VN; ++v) {
+          const int n = c * Shape::VN + v;
+          const int j = st.j0 + st.tmap.col(n);
+          pv0[v] = float(0); pm0[v] = false;
+          bool ef0 = false;
+          bool ef1 = false;
+          bool ef2 = false;
+          if (i < row_end && j < col_end) {
+            float acc0 = st.acc0[m][n]; gm::opaque(acc0);
+            pv0[v] = acc0;
+            pm0[v] = true;
+            ef0 = true;
+            if ((acc0 > q0_f32)) {
+              ef1 = true;
+            }
+            ef2 = true;
+          }
+          pr0[(m * Shape::TN + n) / 32] |= unsigned(ef0) << ((m * Shape::TN + n) % 32);
+          pr1[(m * Shape::TN + n) / 32] |= unsigned(ef1) << ((m * Shape::TN + n) % 32);
+          pr2[(m * Shape::TN + n) / 32] |= unsigned(ef2) << ((m * Shape::TN + n) % 32);
+        }
+        gm::store_run<float, Shape::VN>(out0 + gm::i64(i) * os0_0 + gm::i64(st.j0 + st.tmap.col(c * Shape::VN)) * os0_1, pv0, pm0, ov0);
+      }
     }
   }
    {

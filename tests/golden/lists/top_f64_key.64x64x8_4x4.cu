@@ -125,21 +125,42 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   unsigned pr0[(Shape::TM * Shape::TN + 31) / 32];  // L: rows that reached the emit
 #pragma unroll
   for (int w = 0; w < (Shape::TM * Shape::TN + 31) / 32; ++w) pr0[w] = 0u;
+  const bool tile_inside = st.i0 + Shape::BM <= row_end && st.j0 + Shape::BN <= col_end;
+  if (tile_inside) {
 #pragma unroll
-  for (int m = 0; m < Shape::TM; ++m) {
-    const int i = st.i0 + st.tmap.row(m);
+    for (int m = 0; m < Shape::TM; ++m) {
+      const int i = st.i0 + st.tmap.row(m);
 #pragma unroll
-    for (int c = 0; c < Shape::TN / Shape::VN; ++c) {
+      for (int c = 0; c < Shape::TN / Shape::VN; ++c) {
 #pragma unroll
-      for (int v = 0; v < Shape::VN; ++v) {
-        const int n = c * Shape::VN + v;
-        const int j = st.j0 + st.tmap.col(n);
-        bool ef0 = false;
-        if (i < row_end && j < col_end) {
+        for (int v = 0; v < Shape::VN; ++v) {
+          const int n = c * Shape::VN + v;
+          const int j = st.j0 + st.tmap.col(n);
+          bool ef0 = false;
           float acc0 = st.acc0[m][n]; gm::opaque(acc0);
           ef0 = true;
+          pr0[(m * Shape::TN + n) / 32] |= unsigned(ef0) << ((m * Shape::TN + n) % 32);
         }
-        pr0[(m * Shape::TN + n) / 32] |= unsigned(ef0) << ((m * Shape::TN + n) % 32);
+      }
+    }
+  }
+  else {
+#pragma unroll
+    for (int m = 0; m < Shape::TM; ++m) {
+      const int i = st.i0 + st.tmap.row(m);
+#pragma unroll
+      for (int c = 0; c < Shape::TN / Shape::VN; ++c) {
+#pragma unroll
+        for (int v = 0; v < Shape::VN; ++v) {
+          const int n = c * Shape::VN + v;
+          const int j = st.j0 + st.tmap.col(n);
+          bool ef0 = false;
+          if (i < row_end && j < col_end) {
+            float acc0 = st.acc0[m][n]; gm::opaque(acc0);
+            ef0 = true;
+          }
+          pr0[(m * Shape::TN + n) / 32] |= unsigned(ef0) << ((m * Shape::TN + n) % 32);
+        }
       }
     }
   }

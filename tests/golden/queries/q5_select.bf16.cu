@@ -107,23 +107,46 @@ extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_con
   unsigned pr0[(TcMap::kRows * TcMap::kCols + 31) / 32];  // Pairs: rows that reached the emit
 #pragma unroll
   for (int w = 0; w < (TcMap::kRows * TcMap::kCols + 31) / 32; ++w) pr0[w] = 0u;
+  const bool tile_inside = tc_i0 + Shape::BM <= row_end && tc_j0 + Shape::BN <= col_end;
+  if (tile_inside) {
 #pragma unroll
-  for (int m = 0; m < TcMap::kRows; ++m) {
-    const int i = tc_i0 + tc_map.row(m);
+    for (int m = 0; m < TcMap::kRows; ++m) {
+      const int i = tc_i0 + tc_map.row(m);
 #pragma unroll
-    for (int c = 0; c < TcMap::kCols / Shape::VN; ++c) {
+      for (int c = 0; c < TcMap::kCols / Shape::VN; ++c) {
 #pragma unroll
-      for (int v = 0; v < Shape::VN; ++v) {
-        const int n = c * Shape::VN + v;
-        const int j = tc_j0 + tc_map.col(n);
-        bool ef0 = false;
-        if (i < row_end && j < col_end) {
+        for (int v = 0; v < Shape::VN; ++v) {
+          const int n = c * Shape::VN + v;
+          const int j = tc_j0 + tc_map.col(n);
+          bool ef0 = false;
           float acc0 = (0.0f + acc[TcMap::index(m, n)]); gm::opaque(acc0);
           if ((acc0 > q0_f32)) {
             ef0 = true;
           }
+          pr0[(m * TcMap::kCols + n) / 32] |= unsigned(ef0) << ((m * TcMap::kCols + n) % 32);
         }
-        pr0[(m * TcMap::kCols + n) / 32] |= unsigned(ef0) << ((m * TcMap::kCols + n) % 32);
+      }
+    }
+  }
+  else {
+#pragma unroll
+    for (int m = 0; m < TcMap::kRows; ++m) {
+      const int i = tc_i0 + tc_map.row(m);
+#pragma unroll
+      for (int c = 0; c < TcMap::kCols / Shape::VN; ++c) {
+#pragma unroll
+        for (int v = 0; v < Shape::VN; ++v) {
+          const int n = c * Shape::VN + v;
+          const int j = tc_j0 + tc_map.col(n);
+          bool ef0 = false;
+          if (i < row_end && j < col_end) {
+            float acc0 = (0.0f + acc[TcMap::index(m, n)]); gm::opaque(acc0);
+            if ((acc0 > q0_f32)) {
+              ef0 = true;
+            }
+          }
+          pr0[(m * TcMap::kCols + n) / 32] |= unsigned(ef0) << ((m * TcMap::kCols + n) % 32);
+        }
       }
     }
   }
