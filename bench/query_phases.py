@@ -6,7 +6,7 @@ to the same query's CUDA-event time and gamut's own product of the same operands
 Prints the device activities of `--calls` warm calls by total device time (the main kernel, list
 ordering, memsets, copies), and the wall-clock time per call on the host.
 
-    python bench/query_phases.py [--query Q5|Q3|Q7|kNN] [--n 16384] [--k 256] [--calls 10] [--timeline]
+    python bench/query_phases.py [--query Q5|Q3|Q7|kNN|areas] [--n 16384] [--k 256] [--calls 10] [--timeline]
 """
 import argparse
 import os
@@ -14,7 +14,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tensor_queries import KNN, Q3, Q5, Q7  # noqa: E402
+from tensor_queries import AREAS, KNN, Q3, Q5, Q7  # noqa: E402
 from benchlib import cuda_time  # noqa: E402
 
 
@@ -41,11 +41,11 @@ def main():
         qn, xn = (P.float() ** 2).sum(1), (X.float() ** 2).sum(1)
         q, args = gamut.compile(KNN), dict(Q=P, X=X, qn=qn, xn=xn)
     else:
-        text = {"Q5": Q5, "Q7": Q7, "Q3": Q3}[a.query]
+        text = {"Q5": Q5, "Q7": Q7, "Q3": Q3, "areas": AREAS}[a.query]
         args = dict(P=P, R=R)
-        if a.query in ("Q5", "Q3"):
-            args["thres"] = thres
-        if a.query == "Q3":
+        if a.query in ("Q5", "Q3", "areas"):  # (Q3, areas: about half of the pairs pass the median)
+            args["thres"] = thres if a.query == "Q5" else float(torch.median(sample[:1 << 20]))
+        if a.query in ("Q3", "areas"):
             args["Pzip"] = torch.randint(0, 16, (N,), device=dev, dtype=torch.int32)
             args["Rzip"] = torch.randint(0, 16, (N,), device=dev, dtype=torch.int32)
         q = gamut.compile(text)

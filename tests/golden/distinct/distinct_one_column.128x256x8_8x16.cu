@@ -157,16 +157,32 @@ extern "C" __global__ void __launch_bounds__(256, 1) gamut_main(const Args a) {
     for (int n = 0; n < Shape::TN; ++n) {
       kcs0[n] = sc0.col_part[st.tmap.col(n)];
     }
+    const bool tile_inside = st.i0 + Shape::BM <= row_end && st.j0 + Shape::BN <= col_end;
+    if (tile_inside) {
 #pragma unroll
-    for (int m = 0; m < Shape::TM; ++m) {
-      const int i = st.i0 + st.tmap.row(m);
-      const unsigned krs0 = sc0.row_part[st.tmap.row(m)];
+      for (int m = 0; m < Shape::TM; ++m) {
+        const int i = st.i0 + st.tmap.row(m);
+        const unsigned krs0 = sc0.row_part[st.tmap.row(m)];
 #pragma unroll
-      for (int n = 0; n < Shape::TN; ++n) {
-        const int j = st.j0 + st.tmap.col(n);
-        if (i < row_end && j < col_end) {
+        for (int n = 0; n < Shape::TN; ++n) {
+          const int j = st.j0 + st.tmap.col(n);
           const float acc0 = st.acc0[m][n];
           sc0.mark_cell(krs0 + kcs0[n]);
+        }
+      }
+    }
+    else {
+#pragma unroll
+      for (int m = 0; m < Shape::TM; ++m) {
+        const int i = st.i0 + st.tmap.row(m);
+        const unsigned krs0 = sc0.row_part[st.tmap.row(m)];
+#pragma unroll
+        for (int n = 0; n < Shape::TN; ++n) {
+          const int j = st.j0 + st.tmap.col(n);
+          if (i < row_end && j < col_end) {
+            const float acc0 = st.acc0[m][n];
+            sc0.mark_cell(krs0 + kcs0[n]);
+          }
         }
       }
     }

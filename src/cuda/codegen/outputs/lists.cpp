@@ -77,6 +77,8 @@ class ListOperator final : public OutputOperator {
   std::string direct_condition() const override { return seen_direct_condition(X); }
 
   void direct_loop(Code& c) override {
+    // A tile wholly inside the ranges takes a copy without the bounds tests (as the aggregates'
+    // direct loop: the tests' branches kept the pairs apart).
     const AccumulatorMap& M = X.map;
     c.line("// Every list on its seen table: the cells' column parts in registers through the loop.");
     for (size_t l = 0; l < P.lists.size(); ++l) c.line("unsigned kcs" + to_string(l) + "[" + M.cols + "];");
@@ -85,6 +87,19 @@ class ListOperator final : public OutputOperator {
     for (size_t l = 0; l < P.lists.size(); ++l)
       c.line("kcs" + to_string(l) + "[n] = sc" + to_string(l) + ".col_part[" + M.col("n") + "];");
     c.close();
+    c.line("const bool tile_inside = " + M.tile_row0 + " + Shape::BM <= row_end && " + M.tile_col0 +
+           " + Shape::BN <= col_end;");
+    c.open("if (tile_inside)");
+    direct_pairs(c, false);
+    c.close();
+    c.open("else");
+    direct_pairs(c, true);
+    c.close();
+  }
+
+ private:
+  void direct_pairs(Code& c, bool bounds) {
+    const AccumulatorMap& M = X.map;
     c.line("#pragma unroll");
     c.open("for (int m = 0; m < " + M.rows + "; ++m)");
     c.line("const int i = " + M.tile_row0 + " + " + M.row("m") + ";");
@@ -93,7 +108,8 @@ class ListOperator final : public OutputOperator {
     c.line("#pragma unroll");
     c.open("for (int n = 0; n < " + M.cols + "; ++n)");
     c.line("const int j = " + M.tile_col0 + " + " + M.col("n") + ";");
-    c.open("if (" + X.coords->in_range() + X.pass_test() + ")");
+    const std::string test = bounds ? X.coords->in_range() + X.pass_test() : X.pass_bit();
+    if (!test.empty()) c.open("if (" + test + ")");
     for (size_t a = 0; a < P.accs.size(); ++a)
       c.line("const " + X.acc_type(int(a)) + " acc" + to_string(a) + " = " + M.value(int(a)) + ";");
     X.locals(false, c);
@@ -102,12 +118,11 @@ class ListOperator final : public OutputOperator {
       const std::string n = to_string(s.target);
       out.line("sc" + n + ".mark_cell(krs" + n + " + kcs" + n + "[n]);");
     });
-    c.close();  // if
-    c.close();  // n
-    c.close();  // m
+    if (!test.empty()) c.close();  // if
+    c.close();                     // n
+    c.close();                     // m
   }
 
- private:
   KernelContext& X;
   const Plan& P;
   std::vector<std::unique_ptr<ListRows>> rows_;
