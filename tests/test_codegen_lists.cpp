@@ -276,8 +276,10 @@ TEST(ListCodegen, SeenTableColumns) {
   EXPECT_EQ(count(src, "sc0.flush("), 1u);
   EXPECT_EQ(count(src, "TD td("), 1u);  // the tile hash in the else branches
   // Only lists on seen tables: the direct loop (parts in registers) where every one runs on its
-  // table; not with a dense output beside them.
-  EXPECT_EQ(count(src, "sc0.mark_cell(krs0 + kcs0[n]);"), 1u);
+  // table, twice (tiles inside the ranges without bounds tests, edge tiles with them); not with a
+  // dense output beside them.
+  EXPECT_EQ(count(src, "sc0.mark_cell(krs0 + kcs0[n]);"), 2u);
+  EXPECT_EQ(count(src, "if (tile_inside) {"), 2u);  // the direct loop's and the pair loop's
   tp::DistinctQuery with_table;
   with_table.cols = {C::G};
   with_table.aggregate = true;
@@ -288,10 +290,11 @@ TEST(ListCodegen, SeenTableColumns) {
   two.second = {C::H};
   const std::string both = generate_source(tp::distinct_query(two), parse_tile("128x128x8/8x8"));
   EXPECT_EQ(count(both, "if (seen0 && seen1) {"), 1u);
-  EXPECT_EQ(count(both, "mark_cell"), 2u);
-  // The pair loop runs where either list is on its table: both mark their cells in pass 1.
-  EXPECT_EQ(count(both, "sc0.mark(seen0 && ef0"), 1u);
-  EXPECT_EQ(count(both, "sc1.mark(seen1 && ef1"), 1u);
+  EXPECT_EQ(count(both, "mark_cell"), 4u);
+  // The pair loop (inside and edge copies) runs where either list is on its table: both mark
+  // their cells in pass 1.
+  EXPECT_EQ(count(both, "sc0.mark(seen0 && ef0"), 2u);
+  EXPECT_EQ(count(both, "sc1.mark(seen1 && ef1"), 2u);
   EXPECT_EQ(count(generate_source(tp::distinct_query(tp::DistinctQuery{{C::I, C::J}}), parse_tile("128x128x8/8x8")),
                   "SeenCells"),
             0u);

@@ -44,10 +44,16 @@ inline std::optional<SeenBox> seen_box_of(const std::vector<std::pair<int64_t, i
   return box;
 }
 
-// The smallest and largest value of a vector in device memory: `rows` rows (batch instances)
+// A vector in device memory whose value range is asked for: `rows` rows (batch instances)
 // `row_stride` elements apart, elements [first, first + count) of each (count, rows > 0).
-using DeviceVectorRange = std::function<std::pair<int64_t, int64_t>(const void* data, DType type, int64_t rows,
-                                                                    int64_t row_stride, int64_t first, int64_t count)>;
+struct DeviceVector {
+  const void* data;
+  DType type;
+  int64_t rows, row_stride, first, count;
+};
+// The smallest and largest value of each vector, in order (one wait for all of them).
+using DeviceVectorRange =
+    std::function<std::vector<std::pair<int64_t, int64_t>>(const std::vector<DeviceVector>& vectors)>;
 
 // Per list of the plan: the box of its columns' values over the instance's ranges where it may
 // take a seen table (seen_table_columns) and the box has at most kSeenCells cells; else none.

@@ -25,16 +25,21 @@ std::optional<seendev::IntKind> int_kind(DType t) {
 }  // namespace
 
 DeviceVectorRange device_vector_range() {
-  return [](const void* data, DType type, int64_t rows, int64_t row_stride, int64_t first, int64_t count) {
-    const auto kind = int_kind(type);
-    if (!kind) throw_device_error("internal error: the value range of a vector that is not of integers");
-    DeviceBuffer out(2 * sizeof(int64_t));
-    detail::check(
-        seendev::value_range(data, *kind, rows, row_stride, first, count, static_cast<int64_t*>(out.get()), stream()),
-        "the value range of a vector");
-    int64_t lohi[2] = {0, 0};
-    out.download(lohi, sizeof lohi);
-    return std::make_pair(lohi[0], lohi[1]);
+  return [](const std::vector<DeviceVector>& vectors) {
+    DeviceBuffer out(2 * sizeof(int64_t) * vectors.size());
+    for (size_t v = 0; v < vectors.size(); ++v) {
+      const DeviceVector& d = vectors[v];
+      const auto kind = int_kind(d.type);
+      if (!kind) throw_device_error("internal error: the value range of a vector that is not of integers");
+      detail::check(seendev::value_range(d.data, *kind, d.rows, d.row_stride, d.first, d.count,
+                                         static_cast<int64_t*>(out.get()) + 2 * v, stream()),
+                    "the value range of a vector");
+    }
+    std::vector<int64_t> lohi(2 * vectors.size(), 0);
+    out.download(lohi.data(), lohi.size() * sizeof(int64_t));
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+    for (size_t v = 0; v < vectors.size(); ++v) ranges.emplace_back(lohi[2 * v], lohi[2 * v + 1]);
+    return ranges;
   };
 }
 

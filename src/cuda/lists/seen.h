@@ -9,7 +9,7 @@
 
 namespace gamut::cuda {
 
-// seen_boxes' reader of device vectors: one small kernel and one 16-byte copy per vector.
+// seen_boxes' reader of device vectors: one small kernel per vector and one copy (one wait) for all.
 DeviceVectorRange device_vector_range();
 
 // The rows of the set cells of `seen` (box.words() words), in ascending cell order, into `out`
