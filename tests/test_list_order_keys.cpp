@@ -167,3 +167,23 @@ TEST(ListOrderKeys, PackWords) {
   EXPECT_EQ(w[3].first, 6); EXPECT_EQ(w[3].count, 5); EXPECT_EQ(w[3].bits, 64);
   EXPECT_EQ(w[4].first, 11); EXPECT_EQ(w[4].count, 1); EXPECT_EQ(w[4].bits, 64);
 }
+
+// Range keys (value - lo in the bits the range needs): a top / bottom list's (b, i, rank, j)
+// over one 16384 x 16384 instance fit one word (1 + 14 + 32 + 14 bits) where whole-width keys
+// took two.
+TEST(ListOrderKeys, RangeKeysShareAWord) {
+  EXPECT_EQ(ord::range_key_bits(1), 1);
+  EXPECT_EQ(ord::range_key_bits(2), 1);
+  EXPECT_EQ(ord::range_key_bits(3), 2);
+  EXPECT_EQ(ord::range_key_bits(16384), 14);
+  EXPECT_EQ(ord::range_key_bits(16385), 15);
+  EXPECT_EQ(ord::range_key_bits(uint64_t(1) << 63), 63);
+  EXPECT_EQ(ord::range_key_bits(~uint64_t(0)), 64);
+  const int bits[] = {ord::range_key_bits(1), ord::range_key_bits(16384), 32, ord::range_key_bits(16384)};
+  ord::KeyWord w[4];
+  ASSERT_EQ(ord::pack_key_bits(bits, 4, w), 1);
+  EXPECT_EQ(w[0].count, 4);
+  EXPECT_EQ(w[0].bits, 61);
+  const int whole[] = {4, 4, 4, 4};
+  EXPECT_EQ(ord::pack_key_words(whole, 4, w), 2);
+}

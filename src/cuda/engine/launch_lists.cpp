@@ -25,6 +25,25 @@ bool top_bottom(const ListOutput& l) {
 // (b, i, j), so the shortest prefix of its columns holding the axis values i, j (and b) orders
 // the rows totally; the later columns only come along (fewer sort passes: Q5's (i, j, value)
 // sorts on one 64-bit word instead of two). All columns where no prefix holds them.
+// The ranges of the list's columns that are the pair's axes (b, i, j as emitted): their sort
+// keys take only the bits the run's ranges need.
+std::vector<KeyRange> axis_column_ranges(const Plan& P, size_t l, const Instance& inst) {
+  std::vector<KeyRange> out;
+  const Stmt* e = emit_of(P, l);
+  if (!e) return out;
+  for (size_t c = 0; c < e->columns.size(); ++c) {
+    const Expr& x = P.expr(e->columns[c]);
+    KeyRange r;
+    if (x.kind == ExprKind::Axis) {
+      if (x.index == int(AxisRole::Row)) r = {inst.row.begin, uint64_t(inst.row.size())};
+      if (x.index == int(AxisRole::Col)) r = {inst.col.begin, uint64_t(inst.col.size())};
+      if (x.index == int(AxisRole::Batch)) r = {0, uint64_t(inst.batch)};
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
 size_t plain_key_columns(const Plan& P, size_t l) {
   const Stmt* e = emit_of(P, l);
   if (!e) return SIZE_MAX;
@@ -247,7 +266,7 @@ void DeviceLists::finalize_on_device() {
       }
       const bool distinct = spec.mode == ListMode::Distinct;
       F.rows = order_list_rows(cols, types, F.rows, distinct, order_scratch_, F.cols,
-                               distinct ? SIZE_MAX : plain_key_columns(P, l));
+                               distinct ? SIZE_MAX : plain_key_columns(P, l), axis_column_ranges(P, l, *inst_));
       F.from_list = F.host_order = false;
       continue;
     }
@@ -272,10 +291,10 @@ void DeviceLists::finalize_on_device() {
     in.top = spec.mode == ListMode::Top;
     in.per = spec.per;
     in.limit = limit;
-    const AxisRange& g = spec.per == PerGroup::Col ? inst_->col : inst_->row;
-    in.begin = g.begin;
-    in.extent = spec.per == PerGroup::None ? 1 : g.size();
-    in.groups = spec.per == PerGroup::None ? 1 : g.size() * inst_->batch;
+    const AxisRange& g_range = spec.per == PerGroup::Col ? inst_->col : inst_->row;
+    in.begin = g_range.begin;
+    in.extent = spec.per == PerGroup::None ? 1 : g_range.size();
+    in.groups = spec.per == PerGroup::None ? 1 : g_range.size() * inst_->batch;
     in.threshold = L.threshold.get() ? &L.threshold : nullptr;
     F.cols.resize(L.cols.size());
     // A global list of few candidates: selected and ordered by one block (one launch and one
@@ -314,6 +333,14 @@ void DeviceLists::finalize_on_device() {
                                                   ? std::vector<const DeviceBuffer*>{&rank, &F.b, &F.i, &F.j}
                                                   : std::vector<const DeviceBuffer*>{&F.b, &g, &rank, &o};
       std::vector<DType> types(cols.size(), DType::I32);
+      // b, i and j lie in the run's ranges: keyed in as few bits as those need (rank, b, i, j or
+      // b, group, rank, other in one 64-bit word where they fit: one sort instead of two).
+      const AxisRange& other = spec.per == PerGroup::Col ? inst_->row : inst_->col;
+      const KeyRange kb{0, uint64_t(inst_->batch)}, kg{g_range.begin, uint64_t(g_range.size())},
+          ko{other.begin, uint64_t(other.size())}, ki{inst_->row.begin, uint64_t(inst_->row.size())},
+          kj{inst_->col.begin, uint64_t(inst_->col.size())};
+      const std::vector<KeyRange> ranges =
+          spec.per == PerGroup::None ? std::vector<KeyRange>{{}, kb, ki, kj} : std::vector<KeyRange>{kb, kg, {}, ko};
       for (size_t c = 0; c < F.cols.size(); ++c) {
         cols.push_back(&F.cols[c]);
         types.push_back(storage_type_of(spec.columns[c].type));
@@ -321,7 +348,7 @@ void DeviceLists::finalize_on_device() {
       // (The ordered buffers and the gathered ones trade places: both are kept for the next run.)
       // (b, i, j) names one row of a list (one emit, at most once per pair), so the four key
       // columns order the rows totally: the list's columns are carried, not sorted on.
-      if (order_list_rows(cols, types, m, false, order_scratch_, F.sorted, 4) != m)
+      if (order_list_rows(cols, types, m, false, order_scratch_, F.sorted, 4, ranges) != m)
         throw_device_error("internal error: ordering the kept rows of list " + spec.name + " changed their number");
       std::swap(F.order_b, F.sorted[0]);
       std::swap(F.order_g, F.sorted[1]);

@@ -40,7 +40,8 @@ T* as(const DeviceBuffer& b) {
 }  // namespace
 
 uint64_t order_list_rows(const std::vector<const DeviceBuffer*>& cols, const std::vector<DType>& dtypes, uint64_t n,
-                         bool distinct, ListOrderScratch& s, std::vector<DeviceBuffer>& out, size_t key_columns) {
+                         bool distinct, ListOrderScratch& s, std::vector<DeviceBuffer>& out, size_t key_columns,
+                         const std::vector<KeyRange>& ranges) {
   if (cols.size() != dtypes.size()) throw_device_error("internal error: list columns and types differ in number");
   if (n > kMaxDeviceOrderRows)
     throw_device_error("internal error: a list of " + std::to_string(n) + " rows ordered on the device");
@@ -50,12 +51,18 @@ uint64_t order_list_rows(const std::vector<const DeviceBuffer*>& cols, const std
   const uint32_t rows = uint32_t(n);
 
   std::vector<sortdev::ColumnRef> refs(cols.size());
-  std::vector<int> bytes(cols.size());
+  std::vector<int> bytes(cols.size()), key_bits(cols.size());
   for (size_t c = 0; c < cols.size(); ++c) {
     bytes[c] = int(dtype_size(dtypes[c]));
     if (cols[c]->size() < size_t(n) * size_t(bytes[c]))
       throw_device_error("internal error: a list column shorter than its rows");
     refs[c] = {cols[c]->get(), bytes[c], key_kind(dtypes[c])};
+    key_bits[c] = 8 * bytes[c];
+    if (c < ranges.size() && ranges[c].count > 0 && refs[c].kind == order::KeyKind::Signed) {
+      refs[c].range_bits = std::min(order::range_key_bits(ranges[c].count), key_bits[c]);
+      refs[c].lo = ranges[c].lo;
+      key_bits[c] = refs[c].range_bits;
+    }
   }
   ensure(s.rows[0], size_t(n) * 4);
   ensure(s.rows[1], size_t(n) * 4);
@@ -81,7 +88,7 @@ uint64_t order_list_rows(const std::vector<const DeviceBuffer*>& cols, const std
   // LSD: one stable pass per key word, the least significant word first.
   std::vector<order::KeyWord> words(cols.size());
   const size_t keys_of = distinct ? cols.size() : std::min(std::max<size_t>(key_columns, 1), cols.size());
-  const int nwords = order::pack_key_words(bytes.data(), int(keys_of), words.data());
+  const int nwords = order::pack_key_bits(key_bits.data(), int(keys_of), words.data());
   uint64_t* const keys[2] = {as<uint64_t>(s.keys[0]), as<uint64_t>(s.keys[1])};
   uint32_t* const perm[2] = {as<uint32_t>(s.rows[0]), as<uint32_t>(s.rows[1])};
   int sel = 0;

@@ -34,10 +34,17 @@ constexpr uint64_t kMaxDeviceOrderRows = 0x7fffffffu;
 // buffers when large enough; a buffer may be larger than the rows) and returns their number.
 // n <= kMaxDeviceOrderRows. With `key_columns`, only the first that many columns order the rows
 // (the caller knows they already order them totally; the others are carried along): fewer
-// sort passes. Distinct compares whole rows and takes every column as key.
+// sort passes. Distinct compares whole rows and takes every column as key. `ranges` (per
+// column, may be shorter or empty): an integer column whose values all lie in [lo, lo + count)
+// (count > 0) is keyed as value - lo in as few bits as that needs (a pair's b, i and j, whose
+// ranges the run knows): the key words hold more columns, and fewer words mean fewer sorts.
+struct KeyRange {
+  int64_t lo = 0;
+  uint64_t count = 0;  // 0: no range known
+};
 uint64_t order_list_rows(const std::vector<const DeviceBuffer*>& cols, const std::vector<DType>& dtypes, uint64_t n,
                          bool distinct, ListOrderScratch& scratch, std::vector<DeviceBuffer>& out,
-                         size_t key_columns = SIZE_MAX);
+                         size_t key_columns = SIZE_MAX, const std::vector<KeyRange>& ranges = {});
 
 // Top/bottom rows already in the list's order (groups (b[r], g[r]) contiguous, each group's rows
 // by rank): keeps the first `limit` rows of each group (more come where ranks tie at the N-th),

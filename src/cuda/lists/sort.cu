@@ -41,9 +41,17 @@ __global__ void keys_kernel(const WordColumns w, const uint32_t* rows, uint32_t*
     uint64_t key = 0;
     for (int c = 0; c < w.count; ++c) {
       const ColumnRef& col = w.cols[c];
+      const uint64_t raw = load_bits(col.data, col.bytes, row);
+      if (col.range_bits > 0) {  // v - lo, v sign-extended from its width
+        const int shift = 64 - 8 * col.bytes;
+        const int64_t v = int64_t(raw << shift) >> shift;
+        key = (key << (col.range_bits / 2)) << (col.range_bits - col.range_bits / 2);
+        key |= uint64_t(v) - uint64_t(col.lo);
+        continue;
+      }
       // A 64-bit column is alone in its word; the shift is split so that it stays defined.
       key = (key << (4 * col.bytes)) << (4 * col.bytes);
-      key |= order::column_key(col.kind, col.bytes, load_bits(col.data, col.bytes, row));
+      key |= order::column_key(col.kind, col.bytes, raw);
     }
     keys[r] = key;
   }

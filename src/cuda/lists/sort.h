@@ -12,11 +12,15 @@
 
 namespace gamut::cuda::sortdev {
 
-// One list column on the device: `bytes` (1, 2, 4 or 8) per row.
+// One list column on the device: `bytes` (1, 2, 4 or 8) per row. range_bits > 0: a signed
+// integer column whose every value v lies in [lo, lo + 2^range_bits): its key is v - lo in
+// range_bits bits (the same order as the whole-width key, in fewer radix passes).
 struct ColumnRef {
   const void* data = nullptr;
   int bytes = 0;
   order::KeyKind kind = order::KeyKind::Unsigned;
+  int range_bits = 0;
+  int64_t lo = 0;
 };
 
 // Columns of one key word: at most 8, since each is at least 8 bits of the word's 64.
