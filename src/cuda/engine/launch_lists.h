@@ -16,6 +16,7 @@
 #include "cuda/codegen/codegen.h"
 #include "cuda/lists/order.h"
 #include "cuda/lists/seen.h"
+#include "cuda/lists/select.h"
 #include "cuda/runtime.h"
 
 namespace gamut::cuda {
@@ -105,6 +106,12 @@ class DeviceLists {
   // Finished::gather_pending: list l's columns gathered in its final order into `to` (the
   // caller's device memory), or, without `to`, into its Finished::cols.
   void gather_final_rows(size_t l, const std::vector<void*>* to);
+  // A top / bottom list's m rows (key, b, i, j and the list's columns in the given buffers)
+  // ordered by (b, group, rank, other axis), or (rank, b, i, j) without groups, into finished_[l],
+  // then cut to each group's first `limit` rows: its final rows. The key's rank is exact.
+  void order_candidates(size_t l, const SelectInput& in, const DeviceBuffer& key, const DeviceBuffer& b,
+                        const DeviceBuffer& i, const DeviceBuffer& j, const std::vector<DeviceBuffer>& cols, uint64_t m,
+                        int64_t limit);
   std::vector<Finished> finished_;
   bool finalized_ = false;  // finished_ is this launch's
   ListOrderScratch order_scratch_;
