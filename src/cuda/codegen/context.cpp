@@ -70,12 +70,24 @@ std::string KernelContext::when_condition() const {
   return r;
 }
 
-std::string KernelContext::pass_bit() const {
-  if (!has_pass()) return "";
-  return "((" + map.bit("pass", "m", "n") + " >> " + map.bit_shift("m", "n") + ") & 1u) != 0";
+std::string KernelContext::pair_test(bool bounds) const {
+  std::string t = bounds ? coords->in_range() : "";
+  if (has_pass())
+    t += (t.empty() ? "" : " && ") + std::string("((") + map.bit("pass", "m", "n") + " >> " + map.bit_shift("m", "n") +
+         ") & 1u) != 0";
+  return t;
 }
 
-std::string KernelContext::pass_test() const { return has_pass() ? " && " + pass_bit() : ""; }
+void KernelContext::inside_and_edge(Code& c, const std::function<void(bool bounds)>& pairs) const {
+  c.line("const bool tile_inside = " + map.tile_row0 + " + Shape::BM <= row_end && " + map.tile_col0 +
+         " + Shape::BN <= col_end;");
+  c.open("if (tile_inside)");
+  pairs(false);
+  c.close();
+  c.open("else");
+  pairs(true);
+  c.close();
+}
 
 long KernelContext::tile_ranks_offset() const {
   const size_t off = cg::tile_ranks_offset(S), bytes = tile_ranks_bytes(T);

@@ -4,6 +4,7 @@
 // to the output operators. kernel.cpp composes the parts: the mainloop (mainloop.h), the `when`
 // passes, and the output operators (outputs/output_operator.h).
 #pragma once
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -82,10 +83,13 @@ struct KernelContext {
   // Whether the `when` pass bits exist (join keys a grouped join matches need none).
   bool has_pass() const;
   std::string when_condition() const;
-  // " && (pass bit (m, n) set)" when there are pass bits, else "".
-  std::string pass_test() const;
-  // The same test alone ("" without pass bits).
-  std::string pass_bit() const;
+  // The pair loops' test of pair (m, n) at (i, j): in the ranges (with `bounds`) and its pass bit
+  // set (where there are pass bits); "" when nothing is to be tested.
+  std::string pair_test(bool bounds) const;
+  // A pair loop rendered twice: `pairs(false)` for a tile wholly inside the ranges (every tile
+  // but the last row and column of tiles: no bounds tests, whose branches around each pair kept
+  // ptxas from interleaving pairs; bench/NOTES.md session 18), `pairs(true)` for the others.
+  void inside_and_edge(Code& c, const std::function<void(bool bounds)>& pairs) const;
   // Project outputs stored in vector runs along j.
   bool runs_along_j(int d) const;
   // Where top/bottom lists keep the tile's BM x BN ranks (u32): after the operators' tables, in

@@ -58,25 +58,15 @@ class OperatorEpilogue final : public Epilogue {
   }
 
  private:
-  // A tile wholly inside the ranges (all but the last row and column of tiles) takes a copy of
-  // the pair loop without the bounds tests: each pair's test was a branch around its body, which
-  // kept the pairs apart (one dependent chain at a time; ncu, bench/NOTES.md session 18).
-  // Only list outputs take the copy: with projects alone the products measured 1-2 % slower,
-  // and aggregates have their direct loop (split likewise) for the case that matters; copying
-  // their general loop too made a SIMT aggregate kernel spill.
+  // Inside tiles take a copy of the pair loop without the bounds tests (inside_and_edge) where
+  // the outputs are lists: with projects alone the products measured 1-2 % slower, and
+  // aggregates have their direct loop (split likewise) for the case that matters; copying their
+  // general loop too made a SIMT aggregate kernel spill.
   void pair_loops(Code& c) {
     bool lists_only = !P.lists.empty();
     for (const DenseOutput& d : P.dense) lists_only = lists_only && d.is_project();
     if (!X.coords->positions_are_indices() || !lists_only) return pair_loop(c, true);
-    const AccumulatorMap& M = X.map;
-    c.line("const bool tile_inside = " + M.tile_row0 + " + Shape::BM <= row_end && " + M.tile_col0 +
-           " + Shape::BN <= col_end;");
-    c.open("if (tile_inside)");
-    pair_loop(c, false);
-    c.close();
-    c.open("else");
-    pair_loop(c, true);
-    c.close();
+    X.inside_and_edge(c, [&](bool bounds) { pair_loop(c, bounds); });
   }
 
   void pair_loop(Code& c, bool bounds) {
@@ -93,7 +83,7 @@ class OperatorEpilogue final : public Epilogue {
     c.line("const int n = c * " + M.col_run + " + v;");
     c.line("const int j = " + tc.col_at(M.tile_col0 + " + " + M.col("n")) + ";");
     for (OutputOperator* op : ops_) op->pair_begin(c);
-    const std::string test = bounds ? tc.in_range() + X.pass_test() : X.pass_bit();
+    const std::string test = X.pair_test(bounds);
     if (!test.empty()) c.open("if (" + test + ")");
     const bool lists = !P.lists.empty();
     for (size_t n = 0; n < P.accs.size(); ++n)

@@ -21,10 +21,17 @@ bool top_bottom(const ListOutput& l) {
   return (l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.key != kNoExpr;
 }
 
-// The columns of a plain list that order its rows: a list has one emit, run at most once per
-// (b, i, j), so the shortest prefix of its columns holding the axis values i, j (and b) orders
-// the rows totally; the later columns only come along (fewer sort passes: Q5's (i, j, value)
-// sorts on one 64-bit word instead of two). All columns where no prefix holds them.
+// The sort-key range of axis `a`'s values in this run (none for the reduction axis).
+KeyRange axis_key_range(const Instance& inst, AxisRole a) {
+  switch (a) {
+    case AxisRole::Row: return {inst.row.begin, uint64_t(inst.row.size())};
+    case AxisRole::Col: return {inst.col.begin, uint64_t(inst.col.size())};
+    case AxisRole::Batch: return {0, uint64_t(inst.batch)};
+    case AxisRole::Red: break;
+  }
+  return {};
+}
+
 // The ranges of the list's columns that are the pair's axes (b, i, j as emitted): their sort
 // keys take only the bits the run's ranges need.
 std::vector<KeyRange> axis_column_ranges(const Plan& P, size_t l, const Instance& inst) {
@@ -33,17 +40,15 @@ std::vector<KeyRange> axis_column_ranges(const Plan& P, size_t l, const Instance
   if (!e) return out;
   for (size_t c = 0; c < e->columns.size(); ++c) {
     const Expr& x = P.expr(e->columns[c]);
-    KeyRange r;
-    if (x.kind == ExprKind::Axis) {
-      if (x.index == int(AxisRole::Row)) r = {inst.row.begin, uint64_t(inst.row.size())};
-      if (x.index == int(AxisRole::Col)) r = {inst.col.begin, uint64_t(inst.col.size())};
-      if (x.index == int(AxisRole::Batch)) r = {0, uint64_t(inst.batch)};
-    }
-    out.push_back(r);
+    out.push_back(x.kind == ExprKind::Axis ? axis_key_range(inst, AxisRole(x.index)) : KeyRange{});
   }
   return out;
 }
 
+// The columns of a plain list that order its rows: a list has one emit, run at most once per
+// (b, i, j), so the shortest prefix of its columns holding the axis values i, j (and b) orders
+// the rows totally; the later columns only come along (fewer sort passes: Q5's (i, j, value)
+// sorts on one 64-bit word instead of two). All columns where no prefix holds them.
 size_t plain_key_columns(const Plan& P, size_t l) {
   const Stmt* e = emit_of(P, l);
   if (!e) return SIZE_MAX;
@@ -324,59 +329,49 @@ void DeviceLists::finalize_on_device() {
     // Ordered on the device too where the key's rank is exact (keys of 32 bits or fewer): by
     // (b, group, rank, other axis), or (rank, b, i, j) without groups; then each group's first
     // N rows (more where ranks tie at the N-th) are the list's final rows.
-    if (exact_sort_rank(in.key_dtype) && m > 0 && m <= kMaxDeviceOrderRows)
-      order_candidates(l, in, F.key, F.b, F.i, F.j, F.cols, m, limit);
+    if (exact_sort_rank(in.key_dtype) && m > 0 && m <= kMaxDeviceOrderRows) order_candidates(l, in, m, limit);
   }
   finalized_ = true;
 }
 
-void DeviceLists::order_candidates(size_t l, const SelectInput& in, const DeviceBuffer& key, const DeviceBuffer& b,
-                                   const DeviceBuffer& i, const DeviceBuffer& j, const std::vector<DeviceBuffer>& cols,
-                                   uint64_t m, int64_t limit) {
-  const Plan& P = *inst_->plan;
-  const ListOutput& spec = P.lists[l];
+void DeviceLists::order_candidates(size_t l, const SelectInput& in, uint64_t m, int64_t limit) {
+  const ListOutput& spec = inst_->plan->lists[l];
   Finished& F = finished_[l];
-  F.from_list = F.host_order = false;
-  if (m == 0) {
-    F.rows = 0;
-    return;
-  }
   DeviceBuffer rank(m * 4);
-  sort_ranks(in, key, m, rank);
-  const DeviceBuffer& g = spec.per == PerGroup::Col ? j : i;
-  const DeviceBuffer& o = spec.per == PerGroup::Col ? i : j;
-  std::vector<const DeviceBuffer*> keys = spec.per == PerGroup::None
-                                              ? std::vector<const DeviceBuffer*>{&rank, &b, &i, &j}
-                                              : std::vector<const DeviceBuffer*>{&b, &g, &rank, &o};
-  std::vector<DType> types(keys.size(), DType::I32);
+  sort_ranks(in, F.key, m, rank);
+  const bool per_j = spec.per == PerGroup::Col;
+  const DeviceBuffer& g = per_j ? F.j : F.i;
+  const DeviceBuffer& o = per_j ? F.i : F.j;
+  std::vector<const DeviceBuffer*> cols = spec.per == PerGroup::None
+                                              ? std::vector<const DeviceBuffer*>{&rank, &F.b, &F.i, &F.j}
+                                              : std::vector<const DeviceBuffer*>{&F.b, &g, &rank, &o};
+  std::vector<DType> types(cols.size(), DType::I32);
   // b, i and j lie in the run's ranges: keyed in as few bits as those need (rank, b, i, j or
   // b, group, rank, other in one 64-bit word where they fit: one sort instead of two).
-  const AxisRange& group = spec.per == PerGroup::Col ? inst_->col : inst_->row;
-  const AxisRange& other = spec.per == PerGroup::Col ? inst_->row : inst_->col;
-  const KeyRange kb{0, uint64_t(inst_->batch)}, kg{group.begin, uint64_t(group.size())},
-      ko{other.begin, uint64_t(other.size())}, ki{inst_->row.begin, uint64_t(inst_->row.size())},
-      kj{inst_->col.begin, uint64_t(inst_->col.size())};
-  const std::vector<KeyRange> ranges =
-      spec.per == PerGroup::None ? std::vector<KeyRange>{{}, kb, ki, kj} : std::vector<KeyRange>{kb, kg, {}, ko};
-  for (size_t c = 0; c < cols.size(); ++c) {
-    keys.push_back(&cols[c]);
+  const KeyRange kb = axis_key_range(*inst_, AxisRole::Batch), ki = axis_key_range(*inst_, AxisRole::Row),
+                 kj = axis_key_range(*inst_, AxisRole::Col);
+  const std::vector<KeyRange> ranges = spec.per == PerGroup::None
+                                           ? std::vector<KeyRange>{{}, kb, ki, kj}
+                                           : std::vector<KeyRange>{kb, per_j ? kj : ki, {}, per_j ? ki : kj};
+  for (size_t c = 0; c < F.cols.size(); ++c) {
+    cols.push_back(&F.cols[c]);
     types.push_back(storage_type_of(spec.columns[c].type));
   }
   // (The ordered buffers and the gathered ones trade places: both are kept for the next run.)
   // (b, i, j) names one row of a list (one emit, at most once per pair), so the four key
   // columns order the rows totally: the list's columns are carried, not sorted on.
-  if (order_list_rows(keys, types, m, false, order_scratch_, F.sorted, 4, ranges) != m)
+  if (order_list_rows(cols, types, m, false, order_scratch_, F.sorted, 4, ranges) != m)
     throw_device_error("internal error: ordering the kept rows of list " + spec.name + " changed their number");
   std::swap(F.order_b, F.sorted[0]);
   std::swap(F.order_g, F.sorted[1]);
-  F.cols.resize(cols.size());
-  for (size_t c = 0; c < cols.size(); ++c) std::swap(F.cols[c], F.sorted[4 + c]);
+  for (size_t c = 0; c < F.cols.size(); ++c) std::swap(F.cols[c], F.sorted[4 + c]);
   if (spec.per == PerGroup::None) {
     F.rows = std::min<uint64_t>(m, uint64_t(limit));
   } else {
     const std::vector<DType> col_types(types.begin() + 4, types.end());
     F.rows = first_rows_of_groups(F.order_b, F.order_g, m, limit, order_scratch_, F.cols, col_types);
   }
+  F.host_order = false;
 }
 
 void DeviceLists::gather_final_rows(size_t l, const std::vector<void*>* to) {

@@ -106,12 +106,10 @@ class DeviceLists {
   // Finished::gather_pending: list l's columns gathered in its final order into `to` (the
   // caller's device memory), or, without `to`, into its Finished::cols.
   void gather_final_rows(size_t l, const std::vector<void*>* to);
-  // A top / bottom list's m rows (key, b, i, j and the list's columns in the given buffers)
-  // ordered by (b, group, rank, other axis), or (rank, b, i, j) without groups, into finished_[l],
-  // then cut to each group's first `limit` rows: its final rows. The key's rank is exact.
-  void order_candidates(size_t l, const SelectInput& in, const DeviceBuffer& key, const DeviceBuffer& b,
-                        const DeviceBuffer& i, const DeviceBuffer& j, const std::vector<DeviceBuffer>& cols, uint64_t m,
-                        int64_t limit);
+  // A top / bottom list's m kept rows (gathered into finished_[l]'s key, b, i, j and columns)
+  // ordered by (b, group, rank, other axis), or (rank, b, i, j) without groups, then cut to each
+  // group's first `limit` rows: its final rows. The key's rank is exact; m > 0.
+  void order_candidates(size_t l, const SelectInput& in, uint64_t m, int64_t limit);
   std::vector<Finished> finished_;
   bool finalized_ = false;  // finished_ is this launch's
   ListOrderScratch order_scratch_;

@@ -45,12 +45,13 @@ struct KeyWord {
   int first = 0, count = 0, bits = 0;
 };
 
-// Columns of `bits[c]` key bits (each 1..64), packed greedily in order; returns the word count
+// Columns of bits_of(c) key bits (each 1..64), packed greedily in order; returns the word count
 // (at most `columns`). An LSD sort runs the words last to first.
-inline int pack_key_bits(const int* bits, int columns, KeyWord* words) {
+template <class BitsOf>
+inline int pack_key_columns(BitsOf bits_of, int columns, KeyWord* words) {
   int w = -1;
   for (int c = 0; c < columns; ++c) {
-    const int b = bits[c];
+    const int b = bits_of(c);
     if (w < 0 || words[w].bits + b > 64) words[++w] = KeyWord{c, 0, 0};
     words[w].count += 1;
     words[w].bits += b;
@@ -58,11 +59,14 @@ inline int pack_key_bits(const int* bits, int columns, KeyWord* words) {
   return w + 1;
 }
 
+// Columns of `bits[c]` key bits each.
+inline int pack_key_bits(const int* bits, int columns, KeyWord* words) {
+  return pack_key_columns([bits](int c) { return bits[c]; }, columns, words);
+}
+
 // Columns of `bytes[c]` bytes (each 1..8): whole-width keys.
 inline int pack_key_words(const int* bytes, int columns, KeyWord* words) {
-  int bits[64];
-  for (int c = 0; c < columns && c < 64; ++c) bits[c] = 8 * bytes[c];
-  return pack_key_bits(bits, columns < 64 ? columns : 64, words);
+  return pack_key_columns([bytes](int c) { return 8 * bytes[c]; }, columns, words);
 }
 
 // The bits of a key that orders the integers [lo, lo + count) as value - lo (count >= 1).

@@ -104,19 +104,9 @@ class Aggregates final : public OutputOperator {
     return all;
   }
 
+  // Inside tiles take a copy without the bounds tests (KernelContext::inside_and_edge).
   void direct_loop(Code& c) override {
-    // A tile wholly inside the ranges (all but the last row and column of tiles) takes a copy of
-    // the loop without the bounds tests: the tests' branches around each pair's atomic kept
-    // the pairs apart (one dependent chain at a time; ncu, bench/NOTES.md session 18).
-    const AccumulatorMap& M = X.map;
-    c.line("const bool tile_inside = " + M.tile_row0 + " + Shape::BM <= row_end && " + M.tile_col0 +
-           " + Shape::BN <= col_end;");
-    c.open("if (tile_inside)");
-    direct_pairs(c, false);
-    c.close();
-    c.open("else");
-    direct_pairs(c, true);
-    c.close();
+    X.inside_and_edge(c, [&](bool bounds) { direct_pairs(c, bounds); });
   }
 
  private:
@@ -141,7 +131,7 @@ class Aggregates final : public OutputOperator {
     c.line("#pragma unroll");
     c.open("for (int n = 0; n < " + M.cols + "; ++n)");
     c.line("const int j = " + M.tile_col0 + " + " + M.col("n") + ";");
-    const std::string test = bounds ? X.coords->in_range() + X.pass_test() : X.pass_bit();
+    const std::string test = X.pair_test(bounds);
     if (!test.empty()) c.open("if (" + test + ")");
     for (size_t a = 0; a < P.accs.size(); ++a)
       c.line("const " + X.acc_type(int(a)) + " acc" + to_string(a) + " = " + M.value(int(a)) + ";");

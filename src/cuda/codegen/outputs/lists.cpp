@@ -77,8 +77,7 @@ class ListOperator final : public OutputOperator {
   std::string direct_condition() const override { return seen_direct_condition(X); }
 
   void direct_loop(Code& c) override {
-    // A tile wholly inside the ranges takes a copy without the bounds tests (as the aggregates'
-    // direct loop: the tests' branches kept the pairs apart).
+    // Inside tiles take a copy without the bounds tests (KernelContext::inside_and_edge).
     const AccumulatorMap& M = X.map;
     c.line("// Every list on its seen table: the cells' column parts in registers through the loop.");
     for (size_t l = 0; l < P.lists.size(); ++l) c.line("unsigned kcs" + to_string(l) + "[" + M.cols + "];");
@@ -87,14 +86,7 @@ class ListOperator final : public OutputOperator {
     for (size_t l = 0; l < P.lists.size(); ++l)
       c.line("kcs" + to_string(l) + "[n] = sc" + to_string(l) + ".col_part[" + M.col("n") + "];");
     c.close();
-    c.line("const bool tile_inside = " + M.tile_row0 + " + Shape::BM <= row_end && " + M.tile_col0 +
-           " + Shape::BN <= col_end;");
-    c.open("if (tile_inside)");
-    direct_pairs(c, false);
-    c.close();
-    c.open("else");
-    direct_pairs(c, true);
-    c.close();
+    X.inside_and_edge(c, [&](bool bounds) { direct_pairs(c, bounds); });
   }
 
  private:
@@ -108,7 +100,7 @@ class ListOperator final : public OutputOperator {
     c.line("#pragma unroll");
     c.open("for (int n = 0; n < " + M.cols + "; ++n)");
     c.line("const int j = " + M.tile_col0 + " + " + M.col("n") + ";");
-    const std::string test = bounds ? X.coords->in_range() + X.pass_test() : X.pass_bit();
+    const std::string test = X.pair_test(bounds);
     if (!test.empty()) c.open("if (" + test + ")");
     for (size_t a = 0; a < P.accs.size(); ++a)
       c.line("const " + X.acc_type(int(a)) + " acc" + to_string(a) + " = " + M.value(int(a)) + ";");
