@@ -2,6 +2,7 @@
 #include <nvrtc.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -67,6 +68,11 @@ const std::vector<std::string>& base_options() {
       start = end + 1;
     }
     for (const auto& d : found) v.push_back("-I" + d);
+    // Experiment (bench/NOTES.md, session 19): NVRTC's --Ofast-compile level, min / mid / max.
+    if (const char* level = std::getenv("GAMUT_EXPERIMENT_FAST_COMPILE")) {
+      const std::string l = level;
+      if (l == "min" || l == "mid" || l == "max") v.push_back("--Ofast-compile=" + l);
+    }
     return v;
   }();
   return opts;
