@@ -332,6 +332,29 @@ TEST(GpuListEpilogue, Batch) {
       }
 }
 
+// Per-group lists at the one-pass selection's limit (N <= 32: lists/top_of_groups.h) and just
+// past it (N = 33: the radix select and sort): batch, ranges off 0, groups of hundreds of
+// candidates (many chunks of 32) whose keys tie heavily (data in [-3, 3]: ties broken by the
+// other axis across chunks) or hardly (wide data).
+TEST(GpuListEpilogue, GroupTopAtItsLimits) {
+  SKIP_WITHOUT_GPU();
+  Sizes z;
+  z.row = {5, 160};
+  z.col = {7, 610};
+  z.k = 8;
+  z.batch = 3;
+  for (PerGroup g : {PerGroup::Row, PerGroup::Col})
+    for (ListMode mode : {ListMode::Top, ListMode::Bottom})
+      for (int wide : {0, 1})
+        for (int64_t n : {1, 31, 32, 33}) {
+          SCOPED_TRACE(name_of(mode, g) + " N " + std::to_string(n) + (wide ? " wide data" : " data in [-3, 3]"));
+          tp::ListQuery q = query(mode, g);
+          q.batched = true;
+          auto c = make_case(tp::list_query(q), z, n, wide ? -1000 : -3, wide ? 1000 : 3);
+          EXPECT_EQ(check(*c, {"", "64x32x4/4x2"}).lists[0].rows, expected_rows(g, n, 155, 603, 3));
+        }
+}
+
 // `if` and `when` around the emit, with batch.
 TEST(GpuListEpilogue, IfAndWhen) {
   SKIP_WITHOUT_GPU();

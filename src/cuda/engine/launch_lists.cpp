@@ -1,6 +1,7 @@
 #include "cuda/engine/launch_lists.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "bind/footprint.h"
@@ -11,6 +12,8 @@
 #include "cuda/device/core/gamut_constants.cuh"
 #include "cuda/lists/order.h"
 #include "cuda/lists/select.h"
+#include "cuda/lists/top_of_groups.h"
+#include "cuda/runtime/internal.h"
 
 namespace gamut::cuda {
 
@@ -101,7 +104,9 @@ void DeviceLists::bind(const Instance& inst, int64_t capacity, const TileConfig&
       const int64_t limit = inst.list_limits[l], slots = gm::reservoir_slots(limit);
       const int64_t tile_groups = spec.per == PerGroup::Row ? tile.bm : spec.per == PerGroup::Col ? tile.bn : 1;
       // (saturating: N comes from the user and may be anything)
-      if (limit > 0 && size_mul_saturated(tile_groups, slots) <= int64_t(tile.bm) * tile.bn &&
+      // (GAMUT_EXPERIMENT_NO_RESERVOIR=1: none, for the measurement of bench/NOTES.md session 19.)
+      static const bool no_reservoir = std::getenv("GAMUT_EXPERIMENT_NO_RESERVOIR") != nullptr;
+      if (!no_reservoir && limit > 0 && size_mul_saturated(tile_groups, slots) <= int64_t(tile.bm) * tile.bn &&
           size_mul_saturated(groups, slots) <= (int64_t(1) << 26)) {
         const size_t reservoir_bytes = size_t(groups * slots) * sizeof(uint32_t);
         if (L.reservoir.size() < reservoir_bytes) L.reservoir = DeviceBuffer(reservoir_bytes);
@@ -310,6 +315,9 @@ void DeviceLists::finalize_on_device() {
       F.from_list = F.host_order = false;
       continue;
     }
+    // Per-group lists of small N: every candidate bucketed by group and each group's N best kept
+    // in one pass (lists/top_of_groups.h), instead of the radix rounds and the sort below.
+    if (top_of_groups_on_device(l, in)) continue;
     const DeviceBuffer idx = select_candidates(in, &F.rows);
     const size_t m = size_t(F.rows);
     // The kept rows' columns, b, i, j and key: one gather for all of them.
@@ -332,6 +340,50 @@ void DeviceLists::finalize_on_device() {
     if (exact_sort_rank(in.key_dtype) && m > 0 && m <= kMaxDeviceOrderRows) order_candidates(l, in, m, limit);
   }
   finalized_ = true;
+}
+
+bool DeviceLists::top_of_groups_on_device(size_t l, const SelectInput& in) {
+  if (in.per == PerGroup::None || !exact_sort_rank(in.key_dtype) || in.limit <= 0 ||
+      in.limit > int64_t(sortdev::kMaxGroupTopLimit) || in.groups <= 0 ||
+      uint64_t(in.groups) > sortdev::kMaxGroupTopGroups || in.n == 0 || in.n > kMaxDeviceOrderRows)
+    return false;
+  const ListOutput& spec = inst_->plan->lists[l];
+  const List& L = lists_[l];
+  Finished& F = finished_[l];
+  DeviceBuffer rank(in.n * 4);
+  sort_ranks(in, *in.key, in.n, rank);
+  const bool per_j = in.per == PerGroup::Col;
+  sortdev::GroupTopInput g;
+  g.b = static_cast<const int32_t*>(in.b->get());
+  g.g = static_cast<const int32_t*>((per_j ? in.j : in.i)->get());
+  g.other = static_cast<const int32_t*>((per_j ? in.i : in.j)->get());
+  g.rank = static_cast<const int32_t*>(rank.get());
+  g.n = uint32_t(in.n);
+  g.groups = uint32_t(in.groups);
+  g.extent = in.extent;
+  g.g_begin = in.begin;
+  g.o_begin = (per_j ? inst_->row : inst_->col).begin;
+  g.limit = uint32_t(in.limit);
+  const uint64_t room = std::max<uint64_t>(1, std::min<uint64_t>(in.n, uint64_t(in.groups) * uint64_t(in.limit)));
+  DeviceBuffer scratch(sortdev::top_of_groups_scratch_bytes(g.n, g.groups)), kept(room * 4), kept_n(4);
+  detail::check(
+      sortdev::top_of_groups(g, scratch.get(), static_cast<uint32_t*>(kept.get()), static_cast<uint32_t*>(kept_n.get()),
+                             static_cast<cudaStream_t>(current_stream())),
+      "list top of groups");
+  uint32_t m = 0;
+  kept_n.download(&m, 4);  // (waits for the stream)
+  if (m > room) throw_device_error("internal error: list " + spec.name + " kept more rows than its groups hold");
+  std::vector<sortdev::GatherColumn> gather;
+  F.cols.resize(L.cols.size());
+  for (size_t c = 0; c < L.cols.size(); ++c) {
+    const size_t elem = dtype_size(storage_type_of(spec.columns[c].type));
+    if (F.cols[c].size() < std::max<size_t>(m, 1) * elem) F.cols[c] = DeviceBuffer(std::max<size_t>(m, 1) * elem);
+    gather.push_back({F.cols[c].get(), L.cols[c].get(), int(elem)});
+  }
+  gather_list_columns(gather, static_cast<const uint32_t*>(kept.get()), m);
+  F.rows = m;
+  F.from_list = F.host_order = false;
+  return true;
 }
 
 void DeviceLists::order_candidates(size_t l, const SelectInput& in, uint64_t m, int64_t limit) {

@@ -110,6 +110,10 @@ class DeviceLists {
   // ordered by (b, group, rank, other axis), or (rank, b, i, j) without groups, then cut to each
   // group's first `limit` rows: its final rows. The key's rank is exact; m > 0.
   void order_candidates(size_t l, const SelectInput& in, uint64_t m, int64_t limit);
+  // A per-group list of N <= sortdev::kMaxGroupTopLimit with an exact rank: its final rows from
+  // all in.n candidates in one pass over the groups (lists/top_of_groups.h), gathered into
+  // finished_[l]; false (nothing done) where the list is not of that kind.
+  bool top_of_groups_on_device(size_t l, const SelectInput& in);
   std::vector<Finished> finished_;
   bool finalized_ = false;  // finished_ is this launch's
   ListOrderScratch order_scratch_;
