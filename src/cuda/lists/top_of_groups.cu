@@ -1,5 +1,5 @@
-// Kernels of top_of_groups.h: count per group, one block's scan, scatter into buckets, a warp
-// per group keeping its N best.
+// Kernels of top_of_groups.h: count per group, a scan (CUB) of the counts, scatter into buckets, a
+// warp per group keeping its N best.
 #include <thrust/iterator/transform_iterator.h>
 
 #include <cub/device/device_scan.cuh>
