@@ -1,7 +1,6 @@
 #include "cuda/engine/launch_lists.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 
 #include "bind/footprint.h"
@@ -104,9 +103,7 @@ void DeviceLists::bind(const Instance& inst, int64_t capacity, const TileConfig&
       const int64_t limit = inst.list_limits[l], slots = gm::reservoir_slots(limit);
       const int64_t tile_groups = spec.per == PerGroup::Row ? tile.bm : spec.per == PerGroup::Col ? tile.bn : 1;
       // (saturating: N comes from the user and may be anything)
-      // (GAMUT_EXPERIMENT_NO_RESERVOIR=1: none, for the measurement of bench/NOTES.md session 19.)
-      static const bool no_reservoir = std::getenv("GAMUT_EXPERIMENT_NO_RESERVOIR") != nullptr;
-      if (!no_reservoir && limit > 0 && size_mul_saturated(tile_groups, slots) <= int64_t(tile.bm) * tile.bn &&
+      if (limit > 0 && size_mul_saturated(tile_groups, slots) <= int64_t(tile.bm) * tile.bn &&
           size_mul_saturated(groups, slots) <= (int64_t(1) << 26)) {
         const size_t reservoir_bytes = size_t(groups * slots) * sizeof(uint32_t);
         if (L.reservoir.size() < reservoir_bytes) L.reservoir = DeviceBuffer(reservoir_bytes);
@@ -259,7 +256,8 @@ void DeviceLists::finalize_on_device() {
     const int64_t limit = inst_->list_limits[l];
     F.rows = std::min<uint64_t>(count(l), uint64_t(L.capacity));
     F.from_list = F.host_order = true;
-    if (L.box) {  // the kernel set cells, appended nothing: the set cells are the rows, in order
+    F.gather_pending = false;  // (an earlier run's pending gather names that run's rows)
+    if (L.box) {               // the kernel set cells, appended nothing: the set cells are the rows, in order
       std::vector<DType> types;
       for (const ListColumn& c : spec.columns) types.push_back(storage_type_of(c.type));
       F.rows = seen_rows(L.seen, *L.box, types, F.cols, order_scratch_.count);
@@ -364,24 +362,21 @@ bool DeviceLists::top_of_groups_on_device(size_t l, const SelectInput& in) {
   g.g_begin = in.begin;
   g.o_begin = (per_j ? inst_->row : inst_->col).begin;
   g.limit = uint32_t(in.limit);
+  // The final rows' indices into the list's own columns, in order: results() gathers them
+  // (gather_final_rows), into the caller's memory where it gives some, as for select_small.
   const uint64_t room = std::max<uint64_t>(1, std::min<uint64_t>(in.n, uint64_t(in.groups) * uint64_t(in.limit)));
-  DeviceBuffer scratch(sortdev::top_of_groups_scratch_bytes(g.n, g.groups)), kept(room * 4), kept_n(4);
+  if (F.order.size() < room * 4) F.order = DeviceBuffer(room * 4);
+  DeviceBuffer scratch(sortdev::top_of_groups_scratch_bytes(g.n, g.groups)), kept_n(4);
   detail::check(
-      sortdev::top_of_groups(g, scratch.get(), static_cast<uint32_t*>(kept.get()), static_cast<uint32_t*>(kept_n.get()),
-                             static_cast<cudaStream_t>(current_stream())),
+      sortdev::top_of_groups(g, scratch.get(), static_cast<uint32_t*>(F.order.get()),
+                             static_cast<uint32_t*>(kept_n.get()), static_cast<cudaStream_t>(current_stream())),
       "list top of groups");
   uint32_t m = 0;
   kept_n.download(&m, 4);  // (waits for the stream)
   if (m > room) throw_device_error("internal error: list " + spec.name + " kept more rows than its groups hold");
-  std::vector<sortdev::GatherColumn> gather;
   F.cols.resize(L.cols.size());
-  for (size_t c = 0; c < L.cols.size(); ++c) {
-    const size_t elem = dtype_size(storage_type_of(spec.columns[c].type));
-    if (F.cols[c].size() < std::max<size_t>(m, 1) * elem) F.cols[c] = DeviceBuffer(std::max<size_t>(m, 1) * elem);
-    gather.push_back({F.cols[c].get(), L.cols[c].get(), int(elem)});
-  }
-  gather_list_columns(gather, static_cast<const uint32_t*>(kept.get()), m);
   F.rows = m;
+  F.gather_pending = true;
   F.from_list = F.host_order = false;
   return true;
 }

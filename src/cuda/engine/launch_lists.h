@@ -98,8 +98,8 @@ class DeviceLists {
     std::vector<DeviceBuffer> cols;
     DeviceBuffer b, i, j, key, order_b, order_g;
     std::vector<DeviceBuffer> sorted;  // the device ordering's output, traded with the above
-    // A small global list's final rows as indices into the list's own columns, in order
-    // (select_small): results() gathers them straight into the caller's memory, or into cols.
+    // A list's final rows as indices into the list's own columns, in order (select_small,
+    // top_of_groups_on_device): results() gathers them straight into the caller's memory, or into cols.
     DeviceBuffer order;
     bool gather_pending = false;
   };
@@ -111,8 +111,8 @@ class DeviceLists {
   // group's first `limit` rows: its final rows. The key's rank is exact; m > 0.
   void order_candidates(size_t l, const SelectInput& in, uint64_t m, int64_t limit);
   // A per-group list of N <= sortdev::kMaxGroupTopLimit with an exact rank: its final rows from
-  // all in.n candidates in one pass over the groups (lists/top_of_groups.h), gathered into
-  // finished_[l]; false (nothing done) where the list is not of that kind.
+  // all in.n candidates in one pass over the groups (lists/top_of_groups.h), as indices in
+  // finished_[l].order for gather_final_rows; false (nothing done) where the list is not of that kind.
   bool top_of_groups_on_device(size_t l, const SelectInput& in);
   std::vector<Finished> finished_;
   bool finalized_ = false;  // finished_ is this launch's
