@@ -355,3 +355,68 @@ TEST(CodegenTensor, ResidentBForShortReductions) {
   EXPECT_FALSE(off.options.resident_b);
   EXPECT_FALSE(kernel_info(plain->plan, off.tile, off.options).bands);
 }
+
+// Block-resident thresholds (CodegenOptions::resident_top, gm::ResidentTop; session 20): a top /
+// bottom list per i or per j of N <= 32 over f16 / bf16 (K <= 1024) or tf32 (K <= 512) runs
+// on a persistent TMA-fed wgmma kernel of 128 x 128 tiles whose blocks take contiguous tiles,
+// column tiles fastest per i (row tiles per j), with the state and the tile's accumulators
+// beside the ring. N = 33, longer k ranges, tf32x3, 8-bit math, a device without wgmma and
+// other output forms keep the tile selection.
+TEST(CodegenTensor, ResidentThresholdsForSmallGroupedLists) {
+  for (const char* name : {"bottom_per_i", "knn_expanded"}) {
+    SCOPED_TRACE(name);
+    auto p = prepared(query(name), DType::BF16, tq::Sizes{4096, 4096, 256});
+    const KernelChoice k = choice(*p, F32Math::Ieee);
+    ASSERT_TRUE(k.options.tma);
+    EXPECT_TRUE(k.options.resident_top);
+    EXPECT_EQ(k.tile.bm, 128);
+    EXPECT_EQ(k.tile.bn, 128);
+    const KernelInfo info = kernel_info(p->plan, k.tile, k.options);
+    EXPECT_TRUE(info.persistent);
+    EXPECT_TRUE(info.resident_top);
+    EXPECT_FALSE(info.bands);
+    EXPECT_LE(info.smem_bytes + 256, size_t(227) << 10);  // (sm_90's limit with static words)
+    const std::string src = generate_source(p->plan, k.tile, k.options);
+    EXPECT_NE(src.find("#include \"gamut_resident_top.cuh\""), std::string::npos);
+    EXPECT_NE(src.find("typedef gm::ResidentTop<Shape, gm::kGroupRow> Resident;"), std::string::npos) << src;
+    EXPECT_NE(src.find("for (int tile = tile_lo; tile < tile_hi; ++tile)"), std::string::npos);
+    EXPECT_NE(src.find("gm::tile_coords_spread<true>(tile - b * tm_e * tn_e"), std::string::npos);
+    EXPECT_NE(src.find("if (tile == tile_lo || tile_n == 0) Resident::reset(rs);"), std::string::npos);
+    EXPECT_EQ(src.find("gthr"), std::string::npos);  // no global thresholds, no reservoirs
+    // N = 33 in the run: the tile selection.
+    p->instance.list_limits[0] = 33;
+    const KernelChoice k33 = choice(*p, F32Math::Ieee);
+    EXPECT_FALSE(k33.options.resident_top);
+    EXPECT_FALSE(kernel_info(p->plan, k33.tile, k33.options).resident_top);
+    // No wgmma on the device: mma.sync, no resident state.
+    p->instance.list_limits[0] = 10;
+    EXPECT_FALSE(choose_kernel(p->instance, testnvrtc::kH100Sms, testnvrtc::kH100Smem, std::nullopt, false,
+                               F32Math::Ieee, TensorIsa::MmaSync)
+                     .options.resident_top);
+  }
+  // Per j: row tiles fastest, the columns' state.
+  const tq::TcQuery per_j{"top_per_j",
+                          "where (i, j) { s = 0; reduce (k) { s += P[i, k] * R[k, j]; } emit L(i, j, s) top 7 by s per j; }"};
+  auto pj = prepared(per_j, DType::F16, tq::Sizes{1000, 3000, 100});
+  const KernelChoice kj = choice(*pj, F32Math::Ieee);
+  EXPECT_TRUE(kj.options.resident_top);
+  const std::string sj = generate_source(pj->plan, kj.tile, kj.options);
+  EXPECT_NE(sj.find("typedef gm::ResidentTop<Shape, gm::kGroupCol> Resident;"), std::string::npos);
+  EXPECT_NE(sj.find("gm::tile_coords_spread<false>(tile - b * tm_e * tn_e"), std::string::npos);
+  EXPECT_NE(sj.find("if (tile == tile_lo || tile_m == 0) Resident::reset(rs);"), std::string::npos);
+  // The k range: bf16 to 1024, tf32 to 512; tf32x3 and i8 never.
+  for (const int64_t kk : {1024, 1025}) {
+    auto b = prepared(query("bottom_per_i"), DType::BF16, tq::Sizes{500, 500, kk});
+    EXPECT_EQ(choice(*b, F32Math::Ieee).options.resident_top, kk <= 1024) << kk;
+  }
+  for (const int64_t kk : {512, 513}) {
+    auto f = prepared(query("bottom_per_i"), DType::F32, tq::Sizes{500, 500, kk});
+    EXPECT_EQ(choice(*f, F32Math::Tf32).options.resident_top, kk <= 512) << kk;
+    EXPECT_FALSE(choice(*f, F32Math::Tf32x3).options.resident_top) << kk;
+  }
+  auto i8 = prepared(query("bottom_per_i"), DType::I8, tq::Sizes{500, 500, 64});
+  EXPECT_FALSE(choice(*i8, F32Math::Ieee).options.resident_top);
+  // A global top list keeps its tile selection.
+  auto top = prepared(query("top"), DType::BF16, tq::Sizes{500, 500, 64});
+  EXPECT_FALSE(choice(*top, F32Math::Ieee).options.resident_top);
+}

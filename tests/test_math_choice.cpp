@@ -243,24 +243,38 @@ TEST(MathChoice, DistinctListsTakeMmaSync) {
 
 // Top/bottom lists per i or j take tensor cores like a global top list (the expanded kNN is
 // faster there since its rows are ordered on the device, session 7), and wgmma from K = 512 in
-// 16-bit math (session 14).
+// 16-bit math (session 14) unless N <= 32 is known: then their thresholds stay in the blocks of
+// a wgmma kernel at every K (session 20, resident_top_form).
 TEST(MathChoice, PerGroupRankedListsTakeTensorCores) {
   const std::string head = "where (i, j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } ";
   const TypeEnv bf{{{"A", DType::BF16}, {"B", DType::BF16}}};
   for (const char* per : {" per i", " per j"}) {
-    Plan p = text(head + "emit L(i, j, s) bottom 3 by s" + per + "; }", bf);
+    Plan p = text(head + "emit L(i, j, s) bottom 33 by s" + per + "; }", bf);
     ASSERT_TRUE(choose_math(p, F32Math::Ieee).tensor_cores());
+    EXPECT_EQ(resident_top_form(p), 0) << per;
     const MathChoice ran = executed_math(p, F32Math::Ieee);
     EXPECT_TRUE(ran.tensor_cores()) << per;
-    // wgmma from K = 512 (below it the selection dominates, and is cheaper over mma.sync's map);
-    // tf32 at every K.
+    // N = 33: wgmma from K = 512 (below it the tile selection dominates, and is cheaper over
+    // mma.sync's map); N = 32: at every K; tf32 at every K.
     EXPECT_TRUE(ran.wgmma) << per;
     EXPECT_EQ(ran.wgmma_min_k, 512) << per;
     EXPECT_EQ(ran.mainloop_name(), "wgmma from K = 512 (mma.sync below)") << per;
+    const MathChoice resident = executed_math(text(head + "emit L(i, j, s) bottom 32 by s" + per + "; }", bf), F32Math::Ieee);
+    EXPECT_EQ(resident.wgmma_min_k, 0) << per;
+    EXPECT_EQ(resident.mainloop_name(), "wgmma") << per;
+    // N as a parameter: the plan does not know it.
+    EXPECT_EQ(executed_math(text(head + "emit L(i, j, s) bottom n by s" + per + "; }", bf), F32Math::Ieee).wgmma_min_k,
+              512)
+        << per;
     const TypeEnv f32{{{"A", DType::F32}, {"B", DType::F32}}};
     const MathChoice tf32 = executed_math(text(head + "emit L(i, j, s) bottom 3 by s" + per + "; }", f32), F32Math::Tf32);
     EXPECT_EQ(tf32.wgmma_min_k, 0) << per;
     EXPECT_EQ(tf32.mainloop_name(), "wgmma") << per;
   }
   EXPECT_TRUE(executed_math(text(head + "emit L(i, j, s) top 3 by s; }", bf), F32Math::Ieee).tensor_cores());
+  // Not the resident form: a global list, two outputs, a 64-bit key.
+  EXPECT_EQ(resident_top_form(text(head + "emit L(i, j, s) top 3 by s; }", bf)), -1);
+  EXPECT_EQ(resident_top_form(text(head + "C[i, j] = s; emit L(i, j, s) top 3 by s per i; }", bf)), -1);
+  const TypeEnv f64{{{"A", DType::F64}, {"B", DType::F64}}};
+  EXPECT_EQ(resident_top_form(text(head + "emit L(i, j, s) top 3 by s per i; }", f64)), -1);
 }

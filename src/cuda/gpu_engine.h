@@ -83,6 +83,7 @@ struct GpuRunStats {
   // Blocks per launch: one per tile, or fewer for a persistent kernel (KernelInfo::persistent).
   int64_t launch_blocks = 0;
   bool persistent = false;
+  bool resident_top = false;  // KernelInfo::resident_top: the list's thresholds kept in the blocks
 };
 
 // True when this build has the CUDA backend and a device is usable.
@@ -113,6 +114,10 @@ struct CodegenOptions {
   // With tma: the column operand's k-slices stay in shared memory for a band of tiles sharing a
   // column tile, and persistent blocks run their tiles band by band (choose_kernel decides).
   bool resident_b = false;
+  // With tma: a top / bottom list per i (per j) of N <= 32 keeps each row's (column's) best
+  // ranks in the block (gm::ResidentTop): persistent blocks run contiguous tiles with column
+  // (row) tiles fastest (choose_kernel decides; plan/math_choice.h resident_top_form holds).
+  bool resident_top = false;
 };
 // The CUDA C++ generated for a typed plan (no device needed): what NVRTC compiles.
 std::string generate_source(const Plan& plan, const TileConfig& tile, const CodegenOptions& options = {});

@@ -259,11 +259,26 @@ MathChoice executed_math(const Plan& plan, F32Math f32_math) {
     }
   c.wgmma_if_seen = c.wgmma && distinct && all_lookups;
   c.wgmma = c.wgmma && !distinct;
+  // Since session 20 a list of N <= 32 (a literal here; the run knows a parameter's) keeps its
+  // thresholds in the blocks of a persistent wgmma kernel at every K (resident_top_form).
+  const int resident = resident_top_form(plan);
+  const bool resident_n =
+      resident >= 0 && plan.lists[size_t(resident)].limit_param < 0 && plan.lists[size_t(resident)].limit <= 32;
   for (const ListOutput& l : plan.lists) {
     const bool grouped_rank = (l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.per != PerGroup::None;
-    if (grouped_rank && c.math != InnerMath::Tf32 && c.math != InnerMath::Tf32x3) c.wgmma_min_k = 512;
+    if (grouped_rank && !resident_n && c.math != InnerMath::Tf32 && c.math != InnerMath::Tf32x3) c.wgmma_min_k = 512;
   }
   return c;
+}
+
+int resident_top_form(const Plan& plan) {
+  if (plan.lists.size() != 1 || !plan.dense.empty() || plan.when.present() || plan.accs.size() != 1) return -1;
+  const ListOutput& l = plan.lists[0];
+  if ((l.mode != ListMode::Top && l.mode != ListMode::Bottom) || l.key == kNoExpr) return -1;
+  if (l.per != PerGroup::Row && l.per != PerGroup::Col) return -1;
+  // gm::rank32 is the key's exact order only for 32-bit keys (64-bit: the top half).
+  const CType t = plan.expr(l.key).type;
+  return t == CType::Bool || t == CType::I32 || t == CType::F32 ? 0 : -1;
 }
 
 std::string explain_math(const Plan& plan, F32Math f32_math) { return explain_math(executed_math(plan, f32_math)); }

@@ -31,6 +31,13 @@ enum class InnerMath : uint8_t {
   Tf32x3,   // f32 operands split into TF32 big + small, three products -> f32
 };
 
+// The plan-level conditions under which a top / bottom list may keep its thresholds in the
+// blocks of a persistent wgmma kernel (CodegenOptions::resident_top, gm::ResidentTop): one
+// output, a top / bottom list per i or per j whose key has an exact 32-bit rank (bool, i32,
+// f32), one accumulator, no `when`. Returns the list, or -1. The run adds N <= 32 and the k
+// range (choose_kernel).
+int resident_top_form(const Plan& plan);
+
 struct MathChoice {
   // The plan's inner operation is a sum of products of a row and a column operand (section 10),
   // whatever math then runs it.

@@ -45,6 +45,7 @@ bool any_nonzero(const NDArray& a) {
 // padding), starting that many elements into their allocation.
 int g_persistent_runs = 0;  // runs whose kernel had persistent tiles
 int g_resident_b_runs = 0;  // runs whose kernel kept B's slices for bands of tiles
+int g_resident_top_runs = 0;  // runs whose kernel kept a list's thresholds in its blocks
 
 // resident_blocks > 0: persistent kernels launch that many blocks, each looping over many tiles.
 int64_t check(const tq::TcQuery& q, const tq::TcMath& m, const tq::Sizes& s, int device_offset = -1,
@@ -100,11 +101,23 @@ int64_t check(const tq::TcQuery& q, const tq::TcMath& m, const tq::Sizes& s, int
     if (p->plan.lists[l].mode == ListMode::Distinct)
       every_seen = every_seen && l < st.list_seen_cells.size() && st.list_seen_cells[l] > 0;
   const MathChoice chosen = executed_math(p->plan, m.f32_math);
+  const bool wgmma_device =
+      cuda::tensor_isa(cuda::device().cc_major, cuda::device().cc_minor) == cuda::TensorIsa::Wgmma;
+  // A top / bottom list per i or per j of N <= 32 keeps its thresholds in the blocks of a
+  // persistent wgmma kernel at any K (not tf32x3).
+  const int resident_list = resident_top_form(p->plan);
+  const bool resident = tc && wgmma_device && cuda::wgmma_math(m.math) && m.math != InnerMath::Tf32x3 &&
+                        s.k * (m.math == InnerMath::Tf32 ? 4 : 2) <= 2048 && resident_list >= 0 &&
+                        p->instance.list_limits[size_t(resident_list)] <= 32;
+  EXPECT_EQ(st.resident_top, resident) << st.tile;
+  if (st.resident_top) {
+    EXPECT_TRUE(st.persistent);
+    ++g_resident_top_runs;
+  }
   if (tc)
     EXPECT_EQ(st.tile.find("wgmma") != std::string::npos,
               cuda::wgmma_math(m.math) && (chosen.wgmma || (chosen.wgmma_if_seen && every_seen)) &&
-                  s.k >= executed_math(p->plan, m.f32_math).wgmma_min_k &&
-                  cuda::tensor_isa(cuda::device().cc_major, cuda::device().cc_minor) == cuda::TensorIsa::Wgmma)
+                  (s.k >= executed_math(p->plan, m.f32_math).wgmma_min_k || resident) && wgmma_device)
         << st.tile;
   // Device inputs TMA cannot address in place are read from re-pitched copies: still TMA.
   if (tc && device_offset >= 0 && st.tile.find("wgmma") != std::string::npos)
@@ -270,6 +283,76 @@ TEST(GpuTensorQueries, GroupedRankedListsOnWgmmaFromLongReductions) {
       EXPECT_GT(seen, 0) << n << " " << math;
     }
   }
+}
+
+namespace {
+
+// Block-resident thresholds (gm::ResidentTop): the queries of ResidentThresholds.
+const tq::TcQuery kResidentQueries[] = {
+    {"bottom_n_per_i",
+     "where (i, j) { s = 0; reduce (k) { s += P[i, k] * R[k, j]; } emit L(i, j, s) bottom n by s per i; }"},
+    {"top_n_per_j", "where (i, j) { s = 0; reduce (k) { s += P[i, k] * R[j, k]; } emit L(i, j, s) top n by s per j; }",
+     false, true},
+    {"batched_top_n_per_i",
+     "batch (b) where (i, j) { s = 0; reduce (k) { s += P[b, i, k] * R[b, k, j]; }\n"
+     "  if (s > -20) emit L(b, i, j, s) top n by s per i; }",
+     false, false, true},
+};
+
+// One resident case on `blocks` persistent blocks against the CPU engine, row for row; returns
+// whether the kernel kept its thresholds in the blocks.
+bool resident_case(const tq::TcQuery& q, const tq::TcMath& m, int64_t n, const tq::Sizes& s, int blocks) {
+  SCOPED_TRACE(std::string(q.name) + " " + m.name + " N " + std::to_string(n) + " " + std::to_string(s.m) + "x" +
+               std::to_string(s.n) + "x" + std::to_string(s.k) + " blocks " + std::to_string(blocks));
+  Bindings b = tq::bindings(q, m, s);
+  b.scalars["n"] = std::to_string(n);
+  auto p = prepare(Source{std::string(q.name) + ".mmlt", q.text}, b, false);
+  EXPECT_FALSE(p->program);
+  if (p->program) return false;
+  const Results cpu = run_cpu(p->instance);
+  EXPECT_EQ(cpu.lists.size(), 1u);
+  const bool per_j = std::string(q.name).find("per_j") != std::string::npos;
+  EXPECT_GE(cpu.lists[0].rows, (q.batched ? s.batch : 1) * (per_j ? s.n : s.m));  // (N >= 1)
+  cuda::GpuRunOptions o;
+  o.f32_math = m.f32_math;
+  o.resident_blocks = blocks;
+  cuda::GpuRunStats st;
+  const Results gpu = cuda::run_gpu(p->instance, o, &st);
+  EXPECT_EQ(st.resident_top, n <= 32) << st.tile;
+  if (st.resident_top) EXPECT_EQ(st.launch_blocks, blocks);
+  EXPECT_EQ(gpu.lists.size(), 1u);
+  if (gpu.lists.size() == 1 && cpu.lists.size() == 1)
+    EXPECT_TRUE(test::same_table_bits(cpu.lists[0], gpu.lists[0], true));
+  return st.resident_top;
+}
+
+}  // namespace
+
+// Block-resident thresholds (gm::ResidentTop): top / bottom lists per i and per j, N from 1 to
+// 32 (33: the tile selection), 3 and 7 persistent blocks whose runs of tiles start and end
+// mid-band (and cross batch instances), edge tiles on both axes, small-integer data whose keys
+// tie heavily (the N-th key shared by many pairs), against the CPU engine row for row.
+TEST(GpuTensorQueries, ResidentThresholds) {
+  SKIP_WITHOUT_GPU();
+  int runs = 0;
+  for (const tq::TcMath& m : tq::maths()) {
+    const std::string math = m.name;
+    if (math != "bf16" && math != "tf32") continue;
+    for (const tq::TcQuery& q : kResidentQueries)
+      for (const int64_t n : {1, 10, 32, 33})
+        for (const tq::Sizes& s : {tq::Sizes{300, 1100, 40}, tq::Sizes{257, 700, 300}})
+          for (const int blocks : {3, 7}) runs += resident_case(q, m, n, s, blocks) ? 1 : 0;
+  }
+  EXPECT_EQ(runs, 2 * 3 * 3 * 2 * 2);
+}
+
+// Two small resident kernels (per i, per j; bf16, 3 blocks over 2 x 3 tiles): small enough for
+// compute-sanitizer (tools/device_run.sh sanitizers).
+TEST(GpuTensorQueries, ResidentThresholdsSmall) {
+  SKIP_WITHOUT_GPU();
+  for (const tq::TcMath& m : tq::maths())
+    if (std::string(m.name) == "bf16")
+      for (int q = 0; q < 2; ++q) EXPECT_TRUE(resident_case(kResidentQueries[q], m, 10, {200, 300, 40}, 3));
 }
 
 TEST(GpuTensorQueries, Bf16Operators) {

@@ -28,6 +28,12 @@ struct KernelInfo {
   // grid has 2 ceil(tiles_m / 2) tiles_n blocks per batch instance (a persistent grid: an even
   // count), the column operand's tensor map boxes of BN / 2 rows where k is contiguous.
   int cluster = 1;
+  // Persistent with block-resident thresholds of a top / bottom list (CodegenOptions::
+  // resident_top): block q runs the contiguous tiles [q T / G, (q + 1) T / G) with column tiles
+  // fastest (per i; row tiles per j), and the list's gm::ResidentTop state lies at
+  // out_smem_offset + resident_top_offset.
+  bool resident_top = false;
+  size_t resident_top_offset = 0;
 };
 
 // The dynamic shared memory a persistent kernel may take for its stages and its outputs' space:

@@ -64,6 +64,12 @@ struct KernelContext {
   // mainloop's space (offset 0, `smem`).
   bool persistent = false;
   bool bands = false;  // KernelInfo::bands: persistent blocks run contiguous tiles band by band
+  // KernelInfo::resident_top: persistent blocks run contiguous tiles of a row (column) band and
+  // keep the top / bottom list's thresholds at out_smem + resident_top_offset.
+  bool resident_top = false;
+  size_t resident_top_offset = 0;
+  // Either: the consumers' tile loop runs tiles [tile_lo, tile_hi).
+  bool contiguous_tiles() const { return bands || resident_top; }
   size_t out_smem_offset = 0;
   std::string out_smem() const { return persistent ? "out_smem" : "smem"; }
 

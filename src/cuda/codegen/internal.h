@@ -87,6 +87,12 @@ SmemPlan smem_plan(const Plan& plan, const TileConfig& tile, bool packed16 = fal
 // tile_ranks_offset places them; kernel_info reserves them in persistent kernels).
 inline size_t tile_ranks_offset(const SmemPlan& s) { return round16(s.epilogue); }
 inline size_t tile_ranks_bytes(const TileConfig& t) { return size_t(t.bm) * size_t(t.bn) * 4; }
+// gm::ResidentTop<Shape, PER>::Smem: per group of the band 32 kept ranks, 32 candidate slots,
+// a count and a threshold (u32 each); groups are the tile's rows (per i) or columns (per j).
+// The tile's keys (tile_ranks_bytes) follow it.
+inline size_t resident_top_bytes(const TileConfig& t, PerGroup per) {
+  return size_t(per == PerGroup::Col ? t.bn : t.bm) * (32 + 32 + 2) * 4;
+}
 
 // Indented source text.
 class Code {

@@ -212,7 +212,7 @@ bool persistent_form(const Plan& plan, const TcMainloopSpec& s, const CodegenOpt
   const char* e = std::getenv("GAMUT_EXPERIMENT_PERSISTENT");
   if (e && std::string(e) == "0") return false;
   if (e && std::string(e) == "1") return true;
-  return shared_outputs || s.tile.panel > 0;
+  return shared_outputs || s.tile.panel > 0 || options.resident_top;
 }
 }  // namespace
 
@@ -237,6 +237,20 @@ KernelInfo kernel_info(const Plan& plan, const TileConfig& tile, const CodegenOp
                     [](const ListOutput& l) { return l.mode == ListMode::Top || l.mode == ListMode::Bottom; })
             ? cg::tile_ranks_bytes(tile)
             : 0;
+    // Block-resident thresholds (gm::ResidentTop) and the tile's keys beside the ring, where
+    // they fit sm_90's 227 KB with the list's few static words (BlockAppend's; TileSelect's
+    // are not used there).
+    const int resident = options.resident_top ? resident_top_form(plan) : -1;
+    if (resident >= 0 && persistent_form(plan, s, options, true)) {
+      const size_t state = cg::resident_top_bytes(tile, plan.lists[size_t(resident)].per) + cg::tile_ranks_bytes(tile);
+      if (ring + tables + state + 256 <= (size_t(227) << 10)) {
+        k.persistent = k.resident_top = true;
+        k.out_smem_offset = ring;
+        k.resident_top_offset = tables;
+        k.smem_bytes = ring + tables + state;
+        return k;
+      }
+    }
     if (persistent_form(plan, s, options, tables + ranks > 0)) {
       // Resident B keeps a persistent kernel even where the ranks do not fit beside the ring
       // (they are then computed again per pass): since the gate (session 14) few tiles of a

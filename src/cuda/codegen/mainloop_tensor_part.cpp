@@ -98,21 +98,25 @@ class TensorMainloop final : public Mainloop {
   // its first tile and frees them after its last.
   void run_persistent(Code& c) {
     const TcMainloopNames n;
-    const std::string loop = X.bands ? "for (int tile = tile_lo; tile < tile_hi; ++tile)"
-                                     : "for (int tile = int(blockIdx.x); tile < tiles_all; tile += int(gridDim.x))";
+    const std::string loop = X.contiguous_tiles()
+                                 ? "for (int tile = tile_lo; tile < tile_hi; ++tile)"
+                                 : "for (int tile = int(blockIdx.x); tile < tiles_all; tile += int(gridDim.x))";
     if (X.bands) {
       c.line("// Persistent tiles, resident B: this block runs tiles [tile_lo, tile_hi) of the grid's band order");
       c.line("// (row tiles fastest), so that consecutive tiles share their column tile, whose B slices stay loaded.");
+    } else if (X.resident_top) {
+      c.line("// Persistent tiles, resident thresholds: this block runs tiles [tile_lo, tile_hi) of the grid's");
+      c.line("// order, in which consecutive tiles share the list's groups (its rows per i, its columns per j).");
     } else {
       c.line("// Persistent tiles: this block runs tiles blockIdx.x, + gridDim.x, ... of the grid's order.");
     }
     c.line("const int tiles_all = " + X.coords->blocks_per_instance() + " * gm::arg_i32(" + X.arg(ArgLayout::kBatch) +
            ");");
-    if (X.bands) {
+    if (X.contiguous_tiles()) {
       c.line("const int tile_lo = int(gm::i64(blockIdx.x) * tiles_all / int(gridDim.x));");
       c.line("const int tile_hi = int(gm::i64(blockIdx.x + 1) * tiles_all / int(gridDim.x));");
-      c.line("gm::tc::Bands bands;  // the bands this block loaded (issuer) or waited for (consumers)");
     }
+    if (X.bands) c.line("gm::tc::Bands bands;  // the bands this block loaded (issuer) or waited for (consumers)");
     c.line("Mainloop::init(smem);  // the stage ring's barriers; the producer's registers go to the consumers");
     c.line("unsigned char* const out_smem = smem + Mainloop::SMEM_BYTES;  // the outputs' space, after the ring");
     c.line("(void)out_smem;");

@@ -287,15 +287,28 @@ KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_b
   if (isa != TensorIsa::None && math.tensor_cores() && !forced && !k.options.packed16 && !k.options.grouped_join) {
     // (tf32 wgmma's boxes start at k_begin: TMA needs that on 16 bytes. An empty k range stays
     // on mma.sync: the TMA-fed consumers set their accumulators from their first product.)
+    // A top / bottom list per i (per j) of N <= 32 keeps its thresholds in the blocks of a
+    // persistent TMA-fed wgmma kernel at any K (CodegenOptions::resident_top; bench/NOTES.md
+    // session 20); wgmma_min_k is for the tile selection over mma.sync's map. Not tf32x3: its
+    // ring (with B's twins) leaves no room for the state.
+    const int resident_list = resident_top_form(P);
+    // Up to 2 KiB of k per row (bf16 K <= 1024, tf32 K <= 512): its 128 x 128 tile lost to the
+    // tile selection's 128 x 256 at tf32 K = 1024 (H100, kNN kernel 4.25 against 2.73 ms).
+    const int64_t k_bytes = inst.red.size() * (math.math == InnerMath::Tf32 ? 4 : 2);
+    const bool resident = isa == TensorIsa::Wgmma && math.wgmma && math.math != InnerMath::Tf32x3 && k_bytes <= 2048 &&
+                          resident_list >= 0 && inst.list_limits[size_t(resident_list)] <= 32 &&
+                          (wgmma_needs_tma(math.math) || tma_starts_fit(inst, math));
     const bool wgmma = isa == TensorIsa::Wgmma && (math.wgmma || (math.wgmma_if_seen && every_distinct_seen)) &&
-                       inst.red.end > inst.red.begin && inst.red.size() >= math.wgmma_min_k &&
+                       inst.red.end > inst.red.begin && (inst.red.size() >= math.wgmma_min_k || resident) &&
                        (!wgmma_needs_tma(math.math) || (inst.red.begin * 4) % 16 == 0);
     // A global top / bottom list over a short reduction: 128 x 128 (its gate and selection per
     // tile are cheaper; Q7 bf16 K = 256 on the H100: kernel 0.542 -> 0.516 ms in three rounds,
     // equal at K = 512; session 17).
-    const bool square = inst.red.size() <= 256 && std::any_of(P.lists.begin(), P.lists.end(), [](const ListOutput& l) {
-                          return (l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.per == PerGroup::None;
-                        });
+    // Resident thresholds take 128 x 128 too (their state beside a ring of 4 stages).
+    const bool square =
+        resident || (inst.red.size() <= 256 && std::any_of(P.lists.begin(), P.lists.end(), [](const ListOutput& l) {
+                       return (l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.per == PerGroup::None;
+                     }));
     k.tile = tc_kernel_tile(math.math, wgmma, rows, cols, batch, sm_count, square);
     k.options.tensor_math = math.math;
     // TMA feeds wgmma where its boxes start on 16 bytes (else cp.async from every thread); tf32
@@ -303,7 +316,8 @@ KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_b
     // with rows off 16 bytes: re-pitched; f32 that is not k-major: k-major), stages/k_major_copy.h.
     k.options.tma =
         wgmma && tc_tile_of(k.tile, math.math).wgmma && (wgmma_needs_tma(math.math) || tma_starts_fit(inst, math));
-    k.options.resident_b = k.options.tma && resident_b_fits(inst, k.tile, math);
+    k.options.resident_top = k.options.tma && resident;
+    k.options.resident_b = k.options.tma && !resident && resident_b_fits(inst, k.tile, math);
   }
   return k;
 }

@@ -18,8 +18,8 @@ std::string range_line(const ArgLayout& A, const char* name, int begin, int end)
 // has no rows: its loads read zeros, its outputs store nothing).
 class PlainTiles final : public TileCoordinates {
  public:
-  PlainTiles(const Plan& plan, const ArgLayout& args, int cluster, bool bands)
-      : P(plan), A(args), pairs_(cluster == 2), bands_(bands) {}
+  PlainTiles(const Plan& plan, const ArgLayout& args, int cluster, bool bands, bool resident_top)
+      : P(plan), A(args), pairs_(cluster == 2), bands_(bands), resident_top_(resident_top) {}
 
   void prologue(Code& c) const override {
     c.line(range_line(A, "row", ArgLayout::kRowBegin, ArgLayout::kRowEnd));
@@ -68,9 +68,14 @@ class PlainTiles final : public TileCoordinates {
  private:
   // The block -> tile order: L2-friendly groups of row tiles, or, with top/bottom lists per i
   // (per j), all row (column) tiles first so that each group's threshold tightens early; with
-  // resident B, row tiles first (a band shares its column tile).
+  // resident B, row tiles first (a band shares its column tile); with resident thresholds the
+  // other way round: a block's consecutive tiles share the list's groups.
   std::string tile_order() const {
     if (bands_) return "gm::tile_coords_spread<false>";
+    if (resident_top_) {
+      const int l = resident_top_form(P);
+      return P.lists[size_t(l)].per == PerGroup::Col ? "gm::tile_coords_spread<false>" : "gm::tile_coords_spread<true>";
+    }
     for (const ListOutput& l : P.lists)
       if ((l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.per != PerGroup::None)
         return l.per == PerGroup::Col ? "gm::tile_coords_spread<true>" : "gm::tile_coords_spread<false>";
@@ -87,6 +92,7 @@ class PlainTiles final : public TileCoordinates {
   const ArgLayout& A;
   bool pairs_;
   bool bands_;
+  bool resident_top_;
 };
 
 // A key-grouped join: one block per tile of the table, a tile spanning key-ordered positions
@@ -137,12 +143,12 @@ class GroupedJoinTiles final : public TileCoordinates {
 }  // namespace
 
 std::unique_ptr<TileCoordinates> make_tile_coordinates(const Plan& plan, const ArgLayout& args, bool grouped_join,
-                                                       int cluster, bool bands) {
+                                                       int cluster, bool bands, bool resident_top) {
   if (grouped_join) {
     if (!join_grouping_form(plan)) unsupported("a key-grouped join for this plan");
     return std::make_unique<GroupedJoinTiles>(args);
   }
-  return std::make_unique<PlainTiles>(plan, args, cluster, bands);
+  return std::make_unique<PlainTiles>(plan, args, cluster, bands, resident_top);
 }
 
 }  // namespace gamut::cuda::cg

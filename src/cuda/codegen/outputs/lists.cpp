@@ -28,6 +28,7 @@ class ListOperator final : public OutputOperator {
   std::vector<std::string> headers() const override {
     if (P.lists.empty()) return {};
     std::vector<std::string> h = {"gamut_list.cuh"};
+    if (X.resident_top) h.push_back("gamut_resident_top.cuh");
     for (int slots : X.S.distinct_slots)
       if (slots > 0) {
         h.push_back("gamut_distinct.cuh");
@@ -204,24 +205,28 @@ void ListRows::pair_row(Code& c, const std::string& em, const std::string& en) {
   c.line("const int i = " + X.coords->row_at(M.tile_row0 + " + " + M.row("em")) + ";");
   c.line("const int j = " + X.coords->col_at(M.tile_col0 + " + " + M.col("en")) + ";");
   row_decls(c);
-  if (!P.accs.empty()) {
-    for (size_t a = 0; a < P.accs.size(); ++a)
-      c.line(X.acc_type(int(a)) + " acc" + to_string(a) + " = " + X.acc_type(int(a)) + "();");
-    c.line("#pragma unroll");
-    c.open("for (int m = 0; m < " + M.rows + "; ++m)");
-    c.line("#pragma unroll");
-    c.open("for (int n = 0; n < " + M.cols + "; ++n)");
-    c.open("if (m == em && n == en)");
-    for (size_t a = 0; a < P.accs.size(); ++a) c.line("acc" + to_string(a) + " = " + M.value(int(a)) + ";");
-    c.close();
-    c.close();
-    c.close();
-  }
+  pick_accs(c);
   X.locals(false, c);
   X.outer_r.stmts(P.outer, c, [&](const Stmt& s, Code& out) {
     if (s.kind == StmtKind::Emit && size_t(s.target) == l_) emit_row(s, out);
   });
   c.line("(void)ef" + n_ + ";  // marked in pass 1: the row exists");
+}
+
+void ListRows::pick_accs(Code& c) {
+  const AccumulatorMap& M = X.map;
+  if (P.accs.empty()) return;
+  for (size_t a = 0; a < P.accs.size(); ++a)
+    c.line(X.acc_type(int(a)) + " acc" + to_string(a) + " = " + X.acc_type(int(a)) + "();");
+  c.line("#pragma unroll");
+  c.open("for (int m = 0; m < " + M.rows + "; ++m)");
+  c.line("#pragma unroll");
+  c.open("for (int n = 0; n < " + M.cols + "; ++n)");
+  c.open("if (m == em && n == en)");
+  for (size_t a = 0; a < P.accs.size(); ++a) c.line("acc" + to_string(a) + " = " + M.value(int(a)) + ";");
+  c.close();
+  c.close();
+  c.close();
 }
 
 // The row's variables, before the output statements render into them.

@@ -46,6 +46,9 @@ class ListRows {
   // loop: the accumulator pick is then a select over one row).
   void pair_row(Code& c, const std::string& em, const std::string& en);
   void row_decls(Code& c);  // efN, ecN_k, ekN
+  // pair_row's accumulators of the pair at em, en (e = em * cols + en): picked from the
+  // registers by static indices, or from elsewhere (TopBottomRows: a copy in shared memory).
+  virtual void pick_accs(Code& c);
   // The list's Emit statement rendered as the whole row (columns, key).
   void emit_row(const Stmt& s, Code& out) const;
   // Stores of the rendered row at `row` (below the capacity), then ++row. m, n: the names of

@@ -10,6 +10,9 @@
 // in each unrolled pass (kNN's kernel was 14K instructions, its warps waited on the instruction
 // cache, bench/NOTES.md session 12). Elsewhere the rank is computed again in each pass rather
 // than held in registers (rows x cols ranks spill on the largest tiles).
+// With block-resident thresholds (KernelContext::resident_top, gm::ResidentTop) the tile's
+// pairs are selected against its rows' (columns') thresholds kept in the block instead: no
+// global thresholds, reservoirs or stored ranks.
 #include <set>
 
 #include "cuda/codegen/outputs/lists.h"
@@ -22,7 +25,8 @@ namespace {
 
 class TopBottomRows final : public ListRows {
  public:
-  TopBottomRows(KernelContext& ctx, size_t l) : ListRows(ctx, l), stash_(ctx.tile_ranks_offset() >= 0) {
+  TopBottomRows(KernelContext& ctx, size_t l)
+      : ListRows(ctx, l), resident_(ctx.resident_top), stash_(!resident_ && ctx.tile_ranks_offset() >= 0) {
     const PerGroup g = spec().per;
     const gm::ListGroup group = g == PerGroup::Row ? gm::kGroupRow : g == PerGroup::Col ? gm::kGroupCol : gm::kGroupAll;
     select_ = "gm::TileSelect<Shape, " + to_string(int(group)) + ">";
@@ -39,6 +43,7 @@ class TopBottomRows final : public ListRows {
   // (rank_within, before any rank is stored); another is ranked into shared memory first and
   // tested on those ranks, or, without that space, passes the gate as it is.
   void append(Code& c) override {
+    if (resident_) return append_resident(c);
     c.open("");
     declare(c);
     if (!direct_ && stash_) store_ranks(c);
@@ -62,6 +67,99 @@ class TopBottomRows final : public ListRows {
   }
 
  private:
+  // The band's state in the block (reset where the tile starts a band: the block's first tile,
+  // or the first column (row) tile of a row (column) band, the grid's order putting those
+  // first), the tile's marks selected against it, the rows at or below it appended.
+  void append_resident(Code& c) {
+    const bool per_row = spec().per == PerGroup::Row;
+    const std::string rt = "gm::ResidentTop<Shape, " + std::string(per_row ? "gm::kGroupRow" : "gm::kGroupCol") + ">";
+    c.open("");
+    c.line("typedef " + rt + " Resident;");
+    c.line("Resident::Smem& rs = *reinterpret_cast<Resident::Smem*>(" + X.out_smem() + " + " +
+           to_string(X.resident_top_offset) + ");");
+    c.line(std::string("if (tile == tile_lo || ") + (per_row ? "tile_n" : "tile_m") +
+           " == 0) Resident::reset(rs);  // a new band: nothing kept");
+    key_lambdas(c);
+    c.line("// Every thread, together; false in all of them when no row of the tile is kept.");
+    c.open("if (Resident::select<" + top_ + ">(" + X.map.object + ", key, key_at, pr" + n_ + ", la" + n_ +
+           ".limit(), rs))");
+    rows(c);
+    c.close();
+    c.close();
+  }
+
+  // The pair's key: `key(m, n)` for static m, n, which also keeps the pair's accumulator in
+  // shared memory (`accs`, (rows * cols, THREADS)), and `key_at(e)` for a run-time e = m * cols
+  // + n, from that copy (picking it from the registers would take a select per pair).
+  void key_lambdas(Code& c) {
+    const AccumulatorMap& M = X.map;
+    const TileCoordinates& tc = *X.coords;
+    const std::string kt = ctype_cpp(P.expr(spec().key).type);
+    const size_t at = X.resident_top_offset + resident_top_bytes(X.T, spec().per);
+    c.line(X.acc_type(0) + "* const accs = reinterpret_cast<" + X.acc_type(0) + "*>(" + X.out_smem() + " + " +
+           to_string(at) + ");  // (" + M.rows + " * " + M.cols + ", Shape::THREADS)");
+    c.open("const auto key = [&](int m, int n) -> " + kt);
+    key_scope(c, false);  // (straight-line code, each key used once: nothing to keep apart)
+    if (direct_ && !key_accs_.count(0)) c.line(X.acc_type(0) + " acc0 = " + M.value(0) + ";");
+    c.line("accs[(m * " + M.cols + " + n) * Shape::THREADS + int(threadIdx.x)] = acc0;");
+    key_value(c);
+    c.close(";");
+    c.open("const auto key_at = [&](int e) -> " + kt);
+    c.line("const int em = e / " + M.cols + ", en = e % " + M.cols + ";");
+    c.line("const int i = " + tc.row_at("min(" + M.tile_row0 + " + " + M.row("em") + ", row_end - 1)") +
+           ", j = " + tc.col_at("min(" + M.tile_col0 + " + " + M.col("en") + ", col_end - 1)") + ";");
+    c.line("(void)i; (void)j;");
+    c.line("const " + X.acc_type(0) + " acc0 = " + pick() + ";");
+    key_value(c);
+    c.close(";");
+  }
+
+  // The thread's accumulator of pair e, from the copy key() made.
+  static std::string pick() { return "accs[e * Shape::THREADS + int(threadIdx.x)]"; }
+
+  // Pass 2's accumulator of pair e: with resident thresholds from key()'s copy.
+  void pick_accs(Code& c) override {
+    if (!resident_) return ListRows::pick_accs(c);
+    c.line(X.acc_type(0) + " acc0 = " + pick() + ";");
+  }
+
+  // `return` of the key, with i, j and the accumulators in scope.
+  void key_value(Code& c) {
+    const ListOutput& lo = spec();
+    const std::string kt = ctype_cpp(P.expr(lo.key).type);
+    if (direct_) {
+      c.line("return " + X.outer_r.expr(lo.key) + ";");
+      return;
+    }
+    c.line(kt + " ek" + n_ + " = " + kt + "();");
+    X.locals(false, c);
+    X.outer_r.stmts(P.outer, c, [&](const Stmt& s, Code& out) {
+      if (s.kind == StmtKind::Emit && size_t(s.target) == l_)
+        out.line("ek" + n_ + " = " + X.outer_r.expr(lo.key) + ";");
+    });
+    c.line("return ek" + n_ + ";");
+  }
+
+  // The pair's rank, named `name`.
+  void rank_lambda(Code& c, const std::string& name) {
+    const ListOutput& lo = spec();
+    const std::string kt = ctype_cpp(P.expr(lo.key).type);
+    c.open("const auto " + name + " = [&](int m, int n) -> unsigned");
+    key_scope(c);
+    if (direct_) {
+      c.line("return gm::rank32(" + X.outer_r.expr(lo.key) + ", " + top_ + ");");
+    } else {
+      c.line(kt + " ek" + n_ + " = " + kt + "();");
+      X.locals(false, c);
+      X.outer_r.stmts(P.outer, c, [&](const Stmt& s, Code& out) {
+        if (s.kind == StmtKind::Emit && size_t(s.target) == l_)
+          out.line("ek" + n_ + " = " + X.outer_r.expr(lo.key) + ";");
+      });
+      c.line("return gm::rank32(ek" + n_ + ", " + top_ + ");");
+    }
+    c.close(";");
+  }
+
   // The selection's shared words, thresholds, reservoirs, the group of a tile row / column in
   // the global thresholds, and the pair's rank: `rank` (or `rank_of`, which store_ranks keeps
   // in shared memory for `rank` to read).
@@ -69,7 +167,6 @@ class TopBottomRows final : public ListRows {
     const ListOutput& lo = spec();
     const AccumulatorMap& M = X.map;
     const TileCoordinates& tc = *X.coords;
-    const std::string kt = ctype_cpp(P.expr(lo.key).type);
     c.line("__shared__ " + select_ + "::Smem ss;");
     c.line("unsigned* const gthr = reinterpret_cast<unsigned*>(" + X.arg(X.A.lists[l_].threshold) + ");");
     c.line("unsigned* const rsv = reinterpret_cast<unsigned*>(" + X.arg(X.A.lists[l_].reservoir) + ");");
@@ -86,20 +183,7 @@ class TopBottomRows final : public ListRows {
       c.line("return gm::i64(b) * gextent + (" + (row ? tc.row_at(pos) : tc.col_at(pos)) + " - gfirst);");
       c.close(";");
     }
-    c.open(std::string("const auto ") + (stash_ ? "rank_of" : "rank") + " = [&](int m, int n) -> unsigned");
-    key_scope(c);
-    if (direct_) {
-      c.line("return gm::rank32(" + X.outer_r.expr(lo.key) + ", " + top_ + ");");
-    } else {
-      c.line(kt + " ek" + n_ + " = " + kt + "();");
-      X.locals(false, c);
-      X.outer_r.stmts(P.outer, c, [&](const Stmt& s, Code& out) {
-        if (s.kind == StmtKind::Emit && size_t(s.target) == l_)
-          out.line("ek" + n_ + " = " + X.outer_r.expr(lo.key) + ";");
-      });
-      c.line("return gm::rank32(ek" + n_ + ", " + top_ + ");");
-    }
-    c.close(";");
+    rank_lambda(c, stash_ ? "rank_of" : "rank");
   }
 
   // i, j and the accumulators the key reads, for the pair (m, n) of a lambda's arguments. The
@@ -107,7 +191,7 @@ class TopBottomRows final : public ListRows {
   // (qn[i] + xn[j] - 2 * dot) reads them at the last row / column of the ranges for pairs past
   // them (those pairs are never marked, so their rank is not used): no read out of bounds, and
   // no branch (an early return here spills registers in the unrolled selection).
-  void key_scope(Code& c) {
+  void key_scope(Code& c, bool opaque = true) {
     const AccumulatorMap& M = X.map;
     const TileCoordinates& tc = *X.coords;
     const std::string row_pos = M.tile_row0 + " + " + M.row("m"), col_pos = M.tile_col0 + " + " + M.col("n");
@@ -116,8 +200,8 @@ class TopBottomRows final : public ListRows {
     c.line("(void)i; (void)j;");
     for (size_t a = 0; a < P.accs.size(); ++a)
       if (!direct_ || key_accs_.count(int(a)))
-        c.line(X.acc_type(int(a)) + " acc" + to_string(a) + " = " + M.value(int(a)) + "; gm::opaque(acc" +
-               to_string(a) + ");");
+        c.line(X.acc_type(int(a)) + " acc" + to_string(a) + " = " + M.value(int(a)) + ";" +
+               (opaque ? " gm::opaque(acc" + to_string(a) + ");" : ""));
   }
 
   // Every rank computed once into the shared memory the mainloop freed (tensor-core tiles), for
@@ -143,12 +227,14 @@ class TopBottomRows final : public ListRows {
   bool few_rows() const override { return true; }
 
   void stored(Code& c, const std::string& m, const std::string& n) override {
+    if (resident_) return;  // (no reservoirs)
     const AccumulatorMap& M = X.map;
     c.line("const int g = " + select_ + "::group(" + M.row(m) + ", " + M.col(n) + ");");
     c.line(select_ + "::keep(rsv, la" + n_ + ".limit(), at(g), g, i, j, gm::rank32(ek" + n_ + ", " + top_ + "), ss);");
   }
 
   std::string select_, top_;
+  bool resident_;           // block-resident thresholds (gm::ResidentTop)
   bool stash_;              // the tile's ranks fit in the shared memory the mainloop freed
   bool direct_ = true;      // the key reads the accumulators alone
   std::set<int> key_accs_;  // the accumulators it reads
