@@ -264,9 +264,12 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
                                : cgo.tma                                 ? "wgmma+tma"
                                : tc_tile_of(tile, cgo.tensor_math).wgmma ? "wgmma"
                                                                          : "mma.sync";
-  // (Resident B shapes the kernel and holds for k ranges of at most its slices: part of the
-  // variant, so that a memo never hands its kernel to a longer k range.)
-  const std::string tc = cgo.tensor_cores() ? " " + mainloop + " " + math + (cgo.resident_b ? " resident-b" : "") : "";
+  // (Resident B shapes the kernel and holds for k ranges of at most its slices, resident
+  // thresholds hold for N <= 32: part of the variant, so that a memo never hands such a kernel
+  // to a longer k range or a larger N of the same query.)
+  const std::string tc = cgo.tensor_cores() ? " " + mainloop + " " + math + (cgo.resident_b ? " resident-b" : "") +
+                                                  (cgo.resident_top ? " resident-top" : "")
+                                            : "";
   const std::string variant =
       tile.str() + (cgo.packed16 ? " packed16" : "") + (cgo.grouped_join ? " grouped-join" : "") + tc + " " + co.arch;
   KernelMemo* memo = options.kernel_memo ? static_cast<KernelMemo*>(options.kernel_memo->get()) : nullptr;
