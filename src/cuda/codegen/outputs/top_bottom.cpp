@@ -123,12 +123,13 @@ class TopBottomRows final : public ListRows {
     c.line(X.acc_type(0) + " acc0 = " + pick() + ";");
   }
 
-  // `return` of the key, with i, j and the accumulators in scope.
-  void key_value(Code& c) {
+  // `return` of the key (wrapped in open ... close: gm::rank32 of it), with i, j and the
+  // accumulators in scope.
+  void key_value(Code& c, const std::string& open = "", const std::string& close = "") {
     const ListOutput& lo = spec();
     const std::string kt = ctype_cpp(P.expr(lo.key).type);
     if (direct_) {
-      c.line("return " + X.outer_r.expr(lo.key) + ";");
+      c.line("return " + open + X.outer_r.expr(lo.key) + close + ";");
       return;
     }
     c.line(kt + " ek" + n_ + " = " + kt + "();");
@@ -137,26 +138,14 @@ class TopBottomRows final : public ListRows {
       if (s.kind == StmtKind::Emit && size_t(s.target) == l_)
         out.line("ek" + n_ + " = " + X.outer_r.expr(lo.key) + ";");
     });
-    c.line("return ek" + n_ + ";");
+    c.line("return " + open + "ek" + n_ + close + ";");
   }
 
   // The pair's rank, named `name`.
   void rank_lambda(Code& c, const std::string& name) {
-    const ListOutput& lo = spec();
-    const std::string kt = ctype_cpp(P.expr(lo.key).type);
     c.open("const auto " + name + " = [&](int m, int n) -> unsigned");
     key_scope(c);
-    if (direct_) {
-      c.line("return gm::rank32(" + X.outer_r.expr(lo.key) + ", " + top_ + ");");
-    } else {
-      c.line(kt + " ek" + n_ + " = " + kt + "();");
-      X.locals(false, c);
-      X.outer_r.stmts(P.outer, c, [&](const Stmt& s, Code& out) {
-        if (s.kind == StmtKind::Emit && size_t(s.target) == l_)
-          out.line("ek" + n_ + " = " + X.outer_r.expr(lo.key) + ";");
-      });
-      c.line("return gm::rank32(ek" + n_ + ", " + top_ + ");");
-    }
+    key_value(c, "gm::rank32(", ", " + top_ + ")");
     c.close(";");
   }
 

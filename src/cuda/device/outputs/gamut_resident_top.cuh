@@ -42,7 +42,6 @@ struct ResidentTop {
   };
 
   GM_DEV static int group(int row, int col) { return PER == kGroupRow ? row : col; }
-  GM_DEV static bool bit(const unsigned (&b)[W], int e) { return ((b[e / 32] >> (e % 32)) & 1u) != 0u; }
   // (Static indices into b for a run-time e too: the bits stay in registers.)
   GM_DEV static void clear(unsigned (&b)[W], int e) {
 #pragma unroll
