@@ -5,6 +5,8 @@
 //                    pairs' rows rendered again and stored in order;
 //   TopBottomRows    top/bottom lists: the tile's candidates selected first against the group
 //                    thresholds (gm::TileSelect), the kept rows also go into the reservoirs;
+//                    or, per i / per j of N <= 32 in a persistent kernel, against the block's
+//                    own thresholds of its band (gm::ResidentTop, KernelContext::resident_top);
 //   DistinctRows     distinct lists: the tile's rows de-duplicated in shared memory
 //                    (gm::TileDistinct) before they are appended; or, for columns of vector
 //                    lookups whose values the host found in a small box, the pairs mark

@@ -18,7 +18,8 @@
 // returns true. The operators see the pairs through the accumulator map only
 // (accumulator_map.h), never the mainloop. Variants are strategies inside an operator (an
 // aggregate's shared table or global atomics and its direct-table loop; a list's rows plain,
-// pre-selected per tile for top / bottom, or de-duplicated per tile for distinct). The argument
+// pre-selected per tile (or against a persistent block's own thresholds) for top / bottom, or
+// de-duplicated per tile for distinct). The argument
 // words and shared memory each kind needs are laid out by its functions below, called in output
 // order by arg_layout (kernel_args.cpp) and smem_plan (layout.cpp).
 #pragma once
