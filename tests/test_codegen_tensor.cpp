@@ -383,6 +383,10 @@ TEST(CodegenTensor, ResidentThresholdsForSmallGroupedLists) {
     EXPECT_NE(src.find("gm::tile_coords_spread<true>(tile - b * tm_e * tn_e"), std::string::npos);
     EXPECT_NE(src.find("if (tile == tile_lo || tile_n == 0) Resident::reset(rs);"), std::string::npos);
     EXPECT_EQ(src.find("gthr"), std::string::npos);  // no global thresholds, no reservoirs
+    // K = 256: the consumers run the outputs too (no epilogue warpgroups).
+    EXPECT_FALSE(k.options.epilogue_warpgroups);
+    EXPECT_EQ(info.threads, 384);
+    EXPECT_EQ(src.find("hand_over"), std::string::npos);
     // N = 33 in the run: the tile selection.
     p->instance.list_limits[0] = 33;
     const KernelChoice k33 = choice(*p, F32Math::Ieee);
@@ -404,6 +408,48 @@ TEST(CodegenTensor, ResidentThresholdsForSmallGroupedLists) {
   EXPECT_NE(sj.find("typedef gm::ResidentTop<Shape, gm::kGroupCol> Resident;"), std::string::npos);
   EXPECT_NE(sj.find("gm::tile_coords_spread<false>(tile - b * tm_e * tn_e"), std::string::npos);
   EXPECT_NE(sj.find("if (tile == tile_lo || tile_m == 0) Resident::reset(rs);"), std::string::npos);
+  // Epilogue warpgroups (session 21) from 1792 bytes of k per row (bf16 K > 896, tf32 K > 448):
+  // 256 threads run the outputs before the consumers and the producer, the accumulators handed
+  // over in shared memory and read there by the outputs.
+  for (const int64_t kk : {896, 897}) {
+    auto b = prepared(query("knn_expanded"), DType::BF16, tq::Sizes{700, 900, kk});
+    const KernelChoice kb = choice(*b, F32Math::Ieee);
+    ASSERT_TRUE(kb.options.resident_top) << kk;
+    EXPECT_EQ(kb.options.epilogue_warpgroups, kk > 896) << kk;
+    const KernelInfo info = kernel_info(b->plan, kb.tile, kb.options);
+    const std::string src = generate_source(b->plan, kb.tile, kb.options);
+    if (kk == 896) {
+      EXPECT_EQ(info.threads, 384);
+      EXPECT_NE(src.find("accs[(m * TcMap::kCols + n) * Shape::THREADS + int(threadIdx.x)] = acc0;"), std::string::npos);
+      continue;
+    }
+    EXPECT_EQ(info.threads, 640);
+    EXPECT_EQ(info.smem_bytes, kernel_info(b->plan, kb.tile, [&] {
+                                 CodegenOptions o = kb.options;
+                                 o.epilogue_warpgroups = false;
+                                 return o;
+                               }())
+                                   .smem_bytes);  // (the same shared memory)
+    EXPECT_NE(src.find("__launch_bounds__(640, 1)"), std::string::npos);
+    EXPECT_NE(src.find("TcShapeT, true, true, 1, 0, 256> Mainloop;"), std::string::npos) << src;
+    EXPECT_NE(src.find("Mainloop::hand_over(acc, tc_accs, tile == tile_lo);"), std::string::npos);
+    EXPECT_NE(src.find("Mainloop::wait_full();"), std::string::npos);
+    EXPECT_NE(src.find("if (tile + 1 < tile_hi) Mainloop::signal_empty();"), std::string::npos);
+    EXPECT_EQ(src.find("acc[TcMap::index(m, n)]"), std::string::npos);  // (no accumulator read from registers)
+    EXPECT_EQ(src.find("] = acc0;"), std::string::npos);                // (nor stored by the outputs)
+  }
+  auto f512 = prepared(query("bottom_per_i"), DType::F32, tq::Sizes{500, 500, 512});
+  EXPECT_TRUE(choice(*f512, F32Math::Tf32).options.epilogue_warpgroups);
+  // GAMUT_EXPERIMENT_EPILOGUE_WARPGROUPS=1 / =0 (measurements, tests): wherever resident / never.
+  setenv("GAMUT_EXPERIMENT_EPILOGUE_WARPGROUPS", "1", 1);
+  const KernelChoice on = choice(*pj, F32Math::Ieee);
+  setenv("GAMUT_EXPERIMENT_EPILOGUE_WARPGROUPS", "0", 1);
+  const KernelChoice off = choice(*f512, F32Math::Tf32);
+  unsetenv("GAMUT_EXPERIMENT_EPILOGUE_WARPGROUPS");
+  EXPECT_TRUE(on.options.epilogue_warpgroups);
+  EXPECT_EQ(kernel_info(pj->plan, on.tile, on.options).threads, 640);
+  EXPECT_TRUE(off.options.resident_top);
+  EXPECT_FALSE(off.options.epilogue_warpgroups);
   // The k range: bf16 to 1024, tf32 to 512; tf32x3 and i8 never.
   for (const int64_t kk : {1024, 1025}) {
     auto b = prepared(query("bottom_per_i"), DType::BF16, tq::Sizes{500, 500, kk});

@@ -118,6 +118,9 @@ struct CodegenOptions {
   // ranks in the block (gm::ResidentTop): persistent blocks run contiguous tiles with column
   // (row) tiles fastest (choose_kernel decides; plan/math_choice.h resident_top_form holds).
   bool resident_top = false;
+  // With resident_top: epilogue warpgroups run a tile's outputs while the consumers run the next
+  // tile's products (TcTile::epilogue; choose_kernel: where the products are long enough).
+  bool epilogue_warpgroups = false;
 };
 // The CUDA C++ generated for a typed plan (no device needed): what NVRTC compiles.
 std::string generate_source(const Plan& plan, const TileConfig& tile, const CodegenOptions& options = {});

@@ -336,19 +336,30 @@ bool resident_case(const tq::TcQuery& q, const tq::TcMath& m, int64_t n, const t
 // Block-resident thresholds (gm::ResidentTop): top / bottom lists per i and per j, N from 1 to
 // 32 (33: the tile selection), 3 and 7 persistent blocks whose runs of tiles start and end
 // mid-band (and cross batch instances), edge tiles on both axes, small-integer data whose keys
-// tie heavily (the N-th key shared by many pairs), against the CPU engine row for row.
+// tie heavily (the N-th key shared by many pairs), against the CPU engine row for row. Each
+// also with epilogue warpgroups (GAMUT_EXPERIMENT_EPILOGUE_WARPGROUPS=1; by default they take
+// longer k ranges only), whose outputs read the accumulators the consumers hand over.
 TEST(GpuTensorQueries, ResidentThresholds) {
   SKIP_WITHOUT_GPU();
   int runs = 0;
-  for (const tq::TcMath& m : tq::maths()) {
-    const std::string math = m.name;
-    if (math != "bf16" && math != "tf32") continue;
-    for (const tq::TcQuery& q : kResidentQueries)
-      for (const int64_t n : {1, 10, 32, 33})
-        for (const tq::Sizes& s : {tq::Sizes{300, 1100, 40}, tq::Sizes{257, 700, 300}})
-          for (const int blocks : {3, 7}) runs += resident_case(q, m, n, s, blocks) ? 1 : 0;
+  for (const char* epi : {"", "1"}) {
+    SCOPED_TRACE(std::string("GAMUT_EXPERIMENT_EPILOGUE_WARPGROUPS=") + epi);
+    if (*epi) ASSERT_EQ(setenv("GAMUT_EXPERIMENT_EPILOGUE_WARPGROUPS", epi, 1), 0);
+    for (const tq::TcMath& m : tq::maths()) {
+      const std::string math = m.name;
+      if (math != "bf16" && math != "tf32") continue;
+      for (const tq::TcQuery& q : kResidentQueries)
+        for (const int64_t n : {1, 10, 32, 33})
+          for (const tq::Sizes& s : {tq::Sizes{300, 1100, 40}, tq::Sizes{257, 700, 300}})
+            for (const int blocks : {3, 7}) runs += resident_case(q, m, n, s, blocks) ? 1 : 0;
+    }
+    unsetenv("GAMUT_EXPERIMENT_EPILOGUE_WARPGROUPS");
   }
-  EXPECT_EQ(runs, 2 * 3 * 3 * 2 * 2);
+  EXPECT_EQ(runs, 2 * 2 * 3 * 3 * 2 * 2);
+  // bf16 K = 1000: epilogue warpgroups by default.
+  for (const tq::TcMath& m : tq::maths())
+    if (std::string(m.name) == "bf16")
+      for (const int64_t n : {1, 10, 32}) EXPECT_TRUE(resident_case(kResidentQueries[0], m, n, {300, 700, 1000}, 5));
 }
 
 // Two small resident kernels (per i, per j; bf16, 3 blocks over 2 x 3 tiles): small enough for
@@ -357,7 +368,11 @@ TEST(GpuTensorQueries, ResidentThresholdsSmall) {
   SKIP_WITHOUT_GPU();
   for (const tq::TcMath& m : tq::maths())
     if (std::string(m.name) == "bf16")
-      for (int q = 0; q < 2; ++q) EXPECT_TRUE(resident_case(kResidentQueries[q], m, 10, {200, 300, 40}, 3));
+      for (const char* epi : {"0", "1"}) {  // (without and with epilogue warpgroups)
+        ASSERT_EQ(setenv("GAMUT_EXPERIMENT_EPILOGUE_WARPGROUPS", epi, 1), 0);
+        for (int q = 0; q < 2; ++q) EXPECT_TRUE(resident_case(kResidentQueries[q], m, 10, {200, 300, 40}, 3));
+      }
+  unsetenv("GAMUT_EXPERIMENT_EPILOGUE_WARPGROUPS");
 }
 
 // A compiled query's kernel memo across runs of N = 10, 40, 10 (N a parameter): K = 600 takes

@@ -15,6 +15,12 @@ KernelContext::KernelContext(const Plan& plan, const TileConfig& tile, bool tma_
       inner_r(plan, Renderer::Ctx::Inner),
       outer_r(plan, Renderer::Ctx::Outer) {}
 
+size_t KernelContext::resident_accs_offset() const {
+  const int l = resident_top_form(P);
+  if (!resident_top || l < 0) unsupported("internal error: no resident top / bottom list");
+  return resident_top_offset + resident_top_bytes(T, P.lists[size_t(l)].per);
+}
+
 void KernelContext::locals(bool inner, Code& out) const {
   for (size_t n = 0; n < P.locals.size(); ++n)
     if (P.locals[n].inner == inner)

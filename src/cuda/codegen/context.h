@@ -68,6 +68,12 @@ struct KernelContext {
   // keep the top / bottom list's thresholds at out_smem + resident_top_offset.
   bool resident_top = false;
   size_t resident_top_offset = 0;
+  // Resident thresholds keep the tile's accumulators in shared memory after their state, at
+  // out_smem + resident_accs_offset(): (map rows * cols, Shape::THREADS), pair e of thread t at
+  // e * THREADS + t. With epilogue warpgroups (set by the tensor mainloop) the products put them
+  // there and the outputs read them there (TcTile::epilogue).
+  size_t resident_accs_offset() const;
+  bool epilogue_warpgroups = false;
   // Either: the consumers' tile loop runs tiles [tile_lo, tile_hi).
   bool contiguous_tiles() const { return bands || resident_top; }
   size_t out_smem_offset = 0;

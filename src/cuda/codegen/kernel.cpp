@@ -32,15 +32,17 @@ class KernelGenerator {
   KernelGenerator(const Plan& plan, const TileConfig& tile, const CodegenOptions& options)
       : X(plan, tile, options.tma, options.packed16), options_(options), info_(kernel_info(plan, tile, options)) {
     X.coords = make_tile_coordinates(plan, X.A, options.grouped_join, info_.cluster, info_.bands, info_.resident_top);
-    mainloop_ = options.tensor_cores() ? make_tensor_mainloop(X, options.tensor_math, options.tma, options.resident_b)
-                                       : make_simt_mainloop(X, options.packed16);
-    X.map = mainloop_->map();
     X.smem_bytes = info_.smem_bytes;
     X.persistent = info_.persistent;
     X.bands = info_.bands;
     X.resident_top = info_.resident_top;
     X.resident_top_offset = info_.resident_top_offset;
     X.out_smem_offset = info_.out_smem_offset;
+    // (The mainloop reads the kernel's form above: resident thresholds give it epilogue warpgroups.)
+    mainloop_ = options.tensor_cores() ? make_tensor_mainloop(X, options.tensor_math, options.tma, options.resident_b,
+                                                              info_.resident_top && options.epilogue_warpgroups)
+                                       : make_simt_mainloop(X, options.packed16);
+    X.map = mainloop_->map();
     outputs_ = make_epilogue(X);
   }
 

@@ -38,7 +38,8 @@ const WgmmaExperiment* wgmma_experiment(InnerMath m) {
 std::string TcTile::str() const {
   return to_string(bm) + "x" + to_string(bn) + "x" + to_string(bk) + "/" +
          (wgmma ? std::string(tma ? "wgmma-tma" : "wgmma") : to_string(warps_m) + "x" + to_string(warps_n)) + "/s" +
-         to_string(stages) + (cluster > 1 ? "/c" + to_string(cluster) : "") + (panel > 0 ? "/resident-b" : "");
+         to_string(stages) + (cluster > 1 ? "/c" + to_string(cluster) : "") + (panel > 0 ? "/resident-b" : "") +
+         (epilogue > 0 ? "/epilogue-wg" : "");
 }
 
 std::string tc_kernel_attributes(const TcMainloopSpec& s) {
@@ -137,6 +138,9 @@ bool tc_spec_valid(const TcMainloopSpec& s, std::string* why) {
     if (t.stages < 3 || t.stages > 6) return no("3 to 6 stages");
     if (t.panel > 0 && (!t.tma || t.cluster > 1 || s.math == InnerMath::Tf32x3 || t.panel != t.stages))
       return no("resident B: TMA, one block per cluster, one pass, as many slices as stages");
+    if (t.epilogue > 0 && (!t.tma || t.cluster > 1 || t.panel > 0 || s.math == InnerMath::Tf32x3 ||
+                           t.epilogue != 128 * (t.bm / 64) || t.bn != 128))
+      return no("epilogue warpgroups: TMA, one block, no resident B, one pass, one per consumer's, BN 128");
     return true;
   }
   if (t.warps_m < 1 || t.warps_n < 1 || t.threads() > 1024) return no("1 to 32 warps");
@@ -231,7 +235,8 @@ TcTile tc_tile_of(const TileConfig& t, InnerMath m, bool tma) {
   return r;
 }
 
-TcMainloopSpec tc_plan_spec(const Plan& plan, const TileConfig& t, InnerMath m, bool tma, bool resident_b) {
+TcMainloopSpec tc_plan_spec(const Plan& plan, const TileConfig& t, InnerMath m, bool tma, bool resident_b,
+                            bool epilogue_warpgroups) {
   // The f32 setting under which choose_math gives m (the orientations do not depend on it).
   const F32Math f = m == InnerMath::Tf32 ? F32Math::Tf32 : m == InnerMath::Tf32x3 ? F32Math::Tf32x3 : F32Math::Ieee;
   const MathChoice c = choose_math(plan, f);
@@ -250,6 +255,10 @@ TcMainloopSpec tc_plan_spec(const Plan& plan, const TileConfig& t, InnerMath m, 
   }
   // Resident B (choose_kernel decides where the k range fits): as many B slices as stages.
   if (resident_b && tile.tma && tile.cluster == 1 && m != InnerMath::Tf32x3) tile.panel = tile.stages;
+  // Epilogue warpgroups run a tile's outputs while the consumers run the next tile's products
+  // (bench/NOTES.md, session 21).
+  if (epilogue_warpgroups && tile.tma && tile.wgmma && tile.cluster == 1 && tile.panel == 0 && m != InnerMath::Tf32x3)
+    tile.epilogue = 128 * (tile.bm / 64);
   // tf32 wgmma reads k-major copies of operands that are not (the engine makes them).
   const bool copies = tile.wgmma && wgmma_needs_tma(m);
   return tc_spec(c, a_kc || copies, b_kc || copies, tile);
@@ -286,8 +295,9 @@ std::string tc_mainloop_decls(const TcMainloopSpec& s, const std::string& in) {
         : t.wgmma ? "WgmmaMainloop<"
                   : "Mainloop<") +
        math_cpp(s) + ", TcShapeT, " + (s.a_kcontig ? "true" : "false") + ", " + (s.b_kcontig ? "true" : "false") +
-       (t.cluster > 1 || t.panel > 0 ? ", " + to_string(t.cluster) : "") +
-       (t.panel > 0 ? ", " + to_string(t.panel) : "") + "> Mainloop;\n";
+       (t.cluster > 1 || t.panel > 0 || t.epilogue > 0 ? ", " + to_string(t.cluster) : "") +
+       (t.panel > 0 || t.epilogue > 0 ? ", " + to_string(t.panel) : "") +
+       (t.epilogue > 0 ? ", " + to_string(t.epilogue) : "") + "> Mainloop;\n";
   r += in + "static_assert(Mainloop::SMEM_BYTES == " + to_string(tc_smem_bytes(s)) +
        ", \"shared memory as the host computed it\");\n";
   return r;

@@ -28,7 +28,10 @@ struct TcTile {
   // TMA: B's k-slices kept in shared memory for a band of tiles sharing a column tile (0: B
   // streams through the ring with A; gm::tc::WgmmaTmaMainloop's PANEL, equal to the stages).
   int panel = 0;
-  int threads() const { return wgmma ? 128 * (bm / 64) + (tma ? 128 : 0) : 32 * warps_m * warps_n; }
+  // TMA: threads before the consumers that run the outputs while the consumers run the next
+  // tile's products (0, or as many as the consumers; gm::tc::WgmmaTmaMainloop's EPI).
+  int epilogue = 0;
+  int threads() const { return wgmma ? epilogue + 128 * (bm / 64) + (tma ? 128 : 0) : 32 * warps_m * warps_n; }
   std::string str() const;  // "128x128x32/2x4/s4", "128x256x64/wgmma/s4", "128x256x64/wgmma-tma/s4"
 };
 
@@ -86,9 +89,11 @@ TileConfig tc_kernel_tile(InnerMath m, bool wgmma = false, int64_t rows = -1, in
 // `tma`: the wgmma tile's TMA-fed form (CodegenOptions::tma; always for tf32 / tf32x3).
 TcTile tc_tile_of(const TileConfig& t, InnerMath m, bool tma = false);
 // The spec of a plan whose choose_math is `m` (throws an internal error when it is not), with
-// the operand orientations of its row and column accesses.
+// the operand orientations of its row and column accesses. `epilogue_warpgroups` (a resident
+// top / bottom kernel's CodegenOptions::epilogue_warpgroups): the TMA-fed tile gets them
+// (TcTile::epilogue).
 TcMainloopSpec tc_plan_spec(const Plan& plan, const TileConfig& t, InnerMath m, bool tma = false,
-                            bool resident_b = false);
+                            bool resident_b = false, bool epilogue_warpgroups = false);
 
 // What the generated kernel names (the accumulator-map interface).
 struct TcMainloopNames {

@@ -13,11 +13,13 @@ namespace {
 
 class TensorMainloop final : public Mainloop {
  public:
-  TensorMainloop(KernelContext& ctx, InnerMath math, bool tma, bool resident_b)
+  TensorMainloop(KernelContext& ctx, InnerMath math, bool tma, bool resident_b, bool epilogue_warpgroups)
       : X(ctx),
         P(ctx.P),
-        spec_(tc_plan_spec(ctx.P, ctx.T, math, tma, resident_b)),
-        choice_(choose_math(ctx.P, f32_math_of(math))) {}
+        spec_(tc_plan_spec(ctx.P, ctx.T, math, tma, resident_b, epilogue_warpgroups)),
+        choice_(choose_math(ctx.P, f32_math_of(math))) {
+    X.epilogue_warpgroups = spec_.tile.epilogue > 0;
+  }
 
   // gamut_mainloop.cuh: the tile order and coordinate helpers the kernel's prologue uses.
   std::vector<std::string> headers() const override {
@@ -120,6 +122,10 @@ class TensorMainloop final : public Mainloop {
     c.line("Mainloop::init(smem);  // the stage ring's barriers; the producer's registers go to the consumers");
     c.line("unsigned char* const out_smem = smem + Mainloop::SMEM_BYTES;  // the outputs' space, after the ring");
     c.line("(void)out_smem;");
+    const bool handoff = X.epilogue_warpgroups;
+    if (handoff)
+      c.line(n.acc_type + "* const tc_accs = reinterpret_cast<" + n.acc_type + "*>(out_smem + " +
+             to_string(X.resident_accs_offset()) + ");  // (TcMap::kRows * TcMap::kCols, Shape::THREADS)");
     c.line("unsigned slice = 0;  // slices of this block's tiles before the current one");
     c.open("if (Mainloop::producer())");
     c.open("if (Mainloop::feeds())");
@@ -141,6 +147,27 @@ class TensorMainloop final : public Mainloop {
     c.close();
     c.line("return;  // the producer's loads are all issued");
     c.close();
+    if (handoff) {
+      // The consumers run the products of every tile and hand each tile's accumulators over;
+      // the epilogue warpgroups (the threads before them) run the outputs below.
+      c.open("if (Mainloop::consumer())");
+      c.line("#pragma unroll 1");
+      c.open(loop);
+      c.line(n.acc_type + " " + n.acc + "[" + n.acc_count +
+             "];  // (Map::kRows, Map::kCols) per thread, Map::index order: set by consume");
+      c.line("Mainloop::consume(" + n.acc + ", smem, red_begin, red_end, slice);");
+      c.line("Mainloop::hand_over(" + n.acc + ", tc_accs, tile == tile_lo);  // once the epilogue is done with the last");
+      c.close();
+      c.line("return;  // every tile's accumulators are handed over");
+      c.close();
+      c.line("#pragma unroll 1");
+      c.open(loop);
+      c.line("Mainloop::wait_full();  // this tile's accumulators are in tc_accs");
+      c.line("int tile_e = tile;");
+      c.line("gm::opaque(tile_e);");
+      refresh(c, "tile_e");
+      return;
+    }
     c.line("#pragma unroll 1");
     c.open(loop);
     c.line("// The sum of products on the tensor cores: acc over k in [red_begin, red_end) (set by");
@@ -172,6 +199,8 @@ class TensorMainloop final : public Mainloop {
   void finish(Code& c) override {
     if (!X.persistent) return;
     c.line("gm::tile_sync<Shape::THREADS>();  // the outputs' shared memory is free for the next tile");
+    if (X.epilogue_warpgroups)
+      c.line("if (tile + 1 < tile_hi) Mainloop::signal_empty();  // the consumers may hand the next tile over");
     c.close();
   }
 
@@ -251,7 +280,9 @@ class TensorMainloop final : public Mainloop {
     const CType t = P.accs[0].type;
     const std::string init = Renderer::literal(P.accs[0].init, t);
     const TcMainloopNames n;
-    const std::string sum = n.acc + "[TcMap::index(m, n)]";
+    // (Epilogue warpgroups read the consumers' copy in shared memory.)
+    const std::string sum = X.epilogue_warpgroups ? "tc_accs[(m * TcMap::kCols + n) * Shape::THREADS + int(threadIdx.x)]"
+                                                  : n.acc + "[TcMap::index(m, n)]";
     const bool one = is_float(t) ? choice_.factor.f == 1.0 : choice_.factor.i == 1;
     const std::string factor = Renderer::literal(choice_.factor, t);
     if (is_float(t)) return "(" + init + " + " + (one ? sum : factor + " * " + sum) + ")";
@@ -266,8 +297,9 @@ class TensorMainloop final : public Mainloop {
 
 }  // namespace
 
-std::unique_ptr<Mainloop> make_tensor_mainloop(KernelContext& ctx, InnerMath math, bool tma, bool resident_b) {
-  return std::make_unique<TensorMainloop>(ctx, math, tma, resident_b);
+std::unique_ptr<Mainloop> make_tensor_mainloop(KernelContext& ctx, InnerMath math, bool tma, bool resident_b,
+                                               bool epilogue_warpgroups) {
+  return std::make_unique<TensorMainloop>(ctx, math, tma, resident_b, epilogue_warpgroups);
 }
 
 }  // namespace gamut::cuda::cg

@@ -317,6 +317,16 @@ KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_b
     k.options.tma =
         wgmma && tc_tile_of(k.tile, math.math).wgmma && (wgmma_needs_tma(math.math) || tma_starts_fit(inst, math));
     k.options.resident_top = k.options.tma && resident;
+    // Epilogue warpgroups (TcTile::epilogue) where the products are long: the outputs' code then
+    // has the launch's 96 registers a thread (ptxas allocates every role the launch's share), and
+    // the key pass waits on its loads one by one. H100, kNN kernel, epilogue warpgroups / without
+    // (bench/NOTES.md session 21): bf16 K = 256 1.41 / 1.10 ms, K = 512 1.52 / 1.24, K = 1024
+    // 1.755 / 1.873; tf32 K = 256 1.50 / 1.24, K = 512 1.76 / 1.87. From 1792 bytes of k per
+    // row (between the measured 1024, lost, and 2048, won). GAMUT_EXPERIMENT_EPILOGUE_WARPGROUPS=0
+    // / =1 (measurements, tests): never / wherever resident thresholds run.
+    const char* epi = std::getenv("GAMUT_EXPERIMENT_EPILOGUE_WARPGROUPS");
+    const bool epi_on = epi && std::string(epi) == "1", epi_off = epi && std::string(epi) == "0";
+    k.options.epilogue_warpgroups = k.options.resident_top && !epi_off && (epi_on || k_bytes > 1792);
     k.options.resident_b = k.options.tma && !resident && resident_b_fits(inst, k.tile, math);
   }
   return k;

@@ -268,7 +268,8 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   // thresholds hold for N <= 32: part of the variant, so that a memo never hands such a kernel
   // to a longer k range or a larger N of the same query.)
   const std::string tc = cgo.tensor_cores() ? " " + mainloop + " " + math + (cgo.resident_b ? " resident-b" : "") +
-                                                  (cgo.resident_top ? " resident-top" : "")
+                                                  (cgo.resident_top ? " resident-top" : "") +
+                                                  (cgo.epilogue_warpgroups ? " epilogue-wg" : "")
                                             : "";
   const std::string variant =
       tile.str() + (cgo.packed16 ? " packed16" : "") + (cgo.grouped_join ? " grouped-join" : "") + tc + " " + co.arch;

@@ -95,13 +95,13 @@ class TopBottomRows final : public ListRows {
     const AccumulatorMap& M = X.map;
     const TileCoordinates& tc = *X.coords;
     const std::string kt = ctype_cpp(P.expr(spec().key).type);
-    const size_t at = X.resident_top_offset + resident_top_bytes(X.T, spec().per);
     c.line(X.acc_type(0) + "* const accs = reinterpret_cast<" + X.acc_type(0) + "*>(" + X.out_smem() + " + " +
-           to_string(at) + ");  // (" + M.rows + " * " + M.cols + ", Shape::THREADS)");
+           to_string(X.resident_accs_offset()) + ");  // (" + M.rows + " * " + M.cols + ", Shape::THREADS)");
     c.open("const auto key = [&](int m, int n) -> " + kt);
     key_scope(c, false);  // (straight-line code, each key used once: nothing to keep apart)
     if (direct_ && !key_accs_.count(0)) c.line(X.acc_type(0) + " acc0 = " + M.value(0) + ";");
-    c.line("accs[(m * " + M.cols + " + n) * Shape::THREADS + int(threadIdx.x)] = acc0;");
+    // (With epilogue warpgroups the consumers left them there.)
+    if (!X.epilogue_warpgroups) c.line("accs[(m * " + M.cols + " + n) * Shape::THREADS + int(threadIdx.x)] = acc0;");
     key_value(c);
     c.close(";");
     c.open("const auto key_at = [&](int e) -> " + kt);

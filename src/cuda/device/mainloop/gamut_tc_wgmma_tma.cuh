@@ -42,6 +42,21 @@
 // NOTES.md sessions 13 and 17). Two more mbarriers: bfull (the issuer's arrival + the band's B
 // bytes) and bempty (one arrival per consumer warp once the band's last products are done).
 // PANEL = STAGES keeps the shared memory of the plain ring (STAGES A tiles + PANEL B tiles).
+//
+// EPI > 0 (epilogue warpgroups; the persistent resident-threshold kernel): EPI = THREADS more
+// threads, placed first, run the tile's outputs while the consumers run the next tile's
+// products, so that the tensor cores do not wait for the outputs (bench/NOTES.md, session 21):
+//
+//   threads [0, EPI)                     epilogue: wait full, the outputs of the tile whose
+//                                        accumulators are in shared memory, signal empty
+//   threads [EPI, EPI + THREADS)         consumers: the products, wait empty (from the second
+//                                        tile on), hand_over() the accumulators, signal full
+//   threads [EPI + THREADS, ... + 128)   producer, as above
+//
+// Epilogue thread t takes the pairs of consumer thread EPI + t (the same accumulator map), in
+// shared memory as (Map::kRows * Map::kCols, THREADS): pair e of thread t at e * THREADS + t.
+// full and empty are named barriers 2 and 3 (bar.arrive on one side, bar.sync on the other:
+// release and acquire of the shared copy); barrier 1 stays the epilogue's tile_sync.
 #pragma once
 #ifndef GM_TC_INSTRUCTIONS_PROVIDED
 #include "gamut_tma_ops.cuh"
@@ -72,7 +87,7 @@ struct Bands {
   unsigned count = 0;
 };
 
-template <class Math, class Shape, bool A_KC, bool B_KC, int CLUSTER = 1, int PANEL = 0>
+template <class Math, class Shape, bool A_KC, bool B_KC, int CLUSTER = 1, int PANEL = 0, int EPI = 0>
 struct WgmmaTmaMainloop {
   typedef WgmmaMainloop<Math, Shape, A_KC, B_KC> Products;  // descriptors, tiles, sizes
   typedef typename Math::Acc Acc;
@@ -84,13 +99,24 @@ struct WgmmaTmaMainloop {
   static constexpr int BK = Shape::BK, STAGES = Shape::STAGES, BN = Shape::BN, BM = Shape::BM;
   static constexpr int kAcc = Products::kAcc, KSTEPS = Products::KSTEPS;
   static constexpr int STAGE_BYTES = Products::STAGE_BYTES;
-  static constexpr int THREADS = Shape::THREADS, BLOCK_THREADS = THREADS + 128;
+  static constexpr int THREADS = Shape::THREADS, BLOCK_THREADS = EPI + THREADS + 128;
+  static_assert(EPI == 0 || (EPI == THREADS && CLUSTER == 1 && !kSplit), "epilogue warpgroups: one per consumer's");
   // Registers after init(): 65536 in all, the producer warpgroup's 40 and the rest shared by
   // the consumers in steps of 8 (two consumer warpgroups: 232; one already has 256 at launch).
+  // With epilogue warpgroups, the launch's share (640 threads: 96 each): the consumers keep it
+  // (64 accumulators and the ring's state), the epilogue takes what the producer gives up. (ptxas
+  // compiles every role to the launch's 96 all the same; bench/NOTES.md, session 21.)
   static constexpr int PRODUCER_REGS = 40;
-  static constexpr int CONSUMER_REGS = (65536 - 128 * PRODUCER_REGS) / THREADS / 8 * 8 > 256
+  static constexpr int LAUNCH_REGS = 65536 / BLOCK_THREADS / 8 * 8 > 256 ? 256 : 65536 / BLOCK_THREADS / 8 * 8;
+  static constexpr int CONSUMER_REGS = EPI > 0 ? LAUNCH_REGS
+                                       : (65536 - 128 * PRODUCER_REGS) / THREADS / 8 * 8 > 256
                                            ? 256
                                            : (65536 - 128 * PRODUCER_REGS) / THREADS / 8 * 8;
+  static constexpr int EPILOGUE_REGS =
+      EPI > 0 ? (BLOCK_THREADS * LAUNCH_REGS - 128 * PRODUCER_REGS - THREADS * CONSUMER_REGS) / (EPI > 0 ? EPI : 1) /
+                    8 * 8
+              : 0;
+  static_assert(EPI == 0 || (EPILOGUE_REGS >= LAUNCH_REGS && EPILOGUE_REGS <= 256), "the epilogue's registers");
   static constexpr bool kShiftRegs = THREADS == 256;
   static constexpr int CONSUMER_WARPS = THREADS / 32;
   static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of one or two blocks");
@@ -106,8 +132,10 @@ struct WgmmaTmaMainloop {
   static_assert(PANEL == 0 || (CLUSTER == 1 && !kSplit), "resident B: one block, one pass of products");
   static_assert(ATile::BYTES % 1024 == 0 && BTile::BYTES % 1024 == 0, "tiles on 1024-byte swizzle atoms");
 
-  static GM_DEV bool producer() { return int(threadIdx.x) >= THREADS; }
-  static GM_DEV bool issuer() { return int(threadIdx.x) == THREADS; }  // the producer's thread that issues
+  static GM_DEV bool producer() { return int(threadIdx.x) >= EPI + THREADS; }
+  static GM_DEV bool issuer() { return int(threadIdx.x) == EPI + THREADS; }  // the producer's thread that issues
+  // EPI > 0: the threads that run the products (else every thread but the producer's).
+  static GM_DEV bool consumer() { return int(threadIdx.x) >= EPI && int(threadIdx.x) < EPI + THREADS; }
   // tf32x3: the producer's warps 1-3 split the landed slices (see above).
   static constexpr int SPLIT_WARPS = 3;
   static GM_DEV bool splitter() { return kSplit && int(threadIdx.x) >= THREADS + 32; }
@@ -189,13 +217,37 @@ struct WgmmaTmaMainloop {
     }
     __syncthreads();
     if constexpr (CLUSTER > 1) cluster_sync();  // the other block's barriers exist before any multicast
-    if constexpr (kShiftRegs) {
+    if constexpr (EPI > 0) {
+      if (producer())
+        regs_dec<PRODUCER_REGS>();
+      else if (!consumer())
+        regs_inc<EPILOGUE_REGS>();
+    } else if constexpr (kShiftRegs) {
       if (producer())
         regs_dec<PRODUCER_REGS>();
       else
         regs_inc<CONSUMER_REGS>();
     }
   }
+
+  // EPI > 0, the hand-over of one tile's accumulators (see the top of this file). A consumer
+  // thread, after its products: wait until the epilogue is done with the tile before (not at the
+  // block's first tile), store its accumulators, signal them full.
+  static GM_DEV void hand_over(const Acc (&acc)[kAcc], Acc* accs, bool first_tile) {
+    static_assert(EPI > 0, "epilogue warpgroups only");
+    if (!first_tile) asm volatile("bar.sync 3, %0;\n" ::"n"(EPI + THREADS) : "memory");
+    const int t = int(threadIdx.x) - EPI;
+#pragma unroll
+    for (int m = 0; m < Map::kRows; ++m)
+#pragma unroll
+      for (int n = 0; n < Map::kCols; ++n) accs[(m * Map::kCols + n) * THREADS + t] = acc[Map::index(m, n)];
+    asm volatile("bar.arrive 2, %0;\n" ::"n"(EPI + THREADS) : "memory");
+  }
+  // An epilogue thread: wait until the tile's accumulators are in shared memory.
+  static GM_DEV void wait_full() { asm volatile("bar.sync 2, %0;\n" ::"n"(EPI + THREADS) : "memory"); }
+  // An epilogue thread, after the tile's outputs (not after the block's last tile: no consumer
+  // waits for it): the accumulators' copy may be overwritten.
+  static GM_DEV void signal_empty() { asm volatile("bar.arrive 3, %0;\n" ::"n"(EPI + THREADS) : "memory"); }
 
   // feeds(): the slices of one tile, k in [k_begin, k_end): the issuer issues them, the
   // splitters split them. `slice` counts the slices this block issued before (they carry on
@@ -369,7 +421,7 @@ struct WgmmaTmaMainloop {
         ++bands.count;
       }
     }
-    const int wg = int(threadIdx.x / 128);
+    const int wg = (int(threadIdx.x) - EPI) / 128;
     unsigned prev = 0;
 #pragma unroll 1
     for (int t = 0; t < nk; ++t, ++slice) {
