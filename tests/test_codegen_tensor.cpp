@@ -399,8 +399,8 @@ TEST(CodegenTensor, ResidentThresholdsForSmallGroupedLists) {
                      .options.resident_top);
   }
   // Per j: row tiles fastest, the columns' state.
-  const tq::TcQuery per_j{"top_per_j",
-                          "where (i, j) { s = 0; reduce (k) { s += P[i, k] * R[k, j]; } emit L(i, j, s) top 7 by s per j; }"};
+  const tq::TcQuery per_j{
+      "top_per_j", "where (i, j) { s = 0; reduce (k) { s += P[i, k] * R[k, j]; } emit L(i, j, s) top 7 by s per j; }"};
   auto pj = prepared(per_j, DType::F16, tq::Sizes{1000, 3000, 100});
   const KernelChoice kj = choice(*pj, F32Math::Ieee);
   EXPECT_TRUE(kj.options.resident_top);
@@ -420,15 +420,17 @@ TEST(CodegenTensor, ResidentThresholdsForSmallGroupedLists) {
     const std::string src = generate_source(b->plan, kb.tile, kb.options);
     if (kk == 896) {
       EXPECT_EQ(info.threads, 384);
-      EXPECT_NE(src.find("accs[(m * TcMap::kCols + n) * Shape::THREADS + int(threadIdx.x)] = acc0;"), std::string::npos);
+      EXPECT_NE(src.find("accs[(m * TcMap::kCols + n) * Shape::THREADS + int(threadIdx.x)] = acc0;"),
+                std::string::npos);
       continue;
     }
     EXPECT_EQ(info.threads, 640);
-    EXPECT_EQ(info.smem_bytes, kernel_info(b->plan, kb.tile, [&] {
-                                 CodegenOptions o = kb.options;
-                                 o.epilogue_warpgroups = false;
-                                 return o;
-                               }())
+    EXPECT_EQ(info.smem_bytes, kernel_info(b->plan, kb.tile,
+                                           [&] {
+                                             CodegenOptions o = kb.options;
+                                             o.epilogue_warpgroups = false;
+                                             return o;
+                                           }())
                                    .smem_bytes);  // (the same shared memory)
     EXPECT_NE(src.find("__launch_bounds__(640, 1)"), std::string::npos);
     EXPECT_NE(src.find("TcShapeT, true, true, 1, 0, 256> Mainloop;"), std::string::npos) << src;

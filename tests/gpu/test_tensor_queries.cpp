@@ -44,8 +44,8 @@ bool any_nonzero(const NDArray& a) {
 // first, so that a pair the kernel misses shows. Returns rows + non-zero dense outputs seen.
 // device_offset >= 0: the inputs are device arrays as a framework holds them (C order, no row
 // padding), starting that many elements into their allocation.
-int g_persistent_runs = 0;  // runs whose kernel had persistent tiles
-int g_resident_b_runs = 0;  // runs whose kernel kept B's slices for bands of tiles
+int g_persistent_runs = 0;    // runs whose kernel had persistent tiles
+int g_resident_b_runs = 0;    // runs whose kernel kept B's slices for bands of tiles
 int g_resident_top_runs = 0;  // runs whose kernel kept a list's thresholds in its blocks
 
 // resident_blocks > 0: persistent kernels launch that many blocks, each looping over many tiles.

@@ -245,9 +245,9 @@ KernelInfo kernel_info(const Plan& plan, const TileConfig& tile, const CodegenOp
       const size_t state = cg::resident_top_bytes(tile, plan.lists[size_t(resident)].per) + cg::tile_ranks_bytes(tile);
       if (ring + tables + state + 256 <= (size_t(227) << 10)) {
         // (Epilogue warpgroups, where the tile takes them: more threads, the same shared memory.)
-        k.threads = tc_plan_spec(plan, tile, options.tensor_math, options.tma, options.resident_b,
-                                 options.epilogue_warpgroups)
-                        .tile.threads();
+        k.threads =
+            tc_plan_spec(plan, tile, options.tensor_math, options.tma, options.resident_b, options.epilogue_warpgroups)
+                .tile.threads();
         k.persistent = k.resident_top = true;
         k.out_smem_offset = ring;
         k.resident_top_offset = tables;

@@ -156,7 +156,8 @@ class TensorMainloop final : public Mainloop {
       c.line(n.acc_type + " " + n.acc + "[" + n.acc_count +
              "];  // (Map::kRows, Map::kCols) per thread, Map::index order: set by consume");
       c.line("Mainloop::consume(" + n.acc + ", smem, red_begin, red_end, slice);");
-      c.line("Mainloop::hand_over(" + n.acc + ", tc_accs, tile == tile_lo);  // once the epilogue is done with the last");
+      c.line("Mainloop::hand_over(" + n.acc +
+             ", tc_accs, tile == tile_lo);  // once the epilogue is done with the last");
       c.close();
       c.line("return;  // every tile's accumulators are handed over");
       c.close();
@@ -281,8 +282,9 @@ class TensorMainloop final : public Mainloop {
     const std::string init = Renderer::literal(P.accs[0].init, t);
     const TcMainloopNames n;
     // (Epilogue warpgroups read the consumers' copy in shared memory.)
-    const std::string sum = X.epilogue_warpgroups ? "tc_accs[(m * TcMap::kCols + n) * Shape::THREADS + int(threadIdx.x)]"
-                                                  : n.acc + "[TcMap::index(m, n)]";
+    const std::string sum = X.epilogue_warpgroups
+                                ? "tc_accs[(m * TcMap::kCols + n) * Shape::THREADS + int(threadIdx.x)]"
+                                : n.acc + "[TcMap::index(m, n)]";
     const bool one = is_float(t) ? choice_.factor.f == 1.0 : choice_.factor.i == 1;
     const std::string factor = Renderer::literal(choice_.factor, t);
     if (is_float(t)) return "(" + init + " + " + (one ? sum : factor + " * " + sum) + ")";
