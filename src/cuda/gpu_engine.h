@@ -33,6 +33,9 @@ struct GpuRunOptions {
   // Persistent kernels (KernelInfo::persistent): blocks launched, each looping over tiles; 0 is
   // one per SM. Tests launch a few to give each block many tiles.
   int resident_blocks = 0;
+  // The list buffers' first capacity in rows (0: initial_list_rows' estimate). Tests give a
+  // few rows, so that the lists overflow and the kernel runs again with room for every row.
+  int64_t list_rows = 0;
   F32Math f32_math = F32Math::Ieee;  // sums of products of f32 inputs (spec section 10, RunOptions)
   // Dense outputs in memory the caller provides: dense_output(d, bytes) gives device memory for
   // output d in C order (Instance::dense_shapes[d]). Results::dense[d] then views it (bytes the

@@ -222,6 +222,11 @@ class EventTimer {
   ~EventTimer();
   void start();
   double stop_ms();  // records, synchronizes, returns elapsed
+  // The same in two steps, so that more work may be enqueued between: stop() records,
+  // elapsed_ms() waits for that record (not for work after it) and returns the time to it.
+  void stop();
+  double elapsed_ms();
+
  private:
   void* begin_ = nullptr;
   void* end_ = nullptr;

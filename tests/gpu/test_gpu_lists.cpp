@@ -122,6 +122,31 @@ TEST(GpuLists, PerRowManyTies) {
   }
 }
 
+// Lists that overflow their first buffers (GpuRunOptions::list_rows: 64 rows) run again with
+// room for every row; per-group lists of N <= 32 are selected in stream order behind each
+// launch (DeviceLists::select_before_count, reading the row counter on the device), and the
+// overflowed launch's selection is dropped. Both the waiting and the asynchronous run.
+TEST(GpuLists, OverflowAndRunAgain) {
+  SKIP_WITHOUT_GPU();
+  for (const PerGroup per : {PerGroup::Row, PerGroup::Col, PerGroup::None})
+    for (const int64_t n : {1, 10, 32, 33}) {
+      SCOPED_TRACE("per " + std::to_string(int(per)) + ", N " + std::to_string(n));
+      auto c = make_case(regroup(tp::knn(), ListMode::Bottom, per), 300, 200, 16, n);
+      const Results cpu = run_cpu(c->inst);
+      for (const bool async : {false, true}) {
+        cuda::GpuRunOptions o;
+        o.list_rows = 64;
+        o.asynchronous = async;
+        cuda::GpuRunStats st;
+        const Results gpu = cuda::run_gpu(c->inst, o, &st);
+        ASSERT_EQ(gpu.lists.size(), 1u);
+        EXPECT_TRUE(same_table(cpu.lists[0], gpu.lists[0])) << "async " << async;
+        if (per != PerGroup::None) EXPECT_GT(cpu.lists[0].rows, 64);  // (a global list keeps N rows)
+        EXPECT_GE(st.result_launches, 2) << st.list_rows_appended[0] << " rows appended";  // (counts may move)
+      }
+    }
+}
+
 TEST(GpuLists, PerColumnAndGlobal) {
   SKIP_WITHOUT_GPU();
   for (int64_t n : {0, 1, 7, 128, 40000}) {

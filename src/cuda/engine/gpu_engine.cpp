@@ -318,7 +318,8 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   // unless tensor-core operands are copied: encode_operand_maps, repitch_operands.)
   const int64_t tiles_m = (rows + tile.bm - 1) / tile.bm, tiles_n = (cols + tile.bn - 1) / tile.bn;
   const int64_t tiles = tiles_m * tiles_n;
-  const int64_t list_rows = initial_list_rows(inst, tile, tiles, dev.sm_count);
+  const int64_t list_rows =
+      options.list_rows > 0 ? options.list_rows : initial_list_rows(inst, tile, tiles, dev.sm_count);
   const bool may_copy =
       cgo.tensor_cores() && ((cgo.tma && wgmma_needs_tma(cgo.tensor_math)) || !tma_operands_fit(inst, choice.math));
   const bool own_nothing = options.dense_output && P.lists.empty();
@@ -522,13 +523,16 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
       void* args[] = {w.data()};
       copies.run();
       kernel.launch(unsigned(blocks), 1, 1, unsigned(info.threads), 1, 1, info.smem_bytes, args);
+      lists.select_before_count();  // (the overflow check below waits once for both)
     } else if (blocks > 0) {
       void* args[] = {w.data()};
       EventTimer timer;
       timer.start();
       copies.run();
       kernel.launch(unsigned(blocks), 1, 1, unsigned(info.threads), 1, 1, info.smem_bytes, args);
-      ms += timer.stop_ms();
+      timer.stop();
+      lists.select_before_count();  // (in stream order behind the kernel: one wait for both)
+      ms += timer.elapsed_ms();
       synchronize();
     }
     if (!lists.grow_if_overflowed()) break;

@@ -78,6 +78,8 @@ void DeviceLists::bind(const Instance& inst, int64_t capacity, const TileConfig&
   inst_ = &inst;
   finalized_ = false;
   counts_.clear();
+  early_.clear();
+  counts_pending_ = false;
   const size_t n = inst.plan->lists.size();
   if (n == 0) return;  // (dense outputs only: nothing to allocate, nothing to wait for)
   if (lists_.size() != n || !counters_.get()) {
@@ -129,7 +131,9 @@ size_t DeviceLists::held_bytes() const {
   for (const Finished& F : finished_) {
     for (const DeviceBuffer& c : F.cols) add(c);
     for (const DeviceBuffer& c : F.sorted) add(c);
-    for (const DeviceBuffer* b : {&F.b, &F.i, &F.j, &F.key, &F.order_b, &F.order_g, &F.order}) add(*b);
+    for (const DeviceBuffer* b :
+         {&F.b, &F.i, &F.j, &F.key, &F.order_b, &F.order_g, &F.order, &F.rank, &F.scratch, &F.kept_n})
+      add(*b);
   }
   for (const DeviceBuffer* b :
        {&order_scratch_.keys[0], &order_scratch_.keys[1], &order_scratch_.rows[0], &order_scratch_.rows[1],
@@ -163,9 +167,16 @@ void DeviceLists::allocate(size_t l, int64_t capacity) {
   for (DeviceBuffer& c : L.cols) c.fill_bytes(0xff);
 }
 
+uint64_t* DeviceLists::pinned_words() const {
+  // (One size for every use in a run, so that the thread's scratch never moves under a copy.)
+  return static_cast<uint64_t*>(thread_pinned_scratch(2 * counter_bytes() + lists_.size() * sizeof(uint64_t)));
+}
+
 void DeviceLists::reset() {
   if (lists_.empty()) return;
-  uint64_t* words = static_cast<uint64_t*>(thread_pinned_scratch(2 * counter_bytes()));
+  early_.clear();
+  counts_pending_ = false;
+  uint64_t* words = pinned_words();
   for (size_t l = 0; l < lists_.size(); ++l) {
     words[l * gm::kListCounterWords] = 0;
     words[l * gm::kListCounterWords + 1] = uint64_t(std::max<int64_t>(inst_->list_limits[l], 0));
@@ -208,11 +219,11 @@ uint64_t DeviceLists::count(size_t l) const {
   // Read once per launch (reset() forgets it): the growth check, the finalisation and the
   // statistics all ask, and the read waits for the stream.
   // (The second half of the scratch: the first may still feed reset()'s copy on another stream.)
-  uint64_t* words =
-      static_cast<uint64_t*>(thread_pinned_scratch(2 * counter_bytes())) + lists_.size() * gm::kListCounterWords;
+  uint64_t* words = pinned_words() + lists_.size() * gm::kListCounterWords;
   if (counts_.empty()) {
-    counters_.download_async(words, counter_bytes());
+    if (!counts_pending_) counters_.download_async(words, counter_bytes());  // (else select_before_count's)
     synchronize();
+    counts_pending_ = false;
     // Kept here: the scratch is the thread's, and another DeviceLists may use it before the
     // next count(l) of this launch.
     counts_.resize(lists_.size());
@@ -283,27 +294,23 @@ void DeviceLists::finalize_on_device() {
       F.rows = 0;
       continue;
     }
+    // Selected with the kernel (select_before_count): the kept rows' number came down with the
+    // counts. (A launch whose list overflowed ran again, and selected again, before this.)
+    if (l < early_.size() && early_[l]) {
+      uint32_t m = 0;
+      std::memcpy(&m, pinned_words() + 2 * lists_.size() * gm::kListCounterWords + l, 4);
+      const SelectInput in = select_input(l, uint64_t(L.capacity));
+      finish_top_of_groups(l, m,
+                           std::max<uint64_t>(1, std::min<uint64_t>(in.n, uint64_t(in.groups) * uint64_t(limit))));
+      continue;
+    }
     // top/bottom: select on the device; what comes down is small (N per group plus ties).
     if (F.rows == 0) {  // (final: no rows; the columns empty, not absent)
       F.cols.resize(L.cols.size());
       F.from_list = F.host_order = false;
       continue;
     }
-    SelectInput in;
-    in.n = F.rows;
-    in.key = &L.key;
-    in.b = &L.b;
-    in.i = &L.i;
-    in.j = &L.j;
-    in.key_dtype = storage_type_of(key_type(P, spec));
-    in.top = spec.mode == ListMode::Top;
-    in.per = spec.per;
-    in.limit = limit;
-    const AxisRange& g_range = spec.per == PerGroup::Col ? inst_->col : inst_->row;
-    in.begin = g_range.begin;
-    in.extent = spec.per == PerGroup::None ? 1 : g_range.size();
-    in.groups = spec.per == PerGroup::None ? 1 : g_range.size() * inst_->batch;
-    in.threshold = L.threshold.get() ? &L.threshold : nullptr;
+    const SelectInput in = select_input(l, F.rows);
     F.cols.resize(L.cols.size());
     // A global list of few candidates: selected and ordered by one block (one launch and one
     // wait instead of ~15 launches and two waits); results() gathers its columns in that order
@@ -340,23 +347,69 @@ void DeviceLists::finalize_on_device() {
   finalized_ = true;
 }
 
-bool DeviceLists::top_of_groups_on_device(size_t l, const SelectInput& in) {
-  if (in.per == PerGroup::None || !exact_sort_rank(in.key_dtype) || in.limit <= 0 ||
-      in.limit > int64_t(sortdev::kMaxGroupTopLimit) || in.groups <= 0 ||
-      uint64_t(in.groups) > sortdev::kMaxGroupTopGroups || in.n == 0 || in.n > kMaxDeviceOrderRows)
-    return false;
-  const ListOutput& spec = inst_->plan->lists[l];
+SelectInput DeviceLists::select_input(size_t l, uint64_t n) const {
+  const Plan& P = *inst_->plan;
+  const ListOutput& spec = P.lists[l];
   const List& L = lists_[l];
+  SelectInput in;
+  in.n = n;
+  in.key = &L.key;
+  in.b = &L.b;
+  in.i = &L.i;
+  in.j = &L.j;
+  in.key_dtype = storage_type_of(key_type(P, spec));
+  in.top = spec.mode == ListMode::Top;
+  in.per = spec.per;
+  in.limit = inst_->list_limits[l];
+  const AxisRange& g_range = spec.per == PerGroup::Col ? inst_->col : inst_->row;
+  in.begin = g_range.begin;
+  in.extent = spec.per == PerGroup::None ? 1 : g_range.size();
+  in.groups = spec.per == PerGroup::None ? 1 : g_range.size() * inst_->batch;
+  in.threshold = L.threshold.get() ? &L.threshold : nullptr;
+  return in;
+}
+
+bool DeviceLists::top_of_groups_fits(const SelectInput& in) {
+  return in.per != PerGroup::None && exact_sort_rank(in.key_dtype) && in.limit > 0 &&
+         in.limit <= int64_t(sortdev::kMaxGroupTopLimit) && in.groups > 0 &&
+         uint64_t(in.groups) <= sortdev::kMaxGroupTopGroups && in.n > 0 && in.n <= kMaxDeviceOrderRows;
+}
+
+bool DeviceLists::select_before_count() {
+  bool any = false;
+  early_.assign(lists_.size(), 0);
+  finished_.resize(lists_.size());
+  for (size_t l = 0; l < lists_.size(); ++l) {
+    const List& L = lists_[l];
+    if (!top_bottom(inst_->plan->lists[l]) || L.box) continue;
+    // Every row the buffers hold may be a candidate: the kernels read the counter's number.
+    const SelectInput in = select_input(l, uint64_t(L.capacity));
+    if (!top_of_groups_fits(in)) continue;
+    enqueue_top_of_groups(l, in, static_cast<const uint64_t*>(counters_.get()) + l * gm::kListCounterWords);
+    finished_[l].kept_n.download_async(pinned_words() + 2 * lists_.size() * gm::kListCounterWords + l, 4);
+    early_[l] = 1;
+    any = true;
+  }
+  if (any) {  // the counts come down with them: one wait for both
+    counters_.download_async(pinned_words() + lists_.size() * gm::kListCounterWords, counter_bytes());
+    counts_pending_ = true;
+  }
+  return any;
+}
+
+void DeviceLists::enqueue_top_of_groups(size_t l, const SelectInput& in, const uint64_t* n_device) {
   Finished& F = finished_[l];
-  DeviceBuffer rank(in.n * 4);
-  sort_ranks(in, *in.key, in.n, rank);
+  // (Kept for the next run: a kNN call allocated and freed three buffers here.)
+  if (F.rank.size() < in.n * 4) F.rank = DeviceBuffer(in.n * 4);
+  sort_ranks(in, *in.key, in.n, F.rank);
   const bool per_j = in.per == PerGroup::Col;
   sortdev::GroupTopInput g;
   g.b = static_cast<const int32_t*>(in.b->get());
   g.g = static_cast<const int32_t*>((per_j ? in.j : in.i)->get());
   g.other = static_cast<const int32_t*>((per_j ? in.i : in.j)->get());
-  g.rank = static_cast<const int32_t*>(rank.get());
+  g.rank = static_cast<const int32_t*>(F.rank.get());
   g.n = uint32_t(in.n);
+  g.n_device = n_device;
   g.groups = uint32_t(in.groups);
   g.extent = in.extent;
   g.g_begin = in.begin;
@@ -366,18 +419,32 @@ bool DeviceLists::top_of_groups_on_device(size_t l, const SelectInput& in) {
   // (gather_final_rows), into the caller's memory where it gives some, as for select_small.
   const uint64_t room = std::max<uint64_t>(1, std::min<uint64_t>(in.n, uint64_t(in.groups) * uint64_t(in.limit)));
   if (F.order.size() < room * 4) F.order = DeviceBuffer(room * 4);
-  DeviceBuffer scratch(sortdev::top_of_groups_scratch_bytes(g.n, g.groups)), kept_n(4);
+  const size_t scratch = sortdev::top_of_groups_scratch_bytes(g.n, g.groups);
+  if (F.scratch.size() < scratch) F.scratch = DeviceBuffer(scratch);
+  if (F.kept_n.size() < 4) F.kept_n = DeviceBuffer(4);
   detail::check(
-      sortdev::top_of_groups(g, scratch.get(), static_cast<uint32_t*>(F.order.get()),
-                             static_cast<uint32_t*>(kept_n.get()), static_cast<cudaStream_t>(current_stream())),
+      sortdev::top_of_groups(g, F.scratch.get(), static_cast<uint32_t*>(F.order.get()),
+                             static_cast<uint32_t*>(F.kept_n.get()), static_cast<cudaStream_t>(current_stream())),
       "list top of groups");
-  uint32_t m = 0;
-  kept_n.download(&m, 4);  // (waits for the stream)
+}
+
+// The final rows' number m (at most `room`), then what results() needs to gather them.
+void DeviceLists::finish_top_of_groups(size_t l, uint32_t m, uint64_t room) {
+  const ListOutput& spec = inst_->plan->lists[l];
+  Finished& F = finished_[l];
   if (m > room) throw_device_error("internal error: list " + spec.name + " kept more rows than its groups hold");
-  F.cols.resize(L.cols.size());
+  F.cols.resize(lists_[l].cols.size());
   F.rows = m;
   F.gather_pending = true;
   F.from_list = F.host_order = false;
+}
+
+bool DeviceLists::top_of_groups_on_device(size_t l, const SelectInput& in) {
+  if (!top_of_groups_fits(in)) return false;
+  enqueue_top_of_groups(l, in, nullptr);
+  uint32_t m = 0;
+  finished_[l].kept_n.download(&m, 4);  // (waits for the stream)
+  finish_top_of_groups(l, m, std::max<uint64_t>(1, std::min<uint64_t>(in.n, uint64_t(in.groups) * uint64_t(in.limit))));
   return true;
 }
 

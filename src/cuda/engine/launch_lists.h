@@ -51,6 +51,12 @@ class DeviceLists {
   // After a launch: true when some list had more rows than room; those lists then have room
   // for all their rows (the caller resets, re-initialises the outputs and launches again).
   bool grow_if_overflowed();
+  // Right after a launch, before anything waits: per-group top / bottom lists that finish in
+  // one pass (lists/top_of_groups.h) are selected in stream order, the kernels reading each
+  // list's row counter on the device, and the kept rows' numbers come down with the counts, so
+  // that the run waits once (a kNN call waited for the counts, then enqueued ~8 launches while
+  // the device idled, then waited again: bench/NOTES.md session 21). Returns whether any was.
+  bool select_before_count();
   // Rows list l's kernel counter reached in the last launch (past the capacity too). The first
   // call after a launch reads every counter at once (one pinned copy, one wait).
   uint64_t count(size_t l) const;
@@ -102,6 +108,7 @@ class DeviceLists {
     // top_of_groups_on_device): results() gathers them straight into the caller's memory, or into cols.
     DeviceBuffer order;
     bool gather_pending = false;
+    DeviceBuffer rank, scratch, kept_n;  // top_of_groups's (kept between runs)
   };
   // Finished::gather_pending: list l's columns gathered in its final order into `to` (the
   // caller's device memory), or, without `to`, into its Finished::cols.
@@ -114,6 +121,17 @@ class DeviceLists {
   // all in.n candidates in one pass over the groups (lists/top_of_groups.h), as indices in
   // finished_[l].order for gather_final_rows; false (nothing done) where the list is not of that kind.
   bool top_of_groups_on_device(size_t l, const SelectInput& in);
+  static bool top_of_groups_fits(const SelectInput& in);
+  // The selection's launches for list l's in.n rows (with n_device: the kernels read the count
+  // there, at most in.n), into finished_[l]'s order and kept_n; and, once m is known, the rest.
+  void enqueue_top_of_groups(size_t l, const SelectInput& in, const uint64_t* n_device);
+  void finish_top_of_groups(size_t l, uint32_t m, uint64_t room);
+  // List l's selection input over its first n rows.
+  SelectInput select_input(size_t l, uint64_t n) const;
+  // The thread's pinned words: reset()'s counters, count()'s, then one kept count per list.
+  uint64_t* pinned_words() const;
+  std::vector<char> early_;              // per list: selected by select_before_count() in this run
+  mutable bool counts_pending_ = false;  // the counts' copy is enqueued (select_before_count)
   std::vector<Finished> finished_;
   bool finalized_ = false;  // finished_ is this launch's
   ListOrderScratch order_scratch_;

@@ -41,11 +41,19 @@ __device__ __forceinline__ uint32_t add_by_group(uint32_t* slots, uint32_t strid
   return old + uint32_t(__popc(peers & ((1u << lane) - 1u)));
 }
 
+// The candidates' number: in.n, or the device count where it is given (at most in.n).
+__device__ __forceinline__ uint32_t candidates(const GroupTopInput& in) {
+  if (!in.n_device) return in.n;
+  const uint64_t n = *in.n_device;
+  return n < in.n ? uint32_t(n) : in.n;
+}
+
 // base is the same in the whole block, so every lane runs every iteration (the _sync calls).
 __global__ void count_kernel(const GroupTopInput in, uint32_t* counts) {
-  for (uint32_t base = blockIdx.x * blockDim.x; base < in.n; base += gridDim.x * blockDim.x) {
+  const uint32_t n = candidates(in);
+  for (uint32_t base = blockIdx.x * blockDim.x; base < n; base += gridDim.x * blockDim.x) {
     const uint32_t r = base + threadIdx.x;
-    add_by_group(counts, 1, r < in.n ? group_of(in, r) : 0u, r < in.n);
+    add_by_group(counts, 1, r < n ? group_of(in, r) : 0u, r < n);
   }
 }
 
@@ -60,10 +68,11 @@ struct AddPairs {
 
 // slots[g].x: group g's first bucket slot before, its end after (the next group's start).
 __global__ void scatter_kernel(const GroupTopInput in, uint2* slots, uint32_t* bucket) {
-  for (uint32_t base = blockIdx.x * blockDim.x; base < in.n; base += gridDim.x * blockDim.x) {
+  const uint32_t n = candidates(in);
+  for (uint32_t base = blockIdx.x * blockDim.x; base < n; base += gridDim.x * blockDim.x) {
     const uint32_t r = base + threadIdx.x;
-    const uint32_t slot = add_by_group(&slots[0].x, 2, r < in.n ? group_of(in, r) : 0u, r < in.n);
-    if (r < in.n) bucket[slot] = r;
+    const uint32_t slot = add_by_group(&slots[0].x, 2, r < n ? group_of(in, r) : 0u, r < n);
+    if (r < n) bucket[slot] = r;
   }
 }
 

@@ -26,9 +26,12 @@ struct GroupTopInput {
   const int32_t* g = nullptr;      // the group axis (i per i, j per j)
   const int32_t* other = nullptr;  // the other axis: breaks ties of rank within a group
   const int32_t* rank = nullptr;   // gm_sel_sort_rank's rank: gm::rank32 ^ 0x80000000, smaller first
-  uint32_t n = 0;                  // candidates
-  uint32_t groups = 0;             // batch x extent, <= kMaxGroupTopGroups
-  int64_t extent = 0;              // of the group axis; group of a candidate = b * extent + (g - g_begin)
+  uint32_t n = 0;                  // candidates (with n_device: at most this many, the buffers' rows)
+  // The candidates' count in device memory (a list's row counter, which may pass n): read by the
+  // kernels as min(*n_device, n), so that the selection is enqueued before the host knows it.
+  const uint64_t* n_device = nullptr;
+  uint32_t groups = 0;  // batch x extent, <= kMaxGroupTopGroups
+  int64_t extent = 0;   // of the group axis; group of a candidate = b * extent + (g - g_begin)
   int64_t g_begin = 0, o_begin = 0;
   uint32_t limit = 0;  // N, 1 .. kMaxGroupTopLimit
 };

@@ -125,8 +125,17 @@ void EventTimer::start() {
 }
 
 double EventTimer::stop_ms() {
+  stop();
+  return elapsed_ms();
+}
+
+void EventTimer::stop() {
+  detail::check(cudaEventRecord(static_cast<cudaEvent_t>(end_), static_cast<cudaStream_t>(current_stream())),
+                "cudaEventRecord");
+}
+
+double EventTimer::elapsed_ms() {
   auto end = static_cast<cudaEvent_t>(end_);
-  detail::check(cudaEventRecord(end, static_cast<cudaStream_t>(current_stream())), "cudaEventRecord");
   detail::check(cudaEventSynchronize(end), "cudaEventSynchronize");
   float ms = 0;
   detail::check(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(begin_), end),

@@ -94,5 +94,7 @@ EventTimer::EventTimer() { no_cuda(); }
 EventTimer::~EventTimer() = default;
 void EventTimer::start() { no_cuda(); }
 double EventTimer::stop_ms() { no_cuda(); }
+void EventTimer::stop() { no_cuda(); }
+double EventTimer::elapsed_ms() { no_cuda(); }
 
 }  // namespace gamut::cuda
