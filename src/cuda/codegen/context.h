@@ -73,6 +73,11 @@ struct KernelContext {
   // e * THREADS + t. With epilogue warpgroups (set by the tensor mainloop) the products put them
   // there and the outputs read them there (TcTile::epilogue).
   size_t resident_accs_offset() const;
+  // Pair e's element of that copy through the pointer `accs` (e as an expression, parenthesised
+  // where it is not a name), for the calling thread.
+  static std::string resident_acc_at(const std::string& accs, const std::string& e) {
+    return accs + "[" + e + " * Shape::THREADS + int(threadIdx.x)]";
+  }
   bool epilogue_warpgroups = false;
   // Either: the consumers' tile loop runs tiles [tile_lo, tile_hi).
   bool contiguous_tiles() const { return bands || resident_top; }

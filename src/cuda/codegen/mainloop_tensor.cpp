@@ -74,9 +74,9 @@ int tc_instruction_k(InnerMath m) {
   return 0;
 }
 
-namespace {
-
 int element_bytes(InnerMath m) { return 32 / tc_instruction_k(m); }  // a k-step is 32 bytes
+
+namespace {
 
 // gm::tc::TcTile's layout for one operand: rows, stride, and the even spread of its copies.
 struct OperandLayout {

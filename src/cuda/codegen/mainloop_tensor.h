@@ -63,6 +63,8 @@ int tc_min_blocks(const TcMainloopSpec& s);
 size_t tc_smem_bytes(const TcMainloopSpec& s);
 // The instruction's k (elements): 16 (f16, bf16), 32 (8-bit), 8 (tf32, tf32x3).
 int tc_instruction_k(InnerMath m);
+// Bytes of one operand element as the tensor cores read it: 2 (f16, bf16), 1 (8-bit), 4 (tf32, tf32x3).
+int element_bytes(InnerMath m);
 // mma.sync tiles offered for a math, largest first: 128x256 and 128x128 with 8 warps, 64x64 with 4.
 std::vector<TcTile> tc_tiles(InnerMath m);
 // wgmma tiles, two warpgroups: f16 / bf16 128x256 and 128x128 (with `tma`, their TMA-fed

@@ -282,9 +282,8 @@ class TensorMainloop final : public Mainloop {
     const std::string init = Renderer::literal(P.accs[0].init, t);
     const TcMainloopNames n;
     // (Epilogue warpgroups read the consumers' copy in shared memory.)
-    const std::string sum = X.epilogue_warpgroups
-                                ? "tc_accs[(m * TcMap::kCols + n) * Shape::THREADS + int(threadIdx.x)]"
-                                : n.acc + "[TcMap::index(m, n)]";
+    const std::string sum = X.epilogue_warpgroups ? KernelContext::resident_acc_at("tc_accs", "(m * TcMap::kCols + n)")
+                                                  : n.acc + "[TcMap::index(m, n)]";
     const bool one = is_float(t) ? choice_.factor.f == 1.0 : choice_.factor.i == 1;
     const std::string factor = Renderer::literal(choice_.factor, t);
     if (is_float(t)) return "(" + init + " + " + (one ? sum : factor + " * " + sum) + ")";

@@ -294,7 +294,7 @@ KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_b
     const int resident_list = resident_top_form(P);
     // Up to 2 KiB of k per row (bf16 K <= 1024, tf32 K <= 512): its 128 x 128 tile lost to the
     // tile selection's 128 x 256 at tf32 K = 1024 (H100, kNN kernel 4.25 against 2.73 ms).
-    const int64_t k_bytes = inst.red.size() * (math.math == InnerMath::Tf32 ? 4 : 2);
+    const int64_t k_bytes = inst.red.size() * element_bytes(math.math);
     const bool resident = isa == TensorIsa::Wgmma && math.wgmma && math.math != InnerMath::Tf32x3 && k_bytes <= 2048 &&
                           resident_list >= 0 && inst.list_limits[size_t(resident_list)] <= 32 &&
                           (wgmma_needs_tma(math.math) || tma_starts_fit(inst, math));

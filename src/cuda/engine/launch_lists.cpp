@@ -79,7 +79,6 @@ void DeviceLists::bind(const Instance& inst, int64_t capacity, const TileConfig&
   finalized_ = false;
   counts_.clear();
   early_.clear();
-  counts_pending_ = false;
   const size_t n = inst.plan->lists.size();
   if (n == 0) return;  // (dense outputs only: nothing to allocate, nothing to wait for)
   if (lists_.size() != n || !counters_.get()) {
@@ -171,11 +170,14 @@ uint64_t* DeviceLists::pinned_words() const {
   // (One size for every use in a run, so that the thread's scratch never moves under a copy.)
   return static_cast<uint64_t*>(thread_pinned_scratch(2 * counter_bytes() + lists_.size() * sizeof(uint64_t)));
 }
+uint64_t* DeviceLists::pinned_counts() const { return pinned_words() + lists_.size() * gm::kListCounterWords; }
+uint64_t* DeviceLists::pinned_kept(size_t l) const {
+  return pinned_words() + 2 * lists_.size() * gm::kListCounterWords + l;
+}
 
 void DeviceLists::reset() {
   if (lists_.empty()) return;
   early_.clear();
-  counts_pending_ = false;
   uint64_t* words = pinned_words();
   for (size_t l = 0; l < lists_.size(); ++l) {
     words[l * gm::kListCounterWords] = 0;
@@ -219,11 +221,11 @@ uint64_t DeviceLists::count(size_t l) const {
   // Read once per launch (reset() forgets it): the growth check, the finalisation and the
   // statistics all ask, and the read waits for the stream.
   // (The second half of the scratch: the first may still feed reset()'s copy on another stream.)
-  uint64_t* words = pinned_words() + lists_.size() * gm::kListCounterWords;
+  uint64_t* words = pinned_counts();
   if (counts_.empty()) {
-    if (!counts_pending_) counters_.download_async(words, counter_bytes());  // (else select_before_count's)
+    // (Where select_before_count selected a list, it enqueued this copy too.)
+    if (std::find(early_.begin(), early_.end(), 1) == early_.end()) counters_.download_async(words, counter_bytes());
     synchronize();
-    counts_pending_ = false;
     // Kept here: the scratch is the thread's, and another DeviceLists may use it before the
     // next count(l) of this launch.
     counts_.resize(lists_.size());
@@ -298,10 +300,8 @@ void DeviceLists::finalize_on_device() {
     // counts. (A launch whose list overflowed ran again, and selected again, before this.)
     if (l < early_.size() && early_[l]) {
       uint32_t m = 0;
-      std::memcpy(&m, pinned_words() + 2 * lists_.size() * gm::kListCounterWords + l, 4);
-      const SelectInput in = select_input(l, uint64_t(L.capacity));
-      finish_top_of_groups(l, m,
-                           std::max<uint64_t>(1, std::min<uint64_t>(in.n, uint64_t(in.groups) * uint64_t(limit))));
+      std::memcpy(&m, pinned_kept(l), 4);
+      finish_top_of_groups(l, m, select_input(l, uint64_t(L.capacity)));
       continue;
     }
     // top/bottom: select on the device; what comes down is small (N per group plus ties).
@@ -386,13 +386,12 @@ bool DeviceLists::select_before_count() {
     const SelectInput in = select_input(l, uint64_t(L.capacity));
     if (!top_of_groups_fits(in)) continue;
     enqueue_top_of_groups(l, in, static_cast<const uint64_t*>(counters_.get()) + l * gm::kListCounterWords);
-    finished_[l].kept_n.download_async(pinned_words() + 2 * lists_.size() * gm::kListCounterWords + l, 4);
+    finished_[l].kept_n.download_async(pinned_kept(l), 4);
     early_[l] = 1;
     any = true;
   }
   if (any) {  // the counts come down with them: one wait for both
-    counters_.download_async(pinned_words() + lists_.size() * gm::kListCounterWords, counter_bytes());
-    counts_pending_ = true;
+    counters_.download_async(pinned_counts(), counter_bytes());
   }
   return any;
 }
@@ -417,7 +416,7 @@ void DeviceLists::enqueue_top_of_groups(size_t l, const SelectInput& in, const u
   g.limit = uint32_t(in.limit);
   // The final rows' indices into the list's own columns, in order: results() gathers them
   // (gather_final_rows), into the caller's memory where it gives some, as for select_small.
-  const uint64_t room = std::max<uint64_t>(1, std::min<uint64_t>(in.n, uint64_t(in.groups) * uint64_t(in.limit)));
+  const uint64_t room = kept_room(in);
   if (F.order.size() < room * 4) F.order = DeviceBuffer(room * 4);
   const size_t scratch = sortdev::top_of_groups_scratch_bytes(g.n, g.groups);
   if (F.scratch.size() < scratch) F.scratch = DeviceBuffer(scratch);
@@ -428,11 +427,16 @@ void DeviceLists::enqueue_top_of_groups(size_t l, const SelectInput& in, const u
       "list top of groups");
 }
 
-// The final rows' number m (at most `room`), then what results() needs to gather them.
-void DeviceLists::finish_top_of_groups(size_t l, uint32_t m, uint64_t room) {
+uint64_t DeviceLists::kept_room(const SelectInput& in) {
+  return std::max<uint64_t>(1, std::min<uint64_t>(in.n, uint64_t(in.groups) * uint64_t(in.limit)));
+}
+
+// The final rows' number m (at most kept_room(in)), then what results() needs to gather them.
+void DeviceLists::finish_top_of_groups(size_t l, uint32_t m, const SelectInput& in) {
   const ListOutput& spec = inst_->plan->lists[l];
   Finished& F = finished_[l];
-  if (m > room) throw_device_error("internal error: list " + spec.name + " kept more rows than its groups hold");
+  if (m > kept_room(in))
+    throw_device_error("internal error: list " + spec.name + " kept more rows than its groups hold");
   F.cols.resize(lists_[l].cols.size());
   F.rows = m;
   F.gather_pending = true;
@@ -444,7 +448,7 @@ bool DeviceLists::top_of_groups_on_device(size_t l, const SelectInput& in) {
   enqueue_top_of_groups(l, in, nullptr);
   uint32_t m = 0;
   finished_[l].kept_n.download(&m, 4);  // (waits for the stream)
-  finish_top_of_groups(l, m, std::max<uint64_t>(1, std::min<uint64_t>(in.n, uint64_t(in.groups) * uint64_t(in.limit))));
+  finish_top_of_groups(l, m, in);
   return true;
 }
 

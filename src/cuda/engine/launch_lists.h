@@ -125,13 +125,18 @@ class DeviceLists {
   // The selection's launches for list l's in.n rows (with n_device: the kernels read the count
   // there, at most in.n), into finished_[l]'s order and kept_n; and, once m is known, the rest.
   void enqueue_top_of_groups(size_t l, const SelectInput& in, const uint64_t* n_device);
-  void finish_top_of_groups(size_t l, uint32_t m, uint64_t room);
+  void finish_top_of_groups(size_t l, uint32_t m, const SelectInput& in);
+  // Room for the final rows' indices: min(in.n, groups x N), at least 1.
+  static uint64_t kept_room(const SelectInput& in);
   // List l's selection input over its first n rows.
   SelectInput select_input(size_t l, uint64_t n) const;
   // The thread's pinned words: reset()'s counters, count()'s, then one kept count per list.
   uint64_t* pinned_words() const;
-  std::vector<char> early_;              // per list: selected by select_before_count() in this run
-  mutable bool counts_pending_ = false;  // the counts' copy is enqueued (select_before_count)
+  uint64_t* pinned_counts() const;        // count()'s part
+  uint64_t* pinned_kept(size_t l) const;  // list l's kept count (select_before_count)
+  // Per list: selected by select_before_count() in this launch (which then also enqueued the
+  // counts' copy).
+  std::vector<char> early_;
   std::vector<Finished> finished_;
   bool finalized_ = false;  // finished_ is this launch's
   ListOrderScratch order_scratch_;

@@ -101,7 +101,7 @@ class TopBottomRows final : public ListRows {
     key_scope(c, false);  // (straight-line code, each key used once: nothing to keep apart)
     if (direct_ && !key_accs_.count(0)) c.line(X.acc_type(0) + " acc0 = " + M.value(0) + ";");
     // (With epilogue warpgroups the consumers left them there.)
-    if (!X.epilogue_warpgroups) c.line("accs[(m * " + M.cols + " + n) * Shape::THREADS + int(threadIdx.x)] = acc0;");
+    if (!X.epilogue_warpgroups) c.line(KernelContext::resident_acc_at("accs", "(m * " + M.cols + " + n)") + " = acc0;");
     key_value(c);
     c.close(";");
     c.open("const auto key_at = [&](int e) -> " + kt);
@@ -115,7 +115,7 @@ class TopBottomRows final : public ListRows {
   }
 
   // The thread's accumulator of pair e, from the copy key() made.
-  static std::string pick() { return "accs[e * Shape::THREADS + int(threadIdx.x)]"; }
+  static std::string pick() { return KernelContext::resident_acc_at("accs", "e"); }
 
   // Pass 2's accumulator of pair e: with resident thresholds from key()'s copy.
   void pick_accs(Code& c) override {
