@@ -195,9 +195,7 @@ extern "C" __global__ void __launch_bounds__(128, 4) gamut_main(const Args a) {
         for (int n = 0; n < Shape::TN; ++n) rk0[(m * Shape::TN + n) * Shape::THREADS + int(threadIdx.x)] = rank_of(m, n);
       }
       // Each thread reads only its own ranks: no barrier between the stores and the reads.
-      const auto rank = [&](int m, int n) -> unsigned {
-        return rk0[(m * Shape::TN + n) * Shape::THREADS + int(threadIdx.x)];
-      };
+      const gm::StashedRanks<Shape::THREADS, Shape::TN> rank{rk0};
       gm::TileSelect<Shape, 1>::select(st.tmap, rank, pr0, la0.limit(), gthr, at, ss);
        {
         gm::u64 row;

@@ -196,9 +196,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_con
           for (int n = 0; n < TcMap::kCols; ++n) rk0[(m * TcMap::kCols + n) * Shape::THREADS + int(threadIdx.x)] = rank_of(m, n);
         }
         // Each thread reads only its own ranks: no barrier between the stores and the reads.
-        const auto rank = [&](int m, int n) -> unsigned {
-          return rk0[(m * TcMap::kCols + n) * Shape::THREADS + int(threadIdx.x)];
-        };
+        const gm::StashedRanks<Shape::THREADS, TcMap::kCols> rank{rk0};
         gm::TileSelect<Shape, 0>::select(tc_map, rank, pr0, la0.limit(), gthr, at, ss);
          {
           gm::u64 row;

@@ -8,8 +8,10 @@
 // mainloop frees holds the tile's BM x BN ranks (tensor-core tiles), every rank is computed
 // once into it and the selection's passes read it there: the rank code appears once instead of
 // in each unrolled pass (kNN's kernel was 14K instructions, its warps waited on the instruction
-// cache, bench/NOTES.md session 12). Elsewhere the rank is computed again in each pass rather
-// than held in registers (rows x cols ranks spill on the largest tiles).
+// cache, bench/NOTES.md session 12), and the passes visit only the marked pairs, 8 at a time
+// (gm::StashedRanks: Q7's NVRTC compile 1.06 -> 0.91 s for 1-2 % of its kernel, session 22).
+// Elsewhere the rank is computed again in each pass rather than held in registers (rows x cols
+// ranks spill on the largest tiles).
 // With block-resident thresholds (KernelContext::resident_top, gm::ResidentTop) the tile's
 // pairs are selected against its rows' (columns') thresholds kept in the block instead: no
 // global thresholds, reservoirs or stored ranks.
@@ -207,10 +209,9 @@ class TopBottomRows final : public ListRows {
     c.line("for (int n = 0; n < " + M.cols + "; ++n) rk" + n_ + "[(m * " + M.cols +
            " + n) * Shape::THREADS + int(threadIdx.x)] = rank_of(m, n);");
     c.close();
+    // Each thread reads only its own ranks, at any pair (the selection visits the marked ones).
     c.line("// Each thread reads only its own ranks: no barrier between the stores and the reads.");
-    c.open("const auto rank = [&](int m, int n) -> unsigned");
-    c.line("return rk" + n_ + "[(m * " + M.cols + " + n) * Shape::THREADS + int(threadIdx.x)];");
-    c.close(";");
+    c.line("const gm::StashedRanks<Shape::THREADS, " + M.cols + "> rank{rk" + n_ + "};");
   }
 
   bool few_rows() const override { return true; }
