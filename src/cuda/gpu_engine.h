@@ -87,6 +87,9 @@ struct GpuRunStats {
   int64_t launch_blocks = 0;
   bool persistent = false;
   bool resident_top = false;  // KernelInfo::resident_top: the list's thresholds kept in the blocks
+  // Lists finished in stream order behind the last launch, before the count came down
+  // (DeviceLists::select_before_count: top / bottom lists selected, plain lists ordered).
+  int lists_finished_with_kernel = 0;
 };
 
 // True when this build has the CUDA backend and a device is usable.

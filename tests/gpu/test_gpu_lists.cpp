@@ -1,5 +1,5 @@
-// top/bottom lists on the GPU (tile pre-selection + device selection, src/cuda/lists/select.h)
-// against run_cpu on the same Instance: every row must be identical. Data are small integers,
+// top/bottom lists on the GPU (tile pre-selection + device selection, src/cuda/lists/select.h),
+// and plain lists ordered behind the kernel, against run_cpu on the same Instance: every row must be identical. Data are small integers,
 // so sums are exact and keys tie a lot; some cases put NaN into the inputs.
 #include <gtest/gtest.h>
 
@@ -145,6 +145,41 @@ TEST(GpuLists, OverflowAndRunAgain) {
         EXPECT_GE(st.result_launches, 2) << st.list_rows_appended[0] << " rows appended";  // (counts may move)
       }
     }
+}
+
+// Plain lists ordered behind the kernel before the host knows their count
+// (DeviceLists::select_before_count, lists/order.h enqueue_list_order) once an earlier launch
+// told how many rows to expect: about twice that many are sorted, the rows past the count
+// last; where more came, the list is ordered after the count. Runs of one query one after the
+// other (its list buffers and their last count kept with the kernel): a first run of a room of
+// 64 rows (an overflow and a launch with room for the exact count), then the same rows (ordered
+// early), then four times the rows with a lower threshold (more than the early order covers:
+// ordered after the count), then those again (early); waiting and asynchronous; against the
+// CPU engine every time.
+TEST(GpuLists, PlainListsOrderedBehindTheKernel) {
+  SKIP_WITHOUT_GPU();
+  for (const bool async : {false, true}) {
+    auto c = make_case(tp::select_list(), 300, 200, 16, 0);
+    std::shared_ptr<void> memo = cuda::new_kernel_memo();  // (a compiled query's: kernels, list buffers)
+    cuda::GpuRunOptions o;
+    o.list_rows = 64;
+    o.asynchronous = async;
+    o.kernel_memo = &memo;
+    int early = 0;
+    for (const double thres : {20.5, 20.5, -4.5, -4.5}) {
+      SCOPED_TRACE("async " + std::to_string(async) + ", thres " + std::to_string(thres));
+      c->inst.params[0] = Scalar::of_float(CType::F64, thres);
+      const Results cpu = run_cpu(c->inst);
+      ASSERT_EQ(cpu.lists.size(), 1u);
+      ASSERT_GT(cpu.lists[0].rows, 64);
+      cuda::GpuRunStats st;
+      const Results gpu = cuda::run_gpu(c->inst, o, &st);
+      ASSERT_EQ(gpu.lists.size(), 1u);
+      EXPECT_TRUE(same_table(cpu.lists[0], gpu.lists[0]));
+      early += st.lists_finished_with_kernel;
+    }
+    EXPECT_GE(early, 2);  // the repeated runs (the list's buffers kept with the kernel)
+  }
 }
 
 TEST(GpuLists, PerColumnAndGlobal) {

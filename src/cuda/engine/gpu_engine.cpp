@@ -473,6 +473,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     stats->launch_blocks = blocks;
     stats->persistent = info.persistent;
     stats->resident_top = info.resident_top;
+    stats->lists_finished_with_kernel = lists.finished_with_kernel();
     stats->list_rows_appended.clear();
     for (size_t l = 0; l < P.lists.size(); ++l) stats->list_rows_appended.push_back(blocks > 0 ? lists.count(l) : 0);
     stats->list_seen_cells.clear();

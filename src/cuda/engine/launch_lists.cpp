@@ -7,7 +7,6 @@
 #include "core/error.h"
 #include "core/host_memory.h"
 #include "core/sizes.h"
-#include "cpu/list_order.h"
 #include "cuda/device/core/gamut_constants.cuh"
 #include "cuda/lists/order.h"
 #include "cuda/lists/select.h"
@@ -17,8 +16,6 @@
 namespace gamut::cuda {
 
 namespace {
-constexpr int64_t kUncheckedHostBytes = int64_t(8) << 20;  // list rows downloaded without a host-memory check
-CType key_type(const Plan& p, const ListOutput& l) { return l.key != kNoExpr ? p.expr(l.key).type : CType::I32; }
 bool top_bottom(const ListOutput& l) {
   return (l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.key != kNoExpr;
 }
@@ -67,6 +64,8 @@ size_t plain_key_columns(const Plan& P, size_t l) {
   return SIZE_MAX;
 }
 }  // namespace
+
+CType list_key_type(const Plan& p, const ListOutput& l) { return l.key != kNoExpr ? p.expr(l.key).type : CType::I32; }
 
 DeviceLists::DeviceLists(const Instance& inst, int64_t capacity, const TileConfig& tile,
                          const std::vector<std::optional<SeenBox>>& boxes) {
@@ -158,7 +157,7 @@ void DeviceLists::allocate(size_t l, int64_t capacity) {
   L.b = DeviceBuffer(size_t(capacity) * sizeof(int32_t));
   L.i = DeviceBuffer(size_t(capacity) * sizeof(int32_t));
   L.j = DeviceBuffer(size_t(capacity) * sizeof(int32_t));
-  L.key = spec.key != kNoExpr ? DeviceBuffer(size_t(capacity) * dtype_size(storage_type_of(key_type(P, spec))))
+  L.key = spec.key != kNoExpr ? DeviceBuffer(size_t(capacity) * dtype_size(storage_type_of(list_key_type(P, spec))))
                               : DeviceBuffer();
   // Rows the kernel reserved but did not store would read as 0xff bytes (index -1, NaN), never
   // as plausible rows, so that the tests see them. One memset per allocation, not per launch.
@@ -224,7 +223,8 @@ uint64_t DeviceLists::count(size_t l) const {
   uint64_t* words = pinned_counts();
   if (counts_.empty()) {
     // (Where select_before_count selected a list, it enqueued this copy too.)
-    if (std::find(early_.begin(), early_.end(), 1) == early_.end()) counters_.download_async(words, counter_bytes());
+    if (std::find_if(early_.begin(), early_.end(), [](char e) { return e != kNotEarly; }) == early_.end())
+      counters_.download_async(words, counter_bytes());
     synchronize();
     // Kept here: the scratch is the thread's, and another DeviceLists may use it before the
     // next count(l) of this launch.
@@ -264,16 +264,25 @@ void DeviceLists::finalize_on_device() {
   finished_.resize(lists_.size());
   for (size_t l = 0; l < lists_.size(); ++l) {
     const ListOutput& spec = P.lists[l];
-    const List& L = lists_[l];
+    List& L = lists_[l];
     Finished& F = finished_[l];
     const int64_t limit = inst_->list_limits[l];
     F.rows = std::min<uint64_t>(count(l), uint64_t(L.capacity));
+    L.last_rows = F.rows;
     F.from_list = F.host_order = true;
     F.gather_pending = false;  // (an earlier run's pending gather names that run's rows)
     if (L.box) {               // the kernel set cells, appended nothing: the set cells are the rows, in order
       std::vector<DType> types;
       for (const ListColumn& c : spec.columns) types.push_back(storage_type_of(c.type));
       F.rows = seen_rows(L.seen, *L.box, types, F.cols, order_scratch_.count);
+      F.from_list = F.host_order = false;
+      continue;
+    }
+    // Ordered with the kernel (select_before_count): the first rows of the order are the list's
+    // where the order covered them all.
+    if (l < early_.size() && early_[l] == kOrderedEarly && F.rows <= early_sorted_[l]) {
+      F.cols.resize(L.cols.size());
+      F.gather_pending = true;
       F.from_list = F.host_order = false;
       continue;
     }
@@ -298,7 +307,7 @@ void DeviceLists::finalize_on_device() {
     }
     // Selected with the kernel (select_before_count): the kept rows' number came down with the
     // counts. (A launch whose list overflowed ran again, and selected again, before this.)
-    if (l < early_.size() && early_[l]) {
+    if (l < early_.size() && early_[l] == kSelectedEarly) {
       uint32_t m = 0;
       std::memcpy(&m, pinned_kept(l), 4);
       finish_top_of_groups(l, m, select_input(l, uint64_t(L.capacity)));
@@ -357,7 +366,7 @@ SelectInput DeviceLists::select_input(size_t l, uint64_t n) const {
   in.b = &L.b;
   in.i = &L.i;
   in.j = &L.j;
-  in.key_dtype = storage_type_of(key_type(P, spec));
+  in.key_dtype = storage_type_of(list_key_type(P, spec));
   in.top = spec.mode == ListMode::Top;
   in.per = spec.per;
   in.limit = inst_->list_limits[l];
@@ -377,17 +386,39 @@ bool DeviceLists::top_of_groups_fits(const SelectInput& in) {
 
 bool DeviceLists::select_before_count() {
   bool any = false;
-  early_.assign(lists_.size(), 0);
+  early_.assign(lists_.size(), kNotEarly);
+  early_sorted_.assign(lists_.size(), 0);
   finished_.resize(lists_.size());
+  const Plan& P = *inst_->plan;
   for (size_t l = 0; l < lists_.size(); ++l) {
     const List& L = lists_[l];
-    if (!top_bottom(inst_->plan->lists[l]) || L.box) continue;
+    const uint64_t* const n_device = static_cast<const uint64_t*>(counters_.get()) + l * gm::kListCounterWords;
+    if (L.box) continue;
+    // A plain list that appended rows in an earlier launch: about twice as many rows ordered
+    // behind the kernel, those past the count last (a Q5 call waited for the count, then
+    // enqueued ~25 launches of the sort while the device idled: bench/NOTES.md session 22).
+    const uint64_t sorted = std::min<uint64_t>(early_rows(L.last_rows), uint64_t(L.capacity));
+    if (P.lists[l].mode == ListMode::Plain && !L.cols.empty() && L.last_rows > 0 && sorted <= kOrderEarlyRows) {
+      std::vector<const DeviceBuffer*> cols;
+      std::vector<DType> types;
+      for (size_t c = 0; c < L.cols.size(); ++c) {
+        cols.push_back(&L.cols[c]);
+        types.push_back(storage_type_of(P.lists[l].columns[c].type));
+      }
+      enqueue_list_order(cols, types, sorted, n_device, order_scratch_, finished_[l].order, plain_key_columns(P, l),
+                         axis_column_ranges(P, l, *inst_));
+      early_[l] = kOrderedEarly;
+      early_sorted_[l] = sorted;
+      any = true;
+      continue;
+    }
+    if (!top_bottom(P.lists[l])) continue;
     // Every row the buffers hold may be a candidate: the kernels read the counter's number.
     const SelectInput in = select_input(l, uint64_t(L.capacity));
     if (!top_of_groups_fits(in)) continue;
-    enqueue_top_of_groups(l, in, static_cast<const uint64_t*>(counters_.get()) + l * gm::kListCounterWords);
+    enqueue_top_of_groups(l, in, n_device);
     finished_[l].kept_n.download_async(pinned_kept(l), 4);
-    early_[l] = 1;
+    early_[l] = kSelectedEarly;
     any = true;
   }
   if (any) {  // the counts come down with them: one wait for both
@@ -490,105 +521,6 @@ void DeviceLists::order_candidates(size_t l, const SelectInput& in, uint64_t m, 
     F.rows = first_rows_of_groups(F.order_b, F.order_g, m, limit, order_scratch_, F.cols, col_types);
   }
   F.host_order = false;
-}
-
-void DeviceLists::gather_final_rows(size_t l, const std::vector<void*>* to) {
-  const ListOutput& spec = inst_->plan->lists[l];
-  const List& L = lists_[l];
-  Finished& F = finished_[l];
-  const size_t m = size_t(F.rows);
-  std::vector<sortdev::GatherColumn> gather;
-  for (size_t c = 0; c < L.cols.size(); ++c) {
-    const size_t elem = dtype_size(storage_type_of(spec.columns[c].type));
-    void* dst = nullptr;
-    if (to) {
-      dst = (*to)[c];
-    } else {
-      if (F.cols[c].size() < std::max<size_t>(m, 1) * elem) F.cols[c] = DeviceBuffer(std::max<size_t>(m, 1) * elem);
-      dst = F.cols[c].get();
-    }
-    gather.push_back({dst, L.cols[c].get(), int(elem)});
-  }
-  gather_list_columns(gather, static_cast<const uint32_t*>(F.order.get()), m);
-  if (!to) F.gather_pending = false;  // (into the caller's memory: again at the next results())
-}
-
-std::vector<Table> DeviceLists::results(const ListOutputFn* device_out) {
-  if (lists_.empty()) return {};  // (dense outputs only: no host memory to check)
-  if (!finalized_) finalize_on_device();
-  const Plan& P = *inst_->plan;
-  auto final_on_device = [&](const Finished& F) { return !F.from_list && !F.host_order; };
-  // The rows that come down to the host (and are ordered there once more for top/bottom).
-  MemoryEstimate need;
-  for (size_t l = 0; l < lists_.size(); ++l) {
-    const Finished& F = finished_[l];
-    if (device_out && final_on_device(F)) continue;
-    need.add("list " + P.lists[l].name + " (" + std::to_string(F.rows) + " rows)",
-             size_mul_saturated(size_mul_saturated(int64_t(F.rows), list_row_bytes(P, l)), F.host_order ? 2 : 1));
-  }
-  // Checked where it can matter: reading /proc/meminfo and the cgroup limits costs about 0.1 ms,
-  // most of what a small list's download costs (a list query called in a loop pays it per call).
-  if (need.total() > kUncheckedHostBytes) {
-    const HostMemory host = host_memory();
-    require_fits(need, host.available, "host memory", host.limited_by);
-  }
-  std::vector<Table> out;
-  for (size_t l = 0; l < lists_.size(); ++l) {
-    const ListOutput& spec = P.lists[l];
-    const List& L = lists_[l];
-    const Finished& F = finished_[l];
-    const size_t n = size_t(F.rows);
-    ListCandidates rows = cpu::empty_candidates(spec, key_type(P, spec));
-    rows.table.rows = int64_t(n);
-    if (device_out && final_on_device(F)) {  // into the caller's memory, in stream order
-      const std::vector<void*> to = (*device_out)(l, int64_t(n));
-      if (to.size() != rows.table.columns.size())
-        throw_device_error("internal error: list " + spec.name + " got memory for " + std::to_string(to.size()) +
-                           " columns");
-      for (size_t c = 0; c < to.size(); ++c) {
-        const size_t bytes = n * dtype_size(rows.table.columns[c].dtype);
-        if (bytes && !to[c]) throw_device_error("no device memory for list " + spec.name);
-      }
-      if (F.gather_pending) {
-        if (n > 0) gather_final_rows(l, &to);
-        out.push_back(std::move(rows.table));
-        continue;
-      }
-      for (size_t c = 0; c < to.size(); ++c) {
-        const size_t bytes = n * dtype_size(rows.table.columns[c].dtype);
-        if (F.cols[c].size() < bytes)
-          throw_device_error("internal error: list " + spec.name + " has fewer rows than counted");
-        copy_device_to_device(to[c], F.cols[c].get(), bytes);
-      }
-      out.push_back(std::move(rows.table));
-      continue;
-    }
-    if (F.gather_pending) gather_final_rows(l, nullptr);
-    auto src = [&](const DeviceBuffer& all, const DeviceBuffer& kept) -> const DeviceBuffer& {
-      return F.from_list ? all : kept;
-    };
-    for (size_t c = 0; c < rows.table.columns.size(); ++c) {
-      Column& col = rows.table.columns[c];
-      col.data.resize(n * dtype_size(col.dtype));
-      (F.from_list ? L.cols[c] : F.cols[c]).download(col.data.data(), col.data.size());  // (F.cols may be empty)
-    }
-    if (!F.host_order) {
-      out.push_back(std::move(rows.table));
-      continue;
-    }
-    rows.b.resize(n);
-    rows.i.resize(n);
-    rows.j.resize(n);
-    src(L.b, F.b).download(rows.b.data(), n * sizeof(int32_t));
-    src(L.i, F.i).download(rows.i.data(), n * sizeof(int32_t));
-    src(L.j, F.j).download(rows.j.data(), n * sizeof(int32_t));
-    if (spec.key != kNoExpr) {
-      rows.key.data.resize(n * dtype_size(rows.key.dtype));
-      src(L.key, F.key).download(rows.key.data.data(), rows.key.data.size());
-    }
-    out.push_back(finalize_list(spec, inst_->list_limits[l], std::move(rows)));
-  }
-  return out;
 }
 
 }  // namespace gamut::cuda

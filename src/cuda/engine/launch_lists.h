@@ -5,8 +5,9 @@
 // top/bottom lists: the kernel appends only the rows its tile pre-selection keeps (about N per
 // group and tile, fewer once the per-group global thresholds fall, gm::TileSelect), and results() reduces those on the
 // device to each group's N best plus rank ties (lists/select.h) before downloading, so neither the device buffers nor
-// the host ever hold M x N rows.
+// the host ever hold M x N rows. (Results and downloads: list_results.cpp.)
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -24,6 +25,9 @@ namespace gamut::cuda {
 // The caller's device memory for list l's final rows (GpuRunOptions::list_output): one pointer
 // per column, `rows` elements of the column's storage type each.
 using ListOutputFn = std::function<std::vector<void*>(size_t l, int64_t rows)>;
+
+// A list's key type (the rows' order for top / bottom lists; I32 where it has none).
+CType list_key_type(const Plan& p, const ListOutput& l);
 
 class DeviceLists {
  public:
@@ -55,8 +59,21 @@ class DeviceLists {
   // one pass (lists/top_of_groups.h) are selected in stream order, the kernels reading each
   // list's row counter on the device, and the kept rows' numbers come down with the counts, so
   // that the run waits once (a kNN call waited for the counts, then enqueued ~8 launches while
-  // the device idled, then waited again: bench/NOTES.md session 21). Returns whether any was.
+  // the device idled, then waited again: bench/NOTES.md session 21). A plain list that
+  // appended rows in an earlier launch is ordered likewise (lists/order.h, enqueue_list_order):
+  // its first early_rows(last) rows are sorted, those past the count last; where the count
+  // turns out larger, finalize_on_device orders the list after the count instead. Returns
+  // whether any list was.
   bool select_before_count();
+  // How many lists select_before_count() finished in this launch.
+  int finished_with_kernel() const {
+    return int(std::count_if(early_.begin(), early_.end(), [](char e) { return e != kNotEarly; }));
+  }
+  // Rows a plain list's early order sorts, from the rows its last launch appended: twice as
+  // many and at least 4096 (the sort's device time grows with them, not with the count: a
+  // Q5 call sorting its 2^20 rows of room instead of its 27K rows lost the launches it saved).
+  static uint64_t early_rows(uint64_t last) { return std::max<uint64_t>(4096, 2 * last); }
+  static constexpr uint64_t kOrderEarlyRows = uint64_t(1) << 21;  // (at most: beyond, after the count)
   // Rows list l's kernel counter reached in the last launch (past the capacity too). The first
   // call after a launch reads every counter at once (one pinned copy, one wait).
   uint64_t count(size_t l) const;
@@ -87,6 +104,7 @@ class DeviceLists {
     // (zeroed by reset(), set by the kernel); the kernel then appends nothing.
     std::optional<SeenBox> box;
     DeviceBuffer seen;
+    uint64_t last_rows = 0;  // rows the last finalised launch appended (0: none yet)
   };
   void allocate(size_t l, int64_t capacity);
   const Instance* inst_ = nullptr;
@@ -134,9 +152,11 @@ class DeviceLists {
   uint64_t* pinned_words() const;
   uint64_t* pinned_counts() const;        // count()'s part
   uint64_t* pinned_kept(size_t l) const;  // list l's kept count (select_before_count)
-  // Per list: selected by select_before_count() in this launch (which then also enqueued the
-  // counts' copy).
+  // Per list, what select_before_count() did in this launch (which then also enqueued the
+  // counts' copy): nothing, a top / bottom list's selection, a plain list's order.
+  enum : char { kNotEarly = 0, kSelectedEarly = 1, kOrderedEarly = 2 };
   std::vector<char> early_;
+  std::vector<uint64_t> early_sorted_;  // kOrderedEarly: the rows the order covers
   std::vector<Finished> finished_;
   bool finalized_ = false;  // finished_ is this launch's
   ListOrderScratch order_scratch_;

@@ -46,6 +46,14 @@ uint64_t order_list_rows(const std::vector<const DeviceBuffer*>& cols, const std
                          bool distinct, ListOrderScratch& scratch, std::vector<DeviceBuffer>& out,
                          size_t key_columns = SIZE_MAX, const std::vector<KeyRange>& ranges = {});
 
+// A plain list's ordering enqueued before its row count is known on the host (nothing waits):
+// rows [0, n) of `cols`, of which those below *n_device (device memory, at most n) are the
+// list's. Afterwards `order` holds n row indices, the list's rows first and in the order
+// order_list_rows gives them (the same keys, stable passes), then the others. n >= 1.
+void enqueue_list_order(const std::vector<const DeviceBuffer*>& cols, const std::vector<DType>& dtypes, uint64_t n,
+                        const uint64_t* n_device, ListOrderScratch& scratch, DeviceBuffer& order,
+                        size_t key_columns = SIZE_MAX, const std::vector<KeyRange>& ranges = {});
+
 // Top/bottom rows already in the list's order (groups (b[r], g[r]) contiguous, each group's rows
 // by rank): keeps the first `limit` rows of each group (more come where ranks tie at the N-th),
 // gathering `cols` in place, and returns their number. n <= kMaxDeviceOrderRows.

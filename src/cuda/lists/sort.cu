@@ -33,11 +33,18 @@ struct WordColumns {
   int count;
 };
 
-__global__ void keys_kernel(const WordColumns w, const uint32_t* rows, uint32_t* init_rows, uint64_t* keys,
-                            uint32_t n) {
+__global__ void keys_kernel(const WordColumns w, const uint32_t* rows, uint32_t* init_rows, uint64_t* keys, uint32_t n,
+                            const uint64_t* n_device) {
+  // Rows of the list: with n_device, those below the count (the rest sort last); without it,
+  // all (rows[] may then name any row of the columns: distinct's kept rows).
+  const uint64_t live = n_device ? *n_device : ~0ull;
   for (uint32_t r = blockIdx.x * blockDim.x + threadIdx.x; r < n; r += gridDim.x * blockDim.x) {
     const uint32_t row = rows ? rows[r] : r;
     if (init_rows) init_rows[r] = r;
+    if (row >= live) {
+      keys[r] = ~0ull;
+      continue;
+    }
     uint64_t key = 0;
     for (int c = 0; c < w.count; ++c) {
       const ColumnRef& col = w.cols[c];
@@ -142,13 +149,13 @@ __global__ void gather_columns_kernel(const GatherSet s, const uint32_t* rows, u
 }  // namespace
 
 cudaError_t write_keys(const ColumnRef* cols, int count, const uint32_t* rows, uint32_t* init_rows, uint64_t* keys,
-                       uint32_t n, cudaStream_t stream) {
+                       uint32_t n, cudaStream_t stream, const uint64_t* n_device) {
   if (count < 1 || count > kMaxWordColumns) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
   WordColumns w{};
   for (int c = 0; c < count; ++c) w.cols[c] = cols[c];
   w.count = count;
-  keys_kernel<<<blocks_for(n), kThreads, 0, stream>>>(w, rows, init_rows, keys, n);
+  keys_kernel<<<blocks_for(n), kThreads, 0, stream>>>(w, rows, init_rows, keys, n, n_device);
   return cudaGetLastError();
 }
 

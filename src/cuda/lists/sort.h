@@ -28,9 +28,12 @@ constexpr int kMaxWordColumns = 8;
 
 // keys[r] = the packed keys (order::column_key) of `cols` for row rows[r]; with `rows` null,
 // of row r, and init_rows[r] = r (the identity permutation the first sort pass starts from).
-// Every function enqueues on `stream` (gamut::cuda::current_stream()).
+// With `n_device` (device memory): rows at or past *n_device are not the list's, and their key
+// is all ones, so that stable passes put them after every row that is (an ordering enqueued
+// before the row count is known on the host). Every function enqueues on `stream`
+// (gamut::cuda::current_stream()).
 cudaError_t write_keys(const ColumnRef* cols, int count, const uint32_t* rows, uint32_t* init_rows, uint64_t* keys,
-                       uint32_t n, cudaStream_t stream);
+                       uint32_t n, cudaStream_t stream, const uint64_t* n_device = nullptr);
 
 // One stable radix sort pass (cub::DeviceRadixSort::SortPairs) of n (key, row) pairs on bits
 // [0, end_bit) of the keys. keys[0] holds the keys (keys[1] is scratch); rows[*selector] holds
