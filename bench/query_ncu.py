@@ -3,7 +3,7 @@
 first call (compile, warm-up), then the profiled one, N x N scores, K deep.
 
     ncu -k regex:gamut_main --launch-skip 1 -c 1 --section SpeedOfLight --section WarpStateStats \\
-        python3 bench/query_ncu.py q5|q7|q3|areas|knn|product bf16|tf32 [N] [K]
+        python3 bench/query_ncu.py q5|q7|q3|areas|knn|product bf16|tf32|tf32x3 [N] [K]
 """
 import os
 import sys
@@ -18,7 +18,7 @@ from tensor_queries import AREAS, GROUPS, KNN, PRODUCT, Q3, Q5, Q7  # noqa: E402
 which, data = sys.argv[1], sys.argv[2]
 n = int(sys.argv[3]) if len(sys.argv) > 3 else 16384
 k = int(sys.argv[4]) if len(sys.argv) > 4 else 256
-dt, mode = (torch.bfloat16, "ieee") if data == "bf16" else (torch.float32, "tf32")
+dt, mode = {"bf16": (torch.bfloat16, "ieee"), "tf32": (torch.float32, "tf32"), "tf32x3": (torch.float32, "tf32x3")}[data]
 g = torch.Generator(device="cuda").manual_seed(7)
 P = torch.rand(n, k, device="cuda", generator=g).to(dt)
 R = torch.rand(k, n, device="cuda", generator=g).to(dt)

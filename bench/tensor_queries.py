@@ -2,7 +2,9 @@
 """gamut's tensor-core kernels on the data users have (issue 12), against PyTorch in the same run.
 
 Through the Python package on CUDA tensors (no copies either side), each timed with CUDA events
-(warm-up, then the median of --repeat runs), the ratio torch / gamut (> 1: gamut is faster):
+(warm-up, then the median of --repeat runs; gamut and torch take turns --rounds times and each
+side's median round is reported, so that one slow round on a shared machine does not make the
+row), the ratio torch / gamut (> 1: gamut is faster):
 
   product     C = A B in bf16 / f16 (vs torch.matmul), f32 with f32_math tf32 / tf32x3 (vs
               torch.matmul with TF32 allowed / in IEEE f32), i8 (vs torch._int_mm)
@@ -30,6 +32,7 @@ The timing and the columns above are unchanged; JSON rows carry in_bytes, out_by
 gamut_device_peak_bytes, torch_alloc_peak_bytes, peak_over_in_out.
 
     python bench/tensor_queries.py [--n 16384] [--ks 256,1024] [--product-sizes 4096,8192] [--json out.json]
+        [--repeat 5] [--rounds 3]
         [--queries product,Q3,Q5,Q7,areas,kNN] [--data bf16,tf32]
 """
 import argparse
@@ -54,6 +57,15 @@ KNN = ("where (i, j) { dot = 0; reduce (k) { dot += Q[i, k] * X[j, k]; } let dis
 
 def timed(fn, repeat):
     return cuda_time(fn, repeat, 2)[0]
+
+
+def paired(gamut_fn, torch_fn, repeat, rounds):
+    """(gamut ms, torch ms): the two take turns `rounds` times; the median round of each."""
+    g, t = [], []
+    for _ in range(max(1, rounds)):
+        g.append(timed(gamut_fn, repeat))
+        t.append(timed(torch_fn, repeat))
+    return sorted(g)[len(g) // 2], sorted(t)[len(t) // 2]
 
 
 def tensor_bytes(x):
@@ -101,6 +113,7 @@ def main():
     ap.add_argument("--ks", default="256,1024")
     ap.add_argument("--product-sizes", default="4096,8192")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=3, help="gamut and torch take turns this many times")
     ap.add_argument("--json", default="")
     ap.add_argument("--queries", default="product,Q3,Q5,Q7,areas,kNN", help="which rows of the query table")
     ap.add_argument("--data", default="bf16,tf32", help="the query table's data: bf16 and / or f32 under tf32")
@@ -131,15 +144,13 @@ def main():
         for dt, name in [(torch.bfloat16, "bf16"), (torch.float16, "f16")]:
             A = torch.randn(n, n, device=dev, dtype=dt)
             B = torch.randn(n, n, device=dev, dtype=dt)
-            g = timed(lambda: prod(A=A, B=B), a.repeat)
-            t = timed(lambda: torch.matmul(A, B), a.repeat)
+            g, t = paired(lambda: prod(A=A, B=B), lambda: torch.matmul(A, B), a.repeat, a.rounds)
             report(f"product {name} {n}^3", g, t, math_line(prod, A=A, B=B), **memory(prod, {"A": A, "B": B}))
         A = torch.randn(n, n, device=dev)
         B = torch.randn(n, n, device=dev)
         for mode, allow in [("tf32", True), ("tf32x3", False), ("ieee", False)]:
             torch.backends.cuda.matmul.allow_tf32 = allow
-            g = timed(lambda: prod(A=A, B=B, f32_math=mode), a.repeat)
-            t = timed(lambda: torch.matmul(A, B), a.repeat)
+            g, t = paired(lambda: prod(A=A, B=B, f32_math=mode), lambda: torch.matmul(A, B), a.repeat, a.rounds)
             report(f"product f32 {mode} {n}^3 (torch {'tf32' if allow else 'ieee'})", g, t,
                    math_line(prod, A=A, B=B, f32_math=mode), **memory(prod, {"A": A, "B": B}, f32_math=mode))
         torch.backends.cuda.matmul.allow_tf32 = False
@@ -149,8 +160,7 @@ def main():
         A8 = torch.randint(-100, 100, (n, n), device=dev, dtype=torch.int8)
         B8 = torch.randint(-100, 100, (n, n), device=dev, dtype=torch.int8)
         i8 = gamut.compile(I8)
-        g = timed(lambda: i8(A=A8, B=B8), a.repeat)
-        t = timed(lambda: torch._int_mm(A8, B8), a.repeat)
+        g, t = paired(lambda: i8(A=A8, B=B8), lambda: torch._int_mm(A8, B8), a.repeat, a.rounds)
         report(f"product i8 {n}^3 (torch _int_mm)", g, t, math_line(i8, A=A8, B=B8), **memory(i8, {"A": A8, "B": B8}))
 
     q5, q7, knn = gamut.compile(Q5), gamut.compile(Q7), gamut.compile(KNN)
@@ -193,31 +203,27 @@ def main():
             # gamut's own product of the same operands (a dense N x N f32 output).
             p_ms = None
             if "product" in qs:
-                p_ms = timed(lambda: prod(A=P, B=R, f32_math=mode), a.repeat)
-                report(f"product {name} {N}x{N} K={K}", p_ms, timed(lambda: P @ R, a.repeat), math_line(prod, A=P, B=R, f32_math=mode),
+                p_ms, pt_ms = paired(lambda: prod(A=P, B=R, f32_math=mode), lambda: P @ R, a.repeat, a.rounds)
+                report(f"product {name} {N}x{N} K={K}", p_ms, pt_ms, math_line(prod, A=P, B=R, f32_math=mode),
                        **memory(prod, {"A": P, "B": R}, f32_math=mode))
 
             def over(g):   # gamut's time over its own product's
                 return {"ours_over_product": g / p_ms} if p_ms else {}
 
             if "Q3" in qs:
-                g = timed(lambda: q3(P=P, R=R, Pzip=Pz, Rzip=Rz, thres=t3, f32_math=mode), a.repeat)
-                t = timed(torch_q3, a.repeat)
+                g, t = paired(lambda: q3(P=P, R=R, Pzip=Pz, Rzip=Rz, thres=t3, f32_math=mode), torch_q3, a.repeat, a.rounds)
                 report(f"Q3 {name} {N}x{N} K={K}", g, t, math_line(q3, P=P, R=R, Pzip=Pz, Rzip=Rz, thres=t3, f32_math=mode),
                        **over(g), **memory(q3, {"P": P, "R": R, "Pzip": Pz, "Rzip": Rz, "thres": t3}, f32_math=mode))
             if "Q5" in qs:
-                g = timed(lambda: q5(P=P, R=R, thres=thres, f32_math=mode), a.repeat)
-                t = timed(torch_q5, a.repeat)
+                g, t = paired(lambda: q5(P=P, R=R, thres=thres, f32_math=mode), torch_q5, a.repeat, a.rounds)
                 report(f"Q5 {name} {N}x{N} K={K}", g, t, math_line(q5, P=P, R=R, thres=thres, f32_math=mode),
                        **over(g), **memory(q5, {"P": P, "R": R, "thres": thres}, f32_math=mode))
             if "Q7" in qs:
-                g = timed(lambda: q7(P=P, R=R, f32_math=mode), a.repeat)
-                t = timed(torch_q7, a.repeat)
+                g, t = paired(lambda: q7(P=P, R=R, f32_math=mode), torch_q7, a.repeat, a.rounds)
                 report(f"Q7 {name} {N}x{N} K={K}", g, t, math_line(q7, P=P, R=R, f32_math=mode), **over(g),
                        **memory(q7, {"P": P, "R": R}, f32_math=mode))
             if "areas" in qs:
-                g = timed(lambda: areas(P=P, R=R, Pzip=Pz, Rzip=Rz, thres=t3, f32_math=mode), a.repeat)
-                t = timed(torch_areas, a.repeat)
+                g, t = paired(lambda: areas(P=P, R=R, Pzip=Pz, Rzip=Rz, thres=t3, f32_math=mode), torch_areas, a.repeat, a.rounds)
                 report(f"areas {name} {N}x{N} K={K}", g, t,
                        math_line(areas, P=P, R=R, Pzip=Pz, Rzip=Rz, thres=t3, f32_math=mode), **over(g),
                        **memory(areas, {"P": P, "R": R, "Pzip": Pz, "Rzip": Rz, "thres": t3}, f32_math=mode))
@@ -231,8 +237,7 @@ def main():
                 return torch.topk(d, 10, dim=1, largest=False)
 
             if "kNN" in qs:
-                g = timed(lambda: knn(Q=Q, X=X, qn=qn, xn=xn, f32_math=mode), a.repeat)
-                t = timed(torch_knn, a.repeat)
+                g, t = paired(lambda: knn(Q=Q, X=X, qn=qn, xn=xn, f32_math=mode), torch_knn, a.repeat, a.rounds)
                 report(f"kNN expanded {name} {N}x{N} K={K}", g, t, math_line(knn, Q=Q, X=X, qn=qn, xn=xn, f32_math=mode),
                        **over(g), **memory(knn, {"Q": Q, "X": X, "qn": qn, "xn": xn}, f32_math=mode))
             del P, R, Q, X

@@ -153,11 +153,11 @@ for step in $steps; do
       # bench/query_ncu.py): ${QPROFILE:-"knn:bf16:256 areas:bf16:256"}, each a report, the key
       # metrics and the per-SASS-instruction counts and stall samples as CSV.
       for spec in ${QPROFILE:-knn:bf16:256 areas:bf16:256}; do
-        IFS=: read -r q d k <<< "$spec"; name=$q-$d-$k
+        IFS=: read -r q d k n <<< "$spec"; name=$q-$d-$k${n:+-$n}   # (q:data:K[:N], N = 16384 unless given)
         (export PYTHONPATH=$PWD/.devcarry/site; cd /tmp && timeout ${QP_TIMEOUT:-240} ncu --clock-control none -k regex:gamut_main --launch-skip 1 -c 1 \
            --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section WarpStateStats \
            --section SchedulerStats --section Occupancy --section LaunchStats --section SourceCounters --section InstructionStats \
-           -f -o "/tmp/ncu-$name" python3 "$OLDPWD/bench/query_ncu.py" $q $d 16384 $k > "$OUT/ncu_run_$name.txt" 2>&1; echo "== ncu $name rc=$?")
+           -f -o "/tmp/ncu-$name" python3 "$OLDPWD/bench/query_ncu.py" $q $d ${n:-16384} $k > "$OUT/ncu_run_$name.txt" 2>&1; echo "== ncu $name rc=$?")
         ncu -i "/tmp/ncu-$name.ncu-rep" --print-details all > "$OUT/ncu_$name.txt" 2>&1
         ncu -i "/tmp/ncu-$name.ncu-rep" --page source --csv --print-source sass > "$OUT/ncu_src_$name.csv" 2>/dev/null
         grep -E "Duration|Registers Per|Achieved Occupancy|Issue Slots Busy|No Eligible|Executed Ipc A|Executed Instructions  |Theoretical Occ|Block Limit" "$OUT/ncu_$name.txt" | head -16
