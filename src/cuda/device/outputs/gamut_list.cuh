@@ -168,10 +168,10 @@ GM_DEV bool rank_within(float v, unsigned t, bool top) {
 }
 
 // Ranks a tile keeps in shared memory (store_ranks in the generated code; pair e of thread t
-// at e x THREADS + t), readable at any pair, static or not. With them the selection's passes
-// visit only the marked pairs, one at a time in loops that are not unrolled: the same work,
-// a quarter of the code NVRTC compiles for Q7 (ranks computed again from the accumulators
-// need every pair's static index, hence the unrolled passes).
+// at e x THREADS + t), readable at any pair, static or not. With them a global list's
+// selection visits only the marked pairs, 8 at a time in a loop that is not unrolled
+// (TileSelect::for_each_marked): the same work in less code for NVRTC (ranks computed again
+// from the accumulators need every pair's static index, hence the unrolled passes).
 template <int THREADS, int COLS>
 struct StashedRanks {
   static constexpr bool kIndexed = true;
