@@ -153,7 +153,7 @@ TEST(GpuLists, OverflowAndRunAgain) {
 // last; where more came, the list is ordered after the count. Runs of one query one after the
 // other (its list buffers and their last count kept with the kernel): a first run of a room of
 // 64 rows (an overflow and a launch with room for the exact count), then the same rows (ordered
-// early), then four times the rows with a lower threshold (more than the early order covers:
+// early), then about six times the rows with a lower threshold (more than the early order covers:
 // ordered after the count), then those again (early); waiting and asynchronous; against the
 // CPU engine every time.
 TEST(GpuLists, PlainListsOrderedBehindTheKernel) {
