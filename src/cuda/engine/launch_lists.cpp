@@ -223,8 +223,7 @@ uint64_t DeviceLists::count(size_t l) const {
   uint64_t* words = pinned_counts();
   if (counts_.empty()) {
     // (Where select_before_count selected a list, it enqueued this copy too.)
-    if (std::find_if(early_.begin(), early_.end(), [](char e) { return e != kNotEarly; }) == early_.end())
-      counters_.download_async(words, counter_bytes());
+    if (finished_with_kernel() == 0) counters_.download_async(words, counter_bytes());
     synchronize();
     // Kept here: the scratch is the thread's, and another DeviceLists may use it before the
     // next count(l) of this launch.
@@ -290,10 +289,7 @@ void DeviceLists::finalize_on_device() {
     if ((spec.mode == ListMode::Plain || spec.mode == ListMode::Distinct) && F.rows <= kMaxDeviceOrderRows) {
       std::vector<const DeviceBuffer*> cols;
       std::vector<DType> types;
-      for (size_t c = 0; c < L.cols.size(); ++c) {
-        cols.push_back(&L.cols[c]);
-        types.push_back(storage_type_of(spec.columns[c].type));
-      }
+      list_columns(l, cols, types);
       const bool distinct = spec.mode == ListMode::Distinct;
       F.rows = order_list_rows(cols, types, F.rows, distinct, order_scratch_, F.cols,
                                distinct ? SIZE_MAX : plain_key_columns(P, l), axis_column_ranges(P, l, *inst_));
@@ -356,6 +352,14 @@ void DeviceLists::finalize_on_device() {
   finalized_ = true;
 }
 
+void DeviceLists::list_columns(size_t l, std::vector<const DeviceBuffer*>& cols, std::vector<DType>& types) const {
+  const List& L = lists_[l];
+  for (size_t c = 0; c < L.cols.size(); ++c) {
+    cols.push_back(&L.cols[c]);
+    types.push_back(storage_type_of(inst_->plan->lists[l].columns[c].type));
+  }
+}
+
 SelectInput DeviceLists::select_input(size_t l, uint64_t n) const {
   const Plan& P = *inst_->plan;
   const ListOutput& spec = P.lists[l];
@@ -401,10 +405,7 @@ bool DeviceLists::select_before_count() {
     if (P.lists[l].mode == ListMode::Plain && !L.cols.empty() && L.last_rows > 0 && sorted <= kOrderEarlyRows) {
       std::vector<const DeviceBuffer*> cols;
       std::vector<DType> types;
-      for (size_t c = 0; c < L.cols.size(); ++c) {
-        cols.push_back(&L.cols[c]);
-        types.push_back(storage_type_of(P.lists[l].columns[c].type));
-      }
+      list_columns(l, cols, types);
       enqueue_list_order(cols, types, sorted, n_device, order_scratch_, finished_[l].order, plain_key_columns(P, l),
                          axis_column_ranges(P, l, *inst_));
       early_[l] = kOrderedEarly;

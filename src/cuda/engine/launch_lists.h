@@ -148,6 +148,8 @@ class DeviceLists {
   static uint64_t kept_room(const SelectInput& in);
   // List l's selection input over its first n rows.
   SelectInput select_input(size_t l, uint64_t n) const;
+  // List l's column buffers and their storage types (appended), as the orderings take them.
+  void list_columns(size_t l, std::vector<const DeviceBuffer*>& cols, std::vector<DType>& types) const;
   // The thread's pinned words: reset()'s counters, count()'s, then one kept count per list.
   uint64_t* pinned_words() const;
   uint64_t* pinned_counts() const;        // count()'s part
