@@ -260,14 +260,15 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
       if (!a.data && bytes) throw_device_error("the output allocator returned no memory for " + what);
       return a;
     };
-    ro.dense_output = [&](size_t d, size_t bytes) -> void* {
+    // The callbacks outlive this block (execute calls them): they hold `allocate` by value.
+    ro.dense_output = [&written, &plan, &inst, allocate](size_t d, size_t bytes) -> void* {
       written[d] = allocate(storage_type_of(plan.dense[d].type), inst.dense_shapes[d], bytes, plan.dense[d].name);
       return written[d].data;
     };
     // Lists ordered on the device are copied into the caller's memory there (no round trip
     // through the host); the engine brings the others to the host and they are placed below.
     written_lists.resize(plan.lists.size());
-    ro.list_output = [&](size_t l, int64_t rows) {
+    ro.list_output = [&written_lists, &plan, allocate](size_t l, int64_t rows) {
       std::vector<void*> to;
       std::vector<Allocation>& cols = written_lists[l];
       cols.clear();
