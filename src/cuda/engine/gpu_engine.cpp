@@ -110,15 +110,12 @@ int64_t product(const std::vector<int64_t>& v, size_t from = 0) {
 
 // Loaded modules stay loaded for the process: a second run of a query pays a map lookup, not a
 // module load.
-Kernel& loaded_kernel(const CompiledModule& module, size_t smem_bytes) {
+Kernel& loaded_kernel(const CompiledModule& module) {
   static std::mutex mu;
   static std::map<std::string, std::unique_ptr<Kernel>> loaded;
   std::lock_guard<std::mutex> lock(mu);
   auto& k = loaded[module.key];
-  if (!k) {
-    k = std::make_unique<Kernel>(module, kMainKernelName);
-    if (smem_bytes > 48 * 1024) k->set_max_dynamic_smem(smem_bytes);
-  }
+  if (!k) k = std::make_unique<Kernel>(module, kMainKernelName);
   return *k;
 }
 
@@ -218,7 +215,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
                          " bytes of shared memory per block; the device has " +
                          std::to_string(dev.smem_per_block_optin));
     module = compile_cached(generate_source(P, tile, cgo), co, kCodegenSchema);
-    compiled.kernel = &loaded_kernel(module, compiled.info.smem_bytes);
+    compiled.kernel = &loaded_kernel(module);
     compiled.key = module.key;
     if (memo) {
       std::lock_guard<std::mutex> lock(memo->mu);

@@ -19,7 +19,7 @@ struct Kernel::Impl {
   std::string key;
   // The dynamic shared memory limit asked for (0: the default), and the devices (bit per
   // ordinal below 64) where it is set: the attribute belongs to a device's context.
-  size_t max_dyn_smem = 0;
+  std::atomic<size_t> max_dyn_smem{0};
   std::atomic<uint64_t> smem_set_on{0};
   ~Impl() {
     if (library) cudaLibraryUnload(library);  // no throwing from a destructor
@@ -61,7 +61,11 @@ void Kernel::set_max_dynamic_smem(size_t bytes) {
 void Kernel::launch(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                     size_t dyn_smem, void** args) {
   const dim3 grid(gx, gy, gz), block(bx, by, bz);
-  if (impl_->max_dyn_smem > 0) {   // first launch on another device (the multi-device runner)
+  // Without the attribute a kernel gets 48 KiB less its static shared memory: a kernel with
+  // both, at 48 KiB dynamic, failed to launch (cudaErrorInvalidValue). Asked for once per size.
+  if (dyn_smem > impl_->max_dyn_smem) {
+    set_max_dynamic_smem(dyn_smem);
+  } else if (impl_->max_dyn_smem > 0) {   // first launch on another device (the multi-device runner)
     int dev = 0;
     detail::check(cudaGetDevice(&dev), "cudaGetDevice");
     const uint64_t bit = dev < 64 ? uint64_t(1) << dev : 0;
