@@ -26,6 +26,28 @@ _gamut._register_errors(QueryError, UsageError, DataError, DeviceError)
 __version__ = _gamut.version()
 
 
+# q.explain and q.kernel_source take keyword bindings and options, or a mapping of bindings (any
+# names, also an input called "backend", and any number of them) and keyword options, as q.run.
+# (Python functions: a C++ method would refuse more than 1024 keywords. q(...) takes any number
+# through its type's call slot.)
+def _explain(self, inputs=None, /, **bindings):
+    """The plan; with bindings also the extents, output shapes, rewrites, the GPU kernel variant
+    and where each input is read (in place, or copied and why).
+
+    ``q.explain(A=a, B=b, backend="cpu")`` or ``q.explain({"A": a, "B": b}, backend="cpu")``."""
+    return _gamut._explain(self, inputs, bindings)
+
+
+def _kernel_source(self, inputs=None, /, **bindings):
+    """The CUDA C++ the GPU backend compiles for these bindings (keywords, or a mapping and
+    keyword options)."""
+    return _gamut._kernel_source(self, inputs, bindings)
+
+
+Query.explain = _explain
+Query.kernel_source = _kernel_source
+
+
 def gpu_available() -> bool:
     """True when the GPU backend can run here (a CUDA device and its driver)."""
     return _gamut.gpu_available()[0]

@@ -2,8 +2,8 @@
 
 from typing import Any, Mapping, Union
 
-# Anything that speaks DLPack or the buffer protocol: torch.Tensor, cupy.ndarray, jax.Array,
-# numpy.ndarray, ...
+# Anything that speaks DLPack or that NumPy can view: torch.Tensor, cupy.ndarray, jax.Array,
+# numpy.ndarray (np.memmap too), memoryview, array.array, ctypes arrays, ...
 ArrayLike = Any
 Binding = Union[ArrayLike, int, float, bool]
 # A dense output is an array of the inputs' framework; a list output a dict of its columns.
@@ -32,10 +32,12 @@ class Query:
             threads: int = 0, stream: Stream = None,
             devices: Devices = None) -> tuple[dict[str, OutputValue], dict[str, Any]]:
         """Run on a mapping of bindings (any names, also 'backend' ...); returns (outputs, stats)."""
-    def explain(self, *, backend: str = "auto", f32_math: str = "ieee", devices: Devices = None,
-                **bindings: Binding) -> str:
-        """The plan; with bindings also extents, rewrites, the GPU kernel and input placement."""
-    def kernel_source(self, *, backend: str = "auto", **bindings: Binding) -> str:
+    def explain(self, inputs: Mapping[str, Binding] | None = None, /, *, backend: str = "auto",
+                f32_math: str = "ieee", devices: Devices = None, **bindings: Binding) -> str:
+        """The plan; with bindings (keywords, or a mapping and keyword options) also extents,
+        rewrites, the GPU kernel and input placement."""
+    def kernel_source(self, inputs: Mapping[str, Binding] | None = None, /, *, backend: str = "auto",
+                      **bindings: Binding) -> str:
         """The CUDA C++ the GPU backend compiles for these bindings."""
 
 def compile(text: str, name: str = "<query>") -> Query:
@@ -49,3 +51,6 @@ def gpu_available() -> tuple[bool, str]: ...
 def cache_dir() -> str: ...
 def clear_cache() -> int: ...
 def _register_errors(query: type, usage: type, data: type, device: type) -> None: ...
+def _call(query: Query, kwargs: dict[str, Any]) -> dict[str, OutputValue]: ...
+def _explain(query: Query, inputs: Mapping[str, Binding] | None, kwargs: dict[str, Any]) -> str: ...
+def _kernel_source(query: Query, inputs: Mapping[str, Binding] | None, kwargs: dict[str, Any]) -> str: ...

@@ -110,23 +110,44 @@ std::shared_ptr<void> py_owner(void* data, nb::object obj) {
 
 }  // namespace
 
-Framework framework_of(nb::handle obj) {
-  static std::unordered_map<PyTypeObject*, Framework> known;   // under the GIL
+namespace {
+
+// numpy.ndarray, numpy.generic, and numpy.ma.MaskedArray where NumPy has loaded it (none when
+// NumPy is not loaded: then nothing is an instance of them).
+PyTypeObject* numpy_type(const char* module, const char* name) {
+  nb::object modules = nb::module_::import_("sys").attr("modules");
+  nb::object mod = modules.attr("get")(module);
+  if (mod.is_none()) return nullptr;
+  nb::object t = nb::getattr(mod, name, nb::none());
+  return PyType_Check(t.ptr()) ? (PyTypeObject*)t.ptr() : nullptr;
+}
+
+bool subtype(PyTypeObject* tp, PyTypeObject* base) { return base && PyType_IsSubtype(tp, base); }
+
+}  // namespace
+
+TypeInfo py_type_info(nb::handle obj) {
+  static std::unordered_map<PyTypeObject*, TypeInfo> known;   // under the GIL
   PyTypeObject* tp = Py_TYPE(obj.ptr());
   if (auto it = known.find(tp); it != known.end()) return it->second;
-  Framework f = Framework::Other;
+  TypeInfo info;
   nb::object mod = nb::getattr(nb::handle((PyObject*)tp), "__module__", nb::none());
   if (nb::isinstance<nb::str>(mod)) {
     const std::string m = nb::cast<std::string>(mod);
     auto starts = [&](const char* p) { return m.compare(0, std::strlen(p), p) == 0; };
-    if (starts("numpy")) f = Framework::NumPy;
-    else if (starts("torch")) f = Framework::Torch;
-    else if (starts("cupy")) f = Framework::CuPy;
-    else if (starts("jax")) f = Framework::Jax;
+    if (starts("numpy")) info.framework = Framework::NumPy;
+    else if (starts("torch")) info.framework = Framework::Torch;
+    else if (starts("cupy")) info.framework = Framework::CuPy;
+    else if (starts("jax")) info.framework = Framework::Jax;
   }
+  // (numpy.memmap, numpy.matrix and other ndarray subclasses are arrays; a masked array is not
+  // one gamut can read: its mask would be ignored.)
+  if (subtype(tp, numpy_type("numpy.ma", "MaskedArray"))) info.kind = PyKind::NumPyMasked;
+  else if (subtype(tp, numpy_type("numpy", "ndarray"))) info.kind = PyKind::NumPyArray;
+  else if (subtype(tp, numpy_type("numpy", "generic"))) info.kind = PyKind::NumPyScalar;   // also ml_dtypes' scalars
   Py_INCREF(tp);   // the cache outlives the objects; keep the type alive as its key
-  known.emplace(tp, f);
-  return f;
+  known.emplace(tp, info);
+  return info;
 }
 
 // A torch tensor's DLPack capsule from torch's C function: Tensor.__dlpack__ is Python code
@@ -145,19 +166,20 @@ nb::object torch_capsule(nb::handle obj) {
   }
 }
 
-ArrayRef import_array(const std::string& name, nb::handle obj, std::vector<nb::ndarray<nb::ro>>& keep) {
-  nb::ndarray<nb::ro> nd;
-  bool ok = false;
-  if (framework_of(obj) == Framework::Torch)
-    if (nb::object capsule = torch_capsule(obj); capsule.is_valid()) ok = nb::try_cast(capsule, nd, false);
-  if (!ok) ok = nb::try_cast(obj, nd, false);
+bool try_import(nb::handle obj, nb::ndarray<nb::ro>& nd) {
+  const bool torch = framework_of(obj) == Framework::Torch;
+  if (torch)
+    if (nb::object capsule = torch_capsule(obj); capsule.is_valid() && nb::try_cast(capsule, nd, false)) return true;
+  if (nb::try_cast(obj, nd, false)) return true;
   // A tensor that requires grad refuses DLPack export: read its data (gamut makes no graph).
-  if (!ok && framework_of(obj) == Framework::Torch && nb::hasattr(obj, "detach"))
-    ok = nb::try_cast(obj.attr("detach")(), nd, false);
-  if (!ok)
-    usage(name + ": a " + py_type_name(obj) + " is neither an array (DLPack or the buffer protocol) nor a number");
+  return torch && nb::hasattr(obj, "detach") && nb::try_cast(obj.attr("detach")(), nd, false);
+}
+
+ArrayRef import_array(const std::string& name, nb::ndarray<nb::ro> nd, std::vector<nb::ndarray<nb::ro>>& keep,
+                      bool bf16) {
   ArrayRef a;
-  if (!to_dtype(nd.dtype(), a.dtype))
+  if (bf16) a.dtype = DType::BF16;   // 2-byte void elements, viewed as uint16 (values.cpp)
+  else if (!to_dtype(nd.dtype(), a.dtype))
     data(name, "element type " + dl_name(nd.dtype()) + " is not supported (bool u8 i8 i16 i32 i64 f16 bf16 f32 f64)");
   const size_t nd_ = nd.ndim();
   a.shape.resize(nd_);
@@ -177,6 +199,13 @@ ArrayRef import_array(const std::string& name, nb::handle obj, std::vector<nb::n
   a.device.id = nd.device_id();
   keep.push_back(std::move(nd));
   return a;
+}
+
+ArrayRef import_array(const std::string& name, nb::handle obj, std::vector<nb::ndarray<nb::ro>>& keep) {
+  nb::ndarray<nb::ro> nd;
+  if (!try_import(obj, nd))
+    usage(name + ": a " + py_type_name(obj) + " is neither an array (DLPack or the buffer protocol) nor a number");
+  return import_array(name, std::move(nd), keep, false);
 }
 
 Allocation FrameworkAllocator::allocate(DType dtype, const std::vector<int64_t>& shape, Device device) {

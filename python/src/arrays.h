@@ -16,12 +16,27 @@ namespace nb = nanobind;
 
 enum class Framework { NumPy, Torch, CuPy, Jax, Other };
 
-// The framework of an array object by its type's module (cached per type).
-Framework framework_of(nb::handle obj);
+// What a Python object's type is to gamut (cached per type): its framework by the type's module,
+// and whether NumPy sees it as an array, a masked array or a scalar.
+enum class PyKind { Other, NumPyArray, NumPyMasked, NumPyScalar };
+struct TypeInfo {
+  Framework framework = Framework::Other;
+  PyKind kind = PyKind::Other;
+};
+TypeInfo py_type_info(nb::handle obj);
+inline Framework framework_of(nb::handle obj) { return py_type_info(obj).framework; }
+
+// The object as a DLPack tensor (a torch tensor through torch's C function); false when it is not
+// one (nanobind reads DLPack and the buffer protocol; values.cpp gives it only objects that speak
+// DLPack, NumPy arrays, and what NumPy made of other objects).
+bool try_import(nb::handle obj, nb::ndarray<nb::ro>& nd);
 
 // An array argument as the library reads it. `keep` holds the imported DLPack tensor, which
-// keeps the producer's memory alive until the run is over. Errors: a usage error for what is
-// not an array, a data error for an element type gamut has no name for.
+// keeps the producer's memory alive until the run is over. `bf16`: 16-bit elements that are bf16
+// (a NumPy 2-byte void array viewed as uint16). Errors: a data error for an element type gamut
+// has no name for; the second form also a usage error for what is not an array.
+ArrayRef import_array(const std::string& name, nb::ndarray<nb::ro> nd, std::vector<nb::ndarray<nb::ro>>& keep,
+                      bool bf16);
 ArrayRef import_array(const std::string& name, nb::handle obj, std::vector<nb::ndarray<nb::ro>>& keep);
 
 // Output memory from the framework that made the inputs, on their device: a torch tensor from

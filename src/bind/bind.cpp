@@ -1,6 +1,7 @@
 #include "bind/bind.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -34,6 +35,27 @@ std::vector<AxisRole> dims_of(Pattern p, bool batched) {
     case Pattern::ColRow: d.insert(d.end(), {AxisRole::Col, AxisRole::Row}); break;
   }
   return d;
+}
+
+// A bound parameter takes the type of each operation it is used in, as a literal does
+// (docs/semantics.md); a value that would overflow there is an error, as the same literal in the
+// query is (sema/typing.cpp, check_literal), not a silent inf or a wrapped integer.
+void check_params_fit(const Plan& plan, const std::vector<Scalar>& params) {
+  for (const Expr& e : plan.exprs) {
+    if (e.kind != ExprKind::Param || e.index < 0 || size_t(e.index) >= params.size()) continue;
+    const Scalar& v = params[size_t(e.index)];
+    const std::string& name = plan.params[size_t(e.index)].name;
+    const std::string where = at(plan, e.span);   // " (FILE:LINE:COL)"
+    const std::string used = ", the type it takes at " + where.substr(2, where.size() - 3);
+    if (e.type == CType::F32 && is_float(v.type) && std::isfinite(v.f) && std::isinf(float(v.f))) {
+      char buf[32];
+      const auto r = std::to_chars(buf, buf + sizeof buf, v.f);
+      throw_data_error(name, std::string(buf, r.ptr) + " is too large for f32" + used + " (it would become inf)");
+    }
+    if (e.type == CType::I32 && !is_float(v.type) &&
+        (v.i < std::numeric_limits<int32_t>::min() || v.i > std::numeric_limits<int32_t>::max()))
+      throw_data_error(name, std::to_string(v.i) + " does not fit in i32" + used);
+  }
 }
 
 }  // namespace
@@ -182,6 +204,7 @@ Instance bind(const Plan& plan, const Bindings& b) {
       const Param& q = plan.params[p];
       throw_data_error(q.name, "parameter is not bound; pass " + q.name + "=VALUE" + at(plan, q.span));
     }
+  check_params_fit(plan, inst.params);
 
   // Dense output shapes; every index value checked before anything runs.
   for (const DenseOutput& d : plan.dense) {
