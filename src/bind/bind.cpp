@@ -78,6 +78,9 @@ Scalar parse_scalar(const std::string& name, const std::string& text) {
     if (text == "inf" || text == "-inf") return Scalar::of_float(CType::F64, text[0] == '-' ? -INFINITY : INFINITY);
     throw_data_error(name, "'" + text + "' is not a number (bind arrays as " + name + "=FILE.npy)");
   }
+  // As for a literal in the query: a number past f64's range is an error, not infinity.
+  if (errno == ERANGE && std::isinf(d))
+    throw_data_error(name, "'" + text + "' is out of the range of f64 (write inf for infinity)");
   return Scalar::of_float(CType::F64, d);
 }
 

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "core/error.h"
+#include "cuda/gpu_engine.h"
 #include "lang/diagnostics.h"
 #include "partition/multi_device.h"
 
@@ -53,6 +54,8 @@ void check_values(const Invocation& inv, bool threads_given, bool out_given, boo
   if (out_given && inv.output.dir && inv.output.dir->empty())
     throw_usage_error("-o '': give the directory to write the outputs to (-o . for this one)");
   if (text_given && inv.query.text && inv.query.text->empty()) throw_usage_error("-e '': the query text is empty");
+  // Checked whichever engine runs: a tile the GPU would refuse is refused on the CPU too.
+  if (!inv.options.tile.empty()) (void)cuda::parse_tile(inv.options.tile);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 
@@ -323,8 +324,18 @@ Results run_cpu(const Instance& inst, int threads, ListMemoryGuard* lists_guard,
   if (T == 1) {
     body(0);
   } else {
+    // A thread that cannot start (the process's thread or address-space limit) leaves its
+    // share of the tiles to this one: the run is slower, not aborted.
     std::vector<std::thread> pool;
-    for (int64_t t = 0; t < T; ++t) pool.emplace_back(body, t);
+    int64_t started = 0;
+    for (; started < T; ++started) {
+      try {
+        pool.emplace_back(body, started);
+      } catch (const std::system_error&) {
+        break;
+      }
+    }
+    for (int64_t t = started; t < T; ++t) body(t);
     for (auto& th : pool) th.join();
   }
   for (auto& e : errors)

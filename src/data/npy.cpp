@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "core/host_memory.h"
 #include "core/sizes.h"
 
 namespace gamut {
@@ -396,6 +397,14 @@ std::vector<std::byte> read_data(InFile& in, uint64_t need) {
         (more ? "more" : std::to_string(have)));
   };
   if (in.regular() && in.remaining() != need) mismatch(in.remaining(), false);
+  // A pipe or device has no size to check the header against: its promise is checked against
+  // the memory the read would fill, before anything is read.
+  if (!in.regular()) {
+    const HostMemory host = host_memory();
+    if (int64_t(need) > host.available)
+      bad("the header promises " + std::to_string(need) + " bytes, more than the " + std::to_string(host.available) +
+          " bytes of memory available (" + host.limited_by + ")");
+  }
   std::vector<std::byte> data;
   if (in.regular()) data.resize(need);
   uint64_t have = 0;
@@ -417,7 +426,7 @@ template <class F> auto guarded(const std::string& path, const std::string& bind
   } catch (const Malformed& m) {
     throw_data_error(binding, path + ": " + m.why);
   } catch (const std::bad_alloc&) {
-    throw_device_error("out of memory reading " + path);
+    throw_device_error(binding + ": out of memory reading " + path);
   }
 }
 

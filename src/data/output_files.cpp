@@ -1,7 +1,9 @@
 #include "data/output_files.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -189,8 +191,30 @@ void OutputCommit::stage(const std::string& name, const Table& t) {
   stage_file(name, path, staged_, [&] { write_npy_table(path, t, final_path(name)); });
 }
 
+namespace {
+// An exclusive flock on the output directory while one run's renames happen: runs writing into
+// the same directory at once (other processes too) land their outputs one run after the other,
+// never interleaved. Advisory, and it leaves no file behind.
+struct DirectoryLock {
+  int fd = -1;
+  explicit DirectoryLock(const std::string& dir) {
+    fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+      while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+      }
+    }
+  }
+  ~DirectoryLock() {
+    if (fd >= 0) ::close(fd);   // releases the lock
+  }
+  DirectoryLock(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(const DirectoryLock&) = delete;
+};
+}  // namespace
+
 void OutputCommit::commit() {
   ensure_staging_dir();   // DIR exists afterwards even when nothing was staged
+  const DirectoryLock others(dir_);
   // Held throughout: an interrupting signal waits until every rename is done or undone.
   std::lock_guard<std::mutex> lock(registry().mu);
   for (const std::string& name : staged_) check_protected(name);

@@ -36,10 +36,17 @@ Source read_query_file(const std::string& path) {
   if (std::filesystem::is_directory(path, ec)) throw_usage_error("query file '" + path + "' is a directory");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw_usage_error("cannot read query file '" + path + "': " + std::strerror(errno));
-  std::stringstream ss;
-  ss << f.rdbuf();
+  // Read in pieces up to a bound: a pipe or device (/dev/zero) would otherwise fill memory.
+  std::string text;
+  char piece[65536];
+  while (f.read(piece, sizeof piece) || f.gcount() > 0) {
+    text.append(piece, size_t(f.gcount()));
+    if (text.size() > kMaxQueryBytes)
+      throw_usage_error("query file '" + path + "' is longer than " + std::to_string(kMaxQueryBytes) +
+                        " bytes: is it a query?");
+  }
   if (f.bad()) throw_usage_error("cannot read query file '" + path + "': " + std::strerror(errno));
-  return Source{path, ss.str()};
+  return Source{path, std::move(text)};
 }
 
 bool looks_numeric(const std::string& v) {

@@ -70,6 +70,8 @@ struct Prepared {
 };
 
 // Read a query file (usage error, exit 2, when missing, unreadable or a directory).
+// Query files are read up to this many bytes (a query is text a person writes).
+inline constexpr size_t kMaxQueryBytes = size_t(1) << 22;
 Source read_query_file(const std::string& path);
 // Parse `NAME=VALUE` texts and `--dim NAME=D1[,D2]` texts without a query (tools and tests):
 // numbers bind scalars and anything else is a .npy path. (The CLI reads its bindings as the query

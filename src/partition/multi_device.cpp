@@ -5,6 +5,7 @@
 #include <exception>
 #include <optional>
 #include <set>
+#include <system_error>
 #include <thread>
 
 #include "core/error.h"
@@ -76,16 +77,25 @@ void run_parts(int parts, const std::vector<int>& devices, const std::function<v
   part_seconds.assign(size_t(parts), 0);
   std::vector<std::thread> threads;
   threads.reserve(size_t(parts));
-  for (int p = 0; p < parts; ++p)
-    threads.emplace_back([&, p] {
-      const auto t0 = Clock::now();
-      try {
-        body(p);
-      } catch (...) {
-        failed[size_t(p)] = std::current_exception();
-      }
-      part_seconds[size_t(p)] = seconds_since(t0);
-    });
+  auto run = [&](int p) {
+    const auto t0 = Clock::now();
+    try {
+      body(p);
+    } catch (...) {
+      failed[size_t(p)] = std::current_exception();
+    }
+    part_seconds[size_t(p)] = seconds_since(t0);
+  };
+  // A part whose thread cannot start runs on this one (after the others have started).
+  int started = 0;
+  for (; started < parts; ++started) {
+    try {
+      threads.emplace_back(run, started);
+    } catch (const std::system_error&) {
+      break;
+    }
+  }
+  for (int p = started; p < parts; ++p) run(p);
   for (std::thread& t : threads) t.join();
   for (int p = 0; p < parts; ++p)
     if (failed[size_t(p)]) rethrow_for_part(failed[size_t(p)], p, parts, devices[size_t(p)]);

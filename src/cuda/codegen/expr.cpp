@@ -80,7 +80,22 @@ std::string Renderer::load(int access) const {
   return "gm::widen(gp" + n + "[" + off + "])";
 }
 
-std::string Renderer::expr_as(ExprId id, CType to) const { return convert(expr(id), P.expr(id).type, to); }
+std::string Renderer::expr_as(ExprId id, CType to) const {
+  const Expr& e = P.expr(id);
+  // A converted select converts the branch it takes, so the conversion is rendered into the
+  // branches (constants then convert here): `f32(c ? 0.5 : -1)` compiled by ptxas -O2/-O3 (CUDA
+  // 13.0) as f64 selects into half-written register pairs whose conversions it merged across
+  // pairs, giving other pairs' values (fuzz seed 20261310; bench/NOTES.md).
+  if (e.kind == ExprKind::Select && e.type != to) {
+    auto branch = [&](ExprId b) {
+      const Expr& x = P.expr(b);
+      if (x.kind == ExprKind::Const) return literal(convert_scalar(convert_scalar(x.value, x.type), e.type), to);
+      return convert(expr_as(b, e.type), e.type, to);
+    };
+    return cat("(", cond(expr(e.a), P.expr(e.a).type), " ? ", branch(e.b), " : ", branch(e.c), ")");
+  }
+  return convert(expr(id), e.type, to);
+}
 
 std::string Renderer::expr(ExprId id) const {
   const Expr& e = P.expr(id);

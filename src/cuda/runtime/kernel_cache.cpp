@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -86,6 +87,9 @@ const std::string& headers_digest() {
 bool is_elf(std::string_view b) { return b.size() >= 4 && b.substr(0, 4) == "\x7f" "ELF"; }
 
 bool read_whole(const fs::path& p, std::string* out) {
+  // Regular files only: a FIFO or device under an entry's name would block or never end.
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::symlink_status(p, ec))) return false;
   std::ifstream in(p, std::ios::binary);
   if (!in) return false;
   std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -291,7 +295,8 @@ std::vector<CacheEntry> cache_list() {
   for (const auto& e : fs::directory_iterator(d, ec)) {
     std::string key;
     bool tmp = false;
-    if (parse_name(e.path().filename().string(), &key, &tmp) && !tmp) keys.insert(key);
+    // Only files gamut writes: a directory or FIFO named like an entry is not one.
+    if (e.is_regular_file(ec) && parse_name(e.path().filename().string(), &key, &tmp) && !tmp) keys.insert(key);
   }
   const fs::path dir(d);
   for (const auto& key : keys) {
@@ -314,15 +319,27 @@ size_t cache_clear() {
   if (d.empty() || !fs::is_directory(d, ec)) return 0;
   std::set<std::string> removed;
   std::vector<fs::path> doomed;
+  std::map<fs::path, std::string> keys;
   for (const auto& e : fs::directory_iterator(d, ec)) {
     std::string key;
     bool tmp = false;
-    if (parse_name(e.path().filename().string(), &key, &tmp)) {
+    if (e.is_regular_file(ec) && parse_name(e.path().filename().string(), &key, &tmp)) {
       doomed.push_back(e.path());
-      if (!tmp) removed.insert(key);
+      if (!tmp) keys[e.path()] = key;
     }
   }
-  for (const auto& p : doomed) fs::remove(p, ec);
+  // Counted as removed only when they are gone; the first failure (a read-only cache) is an
+  // error after the rest were tried.
+  std::string failure;
+  for (const auto& p : doomed) {
+    if (fs::remove(p, ec) || !ec) {
+      if (auto k = keys.find(p); k != keys.end()) removed.insert(k->second);
+    } else if (failure.empty()) {
+      failure = "cannot remove " + p.string() + ": " + ec.message();
+    }
+  }
+  if (!failure.empty())
+    throw_device_error(failure + " (" + std::to_string(removed.size()) + " entries removed)");
   return removed.size();
 }
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,11 @@ const std::vector<std::string>& base_options() {
     if (const char* level = std::getenv("GAMUT_EXPERIMENT_FAST_COMPILE")) {
       const std::string l = level;
       if (l == "min" || l == "mid" || l == "max") v.push_back("--Ofast-compile=" + l);
+    }
+    // Diagnosis: more NVRTC options, space-separated (e.g. "-Xptxas=-O0"); part of the cache key.
+    if (const char* extra = std::getenv("GAMUT_NVRTC_OPTIONS")) {
+      std::istringstream words(extra);
+      for (std::string w; words >> w;) v.push_back(w);
     }
     return v;
   }();
