@@ -26,8 +26,17 @@ struct DeviceInfo {
   size_t total_mem = 0;
 };
 
-// True when a CUDA device can be used; never throws. `why` gets the reason when false.
+// True when a CUDA device can be used; never throws. `why` gets the reason when false:
+// "no usable CUDA device: " then kNoDeviceReason (no device, or no driver library at all) or
+// "CUDA error: ..." (a driver older than the runtime, out of memory, an exclusive or busy
+// device: a machine with a GPU that cannot be used); "built without CUDA" without the backend.
 bool device_available(std::string* why = nullptr);
+inline constexpr const char* kNoDeviceReason = "no CUDA device/driver found";
+// Whether `why` (device_available's reason) says there is nothing to run on (no device, no
+// driver, no CUDA backend) rather than a CUDA error on a machine with a driver.
+inline bool device_absent(const std::string& why) {
+  return why.find(kNoDeviceReason) != std::string::npos || why.find("built without CUDA") != std::string::npos;
+}
 // The calling thread's current device (ordinal 0 unless set_current_device chose another).
 // Throws Error(ExitCode::Device) when there is none.
 const DeviceInfo& device();

@@ -1,24 +1,68 @@
-"""pytest set-up for the gamut Python package: the examples folder, and GPU tests that skip
-cleanly on a machine without a usable CUDA device."""
+"""pytest set-up for the gamut Python package: the examples folder, and GPU tests (marked gpu) that
+skip cleanly on a machine without a CUDA device or driver.
+
+They fail instead of skipping
+- when GAMUT_REQUIRE_GPU=1 (set by the device scripts, tools/device_run.sh): there a gpu test that
+  skips for want of a GPU (no device, or "torch has no CUDA device") is a failure;
+- on a CUDA error of a machine that has a driver (a driver older than the runtime, out of memory,
+  an exclusive or busy device): the reason says which.
+"""
 import os
+import re
 
 import pytest
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
 
+# The reasons of the library's probe (src/cuda/runtime/device.cpp) that mean "nothing to run on".
+ABSENT = ("no CUDA device/driver found", "built without CUDA")
+# A skip of a gpu test for want of a device, in the tests' own words.
+NO_DEVICE_SKIP = re.compile(r"\b(GPU|CUDA|device)\b", re.IGNORECASE)
+
+
+def gpu_required():
+    return os.environ.get("GAMUT_REQUIRE_GPU", "") not in ("", "0")
+
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "gpu: needs a CUDA device (skipped without one)")
+    config.addinivalue_line("markers", "gpu: needs a CUDA device (skipped without one, failed under "
+                                       "GAMUT_REQUIRE_GPU=1)")
+    config.addinivalue_line("markers", "gpu_unavailable(reason): set by this file: the gpu test fails")
 
 
 def pytest_collection_modifyitems(config, items):
     import gamut
     if gamut.gpu_available():
         return
-    skip = pytest.mark.skip(reason=f"no usable GPU: {gamut.gpu_unavailable_reason()}")
+    why = gamut.gpu_unavailable_reason()
+    if gpu_required():
+        mark = pytest.mark.gpu_unavailable(reason=f"GAMUT_REQUIRE_GPU=1 but no usable GPU: {why}")
+    elif not any(a in why for a in ABSENT):
+        mark = pytest.mark.gpu_unavailable(reason=f"the GPU cannot be used: {why}")
+    else:
+        mark = pytest.mark.skip(reason=f"no usable GPU: {why}")
     for item in items:
         if "gpu" in item.keywords:
-            item.add_marker(skip)
+            item.add_marker(mark)
+
+
+def pytest_runtest_setup(item):
+    m = item.get_closest_marker("gpu_unavailable")
+    if m is not None:
+        pytest.fail(m.kwargs["reason"], pytrace=False)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Under GAMUT_REQUIRE_GPU=1, a gpu test that skips for want of a device fails."""
+    outcome = yield
+    rep = outcome.get_result()
+    if not (gpu_required() and rep.skipped and "gpu" in item.keywords):
+        return
+    reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+    if NO_DEVICE_SKIP.search(reason):
+        rep.outcome = "failed"
+        rep.longrepr = f"GAMUT_REQUIRE_GPU=1: a gpu test skipped: {reason}"
 
 
 @pytest.fixture(scope="session")

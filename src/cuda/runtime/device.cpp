@@ -1,5 +1,6 @@
 // Device discovery and device memory through the statically linked cudart.
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 
 #include <atomic>
 #include <cstdio>
@@ -30,20 +31,50 @@ struct Probe {
   std::string why;
 };
 
+// Whether a CUDA driver library can be loaded at all (static cudart dlopens libcuda.so.1 itself).
+bool driver_library_loadable() {
+  void* h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (!h) return false;
+  dlclose(h);
+  return true;
+}
+
 // Runs once. Static cudart loads libcuda itself, so on a machine without a driver this
 // returns an error code (cudaErrorInsufficientDriver) instead of failing to start.
+// The reason tells "nothing to run on" (kNoDeviceReason: no device, or no driver library at
+// all) from a CUDA error on a machine that has a driver (a driver older than the runtime,
+// out of memory, an exclusive-mode or busy device, ...): tests skip on the first and report
+// the second as what it is (tests/gpu/gpu_skip.h, tests/python/conftest.py).
 Probe probe_device() {
   Probe p;
+  const std::string lead = "no usable CUDA device: ";
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err == cudaSuccess && count == 0) {
-    p.why = "no usable CUDA device: no CUDA device found";
+    p.why = lead + kNoDeviceReason + " (0 devices)";
+    return p;
+  }
+  if (err == cudaErrorNoDevice) {
+    p.why = lead + kNoDeviceReason + " (cudaErrorNoDevice: the driver sees no CUDA device)";
+    cudaGetLastError();
+    return p;
+  }
+  // Without a driver library cudart answers "driver version is insufficient" (or, with only
+  // the toolkit's stub library on the path, cudaErrorStubLibrary): no driver, not a mismatch.
+  if ((err == cudaErrorInsufficientDriver || err == cudaErrorStubLibrary) && !driver_library_loadable()) {
+    p.why = lead + kNoDeviceReason + " (no CUDA driver: libcuda.so.1 cannot be loaded)";
+    cudaGetLastError();
+    return p;
+  }
+  if (err == cudaErrorStubLibrary) {
+    p.why = lead + kNoDeviceReason + " (only the toolkit's stub libcuda, no driver: cudaErrorStubLibrary)";
+    cudaGetLastError();
     return p;
   }
   // cudaSetDevice creates the primary context, so a device that cannot be used fails here.
   if (err == cudaSuccess) err = cudaSetDevice(0);
   if (err != cudaSuccess) {
-    p.why = std::string("no usable CUDA device: ") + cudaGetErrorString(err) + " (" + cudaGetErrorName(err) + ")";
+    p.why = lead + "CUDA error: " + cudaGetErrorString(err) + " (" + cudaGetErrorName(err) + ")";
     cudaGetLastError();
     return p;
   }
