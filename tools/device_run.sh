@@ -3,18 +3,189 @@
 # sanitizers on one query of each family, and the benchmarks. Logs go to $OUT (or ./device-out).
 # usage: tools/device_run.sh [tests] [sanitize] [bench] [demo] [relbench] [semibench] [tc] [fuzz] [py] [sweep] [profile]
 #                            [shards] [api] [reach] [cold] [tq] [verify] [pyoverhead] [sanitizers]
-#                            [hostoverhead] [kunroll] [multigpu] [qprofile]   (default: tests sanitize bench)
+#                            [hostoverhead] [kunroll] [multigpu] [qprofile] [userbuild] [userbuild-clang]
+#                            (default: tests sanitize bench)
 # PREBUILT=DIR: binaries built elsewhere (a build folder of this checkout at the same absolute
-# path, carried along; tools/device_prebuild.sh): no build here. Else build-dev is built here.
+# path, carried along; tools/device_prebuild.sh): no build here. Else build-dev is built here
+# (not for the userbuild steps alone: they build the way a user does, below).
+#
+# Gating: every check's exit status is recorded (gate); the script prints one line per failed
+# check and exits 1 when any failed. A gtest run counts as passed only when it ran to its end, ran
+# as many tests as --gtest_list_tests expects, failed none and skipped none for want of a GPU;
+# a shard that timed out or was cut short fails. GAMUT_REQUIRE_GPU=1 (exported here) turns the GPU
+# tests' "no GPU" skips into failures (tests/gpu/gpu_skip.h, tests/python/conftest.py).
+#
+# userbuild: the user's build on this machine with its own compilers (its CXX / CC; nothing carried
+# but .deps): `pip install .`, then `cmake -S . -B build-user` and a build, then build-user's GPU
+# suite (sharded), the library's device tests and the Python device tests against the installed
+# package (pip's build folder is build-py-user, so that a second call builds incrementally).
+# userbuild-clang: the same with CXX=clang++-16 CC=clang-16 CUDAHOSTCXX=clang++-16 (build-user-clang,
+# build-py-clang, the package installed into /tmp/gamut-user-clang).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-device-out}; mkdir -p "$OUT"; export OUT PREBUILT="${PREBUILT:-}"
+export GAMUT_REQUIRE_GPU=1
 steps="${*:-tests sanitize bench}"
 export PATH=/usr/local/cuda/bin:$PATH
+NPROC=$(nproc)
+FAILED=()   # "check: why" of every failed check
+
+# gate NAME RC [WHY]: record a check's exit status.
+gate() {
+  local name=$1 rc=$2 why=${3:-}
+  if [ "$rc" -ne 0 ]; then
+    FAILED+=("$name: rc=$rc${why:+ ($why)}")
+    echo "FAILED $name rc=$rc${why:+ ($why)}"
+  else
+    echo "ok     $name"
+  fi
+}
+
+# gtest_expected BIN FILTER: how many tests FILTER selects (all shards together).
+gtest_expected() {
+  "$1" --gtest_filter="$2" --gtest_list_tests 2>/dev/null | grep -c '^  [^ ]'
+}
+
+# gtest_check NAME RC EXPECTED LOG...: one gtest run (or the shards of one) counted. Fails when a
+# log has no final "[==========] N tests ... ran." line (killed, crashed, cut short by a timeout),
+# when fewer tests ran than expected, when one failed, or when one skipped for want of a GPU.
+gtest_check() {
+  local name=$1 rc=$2 expected=$3; shift 3
+  local ran=0 passed=0 failed=0 skipped=0 short=0 noskip log n
+  for log in "$@"; do
+    n=$(grep -E '^\[==========\] [0-9]+ tests? from .* ran\.' "$log" | tail -1 | sed -E 's/^\[==========\] ([0-9]+) .*/\1/')
+    if [ -z "$n" ]; then short=$((short + 1)); n=0; fi
+    ran=$((ran + n))
+    passed=$((passed + $(grep -c '^\[       OK \]' "$log")))
+    failed=$((failed + $(grep -c '^\[  FAILED  \] [A-Za-z].* ([0-9]* ms)$' "$log")))
+    skipped=$((skipped + $(grep -c '^\[  SKIPPED \] [A-Za-z].* ([0-9]* ms)$' "$log")))
+  done
+  # A skip's reason is the text between its "[ RUN      ]" and "[  SKIPPED ]" lines; those that
+  # say there is no GPU / CUDA device fail (where the test has its own skip, not SKIP_WITHOUT_GPU).
+  noskip=$(cat "$@" | awk '/^\[ RUN      \]/ {buf = ""; next} /^\[  SKIPPED \] [A-Za-z]/ {print $4 ": " buf; next} {buf = buf " " $0}' |
+           grep -ciE 'no (usable )?(CUDA|GPU)|CUDA device/driver|cannot be used' || true)
+  local why=()
+  [ "$short" -gt 0 ] && why+=("$short log(s) cut short (timeout or crash)")
+  [ "$ran" -lt "$expected" ] && why+=("ran $ran of $expected expected tests")
+  [ "$failed" -gt 0 ] && why+=("$failed failed")
+  [ "$noskip" -gt 0 ] && why+=("$noskip skipped for want of a GPU")
+  echo "$name: $passed passed, $failed failed, $skipped skipped, $ran ran of $expected expected"
+  grep -h '^\[  FAILED  \] [A-Za-z].* ([0-9]* ms)$' "$@" | sed 's/ (.*//' | sort -u | head -30
+  if [ ${#why[@]} -gt 0 ] && [ "$rc" -eq 0 ]; then rc=1; fi
+  gate "$name" "$rc" "$(IFS=';'; echo "${why[*]}" | sed 's/;/; /g')"
+}
+
+# gtest_run NAME BIN FILTER LOG [TIMEOUT]: one gtest process, counted.
+gtest_run() {
+  local name=$1 bin=$2 filter=$3 log=$4 t=${5:-0} rc expected
+  expected=$(gtest_expected "$bin" "$filter")
+  if [ "$t" -gt 0 ]; then
+    timeout "$t" "$bin" --gtest_filter="$filter" > "$log" 2>&1; rc=$?
+  else
+    "$bin" --gtest_filter="$filter" > "$log" 2>&1; rc=$?
+  fi
+  gtest_check "$name" "$rc" "$expected" "$log"
+}
+
+# run_shards NAME BIN FILTER N LOGPREFIX: the GPU suite in N processes at once (most of its time is
+# NVRTC on the CPU), each with its own kernel cache and SHARD_TIMEOUT (default 600) seconds.
+run_shards() {
+  local name=$1 bin=$2 filter=$3 n=$4 prefix=$5 k rc=0 r expected pids=()
+  expected=$(gtest_expected "$bin" "$filter")
+  for ((k = 0; k < n; ++k)); do
+    GTEST_TOTAL_SHARDS=$n GTEST_SHARD_INDEX=$k GAMUT_CACHE_DIR=$PWD/$(dirname "$(dirname "$bin")")/kcache$k \
+      timeout "${SHARD_TIMEOUT:-600}" "$bin" --gtest_filter="$filter" > "$prefix$k.log" 2>&1 &
+    pids+=($!)
+  done
+  for ((k = 0; k < n; ++k)); do
+    wait "${pids[$k]}"; r=$?
+    [ "$r" -ne 0 ] && { echo "$name shard $k: rc=$r$([ "$r" -eq 124 ] && echo ' (timed out)')"; rc=$r; }
+  done
+  local logs=()
+  for ((k = 0; k < n; ++k)); do logs+=("$prefix$k.log"); done
+  cat "${logs[@]}" > "${prefix}s.log"
+  gtest_check "$name" "$rc" "$expected" "${logs[@]}"
+}
+
+# e2e_gpu B QUERIES...: the reference queries end to end on the GPU, each gated.
+e2e_gpu() {
+  local b=$1 q rc; shift
+  for q in "$@"; do
+    python3 tests/e2e/reference_queries.py "$b/gamut" "$q" --backend gpu > "$OUT/e2e_gpu_$q.log" 2>&1; rc=$?
+    tail -3 "$OUT/e2e_gpu_$q.log"
+    gate "e2e gpu $q" $rc
+  done
+}
+
+# pytest_device NAME LOG [PYTHONPATH]: the Python device tests from /tmp (the installed package).
+pytest_device() {
+  local name=$1 log=$2 pp=${3:-} rc
+  (cd /tmp && PYTHONPATH=$pp timeout "${PYTEST_TIMEOUT:-600}" python3 -m pytest -q -p no:cacheprovider -rs \
+     "$OLDPWD/tests/python/test_device.py" "$OLDPWD/tests/python/test_frameworks.py" "$OLDPWD/tests/python/test_devices.py" \
+     > "$log" 2>&1); rc=$?
+  tail -5 "$log"
+  gate "$name" $rc
+}
+
+# userbuild VARIANT: the user's build (header comment).
+userbuild() {
+  local variant=$1 ub=build-user site="" pipargs=(-C build-dir=build-py-user) rc
+  local tag=userbuild${variant:+-$variant} line
+  rm -f "$OUT/.${tag}_failed"
+  (
+    FAILED=()
+    if [ "$variant" = clang ]; then
+      export CXX=clang++-16 CC=clang-16 CUDAHOSTCXX=clang++-16
+      ub=build-user-clang site=/tmp/gamut-user-clang
+      pipargs=(-C cmake.define.CMAKE_CXX_COMPILER=clang++-16 -C cmake.define.CMAKE_C_COMPILER=clang-16
+               -C cmake.define.CMAKE_CUDA_HOST_COMPILER=clang++-16 -C build-dir=build-py-clang --target "$site")
+      rm -rf "$site"
+    fi
+    echo "== $tag: CXX=${CXX:-(default)} $(${CXX:-c++} --version 2>&1 | head -1); CC=${CC:-(default)}"
+    if [ ! -d .deps ]; then
+      gate "$tag setup" 2 "carry .deps (tools/stage_deps.sh)"
+      printf '%s\n' "${FAILED[@]}" > "$OUT/.${tag}_failed"
+      exit 1
+    fi
+    CMAKE_BUILD_PARALLEL_LEVEL=$NPROC python3 -m pip install --no-build-isolation --no-deps "${pipargs[@]}" . \
+      > "$OUT/${tag}_pip.log" 2>&1
+    gate "$tag pip install" $?
+    cmake -S . -B "$ub" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$OUT/${tag}_cmake.log" 2>&1 \
+      && cmake --build "$ub" -j"$NPROC" > "$OUT/${tag}_build.log" 2>&1
+    rc=$?
+    [ $rc -ne 0 ] && grep -E "error" "$OUT/${tag}_cmake.log" "$OUT/${tag}_build.log" | head -20
+    gate "$tag cmake build" $rc
+    if [ $rc -eq 0 ]; then
+      export GAMUT_CACHE_DIR=$PWD/$ub/kcache
+      run_shards "$tag gpu suite" "$ub/tests/gamut_gpu_tests" "$SHARD_FILTER" "${SHARDS:-8}" "$OUT/${tag}_shard"
+      gtest_run "$tag gamut_tests (api device, cli, runtime)" "$ub/tests/gamut_tests" "$API_FILTER" "$OUT/${tag}_api.log"
+      gtest_run "$tag gpu alone" "$ub/tests/gamut_gpu_tests" "$ALONE" "$OUT/${tag}_alone.log" 300
+    fi
+    pytest_device "$tag pytest (device files)" "$OUT/${tag}_pytest.log" "$site"
+    # The subshell's failures go back to the caller through a file.
+    printf '%s\n' "${FAILED[@]}" > "$OUT/.${tag}_failed"
+  )
+  rc=$?
+  if [ -f "$OUT/.${tag}_failed" ]; then
+    while IFS= read -r line; do [ -n "$line" ] && FAILED+=("$line"); done < "$OUT/.${tag}_failed"
+    rm -f "$OUT/.${tag}_failed"
+  elif [ $rc -ne 0 ]; then
+    gate "$tag" $rc "stopped before its end"
+  fi
+}
+
+# GPU tests that read the whole device's free memory or peak rates: run alone (verify).
+export ALONE='GpuSizes.OutOfMemoryReportsWhatIsReallyFree:PeakDevice.*'
+SHARD_FILTER="${GPU_FILTER:--TensorMainloopSim.*:TensorMainloop.EveryVariantCompilesForSm90a:$ALONE}"
+API_FILTER='ApiDevice.*:CliApi.*:Cli.*:CudaRuntime.*:CudaCache.*:GpuSkip.*'
+
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$OUT/device.txt"
+gate "nvidia-smi" "${PIPESTATUS[0]}"
 if [ -n "${PREBUILT:-}" ]; then
   B=$PREBUILT
   [ -x "$B/gamut" ] || { echo "PREBUILT=$B has no gamut binary"; exit 2; }
+elif [ -z "$(echo " $steps " | sed -E 's/ userbuild(-clang)? / /g' | tr -d ' ')" ]; then
+  B=build-user   # userbuild steps alone: nothing else to build
 else
   B=build-dev
   [ -d .deps ] || { echo "run tools/stage_deps.sh here first and carry .deps"; exit 2; }
@@ -23,115 +194,126 @@ else
   echo "build ok"
 fi
 export GAMUT_CACHE_DIR=$PWD/$B/kcache
-# GPU tests that read the whole device's free memory or peak rates: run alone (verify).
-export ALONE='GpuSizes.OutOfMemoryReportsWhatIsReallyFree:PeakDevice.*'
 for step in $steps; do
   case $step in
     tests)
       # The GPU suite, run directly: the device image's newer CMake cannot read the test lists
       # that gtest_discover_tests writes there (seen 2026-11-21), so ctest is not used here.
-      $B/tests/gamut_gpu_tests > "$OUT/gpu_tests.log" 2>&1; echo "gamut_gpu_tests rc=$?"
-      grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|^\[  FAILED  \]" "$OUT/gpu_tests.log" | head -40
+      gtest_run "gamut_gpu_tests" $B/tests/gamut_gpu_tests '*' "$OUT/gpu_tests.log"
       # (The NVRTC compile checks, Codegen.* and the like, need no GPU: CI runs them.)
-      $B/tests/gamut_tests --gtest_filter='Cli.*:CudaRuntime.*:CudaCache.*' > "$OUT/unit_tests.log" 2>&1; echo "gamut_tests (cli, runtime) rc=$?"
-      grep -E "^\[  (PASSED|FAILED) |tests ran" "$OUT/unit_tests.log" | head -10
-      for q in sgemm q1_amplify q2_zip_aggregate q3_count_pairs q4_join_area q5_select q6_complementary q7_top128 knn maxplus minplus_batched reachability; do
-        python3 tests/e2e/reference_queries.py $B/gamut $q --backend gpu 2>&1 | tail -3
-      done | tee "$OUT/e2e_gpu.log" ;;
+      gtest_run "gamut_tests (api device, cli, runtime)" $B/tests/gamut_tests "$API_FILTER" "$OUT/unit_tests.log"
+      e2e_gpu $B sgemm q1_amplify q2_zip_aggregate q3_count_pairs q4_join_area q5_select q6_complementary q7_top128 knn maxplus minplus_batched reachability ;;
     sanitize)
-      python3 tools/sanitize_queries.py $B/gamut "$OUT" 2>&1 | tail -20 ;;
+      python3 tools/sanitize_queries.py $B/gamut "$OUT" > "$OUT/sanitize.txt" 2>&1; rc=$?
+      tail -20 "$OUT/sanitize.txt"; gate "sanitize (one query of each family)" $rc ;;
     bench)
-      $B/bench/bench_gpu --json "$OUT/bench.json" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.txt" ;;
+      $B/bench/bench_gpu --json "$OUT/bench.json" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.txt"; gate "bench_gpu" "${PIPESTATUS[0]}" ;;
     demo)
-      $B/gamut demo --backend gpu --size 2048 2>&1 | tee "$OUT/demo.txt" ;;
+      $B/gamut demo --backend gpu --size 2048 2>&1 | tee "$OUT/demo.txt"; gate "demo" "${PIPESTATUS[0]}" ;;
     relbench)
-      # Q2-Q7 and kNN at M = N = 16384, K = 256 and 1024 against cuBLAS SGEMM and PyTorch (issue 4).
-      timeout ${REL_TIMEOUT:-600} python3 bench/relational.py --gamut $B/gamut --json "$OUT/relbench.json" ${RELBENCH_ARGS:-} 2>&1 | tee "$OUT/relbench.txt" ;;
+      # Q2-Q7 and kNN at M = N = 16384, K = 256 and 1024 against cuBLAS SGEMM and PyTorch (issue 4);
+      # every result checked in full (exit 1 on a wrong one).
+      timeout ${REL_TIMEOUT:-600} python3 bench/relational.py --gamut $B/gamut --json "$OUT/relbench.json" ${RELBENCH_ARGS:-} 2>&1 | tee "$OUT/relbench.txt"
+      gate "relbench" "${PIPESTATUS[0]}" ;;
     profile)
       # Nsight Compute on single kernels (bench/profile.sh).
-      OUT="$OUT" GAMUT=$B/gamut bash bench/profile.sh 2>&1 | tee "$OUT/profile.txt" ;;
+      OUT="$OUT" GAMUT=$B/gamut bash bench/profile.sh 2>&1 | tee "$OUT/profile.txt"; gate "profile" "${PIPESTATUS[0]}" ;;
     sweep)
       # Tile searches (bench/sweeps.sh): timings only, no checks.
-      GAMUT=$B/gamut bash bench/sweeps.sh 2>&1 | tee "$OUT/sweeps.txt" ;;
+      GAMUT=$B/gamut bash bench/sweeps.sh 2>&1 | tee "$OUT/sweeps.txt"; gate "sweep" "${PIPESTATUS[0]}" ;;
     tc)
       # Tensor-core mainloops alone (issue 12): GPU checks against the reference, then the product
       # benchmark against torch (bf16/f16 matmul, _int_mm, TF32, SGEMM) in the same run.
       if [ "${TC_TESTS:-1}" = 1 ]; then   # (TC_TESTS=0: the benchmark alone, after verify)
-        $B/tests/gamut_gpu_tests --gtest_filter='*Tensor*' > "$OUT/tc_tests.log" 2>&1; echo "tensor tests rc=$?"
-        grep -E "^\[  (PASSED|FAILED) |tc-compile|\[ tensor|^\[  FAILED  \]" "$OUT/tc_tests.log" | head -60
+        gtest_run "tensor tests" $B/tests/gamut_gpu_tests '*Tensor*' "$OUT/tc_tests.log"
+        grep -E "tc-compile|\[ tensor" "$OUT/tc_tests.log" | head -60
       fi
-      GAMUT_TC_BENCH=1 python3 bench/tensor_core.py --tests $B/tests/gamut_gpu_tests --json "$OUT/tc.json" ${TC_ARGS:-} 2>&1 | tee "$OUT/tc.txt" | tail -40 ;;
+      GAMUT_TC_BENCH=1 python3 bench/tensor_core.py --tests $B/tests/gamut_gpu_tests --json "$OUT/tc.json" ${TC_ARGS:-} > "$OUT/tc.txt" 2>&1
+      gate "tensor_core bench" $?; tail -40 "$OUT/tc.txt" ;;
     fuzz)
-      # Differential fuzzing (issue 11): random queries, GPU engine against the CPU engine.
+      # Differential fuzzing (issue 11): random queries (a fresh seed block, printed), GPU engine
+      # against the CPU engine (every f32 math), and the regression cases on the GPU.
       python3 tests/fuzz/differential.py --gamut $B/gamut --count ${FUZZ_COUNT:-1000} --backend-pair cpu,gpu \
-        --jobs 16 --keep "$OUT/fuzz-failing" > "$OUT/fuzz.txt" 2>&1; echo "differential fuzz rc=$?"; tail -15 "$OUT/fuzz.txt" ;;
+        --jobs 16 --keep "$OUT/fuzz-failing" ${FUZZ_SEED:+--seed $FUZZ_SEED} > "$OUT/fuzz.txt" 2>&1
+      gate "differential fuzz cpu,gpu" $?; head -1 "$OUT/fuzz.txt"; tail -15 "$OUT/fuzz.txt"
+      python3 tests/fuzz/run_cases.py $B/gamut --backend gpu > "$OUT/fuzz_cases.txt" 2>&1
+      gate "fuzz regression cases (gpu)" $?; tail -5 "$OUT/fuzz_cases.txt" ;;
     py)
       # The Python package (issue 13): built against the image's nanobind and scikit-build-core (no
       # network there), its tests with torch and CuPy on the GPU, and the call-overhead benchmark.
-      CMAKE_BUILD_PARALLEL_LEVEL=16 python3 -m pip install --no-build-isolation --no-deps -q . > "$OUT/pip.log" 2>&1; echo "pip install rc=$?"; tail -5 "$OUT/pip.log"
-      (cd /tmp && python3 -m pytest -q -x -p no:cacheprovider "$OLDPWD/tests/python" 2>&1 | tee "$OUT/pytest.txt" | tail -15)
-      (cd /tmp && python3 "$OLDPWD/bench/python_overhead.py" 2>&1 | tee "$OUT/py_overhead.txt" | tail -20) ;;
+      CMAKE_BUILD_PARALLEL_LEVEL=16 python3 -m pip install --no-build-isolation --no-deps -q . > "$OUT/pip.log" 2>&1
+      gate "pip install" $?; tail -5 "$OUT/pip.log"
+      (cd /tmp && python3 -m pytest -q -x -p no:cacheprovider "$OLDPWD/tests/python" > "$OUT/pytest.txt" 2>&1)
+      gate "pytest" $?; tail -15 "$OUT/pytest.txt"
+      (cd /tmp && python3 "$OLDPWD/bench/python_overhead.py" > "$OUT/py_overhead.txt" 2>&1)
+      gate "python_overhead" $?; tail -20 "$OUT/py_overhead.txt" ;;
     semibench)
       # Tropical products (i32, i16, f32, batched) in GOPS against `gamut peak` and PyTorch (issue 5).
-      timeout ${SEMI_TIMEOUT:-600} python3 bench/semiring.py --gamut $B/gamut --json "$OUT/semibench.json" ${SEMIBENCH_ARGS:-} 2>&1 | tee "$OUT/semibench.txt" ;;
+      timeout ${SEMI_TIMEOUT:-600} python3 bench/semiring.py --gamut $B/gamut --json "$OUT/semibench.json" ${SEMIBENCH_ARGS:-} 2>&1 | tee "$OUT/semibench.txt"
+      gate "semibench" "${PIPESTATUS[0]}" ;;
     shards)
       # The GPU suite in ${SHARDS:-8} processes at once (most of its time is NVRTC on the CPU),
       # each with its own kernel cache. (TensorMainloopSim.* is the host emulation: CI runs it.)
-      n=${SHARDS:-8}
-      for ((k = 0; k < n; ++k)); do
-        GTEST_TOTAL_SHARDS=$n GTEST_SHARD_INDEX=$k GAMUT_CACHE_DIR=$PWD/$B/kcache$k \
-          $B/tests/gamut_gpu_tests --gtest_filter="${GPU_FILTER:--TensorMainloopSim.*:TensorMainloop.EveryVariantCompilesForSm90a:$ALONE}" > "$OUT/gpu_shard$k.log" 2>&1 &
-      done
-      wait
-      cat "$OUT"/gpu_shard*.log > "$OUT/gpu_tests.log"
-      echo "gpu suite: $(cat "$OUT"/gpu_shard*.log | grep -c '^\[       OK \]') passed, $(grep -h '^\[  FAILED  \] [A-Za-z]' "$OUT"/gpu_shard*.log | sed 's/ (.*//' | sort -u | wc -l) failed, $(cat "$OUT"/gpu_shard*.log | grep -c '^\[  SKIPPED \]') skipped"
-      grep -h '^\[  FAILED  \] [A-Za-z]' "$OUT"/gpu_shard*.log | sed 's/ (.*//' | sort -u | head -30 ;;
+      run_shards "gpu suite" $B/tests/gamut_gpu_tests "$SHARD_FILTER" "${SHARDS:-8}" "$OUT/gpu_shard"
+      cp "$OUT/gpu_shards.log" "$OUT/gpu_tests.log" ;;
     api)
       # The library's device path (issue 13) and the CLI/runtime tests that need a device.
-      $B/tests/gamut_tests --gtest_filter='ApiDevice.*:Cli.*:CudaRuntime.*:CudaCache.*' > "$OUT/api_tests.log" 2>&1; echo "gamut_tests (api device, cli, runtime) rc=$?"
-      grep -E "^\[  (PASSED|FAILED) |tests ran" "$OUT/api_tests.log" | head -10 ;;
+      gtest_run "gamut_tests (api device, cli, runtime)" $B/tests/gamut_tests "$API_FILTER" "$OUT/api_tests.log" ;;
     reach)
-      python3 tests/e2e/reference_queries.py $B/gamut reachability --backend gpu 2>&1 | tail -3 | tee "$OUT/e2e_reach.log" ;;
+      e2e_gpu $B reachability ;;
     cold)
       # Cold compile (issue 10): NVRTC alone on this host (idle), then the engine's cold path.
-      python3 bench/nvrtc_cost.py --repeats 5 tests/golden/tiles/sgemm.128x256x16_8x16.cu 2>&1 | tail -8 | tee "$OUT/nvrtc_cost.txt"
-      $B/bench/bench_gpu --json "$OUT/bench.json" ${BENCH_ARGS:---sizes 4096,8192 --q1-sizes 4096} 2>&1 | tee "$OUT/bench.txt" ;;
+      python3 bench/nvrtc_cost.py --repeats 5 tests/golden/tiles/sgemm.128x256x16_8x16.cu > "$OUT/nvrtc_cost.txt" 2>&1
+      gate "nvrtc_cost" $?; tail -8 "$OUT/nvrtc_cost.txt"
+      $B/bench/bench_gpu --json "$OUT/bench.json" ${BENCH_ARGS:---sizes 4096,8192 --q1-sizes 4096} 2>&1 | tee "$OUT/bench.txt"
+      gate "bench_gpu (cold)" "${PIPESTATUS[0]}" ;;
     tq)
       # Tensor-core kernels through the Python package against PyTorch (issue 12, bench/tensor_queries.py).
-      (export PYTHONPATH=$PWD/.devcarry/site; timeout ${TQ_TIMEOUT:-240} python3 bench/tensor_queries.py --json "$OUT/tensor_queries.json" ${TQ_ARGS:-} 2>&1 | tee "$OUT/tensor_queries.txt") ;;
+      (export PYTHONPATH=$PWD/.devcarry/site; timeout ${TQ_TIMEOUT:-240} python3 bench/tensor_queries.py --json "$OUT/tensor_queries.json" ${TQ_ARGS:-} 2>&1 | tee "$OUT/tensor_queries.txt")
+      gate "tensor_queries" $? ;;
     verify)
       # Every correctness check at once (they share the GPU; none is timed): the sharded GPU suite,
       # the library's device tests, reachability end to end and the Python package's tests, each
-      # under VERIFY_TIMEOUT seconds.
+      # under VERIFY_TIMEOUT seconds (a check cut short fails).
       T=${VERIFY_TIMEOUT:-150}
-      (SHARDS=${SHARDS:-6} timeout $T "$0" shards > "$OUT/verify_shards.txt" 2>&1) &
-      (timeout $T "$0" api reach > "$OUT/verify_api.txt" 2>&1) &
+      (SHARDS=${SHARDS:-6} SHARD_TIMEOUT=$T "$0" shards > "$OUT/verify_shards.txt" 2>&1) & p1=$!
+      (SHARD_TIMEOUT=$T timeout $T "$0" api reach > "$OUT/verify_api.txt" 2>&1) & p2=$!
       (export PYTHONPATH=$PWD/.devcarry/site; cd /tmp && timeout $T python3 -m pytest -q -p no:cacheprovider \
-         "$OLDPWD/tests/python/test_device.py" "$OLDPWD/tests/python/test_frameworks.py" "$OLDPWD/tests/python/test_devices.py" > "$OUT/verify_pytest.txt" 2>&1) &
-      wait
+         "$OLDPWD/tests/python/test_device.py" "$OLDPWD/tests/python/test_frameworks.py" "$OLDPWD/tests/python/test_devices.py" > "$OUT/verify_pytest.txt" 2>&1) & p3=$!
+      wait $p1; r1=$?; wait $p2; r2=$?; wait $p3; r3=$?
+      cat "$OUT/verify_shards.txt" "$OUT/verify_api.txt"; tail -5 "$OUT/verify_pytest.txt"
+      gate "verify: gpu suite (shards)" $r1; gate "verify: api, reach" $r2; gate "verify: pytest (device files)" $r3
       # Tests that need the device to themselves (free memory, peak rates), after the others.
-      timeout 120 $B/tests/gamut_gpu_tests --gtest_filter="$ALONE" > "$OUT/verify_alone.txt" 2>&1
-      echo "alone ($ALONE): rc=$? $(grep -c '^\[       OK \]' "$OUT/verify_alone.txt") passed"
-      grep -h '^\[  FAILED  \] [A-Za-z]' "$OUT/verify_alone.txt" | head
-      cat "$OUT/verify_shards.txt" "$OUT/verify_api.txt"; tail -5 "$OUT/verify_pytest.txt" ;;
+      gtest_run "verify: alone ($ALONE)" $B/tests/gamut_gpu_tests "$ALONE" "$OUT/verify_alone.txt" 120 ;;
     sanitizers)
       # compute-sanitizer memcheck, racecheck and synccheck on the tensor-core query tests (issue 12),
       # at once, each with its own kernel cache.
+      expected=$(gtest_expected $B/tests/gamut_gpu_tests "${SAN_FILTER:-GpuTensorQueries.*}"); pids=()
       for tool in memcheck racecheck synccheck; do
-        (GAMUT_CACHE_DIR=$PWD/$B/kcache-$tool timeout ${SAN_TIMEOUT:-300} compute-sanitizer --tool $tool --error-exitcode 9 \
-           $B/tests/gamut_gpu_tests --gtest_filter="${SAN_FILTER:-GpuTensorQueries.*}" > "$OUT/san_$tool.txt" 2>&1
-         echo "compute-sanitizer $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_$tool.txt" | tail -1) $(grep -c '^\[       OK \]' "$OUT/san_$tool.txt") tests ok") &
+        GAMUT_CACHE_DIR=$PWD/$B/kcache-$tool timeout ${SAN_TIMEOUT:-300} compute-sanitizer --tool $tool --error-exitcode 9 \
+           $B/tests/gamut_gpu_tests --gtest_filter="${SAN_FILTER:-GpuTensorQueries.*}" > "$OUT/san_$tool.txt" 2>&1 &
+        pids+=($!)
       done
-      wait ;;
+      k=0
+      for tool in memcheck racecheck synccheck; do
+        wait "${pids[$k]}"; rc=$?; k=$((k + 1))
+        echo "compute-sanitizer $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_$tool.txt" | tail -1)"
+        gtest_check "compute-sanitizer $tool" $rc "$expected" "$OUT/san_$tool.txt"
+      done ;;
     hostoverhead)
       # The host cost of a cached library call, phase by phase (issue 13, bench/host_overhead.cpp).
-      for n in 64 256; do $B/bench/host_overhead --n $n --iters 2000; done 2>&1 | tee "$OUT/host_overhead.txt" ;;
+      for n in 64 256; do $B/bench/host_overhead --n $n --iters 2000 || exit 1; done > "$OUT/host_overhead.txt" 2>&1
+      gate "host_overhead" $?; cat "$OUT/host_overhead.txt" ;;
+    userbuild)
+      userbuild "" ;;
+    userbuild-clang)
+      userbuild clang ;;
     kunroll)
       # Experiment (issue 10): steps unrolled per k slice of the SIMT mainloop: cold compile and speed.
       for u in 0 8 4; do
         echo "== GAMUT_EXPERIMENT_K_UNROLL=$u"
-        GAMUT_EXPERIMENT_K_UNROLL=$u GAMUT_CACHE_DIR=$PWD/$B/kcache-u$u $B/bench/bench_gpu ${KU_ARGS:---sizes 4096,8192 --q1-sizes 4096} 2>&1
-      done | tee "$OUT/kunroll.txt" ;;
+        GAMUT_EXPERIMENT_K_UNROLL=$u GAMUT_CACHE_DIR=$PWD/$B/kcache-u$u $B/bench/bench_gpu ${KU_ARGS:---sizes 4096,8192 --q1-sizes 4096} 2>&1 || exit 1
+      done | tee "$OUT/kunroll.txt"; gate "kunroll" "${PIPESTATUS[0]}" ;;
     multigpu)
       # Several GPUs (issue 14), on a kind with several: the multi-device GPU tests (NCCL across
       # the visible GPUs), then bench/multi_gpu.py on 1, 2, 4, 8 GPUs (those visible). NVLink
@@ -145,9 +327,10 @@ for step in $steps; do
         [ -n "$lib" ] && export GAMUT_NCCL_LIBRARY=$lib
       fi
       echo "NCCL: ${GAMUT_NCCL_LIBRARY:-(loader path)}"
-      $B/tests/gamut_gpu_tests --gtest_filter='GpuMultiDevice.*' > "$OUT/multi_tests.log" 2>&1; echo "GpuMultiDevice rc=$?"
+      gtest_run "GpuMultiDevice" $B/tests/gamut_gpu_tests 'GpuMultiDevice.*' "$OUT/multi_tests.log"
       grep -E "^\[ +(OK|FAILED|SKIPPED) \]" "$OUT/multi_tests.log" | head -12
-      timeout ${MG_TIMEOUT:-480} python3 bench/multi_gpu.py --gamut $B/gamut --json "$OUT/multi_gpu.json" ${MG_ARGS:-} 2>&1 | tee "$OUT/multi_gpu.txt" ;;
+      timeout ${MG_TIMEOUT:-480} python3 bench/multi_gpu.py --gamut $B/gamut --json "$OUT/multi_gpu.json" ${MG_ARGS:-} 2>&1 | tee "$OUT/multi_gpu.txt"
+      gate "multi_gpu bench" "${PIPESTATUS[0]}" ;;
     qprofile)
       # Nsight Compute on the fused query kernels through the Python package (issue 12,
       # bench/query_ncu.py): ${QPROFILE:-"knn:bf16:256 areas:bf16:256"}, each a report, the key
@@ -157,13 +340,20 @@ for step in $steps; do
         (export PYTHONPATH=$PWD/.devcarry/site; cd /tmp && timeout ${QP_TIMEOUT:-240} ncu --clock-control none -k regex:gamut_main --launch-skip 1 -c 1 \
            --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section WarpStateStats \
            --section SchedulerStats --section Occupancy --section LaunchStats --section SourceCounters --section InstructionStats \
-           -f -o "/tmp/ncu-$name" python3 "$OLDPWD/bench/query_ncu.py" $q $d ${n:-16384} $k > "$OUT/ncu_run_$name.txt" 2>&1; echo "== ncu $name rc=$?")
+           -f -o "/tmp/ncu-$name" python3 "$OLDPWD/bench/query_ncu.py" $q $d ${n:-16384} $k > "$OUT/ncu_run_$name.txt" 2>&1)
+        gate "ncu $name" $?
         ncu -i "/tmp/ncu-$name.ncu-rep" --print-details all > "$OUT/ncu_$name.txt" 2>&1
         ncu -i "/tmp/ncu-$name.ncu-rep" --page source --csv --print-source sass > "$OUT/ncu_src_$name.csv" 2>/dev/null
         grep -E "Duration|Registers Per|Achieved Occupancy|Issue Slots Busy|No Eligible|Executed Ipc A|Executed Instructions  |Theoretical Occ|Block Limit" "$OUT/ncu_$name.txt" | head -16
       done ;;
     pyoverhead)
       (export PYTHONPATH=$PWD/.devcarry/site; cd /tmp && timeout ${PYO_TIMEOUT:-60} python3 "$OLDPWD/bench/python_overhead.py" --iters 1000 \
-         --json "$OUT/py_overhead.json" 2>&1 | tee "$OUT/py_overhead.txt" | tail -20) ;;
+         --json "$OUT/py_overhead.json" > "$OUT/py_overhead.txt" 2>&1)
+      gate "python_overhead" $?; tail -20 "$OUT/py_overhead.txt" ;;
+    *)
+      gate "step $step" 2 "no such step" ;;
   esac
 done
+echo "== device_run.sh ($steps): ${#FAILED[@]} check(s) failed"
+for f in "${FAILED[@]}"; do echo "  FAILED $f"; done
+[ ${#FAILED[@]} -eq 0 ]

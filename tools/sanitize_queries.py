@@ -2,7 +2,8 @@
 """compute-sanitizer memcheck and racecheck on one query of each family (project, aggregate,
 join, select list, top-k, semiring, batched, packed i16, bit-packed or-and, distinct, direct
 tables), on small
-odd sizes. usage: GAMUT OUTDIR"""
+odd sizes. Exit 1 when any run failed or reported an error (GAMUT_REQUIRE_GPU=1: no GPU is a failure
+too, as every run then fails). usage: GAMUT OUTDIR"""
 import os
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import tempfile
 import numpy as np
 
 gamut, outdir = sys.argv[1], sys.argv[2]
+os.environ["GAMUT_REQUIRE_GPU"] = "1"
 ex = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples")
 rng = np.random.default_rng(7)
 cases = {
@@ -67,3 +69,4 @@ with tempfile.TemporaryDirectory() as d:
             bad += not ok
             print(f"{q:18s} {tool:9s} {'clean' if ok else 'FAILED rc=%d' % p.returncode} {summary[-1] if summary else ''}")
 print(f"sanitizer: {len(cases) * 2 - bad} passed, {bad} failed")
+sys.exit(1 if bad else 0)
