@@ -2,17 +2,26 @@
 """Differential fuzzing of gamut: random queries over the whole language (tests/fuzz/mmlt_gen.py),
 each run by two engines and compared as its rules say.
 
-  --backend-pair cpu,gpu    the CPU engine against the GPU engine (exit 77 without a GPU)
+  --backend-pair cpu,gpu    the CPU engine against the GPU engine (exit 77 without a GPU; exit 1 when
+                            GAMUT_REQUIRE_GPU=1, as the device scripts set)
   --backend-pair cpu,numpy  the CPU engine against the NumPy model (tests/fuzz/mmlt_model.py)
   --backend-pair cpu,cpu    the CPU engine on --threads against itself on one thread
-  --nvrtc TOOL              also compile every case's kernels with NVRTC (tests/fuzz/fuzz_nvrtc.cpp)
+  --nvrtc TOOL              also compile every case's kernels with NVRTC (tests/fuzz/fuzz_nvrtc.cpp):
+                            exit 77 (a skip) when the tool says this build has no NVRTC; a failure
+                            when a case compiled no kernel or fewer than --min-kernels were compiled
 
-One line per mismatch, with the seed (`--seed S --count 1` reproduces it; `--keep DIR` writes the
-case as query + .npy + case.json), then a summary with the counts. Exit 1 when anything mismatched
-or failed.
+Seeds: a fresh block every run unless --seed (or GAMUT_FUZZ_SEED) names its first seed; the block is
+printed first, so a failing run is reproduced with `--seed S --count N` (one case: `--seed S --count 1`).
+With the GPU in the pair each case's GPU side runs one of --f32-maths (ieee, tf32x3, tf32; chosen
+from the seed), the generator keeps its exact values exact under that math, and inexact f32 outputs
+are compared with that math's bound (RTOL_F32_MATH).
+
+One line per mismatch, with the seed (`--keep DIR` writes the case as query + .npy + case.json),
+then a summary with the counts. Exit 1 when anything mismatched or failed.
 
 usage: differential.py --gamut build/gamut [--count N] [--seed S] [--backend-pair cpu,gpu]
-                       [--jobs J] [--device-sizes] [--keep DIR] [--nvrtc TOOL] [--gpu-args ARGS]
+                       [--jobs J] [--device-sizes] [--keep DIR] [--nvrtc TOOL [--min-kernels K]]
+                       [--gpu-args ARGS] [--f32-maths ieee,tf32x3,tf32]
 """
 import argparse
 import hashlib
@@ -30,10 +39,30 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import mmlt_case  # noqa: E402
 from mmlt_case import binding_args, compare, gamut_args, load_inputs, run_gamut, write_case  # noqa: E402
-from mmlt_gen import Generator  # noqa: E402
+from mmlt_gen import F32_MATHS, Generator  # noqa: E402
 from mmlt_model import Model, ModelError  # noqa: E402
 
 OPTS = None
+# Relative bound on the norm for inexact f32 (and f64) outputs per --f32-math of the GPU side: TF32
+# keeps 11 significant bits of each operand (a product off by up to about 2^-10 relative), tf32x3
+# is about IEEE f32's error.
+RTOL_F32_MATH = {"ieee": 1e-4, "tf32x3": 1e-4, "tf32": 5e-3}
+SEED_BLOCKS = 10 ** 9   # fresh seeds come from [1, SEED_BLOCKS)
+
+
+def fresh_seed(count):
+    """The first seed of a fresh block (GAMUT_FUZZ_SEED pins it)."""
+    pinned = os.environ.get("GAMUT_FUZZ_SEED", "")
+    if pinned:
+        return int(pinned)
+    return random.SystemRandom().randrange(1, SEED_BLOCKS - count)
+
+
+def case_f32_math(o, seed):
+    """The GPU side's --f32-math of one case ("ieee" without the GPU or with --f32-math in --gpu-args)."""
+    if "gpu" not in o.pair or o.fixed_f32_math:
+        return o.fixed_f32_math or "ieee"
+    return random.Random(seed * 104729 + 7).choice(o.f32_maths)
 
 
 def init_worker(opts):
@@ -57,7 +86,9 @@ def run_case(seed):
 def _run_case(seed):
     o = OPTS
     t0 = time.time()
-    gen = Generator(seed, device_sizes=o.device_sizes, known_defects=o.known_defects)
+    f32_math = case_f32_math(o, seed)
+    gen = Generator(seed, device_sizes=o.device_sizes, known_defects=o.known_defects, f32_math=f32_math,
+                    mid_sizes=not o.no_mid_sizes)
     case = gen.generate()
     qhash = hashlib.sha1(case.text.split("\n", 1)[1].encode()).hexdigest()[:12]
     variant = random.Random(seed * 7919 + 1)
@@ -80,6 +111,8 @@ def _run_case(seed):
                 labels.append("numpy")
                 continue
             extra = list(o.gpu_args) + (["--tile", tile] if tile else []) if be == "gpu" else []
+            if be == "gpu" and f32_math != "ieee" and not o.fixed_f32_math:
+                extra += ["--f32-math", f32_math]
             # Vary what is compared: a rewritten plan on one side, the query as written on the other.
             # (Not with NaN or inf in the data: push-down may then differ from the query as
             # written, docs/semantics.md.)
@@ -94,7 +127,11 @@ def _run_case(seed):
             outs.append(res)
             labels.append(be + "".join(f" {x}" for x in extra))
         if outs[0] is not None and outs[1] is not None:
-            mism = compare(outs[0], outs[1], desc["rules"], labels=tuple(labels))
+            rtol = None
+            if f32_math != "ieee":
+                r = max(o.rtol or 0, RTOL_F32_MATH[f32_math])
+                rtol = {"f4": r, "f8": r}
+            mism = compare(outs[0], outs[1], desc["rules"], labels=tuple(labels), rtol=rtol)
         # `check` (no data) and `explain --source` (the plan and the generated kernel) succeed too.
         q = os.path.join(d, "query.mmlt")
         # (A query without inputs or parameters: `explain --source` asks for bindings there are none of.)
@@ -111,10 +148,13 @@ def _run_case(seed):
                 p = subprocess.CompletedProcess(args, 1, f"FAIL timed out after {2 * o.timeout} s", "")
             if p.returncode == 77:
                 kernels = -1   # this build has no NVRTC
-            elif p.returncode != 0:
-                fail = [ln for ln in p.stdout.splitlines() if ln.startswith("FAIL")] or [p.stderr.strip()[:300]]
-                errs.append(f"nvrtc: {fail[0][:400]}")
-            kernels = sum(1 for ln in p.stdout.splitlines() if ln.startswith("ok "))
+            else:
+                kernels = sum(1 for ln in p.stdout.splitlines() if ln.startswith("ok "))
+                if p.returncode != 0:
+                    fail = [ln for ln in p.stdout.splitlines() if ln.startswith("FAIL")] or [p.stderr.strip()[:300]]
+                    errs.append(f"nvrtc: {fail[0][:400]}")
+                elif kernels == 0:
+                    errs.append(f"nvrtc: exit 0 but no kernel compiled ({p.stdout.strip()[:200]!r})")
         if (mism or errs) and o.keep:
             keep = os.path.join(o.keep, f"seed_{seed}")
             shutil.rmtree(keep, ignore_errors=True)
@@ -125,7 +165,8 @@ def _run_case(seed):
                         f.write(shlex.join(gamut_args(o.gamut, keep, desc, be, os.path.join(keep, "out_" + be))) + "\n")
     finally:
         shutil.rmtree(d, ignore_errors=True)
-    return seed, qhash, case.tags, mism, errs, kernels, time.time() - t0
+    tags = case.tags + ([f"f32math-{f32_math}"] if f32_math != "ieee" else [])
+    return seed, qhash, tags, mism, errs, kernels, time.time() - t0
 
 
 def gpu_present(gamut):
@@ -136,13 +177,19 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gamut", required=True)
     ap.add_argument("--count", type=int, default=100)
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=None,
+                    help="first seed (default: a fresh block, printed; GAMUT_FUZZ_SEED pins it)")
     ap.add_argument("--backend-pair", default="cpu,gpu")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--threads", type=int, default=2, help="CPU engine threads per run")
     ap.add_argument("--device-sizes", action="store_true", help="also tile multiples +-1 up to 257")
     ap.add_argument("--keep", help="write failing cases here")
     ap.add_argument("--nvrtc", help="fuzz_nvrtc binary: compile every case's kernels for sm_90a")
+    ap.add_argument("--min-kernels", type=int, default=None,
+                    help="with --nvrtc: fail below this many compiled kernels (default: one per case run)")
+    ap.add_argument("--f32-maths", default=",".join(F32_MATHS),
+                    help="with the GPU in the pair: the --f32-math values cases choose from (per seed)")
+    ap.add_argument("--no-mid-sizes", action="store_true", help="no extents of 48..129 (mmlt_gen.SIZES_MID)")
     ap.add_argument("--gpu-args", default="", help="extra gamut run arguments for the GPU side")
     # (Not 128x256x16/8x16 by default: forced on a query with an `if` in its reduce body, NVRTC takes
     # 20-40 s for it, which the automatic choice never asks for.)
@@ -151,6 +198,8 @@ def main():
     ap.add_argument("--timeout", type=int, default=300, help="seconds per gamut run")
     ap.add_argument("--max-seconds", type=float, default=0,
                     help="start no new case after this many seconds (the summary counts what ran)")
+    ap.add_argument("--min-cases", type=int, default=0,
+                    help="fail when fewer cases ran (--max-seconds cut the run short)")
     ap.add_argument("--rtol", type=float, default=0,
                     help="relative bound for inexact f32 outputs (default 1e-4; e.g. 3e-3 with --f32-math tf32)")
     ap.add_argument("--quiet", action="store_true", help="only mismatches and the summary")
@@ -159,6 +208,19 @@ def main():
     o = ap.parse_args()
     o.pair = tuple(o.backend_pair.split(","))
     o.gpu_args = shlex.split(o.gpu_args)
+    o.fixed_f32_math = None
+    for k, a in enumerate(o.gpu_args):   # --f32-math given for every case
+        if a == "--f32-math" and k + 1 < len(o.gpu_args):
+            o.fixed_f32_math = o.gpu_args[k + 1]
+        elif a.startswith("--f32-math="):
+            o.fixed_f32_math = a.split("=", 1)[1]
+    if o.fixed_f32_math and o.fixed_f32_math not in F32_MATHS:
+        ap.error(f"--f32-math {o.fixed_f32_math}: one of {', '.join(F32_MATHS)}")
+    if o.fixed_f32_math == "tf32" and not o.rtol:
+        o.rtol = RTOL_F32_MATH["tf32"]
+    o.f32_maths = [m for m in o.f32_maths.split(",") if m]
+    if any(m not in F32_MATHS for m in o.f32_maths) or not o.f32_maths:
+        ap.error(f"--f32-maths takes some of {', '.join(F32_MATHS)}")
     o.gpu_tiles = [t for t in o.gpu_tiles.split(",") if t]
     o.gamut = os.path.abspath(o.gamut)
     if o.nvrtc:
@@ -166,6 +228,9 @@ def main():
     if len(o.pair) != 2 or any(b not in ("cpu", "gpu", "numpy") for b in o.pair):
         ap.error("--backend-pair takes two of cpu, gpu, numpy")
     if "gpu" in o.pair and not gpu_present(o.gamut):
+        if os.environ.get("GAMUT_REQUIRE_GPU", "") not in ("", "0"):
+            print("differential: FAILED: GAMUT_REQUIRE_GPU=1 but no GPU (gamut device failed)")
+            return 1
         print("differential: no GPU (gamut device failed): skipped")
         return 77
     o.tmp = tempfile.mkdtemp(prefix="gamut_fuzz_")
@@ -173,17 +238,23 @@ def main():
         os.environ["GAMUT_CACHE_DIR"] = os.path.join(o.tmp, "kernel-cache")   # not the user's cache
     if o.keep:
         os.makedirs(o.keep, exist_ok=True)
+    fresh = o.seed is None
+    if fresh:
+        o.seed = fresh_seed(o.count)
+    print(f"differential: seeds {o.seed}..{o.seed + o.count - 1} ({'a fresh block' if fresh else 'given'}; "
+          f"reproduce with --seed {o.seed} --count {o.count})", flush=True)
     t0 = time.time()
     seeds = list(range(o.seed, o.seed + o.count))
     n_mism = n_err = kernels = ran = 0
-    no_nvrtc = False
+    no_nvrtc = with_nvrtc = 0
     hashes, tags = set(), {}
     try:
         with multiprocessing.Pool(o.jobs, initializer=init_worker, initargs=(o,)) as pool:
             for seed, qh, tg, mism, errs, nk, secs in pool.imap_unordered(run_case, seeds):
                 ran += 1
                 hashes.add(qh)
-                no_nvrtc |= nk < 0
+                no_nvrtc += nk < 0
+                with_nvrtc += nk >= 0
                 kernels += max(nk, 0)
                 for t in tg:
                     tags[t] = tags.get(t, 0) + 1
@@ -209,9 +280,22 @@ def main():
     print("templates: " + ", ".join(f"{k} {v}" for k, v in sorted(tags.items())))
     if n_mism or n_err:
         return 1
-    if no_nvrtc:
-        print("differential: this build has no NVRTC: the compile check was skipped")
-        return 77
+    if ran < o.min_cases:
+        print(f"differential: FAILED: {ran} cases ran, fewer than --min-cases {o.min_cases}")
+        return 1
+    if o.nvrtc:
+        if no_nvrtc and with_nvrtc:
+            print(f"differential: FAILED: {o.nvrtc} said 'no NVRTC' (exit 77) for {no_nvrtc} cases and compiled "
+                  f"for {with_nvrtc}")
+            return 1
+        if no_nvrtc:
+            print("differential: this build has no NVRTC: the compile check was skipped")
+            return 77
+        want = ran if o.min_kernels is None else o.min_kernels
+        if kernels < want or ran == 0:
+            print(f"differential: FAILED: {kernels} kernels compiled with NVRTC, fewer than the minimum {want}"
+                  + (" (no case ran)" if ran == 0 else ""))
+            return 1
     return 0
 
 

@@ -92,8 +92,10 @@ def _same_values(a, b):
     return a == b
 
 
-def _close(a, b, kind):
-    """Relative bound on the norm over the finite elements; non-finite ones must match."""
+def _close(a, b, kind, rtol=None, scale=0.0):
+    """Relative bound on the norm over the finite elements; non-finite ones must match. `scale` (the
+    rule's bound on the elements' magnitude) floors the norm the error is relative to: where the
+    terms of a sum cancel, rounding leaves an error relative to the terms, not to the result."""
     a = np.asarray(a)
     b = np.asarray(b)
     fa, fb = np.isfinite(a), np.isfinite(b)
@@ -102,8 +104,8 @@ def _close(a, b, kind):
     x, y = a[fa].astype(np.float64), b[fb].astype(np.float64)
     if x.size == 0:
         return True, ""
-    err = np.linalg.norm(x - y) / max(np.linalg.norm(y), 1e-30)
-    tol = RTOL.get(kind, 1e-4)
+    err = np.linalg.norm(x - y) / max(np.linalg.norm(y), scale, 1e-30)
+    tol = (rtol or {}).get(kind) or RTOL.get(kind, 1e-4)
     return err <= tol, f"relative error {err:.3g} > {tol}"
 
 
@@ -112,8 +114,9 @@ def _show(a, b, bad):
     return "; ".join(f"at {tuple(int(v) for v in i)}: {a[tuple(i)]!r} vs {b[tuple(i)]!r}" for i in idx)
 
 
-def compare(got, want, rules, labels=("a", "b")):
-    """Mismatch lines (empty when the outputs agree as the rules say)."""
+def compare(got, want, rules, labels=("a", "b"), rtol=None):
+    """Mismatch lines (empty when the outputs agree as the rules say); rtol: {dtype kind: bound}
+    over RTOL for this comparison."""
     msgs = []
     if sorted(got) != sorted(want):
         return [f"outputs {sorted(got)} ({labels[0]}) vs {sorted(want)} ({labels[1]})"]
@@ -129,7 +132,7 @@ def compare(got, want, rules, labels=("a", "b")):
                 if bad.any():
                     msgs.append(f"{name}: {int(bad.sum())} of {a.size} elements differ ({_show(a, b, bad)})")
             else:
-                ok, why = _close(a, b, a.dtype.str[1:])
+                ok, why = _close(a, b, a.dtype.str[1:], rtol, rule.get("scale", 0.0))
                 if not ok:
                     msgs.append(f"{name}: {why}")
             continue
@@ -144,7 +147,7 @@ def compare(got, want, rules, labels=("a", "b")):
                                 f"{a[r]!r} vs {b[r]!r})")
                     break
             elif x.dtype.kind == "f":
-                ok, why = _close(x, y, x.dtype.str[1:])
+                ok, why = _close(x, y, x.dtype.str[1:], rtol)
                 if not ok:
                     msgs.append(f"{name}.{field}: {why}")
     return msgs

@@ -6,7 +6,21 @@ ranges (Info): a value is *deterministic* when every correct engine computes it 
 arithmetic; floating sums whose partial results are exact small dyadic numbers; single IEEE
 operations in a fixed order); a float value that is not is compared with a relative bound. A value
 that could change discretely with rounding (a comparison, a cast to an integer, a list order or key,
-an `if`) must be deterministic: such queries are not generated.
+an `if`) must be deterministic: queries that use an inexact value so are not generated.
+
+Those uses are generated on float data instead, where the data make the value exact: a quarter of the
+cases (tag `exactfloat`) have only integer-valued float inputs (up to 2^11, exact in TF32 too) and
+put float sums of products, products and quotients into `if` conditions in the reduce body and the
+output block, comparisons, casts to integers, top/bottom keys and distinct columns.
+
+Sizes: 0 (rarely), 1 to 33, and in about one case in eight one or two axes of 48 to 129 where the
+CPU engine and the NumPy model can afford the case (at most 2^20 multiply-adds); `device_sizes` adds
+tile multiples +-1 up to 257 (and lists past 2^20 rows).
+
+`f32_math` (the GPU side's --f32-math: ieee, tf32x3 or tf32): under tf32 / tf32x3 every input value
+has at most 11 significant bits, so that what the analysis calls exact stays exact when the tensor
+cores round f32 operands to TF32; sums of inexact products are compared with the bound of that math
+(differential.py).
 """
 import random
 
@@ -28,7 +42,14 @@ KNOWN_DEFECTS = {
     "nan_bits": "tests/fuzz/cases/nan_payload_in_distinct.json",
 }
 SIZES_SMALL = [1, 2, 3, 5, 7, 8, 9, 13, 16, 17, 31, 32, 33]
+SIZES_MID = [48, 63, 64, 65, 96, 127, 128, 129]
 SIZES_DEVICE = SIZES_SMALL + [63, 64, 65, 127, 128, 129, 255, 257]
+# Multiply-adds (B * M * N * K) a case with mid sizes may take: the CPU engine and the NumPy model
+# (a loop over k) run it in well under a second.
+MID_WORK = 2 ** 20
+F32_MATHS = ("ieee", "tf32x3", "tf32")
+# Integer-valued float inputs stay within this (11 significant bits: exact in TF32, f16; bf16: 2^8).
+EXACT_FLOAT_MAX = {"f32": 2 ** 11, "f64": 2 ** 11, "f16": 2 ** 11, "bf16": 2 ** 8}
 AXIS_NAMES = [("i", "j", "k", "b"), ("r", "c", "t", "n"), ("row", "col", "red", "bat"), ("x", "y", "z", "w")]
 
 
@@ -38,12 +59,17 @@ class Operand:
 
 
 class Generator(QueryParts):
-    def __init__(self, seed, device_sizes=False, known_defects=False):
+    def __init__(self, seed, device_sizes=False, known_defects=False, f32_math="ieee", mid_sizes=True):
+        if f32_math not in F32_MATHS:
+            raise ValueError(f"f32_math {f32_math!r}: one of {', '.join(F32_MATHS)}")
         self.seed = seed
         self.known_defects = known_defects
+        self.f32_math = f32_math
+        self.mid_sizes = mid_sizes and not device_sizes
         self.r = random.Random(seed)
         self.np = np.random.default_rng(seed)
         self.sizes = SIZES_DEVICE if device_sizes else SIZES_SMALL
+        self.exact_floats = False
 
     # ---- names and data ----
     def fresh(self, base):
@@ -60,13 +86,27 @@ class Generator(QueryParts):
             return g.integers(0, hi, size=shape)
         if dtype == "bool" or kind == "bits":
             return g.integers(0, 2, size=shape)
+        if kind == "wide" and self.f32_math != "ieee":
+            # TF32 keeps 11 significant bits of an f32 operand (a cast integer one too).
+            hi = min(STORAGE_RANGE.get(dtype, (0, 2 ** 11))[1], 2 ** 11)
+            lo = max(STORAGE_RANGE.get(dtype, (-2 ** 11, 0))[0], -2 ** 11)
+            return g.integers(lo, hi, size=shape, endpoint=True)
         if kind == "wide" and dtype in STORAGE_RANGE:
             lo, hi = STORAGE_RANGE[dtype]
             if dtype in ("i32", "i64"):
                 lo, hi = (-2 ** 20, 2 ** 20) if r.random() < 0.5 else (lo // 2, hi // 2)
             return g.integers(lo, hi, size=shape, endpoint=True)
+        if kind == "wide" and dtype in EXACT_FLOAT_MAX:
+            # Integer-valued floats of up to 11 (bf16: 8) significant bits.
+            hi = EXACT_FLOAT_MAX[dtype] >> r.choice([0, 2, 4, 6])
+            return g.integers(-hi, hi, size=shape, endpoint=True)
         if kind == "frac" and is_float(COMPUTE_OF[dtype]):
-            return g.standard_normal(size=shape) * 2
+            v = g.standard_normal(size=shape) * 2
+            if self.f32_math != "ieee":
+                # At most 11 significant bits (TF32's), so that only sums are inexact.
+                m, e = np.frexp(v)
+                v = np.ldexp(np.round(m * 2 ** 11) / 2 ** 11, e)
+            return v
         if kind == "dyadic" and is_float(COMPUTE_OF[dtype]):
             return g.integers(-16, 17, size=shape) / 4.0
         if kind == "special" and is_float(COMPUTE_OF[dtype]):
@@ -83,11 +123,15 @@ class Generator(QueryParts):
     def operand(self, base, pats, dtype=None, kind=None):
         r = self.r
         name = self.fresh(base)
+        if dtype is None and self.exact_floats:
+            dtype = r.choices(["f32", "f64", "f16", "bf16", "i32"], [8, 2, 2, 2, 2])[0]
         if dtype is None:
             dtype = r.choices(["f32", "i32", "f64", "i64", "f16", "bf16", "i8", "u8", "i16", "bool"],
                               [8, 4, 2, 2, 2, 2, 2, 2, 1, 1])[0]
         if kind is None:
             kind = r.choices(["small", "bits", "wide", "frac", "dyadic", "pos", "special"], [8, 1, 1, 2, 1, 1, 1])[0]
+        if self.exact_floats and is_float(COMPUTE_OF[dtype]) and kind == "frac":
+            kind = r.choice(["small", "wide", "dyadic"])   # integer-valued (dyadic: quarters)
         ext = {"i": self.M, "j": self.N, "k": self.K}
         shape = ([self.B] if self.q.batched else []) + [ext[p] for p in pats[0]]
         self.special_data = False
@@ -295,6 +339,8 @@ class Generator(QueryParts):
         q.batched = template not in ("bitpack",) and r.random() < 0.15
         self.B = r.choice([1, 2, 3]) if q.batched else 1
         self.M, self.N, self.K = (0 if r.random() < 0.02 else r.choice(self.sizes) for _ in range(3))
+        if self.mid_sizes and r.random() < 0.125:
+            self.mid_extents()
         if self.sizes is SIZES_DEVICE and r.random() < 0.03:
             self.M, self.N = 1031, r.choice([1031, 517])   # lists past the GPU's first 2^20 rows
         if template == "bitpack":
@@ -302,7 +348,11 @@ class Generator(QueryParts):
         selfjoin = template in ("knn", "general") and r.random() < 0.25
         if selfjoin:
             self.N = self.M
-        self.inexact_ok = r.random() < 0.4
+        # Float arithmetic used discretely, on integer-valued float data (module doc).
+        self.exact_floats = r.random() < 0.25
+        if self.exact_floats:
+            self.tags.add("exactfloat")
+        self.inexact_ok = r.random() < 0.4 and not self.exact_floats
         self.ops, self.params, self.range_params = {}, {}, set()
         self.env = TypeEnv({})
         self.scope, self.local_ctx, self.inner_lets = [], {}, []
@@ -344,6 +394,21 @@ class Generator(QueryParts):
         self.when_clause(template)
         self.outputs(template)
         return self.finish()
+
+    def mid_extents(self):
+        """One or two of M, N, K from SIZES_MID, the others shrunk until the case takes at most
+        MID_WORK multiply-adds."""
+        r = self.r
+        ext = {"M": self.M, "N": self.N, "K": self.K}
+        big = r.sample(["M", "N", "K"], r.choice([1, 1, 2]))
+        for a in big:
+            ext[a] = r.choice(SIZES_MID)
+        while self.B * max(ext["M"], 1) * max(ext["N"], 1) * max(ext["K"], 1) > MID_WORK:
+            small = [a for a in ext if a not in big and ext[a] > 1] or [a for a in ext if ext[a] > 1]
+            a = max(small, key=lambda x: ext[x])
+            ext[a] = max(1, ext[a] // 2)
+        self.M, self.N, self.K = ext["M"], ext["N"], ext["K"]
+        self.tags.add("midsize")
 
     def ranges_and_extents(self):
         """Ranges: mostly inferred; sometimes literal, `[0, M]` (symbol) or `[1, N - 1)`."""

@@ -1,6 +1,6 @@
 """The statements of a generated query (mmlt_gen.Generator): accumulators and the reduce body,
 `when`, the output block, and the comparison rule of every output (mmlt_info)."""
-from mmlt_ast import (AccRef, AxisV, Bin, Call, Emit, If, Inf, Let, Lit, Load, LocalRef, Param, Printer, Store, Tern, Un,
+from mmlt_ast import (CMP_OPS, AccRef, AxisV, Bin, Call, Emit, If, Inf, Let, Lit, Load, LocalRef, Param, Printer, Store, Tern, Un,
                       Upd, all_exprs, children, default_type, infer_acc_types, is_float, typeof, walk_expr,
                       walk_stmts)
 from mmlt_info import HUGE, LIMIT, Bad, Info, fmax, fsum, lit_frac, prod_exact
@@ -150,7 +150,7 @@ class QueryParts:
                 else:
                     val = self.expr("inner", kind)
             stmt = Upd(name, fam, val)
-        if r.random() < 0.25:
+        if r.random() < (0.5 if self.exact_floats else 0.25):
             body = [stmt]
             if r.random() < 0.3:
                 lt = self.fresh("z")
@@ -160,7 +160,8 @@ class QueryParts:
                 if self.nonfinite(let.e):
                     self.nonfinite_names.add(lt)
                 body = [let, Upd(name, stmt.op, Bin("+", stmt.e, LocalRef(lt)))] if stmt.op != "=" else [let, stmt]
-            return [If(self.expr("inner", "bool", det=True), body)]
+            cond = self.float_cond("inner") if self.exact_floats and r.random() < 0.6 else None
+            return [If(cond or self.expr("inner", "bool", det=True), body)]
         return [stmt]
 
     def monoids(self):
@@ -284,6 +285,8 @@ class QueryParts:
         for _ in range(r.choice([0, 1, 1, 2]) if kinds else r.choice([1, 1, 2, 3])):
             kinds.append(r.choice(["project", "agg1", "agg2", "aggaxis", "scalar", "plain", "distinct", "top",
                                    "top_per"]))
+        if self.exact_floats:
+            kinds += ["fdiscrete"] * r.choice([1, 1, 2])
         block = None   # an `if` that takes the next output too
         for kind in kinds:
             s = self.output(kind)
@@ -309,6 +312,8 @@ class QueryParts:
 
     def output(self, kind):
         r, q = self.r, self.q
+        if kind == "fdiscrete":
+            return self.output_fdiscrete()
         g = next((o for o in self.ops.values() if o.name.startswith("g")), None)
         h = next((o for o in self.ops.values() if o.name.startswith("h")), None)
         if kind == "project":
@@ -380,6 +385,107 @@ class QueryParts:
         self.rule_list(name, st)
         return st
 
+    # ---- float arithmetic used discretely (exactfloat cases: integer-valued float data) ----
+    def float_value(self, ctx):
+        """A float value computed from the data (a float accumulator times, over or plus something in
+        the output block; products, sums and quotients of float loads in the reduce body) that the
+        analysis finds exact on this case's data; None when none comes."""
+        r = self.r
+        faccs = [a for a, t in self.env.accs.items() if is_float(t)] if ctx == "outer" else []
+        for _ in range(10):
+            if faccs and r.random() < 0.75:
+                base = AccRef(r.choice(faccs))
+                form = r.random()
+                if form < 0.3:
+                    e = base
+                elif form < 0.55:
+                    e = Bin(r.choice(["*", "/"]), base, Lit(r.choice([3, 0.5, 2, 1.5, 7, 4])))
+                elif form < 0.8:
+                    e = Bin(r.choice(["+", "-"]), base, self.gen(ctx, "num", 1))
+                else:
+                    e = Bin("*", base, self.gen(ctx, "num", 1))
+            else:
+                e = self.gen(ctx, "float", 2)
+            if not any(isinstance(n, (Load, AccRef, LocalRef)) for n in walk_expr(e)):
+                continue
+            if not self.known_defects and self.weak_cast(e):
+                continue
+            try:
+                i = self.an.an(e)
+            except Bad:
+                continue
+            if is_float(i.t) and i.det and i.B <= HUGE[i.t] / 1e6:
+                return e
+        return None
+
+    def float_cond(self, ctx):
+        """A comparison of a float value (float_value) with a number or another float value."""
+        r = self.r
+        for _ in range(4):
+            a = self.float_value(ctx)
+            if a is None:
+                return None
+            b = self.float_value(ctx) if r.random() < 0.3 else None
+            if b is None:
+                b = Lit(r.choice([0, 1, 2, -1, 3, 0.5, 10, -4]))
+            c = Bin(r.choice(CMP_OPS), a, b)
+            try:
+                self.an.need(self.an.an(c))
+            except Bad:
+                continue
+            return c
+        return None
+
+    def output_fdiscrete(self):
+        """One discrete use of float arithmetic: a store under a float comparison, a cast to an
+        integer, a top/bottom list keyed by it, or a distinct list of it."""
+        r, q = self.r, self.q
+        form = r.choice(["if", "if", "cast", "key", "distinct"])
+        v = self.float_value("outer")
+        if v is None:
+            return None
+        if form == "if":
+            cond = self.float_cond("outer")
+            if cond is None:
+                return None
+            name = self.fresh(r.choice(["C", "Out", "D"]))
+            idx = [("ax", "i"), ("ax", "j")]
+            op = r.choice(["=", "+="]) if not q.batched else "="
+            if op == "+=":
+                idx = [("ax", r.choice(["i", "j"]))]
+            self.rule_dense(name, op, [v])
+            return [If(cond, [Store(name, idx, op, v)])]
+        if form == "cast":
+            if self.nonfinite(v):
+                return None
+            inner = v if r.random() < 0.5 else Call(r.choice(["floor", "ceil"]), [v])
+            e = Call(r.choice(["i32", "i64"]), [inner])
+            try:
+                self.an.need(self.an.an(e))
+            except Bad:
+                return None
+            name = self.fresh(r.choice(["C", "Out", "D"]))
+            self.rule_dense(name, "=", [e])
+            return Store(name, [("ax", "i"), ("ax", "j")], "=", e)
+        if form == "key":
+            name = self.fresh(r.choice(["Top", "Near", "L"]))
+            cols = [(AxisV("i"), None), (AxisV("j"), None), (v, self.fresh("col"))]
+            n = r.choice([1, 3, 10, 50])
+            st = Emit(name, cols, r.choice(["top", "bottom"]), n, v, r.choice([None, None, "i", "j"]))
+            self.rule_list(name, st)
+            return st
+        if self.nonfinite(v):
+            return None
+        name = self.fresh(r.choice(["Set", "L"]))
+        col = v if r.random() < 0.5 else Call("i32", [Call("floor", [v])])
+        st = Emit(name, [(col, self.fresh("col"))], "distinct")
+        try:
+            self.an.need(self.an.an(col))
+        except Bad:
+            return None
+        self.rule_list(name, st)
+        return st
+
     def primary(self, det=False):
         """The first output of a template reads its first accumulator as it is (Q2, Q4, Q7 ...)."""
         if self.primary_used or self.r.random() < 0.2:
@@ -398,13 +504,23 @@ class QueryParts:
     def rule_dense(self, name, op, values):
         infos = [self.an.an(v) for v in values]
         det = all(i.det for i in infos)
-        t = infos[0].t
+        # The output's type: float when any value is (an integer value and a float one into the same
+        # aggregate make it float); f32's precision when any value is f32.
+        floats = [i.t for i in infos if is_float(i.t)]
+        t = ("f32" if "f32" in floats else floats[0]) if floats else infos[0].t
+        B = scale = max(i.B for i in infos)
         if op == "+=" and is_float(t):
             count = self.M * self.N * self.B
-            B = max(i.B for i in infos) * count
-            F = fmax(*[i.F for i in infos])
-            det = det and F is not None and B * 2.0 ** F <= LIMIT[t]
+            scale = B * count ** 0.5
+            B *= count
+            F = fmax(*[i.F if is_float(i.t) else 0 for i in infos])
+            det = det and F is not None and B * 2.0 ** F <= LIMIT.get(t, LIMIT["f32"])
         self.rules[name] = {"kind": "dense", "exact": bool(det)}
+        if not det and is_float(t):
+            # The size of an element's terms (a term's bound, times the square root of their count for
+            # an aggregate): an output whose terms cancel is compared relative to it, not to its own
+            # small norm (rounding leaves an error relative to the terms).
+            self.rules[name]["scale"] = float(min(scale, 1e300))
 
     def nonfinite(self, e):
         """Whether e may be NaN or infinite. (A computed NaN's sign and payload differ between

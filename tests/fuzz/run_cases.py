@@ -6,15 +6,20 @@ A case: {"about": ..., "query": TEXT, "inputs": {NAME: {"dtype": D, "values": ne
 "params": {NAME: number}, "dims": {NAME: [extents]}, "expect": {OUTPUT: {"dtype": D, "values":
 nested list} or, for a list, {"fields": [[NAME, DTYPE]...], "rows": [[...]...]}} or {"exit": STATUS}}
 (JSON with NaN and Infinity as Python writes them). Dense outputs compare exactly (the cases use integer data).
-A case with "known_defect" documents an open defect: its failure is reported as `known` and does not
-fail the run; when it passes, the note says to drop the marker.
+A case with "known_defect" documents an open defect (strict xfail): it must fail, and fail the way
+its "known_error" (a regular expression, searched in the failure) says, on the backends its
+"known_defect_backends" lists (default: every backend; on the others it must pass); then it is reported as `known`
+and does not fail the run. A known-defect case that passes (the defect was fixed: drop the marker) or
+fails another way (a new defect) fails the run, so that the marker cannot go stale.
 
-usage: run_cases.py GAMUT [--backend cpu|gpu] [CASE.json ...]   (exit 77: no GPU for --backend gpu)
+usage: run_cases.py GAMUT [--backend cpu|gpu] [CASE.json ...]   (exit 77: no GPU for --backend gpu;
+                                                                 exit 1 then under GAMUT_REQUIRE_GPU=1)
 """
 import argparse
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -75,20 +80,34 @@ def main():
     ap.add_argument("cases", nargs="*")
     o = ap.parse_args()
     if o.backend == "gpu" and subprocess.run([o.gamut, "device"], capture_output=True).returncode != 0:
+        if os.environ.get("GAMUT_REQUIRE_GPU", "") not in ("", "0"):
+            print("FAILED: GAMUT_REQUIRE_GPU=1 but no GPU (gamut device failed)")
+            return 1
         print("no GPU: skipped")
         return 77
     cases = o.cases or sorted(glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)), "cases", "*.json")))
     failed = known = 0
     for c in cases:
         err = run_case(o.gamut, c, o.backend)
-        note = json.load(open(c)).get("known_defect")
-        if note and err:
-            known += 1
-            print(f"known {os.path.basename(c)} ({note}): {err}")
-        elif note:
-            print(f"ok    {os.path.basename(c)}: passes now; drop its known_defect marker")
+        spec = json.load(open(c))
+        note = spec.get("known_defect")
+        if note and o.backend not in spec.get("known_defect_backends", [o.backend]):
+            note = None   # the defect shows on other backends: here the case must pass
+        name = os.path.basename(c)
+        if note:
+            pattern = spec.get("known_error", "")
+            if not err:
+                failed += 1
+                print(f"FAIL  {name}: marked known_defect ({note}) but passes: the defect is fixed; drop the marker")
+            elif not re.search(pattern, err):
+                failed += 1
+                print(f"FAIL  {name}: marked known_defect ({note}) but fails another way: {err} "
+                      f"(the known failure matches {pattern!r})")
+            else:
+                known += 1
+                print(f"known {name} ({note}): {err}")
         else:
-            print(f"{'FAIL' if err else 'ok  '}  {os.path.basename(c)}" + (f": {err}" if err else ""))
+            print(f"{'FAIL' if err else 'ok  '}  {name}" + (f": {err}" if err else ""))
             failed += bool(err)
     print(f"{len(cases)} cases, {failed} failed, {known} known open defects ({o.backend})")
     return 1 if failed else 0
