@@ -4,11 +4,17 @@
 // stage kernels) is checked in under tests/golden/, so that every change to the generator shows
 // as a diff. Regenerate them with
 //   GAMUT_UPDATE_GOLDEN=1 build/tests/gamut_tests --gtest_filter='Golden.*'
-// (tests/golden/README.md). Tile choice sees the device the engine is tuned for (an H100: 132
-// SMs, 227 KiB of shared memory per block), as `explain --source` does without a device.
+// (tests/golden/README.md); under CI (CI or GITHUB_ACTIONS set) the update mode is refused: the
+// test fails instead of rewriting what it checks. Tile choice sees the device the engine is tuned
+// for (an H100: 132 SMs, 227 KiB of shared memory per block), as `explain --source` does without
+// a device. Every golden file (stage kernels too) is also compiled by NVRTC for sm_90a (no GPU
+// needed), on every core.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +23,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -330,9 +337,32 @@ std::vector<GoldenCase> all_cases() {
   return cases;
 }
 
-bool updating() {
-  const char* u = std::getenv("GAMUT_UPDATE_GOLDEN");
+bool env_set(const char* name) {
+  const char* u = std::getenv(name);
   return u && *u && std::string(u) != "0";
+}
+
+bool updating() { return env_set("GAMUT_UPDATE_GOLDEN"); }
+
+// Why the update mode may not run here ("" where it may): under CI the files are what is checked,
+// so rewriting them would make the check pass by construction.
+std::string update_refused() {
+  if (!updating()) return "";
+  for (const char* ci : {"CI", "GITHUB_ACTIONS"})
+    if (env_set(ci))
+      return std::string("GAMUT_UPDATE_GOLDEN is set under CI (") + ci +
+             " is set): refused; regenerate the golden files on a development machine and commit them";
+  return "";
+}
+
+// Every .cu file under tests/golden, relative to it, sorted.
+std::vector<std::string> golden_files() {
+  std::vector<std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(kGoldenDir))
+    if (e.is_regular_file() && e.path().extension() == ".cu")
+      out.push_back(fs::relative(e.path(), kGoldenDir).generic_string());
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace
@@ -340,6 +370,8 @@ bool updating() {
 // Every golden file matches what the generator makes now, and no file is left that nothing
 // makes. With GAMUT_UPDATE_GOLDEN=1 the files are rewritten instead (and stale ones removed).
 TEST(Golden, GeneratedKernelsMatch) {
+  const std::string refused = update_refused();
+  ASSERT_TRUE(refused.empty()) << refused;
   const std::vector<GoldenCase> cases = all_cases();
   std::set<std::string> made;
   int mismatches = 0;
@@ -382,6 +414,107 @@ TEST(Golden, GeneratedKernelsMatch) {
                   << "  GAMUT_UPDATE_GOLDEN=1 build/tests/gamut_tests --gtest_filter='Golden.*'\n"
                   << "and commit the diff of tests/golden/ with the generator change.";
   EXPECT_GT(cases.size(), 100u);
+}
+
+// GAMUT_UPDATE_GOLDEN=1 is refused where CI or GITHUB_ACTIONS is set (and allowed elsewhere).
+TEST(Golden, UpdateModeRefusedUnderCI) {
+  struct Saved {
+    std::string name;
+    bool had;
+    std::string value;
+  };
+  std::vector<Saved> saved;
+  for (const char* n : {"GAMUT_UPDATE_GOLDEN", "CI", "GITHUB_ACTIONS"}) {
+    const char* v = std::getenv(n);
+    saved.push_back({n, v != nullptr, v ? v : ""});
+    ::unsetenv(n);
+  }
+  EXPECT_EQ(update_refused(), "");
+  ::setenv("GAMUT_UPDATE_GOLDEN", "1", 1);
+  EXPECT_EQ(update_refused(), "");  // a development machine: allowed
+  ::setenv("CI", "true", 1);
+  EXPECT_NE(update_refused().find("refused"), std::string::npos);
+  ::unsetenv("CI");
+  ::setenv("GITHUB_ACTIONS", "true", 1);
+  EXPECT_NE(update_refused().find("GITHUB_ACTIONS"), std::string::npos);
+  ::setenv("GAMUT_UPDATE_GOLDEN", "0", 1);
+  EXPECT_EQ(update_refused(), "");  // not updating
+  for (const Saved& s : saved) {
+    if (s.had)
+      ::setenv(s.name.c_str(), s.value.c_str(), 1);
+    else
+      ::unsetenv(s.name.c_str());
+  }
+}
+
+// Every golden kernel, the stage kernels included, compiles with NVRTC for sm_90a: the files are
+// what GeneratedKernelsMatch holds the generator to, so this compiles everything it generates for
+// the reference queries and the code variants. No GPU needed. Largest files first, on every core
+// (GAMUT_GOLDEN_NVRTC_THREADS sets how many threads).
+TEST(Golden, EveryKernelCompilesForSm90a) {
+#if GAMUT_HAVE_CUDA
+  const std::vector<std::string> files = golden_files();
+  ASSERT_GT(files.size(), 200u);
+  // Identical files (a variant at the tile its plan chooses anyway) are compiled once.
+  std::map<std::string, std::vector<std::string>> by_source;
+  for (const std::string& f : files) by_source[read_text(kGoldenDir / f)].push_back(f);
+  struct Job {
+    const std::string* source;
+    const std::vector<std::string>* files;
+    std::string error;
+    bool ok = false;
+    double ms = 0;
+  };
+  std::vector<Job> jobs;
+  for (const auto& [src, fs_] : by_source) jobs.push_back({&src, &fs_});
+  std::stable_sort(jobs.begin(), jobs.end(),
+                   [](const Job& a, const Job& b) { return a.source->size() > b.source->size(); });
+  unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  if (const char* t = std::getenv("GAMUT_GOLDEN_NVRTC_THREADS"); t && std::atoi(t) > 0)
+    threads = unsigned(std::atoi(t));
+  threads = std::min<unsigned>(threads, unsigned(jobs.size()));
+  std::atomic<size_t> next{0};
+  const auto t0 = std::chrono::steady_clock::now();
+  auto work = [&] {
+    for (size_t n; (n = next++) < jobs.size();) {
+      Job& j = jobs[n];
+      const auto s = std::chrono::steady_clock::now();
+      try {
+        cuda::CompileOptions o;
+        o.arch = "sm_90a";
+        std::string log;
+        j.ok = !cuda::nvrtc_compile(*j.source, o, &log).empty();
+        if (!j.ok) j.error = "NVRTC returned no binary";
+      } catch (const std::exception& e) {
+        j.error = e.what();
+      }
+      j.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(work);
+  for (std::thread& t : pool) t.join();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  size_t compiled = 0;
+  for (const Job& j : jobs) {
+    if (j.ok) compiled += j.files->size();
+    for (const std::string& f : *j.files)
+      if (!j.ok) ADD_FAILURE() << "tests/golden/" << f << " does not compile for sm_90a:\n" << j.error.substr(0, 2000);
+  }
+  std::vector<const Job*> slow;
+  for (const Job& j : jobs) slow.push_back(&j);
+  std::sort(slow.begin(), slow.end(), [](const Job* a, const Job* b) { return a->ms > b->ms; });
+  std::printf(
+      "[ golden-nvrtc ] %zu of %zu golden kernels (%zu distinct sources) compiled for sm_90a in %.1f s on %u threads;"
+      " slowest:",
+      compiled, files.size(), jobs.size(), secs, threads);
+  for (size_t k = 0; k < std::min<size_t>(3, slow.size()); ++k)
+    std::printf(" %s %.1f s", slow[k]->files->front().c_str(), slow[k]->ms / 1e3);
+  std::printf("\n");
+  EXPECT_EQ(compiled, files.size());
+#else
+  GTEST_SKIP() << "built without CUDA: no NVRTC";
+#endif
 }
 
 // The diff the test prints is a readable unified diff.
