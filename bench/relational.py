@@ -4,9 +4,16 @@
 For M = N = 16384 and K in (256, 1024), fp32 data, the reference queries Q2 (with and without the
 aggregate push-down), Q3, Q4 (with and without push-down), Q5, Q7 and kNN:
 
-- ours: `gamut run QUERY ... --backend gpu --json --repeat 5` (median CUDA-event kernel time of 5
-  launches after a warm-up; for a push-down program, the sum of its stages' kernel times) and
-  device_peak_bytes (device memory gamut held at once, inputs included);
+- ours: `gamut run QUERY ... --backend gpu --json --repeat 5` (median CUDA-event time of 5
+  launches after a warm-up: the kernel plus the device side of list outputs; for a push-down
+  program, the sum of its stages' times), kernel_ms (the kernel alone) and device_peak_bytes
+  (device memory gamut held at once, inputs included);
+- call: the whole library call through the Python package (`gamut.compile(query)(P=..., ...)` on
+  the same torch tensors on the device: output allocation and initialisation, kernel, list
+  finalisation, results handed back), timed exactly as torch's composition is (CUDA events around
+  the call, warm-up, median); needs `import gamut` (else "-"), not for the --no-rewrite variants
+  (the package has no such option). torch/call compares whole call with whole composition;
+  kernel/sgemm compares kernel with kernel;
 - sgemm: the same product through torch.matmul (cuBLAS, TF32 off), CUDA events, warm-up, median;
 - product: OUR fp32 product of the same operands (examples/sgemm.mmlt; bench/product_nt.mmlt for kNN's
   Q X^T), timed like ours: the issue's target is "a fused query at most 1.2x our fp32 product's time";
@@ -15,12 +22,21 @@ aggregate push-down), Q3, Q4 (with and without push-down), Q5, Q7 and kNN:
 - torch: the natural materialising PyTorch composition of the query, CUDA events, warm-up,
   median, and its peak memory (torch.cuda.max_memory_allocated above the memory held before the
   call, plus the bytes of the inputs it reads, so that both peaks count inputs the same way);
-- check: ours against the torch result, once per query.
+- check: every result in full against float64 products of the same inputs (P R, and for kNN the
+  exact distances): dense outputs element by element; counts per cell within the pairs whose exact
+  value lies within rounding (1e-4 relative) of the threshold; lists row by row: every row's
+  indices and value (value within 1e-4 of the exact one at those indices), no duplicate, every
+  row that must be there (beyond rounding of the threshold / the N-th key) there, none that must
+  not, in the order the language gives. The library call's results are checked the same way.
+  Exit 1 when any check failed or any run failed.
 
 Prints a table and writes JSON. usage:
   bench/relational.py [--gamut build-dev/gamut] [--json OUT.json] [--dry-run] [--ks 256,1024] [--n 16384]
 --dry-run: M = N = 256, K in (32, 64), gamut --backend cpu, torch skipped when not importable
-(a NumPy reference then stands in for the checks), so the whole flow runs on a machine without a GPU.
+(the exact products then come from NumPy), so the whole flow runs on a machine without a GPU.
+--self-test: the checks themselves, on the CPU engine at 200 x 200: right results pass, and each of a
+set of wrong ones (a wrong index with the right key, a duplicate row, a missing row, a neighbour
+swapped, a count or a sum off) fails; exit 1 otherwise.
 """
 import argparse
 import json
@@ -50,6 +66,16 @@ try:
 except Exception:  # not importable here: the dry run then uses the NumPy reference
     torch = None
     HAVE_TORCH = False
+
+try:
+    import gamut as gamut_py   # the Python package: the whole-call timing
+except Exception as e:  # noqa: BLE001 (reported, the CLI figures still come)
+    gamut_py = None
+    GAMUT_PY_WHY = f"{type(e).__name__}: {e}"
+
+# Relative rounding allowance of an f32 sum of K <= 1024 products of values in [0, 1) (about
+# K * 2^-24 at worst): values within it of a threshold may land on either side.
+ROUND = 1e-4
 
 
 # ----------------------------------------------------------------------------- gamut
@@ -129,52 +155,81 @@ def torch_compositions(P, R, Pz, Rz, Q, X, t3, t5):
     return {"q2": q2, "q3": q3, "q4": q4, "q5": q5, "q7": q7, "knn": knn, "q3d": q3d}, ins
 
 
-def to_host(name, out):
-    """A composition's result as the NumPy values the checks compare."""
-    if name in ("q2", "q4"):
-        return out.double().cpu().numpy()
-    if name == "q3":
-        return out.round().to(torch.int64).cpu().numpy()
-    if name == "q5":
-        return {"rows": int(out[0].shape[0])}
-    if name == "q7":
-        return out[0].double().cpu().numpy()
-    if name == "knn":
-        return out.values.double().cpu().numpy()
-    if name == "q3d":
-        return out.cpu().numpy().astype(np.int64)
-
-
-def numpy_reference(name, P, R, Pz, Rz, Q, X, t3, t5):
-    """NumPy stand-in for the torch results (dry run without torch): fp32 products, like torch."""
-    G = GROUPS
-    if name in ("q2", "q3", "q4", "q5", "q7", "q3d"):
-        S = P @ R
-    if name == "q2":
-        C = np.zeros((G, G))
-        np.add.at(C, (Pz[:, None], Rz[None, :]), S.astype(np.float64))
-        return C
-    if name == "q3":
-        C = np.zeros((G, G), np.int64)
-        np.add.at(C, (Pz[:, None], Rz[None, :]), (S > np.float32(t3)).astype(np.int64))
-        return C
-    if name == "q4":
-        m = Pz[:, None] == Rz[None, :]
-        C = np.zeros(G)
-        np.add.at(C, np.broadcast_to(Pz[:, None], S.shape)[m], S[m].astype(np.float64))
-        return C
-    if name == "q5":
-        return {"rows": int(np.count_nonzero(S > np.float32(t5)))}
-    if name == "q7":
-        return np.sort(S.ravel())[::-1][:TOPN].astype(np.float64)
-    if name == "q3d":
-        return np.unique((Pz.astype(np.int64)[:, None] * G + Rz[None, :])[S > np.float32(t3)])
-    if name == "knn":
-        d = (Q * Q).sum(1)[:, None] + (X * X).sum(1)[None, :] - 2 * (Q @ X.T)
-        return np.sort(d, axis=1)[:, :KNN].astype(np.float64)
-
-
 # ----------------------------------------------------------------------------- checks
+
+
+class Exact:
+    """Float64 products of the inputs (P R; kNN's distances), on the GPU with torch, else NumPy:
+    what every result is checked against in full."""
+
+    def __init__(self, P, R, Q, X, Pz, Rz, use_torch, dev):
+        self.t = use_torch
+        self.dev = dev
+        self.host = (P, R, Q, X, Pz, Rz)
+        self._S = self._D = None
+
+    def _arr(self, a):
+        return torch.from_numpy(a).to(self.dev) if self.t else a
+
+    def S(self):
+        if self._S is None:
+            P, R = self.host[0], self.host[1]
+            self._S = self._arr(P).double() @ self._arr(R).double() if self.t else \
+                P.astype(np.float64) @ R.astype(np.float64)
+        return self._S
+
+    def D(self):
+        """Squared distances of Q's rows to X's rows (exact to float64)."""
+        if self._D is None:
+            Q, X = self.host[2], self.host[3]
+            if self.t:
+                q, x = self._arr(Q).double(), self._arr(X).double()
+                self._D = ((q * q).sum(1)[:, None] + (x * x).sum(1)[None, :]).addmm_(q, x.t(), alpha=-2.0)
+            else:
+                q, x = Q.astype(np.float64), X.astype(np.float64)
+                self._D = (q * q).sum(1)[:, None] + (x * x).sum(1)[None, :] - 2.0 * (q @ x.T)
+        return self._D
+
+    def free(self):
+        self._S = self._D = None
+        if self.t:
+            torch.cuda.empty_cache()
+
+    def host_of(self, a):
+        return a.cpu().numpy() if self.t else np.asarray(a)
+
+    def gather(self, A, i, j):
+        """A[i, j] for index arrays i, j (host), as float64 on the host."""
+        if self.t:
+            return A[torch.from_numpy(np.asarray(i, np.int64)).to(self.dev),
+                     torch.from_numpy(np.asarray(j, np.int64)).to(self.dev)].cpu().numpy()
+        return A[np.asarray(i, np.int64), np.asarray(j, np.int64)]
+
+    def count(self, mask):
+        return int(mask.sum().item()) if self.t else int(np.count_nonzero(mask))
+
+    def cells(self, mask):
+        """(GROUPS, GROUPS) counts of mask's pairs per (Pzip[i], Rzip[j])."""
+        Pz, Rz = self.host[4], self.host[5]
+        if self.t:
+            pz = torch.from_numpy(Pz.astype(np.int64)).to(self.dev)
+            rz = torch.from_numpy(Rz.astype(np.int64)).to(self.dev)
+            rows = torch.zeros(GROUPS, mask.shape[1], dtype=torch.int64, device=self.dev).index_add_(
+                0, pz, mask.to(torch.int64))
+            return torch.zeros(GROUPS, GROUPS, dtype=torch.int64, device=self.dev).index_add_(1, rz, rows).cpu().numpy()
+        C = np.zeros((GROUPS, GROUPS), np.int64)
+        np.add.at(C, (Pz[:, None], Rz[None, :]), mask.astype(np.int64))
+        return C
+
+    def kth_largest(self, A, k):
+        if self.t:
+            return float(torch.topk(A.flatten(), k).values[-1].item())
+        return float(np.partition(A.ravel(), A.size - k)[A.size - k])
+
+    def kth_smallest_rows(self, A, k):
+        if self.t:
+            return torch.kthvalue(A, k, dim=1).values
+        return np.partition(A, k - 1, axis=1)[:, k - 1]
 
 
 def rel_err(got, want):
@@ -191,41 +246,142 @@ def max_rel(got, want):
     return float(np.max(np.abs(got - want) / np.maximum(np.abs(want), 1e-30))) if want.size else 0.0
 
 
-def check(name, outs, ref, M, N):
-    """(ok, text) comparing gamut's outputs with the reference results."""
+def columns(outs, name, *cols):
+    """A list output's columns as NumPy arrays (a structured array from the CLI, a dict of columns
+    from the Python package)."""
+    L = outs[name]
+    return [np.asarray(L[c]) for c in cols]
+
+
+def no_duplicates(*cols):
+    keys = np.stack([np.asarray(c, np.int64) for c in cols], axis=1)
+    return len(np.unique(keys, axis=0)) == len(keys)
+
+
+def lex_sorted(*cols):
+    """Rows ascending column by column (the order of plain and distinct lists)."""
+    if len(cols[0]) < 2:
+        return True
+    order = np.lexsort(tuple(reversed([np.asarray(c) for c in cols])))
+    return bool(np.array_equal(order, np.arange(len(order))))
+
+
+def check_rows(ex, A, i, j, v, what):
+    """Each row's value against the exact one at its indices: (ok, exact values, text)."""
+    exact = ex.gather(A, i, j)
+    e = max_rel(v, exact) if len(v) else 0.0
+    return e <= ROUND, exact, f"{what} maxrel {e:.1e}"
+
+
+def check(name, outs, ex, t3, t5, M, N):
+    """(ok, text): gamut's outputs against the exact products, in full (module doc)."""
     try:
-        if name in ("q2", "q2_norewrite"):
-            e = rel_err(outs["C"], ref)
-            return e <= 1e-3, f"relerr {e:.1e}"
-        if name in ("q4", "q4_norewrite"):
-            e = rel_err(outs["AreaTotal"], ref)
-            return e <= 1e-3, f"relerr {e:.1e}"
+        if name in ("q2", "q2_norewrite", "q4", "q4_norewrite"):
+            S = ex.S()
+            Pz, Rz = ex.host[4], ex.host[5]
+            if name.startswith("q2"):
+                got = np.asarray(outs["C"], np.float64)
+                if ex.t:
+                    pz = torch.from_numpy(Pz.astype(np.int64)).to(ex.dev)
+                    rz = torch.from_numpy(Rz.astype(np.int64)).to(ex.dev)
+                    rows = torch.zeros(GROUPS, N, dtype=torch.float64, device=ex.dev).index_add_(0, pz, S)
+                    want = torch.zeros(GROUPS, GROUPS, dtype=torch.float64, device=ex.dev).index_add_(1, rz, rows).cpu().numpy()
+                else:
+                    want = np.zeros((GROUPS, GROUPS))
+                    np.add.at(want, (Pz[:, None], Rz[None, :]), S)
+            else:
+                got = np.asarray(outs["AreaTotal"], np.float64)
+                if ex.t:
+                    pz = torch.from_numpy(Pz.astype(np.int64)).to(ex.dev)
+                    rz = torch.from_numpy(Rz.astype(np.int64)).to(ex.dev)
+                    match = pz[:, None] == rz[None, :]
+                    area = pz[:, None].expand_as(S)[match]
+                    want = torch.zeros(GROUPS, dtype=torch.float64, device=ex.dev).index_add_(0, area, S[match]).cpu().numpy()
+                else:
+                    m = Pz[:, None] == Rz[None, :]
+                    want = np.zeros(GROUPS)
+                    np.add.at(want, np.broadcast_to(Pz[:, None], S.shape)[m], S[m])
+            if got.shape != want.shape:
+                return False, f"shape {got.shape} vs {want.shape}"
+            e, em = rel_err(got, want), max_rel(got, want)
+            return em <= 1e-3, f"every element: maxrel {em:.1e} (relerr {e:.1e})"
         if name == "q3":
-            got = outs["Cnt"].astype(np.int64)
-            if got.shape != ref.shape:
-                return False, f"shape {got.shape} vs {ref.shape}"
-            d = int(np.abs(got - ref).sum())
-            frac = d / max(M * N, 1)
-            return frac <= 1e-4, f"diff {d} pairs ({frac:.1e})"
+            S = ex.S()
+            got = np.asarray(outs["Cnt"]).astype(np.int64)
+            want = ex.cells(S > t3)
+            near = ex.cells(abs(S - t3) <= ROUND * abs(t3))
+            if got.shape != want.shape:
+                return False, f"shape {got.shape} vs {want.shape}"
+            off = np.abs(got - want)
+            bad = int(np.count_nonzero(off > near))
+            return bad == 0, (f"every cell: {bad} of {want.size} off by more than its pairs within rounding of the "
+                              f"threshold (largest difference {int(off.max())}, {int(near.sum())} such pairs)")
         if name == "q5":
-            got, want = len(outs["Pairs"]), ref["rows"]
-            frac = abs(got - want) / max(want, 1)
-            return frac <= 1e-3, f"rows {got} vs {want}"
+            S = ex.S()
+            i, j, v = columns(outs, "Pairs", "i", "j", "accum")
+            ok_v, exact, text = check_rows(ex, S, i, j, v, "values")
+            band = ROUND * abs(t5)
+            wrong_in = int(np.count_nonzero(exact <= t5 - band))          # rows that must not be there
+            must = ex.count(S > t5 + band)                                 # pairs that must be there
+            have = int(np.count_nonzero(exact > t5 + band))
+            dup = not no_duplicates(i, j)
+            order = lex_sorted(i, j, v)
+            ok = ok_v and wrong_in == 0 and have == must and not dup and order
+            return ok, (f"{len(i)} rows; {text}; {must - have} required rows missing, {wrong_in} rows below the "
+                        f"threshold{', duplicates' if dup else ''}{'' if order else ', not in ascending order'}")
         if name == "q7":
-            got = np.sort(outs["Top"]["accum"].astype(np.float64))[::-1]
-            e = max_rel(got, ref)
-            return e <= 1e-4, f"keys maxrel {e:.1e}"
-        if name == "q3_distinct":
-            a = outs["Areas"]
-            got = np.sort(a["pz"].astype(np.int64) * GROUPS + a["rz"].astype(np.int64))
-            return bool(np.array_equal(got, ref)), f"rows {len(got)} vs {len(ref)}"
+            S = ex.S()
+            i, j, v = columns(outs, "Top", "i", "j", "accum")
+            ok_v, exact, text = check_rows(ex, S, i, j, v, "keys")
+            kth = ex.kth_largest(S, TOPN)
+            band = ROUND * abs(kth)
+            wrong_in = int(np.count_nonzero(exact < kth - band))
+            must = ex.count(S > kth + band)
+            have = int(np.count_nonzero(exact > kth + band))
+            dup = not no_duplicates(i, j)
+            order = len(v) < 2 or bool(np.all(np.diff(np.asarray(v, np.float64)) <= 0))
+            ok = ok_v and len(i) == TOPN and wrong_in == 0 and have == must and not dup and order
+            return ok, (f"{len(i)} rows (want {TOPN}); {text}; {must - have} required pairs missing, {wrong_in} below "
+                        f"the {TOPN}th key{', duplicates' if dup else ''}{'' if order else ', not largest key first'}")
         if name == "knn":
-            nb = outs["Nearest"]
-            got = np.sort(nb["dist"].astype(np.float64).reshape(M, -1), axis=1)
-            e = max_rel(got, ref)
-            return e <= 1e-4, f"keys maxrel {e:.1e}"
-    except Exception as ex:  # a missing output or a wrong layout: report, do not stop
-        return False, f"check failed: {ex}"
+            D = ex.D()
+            i, j, v = columns(outs, "Nearest", "i", "j", "dist")
+            ok_v, exact, text = check_rows(ex, D, i, j, v, "distances")
+            kth = ex.host_of(ex.kth_smallest_rows(D, KNN))        # per row i
+            band = ROUND * np.abs(kth)
+            ii = np.asarray(i, np.int64)
+            per_row = np.bincount(ii, minlength=M) if len(ii) else np.zeros(M, np.int64)
+            wrong_in = int(np.count_nonzero(exact > kth[ii] + band[ii]))
+            if ex.t:
+                lim = torch.from_numpy(kth - band).to(ex.dev)
+                must = (D < lim[:, None]).sum(1).cpu().numpy()
+            else:
+                must = (D < (kth - band)[:, None]).sum(1)
+            have = np.bincount(ii[exact < kth[ii] - band[ii]], minlength=M) if len(ii) else np.zeros(M, np.int64)
+            missing = int(np.sum(np.maximum(must - have, 0)))
+            dup = not no_duplicates(i, j)
+            # By i, then by key (smallest first).
+            order = lex_sorted(i, v)
+            ok = ok_v and bool(np.all(per_row == KNN)) and wrong_in == 0 and missing == 0 and not dup and order
+            return ok, (f"{len(i)} rows ({int(np.count_nonzero(per_row != KNN))} of {M} rows of Q without {KNN}); "
+                        f"{text}; {missing} required neighbours missing, {wrong_in} beyond the {KNN}th distance"
+                        f"{', duplicates' if dup else ''}{'' if order else ', not by i then distance'}")
+        if name == "q3_distinct":
+            S = ex.S()
+            pz, rz = columns(outs, "Areas", "pz", "rz")
+            band = ROUND * abs(t3)
+            must = ex.cells(S > t3 + band) > 0
+            may = ex.cells(S > t3 - band) > 0
+            got = np.zeros((GROUPS, GROUPS), bool)
+            got[np.asarray(pz, np.int64), np.asarray(rz, np.int64)] = True
+            dup = not no_duplicates(pz, rz)
+            order = lex_sorted(pz, rz)
+            missing, extra = int(np.count_nonzero(must & ~got)), int(np.count_nonzero(got & ~may))
+            ok = missing == 0 and extra == 0 and not dup and order
+            return ok, (f"{len(pz)} rows; {missing} required cells missing, {extra} cells without a pair above the "
+                        f"threshold{', duplicates' if dup else ''}{'' if order else ', not in ascending order'}")
+    except Exception as ex_:  # a missing output or a wrong layout: a failed check
+        return False, f"check failed: {type(ex_).__name__}: {ex_}"
     return False, "no check"
 
 
@@ -277,7 +433,10 @@ def main():
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per gamut run")
     ap.add_argument("--tmp", default=None, help="folder for the .npy inputs (default: a temp dir)")
     ap.add_argument("--only", default=None, help="comma-separated case names (q2,q2_norewrite,q3,...)")
+    ap.add_argument("--self-test", action="store_true", help="check the checks (CPU engine, small sizes)")
     a = ap.parse_args()
+    if a.self_test:
+        return self_test(os.path.abspath(a.gamut))
 
     n = a.n or (256 if a.dry_run else 16384)
     ks = [int(k) for k in (a.ks or ("32,64" if a.dry_run else "256,1024")).split(",")]
@@ -325,6 +484,7 @@ def main():
                 sg_nt, _ = cuda_time(lambda: torch.matmul(tQ, tX.t()), a.repeat, warmup=2)
             else:
                 t3, t5 = thresholds(P, R, rng, False)
+            exact = Exact(P, R, Q, X, Pz, Rz, use_torch, dev)
             print(f"K={K}: Q3 thres {f32_text(t3)} (median), Q5 thres {f32_text(t5)} "
                   f"({Q5_FRACTION:g} quantile)", flush=True)
 
@@ -344,18 +504,17 @@ def main():
                 print(f"  our product {key:9s} K={K}: {fmt(prod[key])} ms" + (f"  FAILED {err}" if err else ""), flush=True)
             info.setdefault("products", []).append({"K": K, **prod})
 
-            torch_res = {}   # composition name -> (ms, peak bytes, host reference)
+            torch_res = {}   # composition name -> (ms, peak bytes)
             for case, comp, qfile, extra in cases:
                 if comp not in torch_res:
                     if use_torch:
                         ms, out = cuda_time(comps[comp], a.repeat, warmup=2)
-                        ref = to_host(comp, out)
                         del out
                         peak = cuda_peak(comps[comp], in_bytes[comp])
-                        torch_res[comp] = (ms, peak, ref)
+                        torch_res[comp] = (ms, peak)
                     else:
-                        torch_res[comp] = (None, None, numpy_reference(comp, P, R, Pz, Rz, Q, X, t3, t5))
-                tms, tpeak, ref = torch_res[comp]
+                        torch_res[comp] = (None, None)
+                tms, tpeak = torch_res[comp]
 
                 if comp == "knn":
                     b = {"Q": files["Q"], "X": files["X"]}
@@ -377,7 +536,7 @@ def main():
                      "knn_dense_ms": prod.get("knn_dense") if comp == "knn" else None,
                      "torch_peak_bytes": tpeak, "error": err}
                 if j:
-                    ok, text = check(case, outs, ref, M, N)
+                    ok, text = check(case, outs, exact, t3, t5, M, N)
                     r.update(ours_ms=j["time_ms"], ours_kernel_ms=j.get("kernel_ms"), ours_wall_ms=j.get("wall_ms"),
                              tile=j.get("tile"),
                              ours_peak_bytes=j.get("device_peak_bytes"), compile_ms=j.get("compile_ms"),
@@ -390,9 +549,20 @@ def main():
                         r["check"] += f"; kernel appended {appended[0]} rows"
                 else:
                     r.update(ours_ms=None, ours_peak_bytes=None, check_ok=False, check="gamut failed")
+                # The whole library call, timed as torch's composition is, its results checked too.
+                if gamut_py is not None and "--no-rewrite" not in extra:
+                    arrays = ({"Q": tQ, "X": tX, "P": tP, "R": tR, "Pzip": tPz, "Rzip": tRz} if use_torch else
+                              {"Q": Q, "X": X, "P": P, "R": R, "Pzip": Pz, "Rzip": Rz})
+                    cb = {k: (float(np.float32(float(v))) if k == "thres" else arrays[k]) for k, v in b.items()}
+                    cms, cok, ctext, cerr = library_call(qpath, cb, backend, a.repeat, use_torch, case, exact, t3, t5, M, N)
+                    r.update(call_ms=cms, call_check_ok=cok, call_check=ctext, call_error=cerr)
+                    print(f"  {case:13s} K={K}: library call {fmt(cms)} ms  "
+                          f"{('FAILED ' + cerr) if cerr else ('ok ' if cok else 'BAD ') + ctext}", flush=True)
                 info["results"].append(r)
-                print(f"  {case:13s} K={K}: ours {fmt(r['ours_ms'])} ms  torch {fmt(tms)} ms  sgemm {fmt(sg)} ms"
-                      f"  {('FAILED ' + err) if err else r['check']}", flush=True)
+                print(f"  {case:13s} K={K}: ours {fmt(r['ours_ms'])} ms (kernel {fmt(r.get('ours_kernel_ms'))})  "
+                      f"torch {fmt(tms)} ms  sgemm {fmt(sg)} ms  "
+                      f"{('FAILED ' + err) if err else ('ok ' if r['check_ok'] else 'BAD ') + r['check']}", flush=True)
+            exact.free()
             if use_torch:
                 del tP, tR, tQ, tX, tPz, tRz, comps
                 torch.cuda.empty_cache()
@@ -402,10 +572,118 @@ def main():
 
     table = make_table(info["results"])
     print(table)
+    if gamut_py is None:
+        print(f"(no library call timings: the Python package does not import: {GAMUT_PY_WHY})")
     info["table"] = table
     with open(a.json, "w") as f:
         json.dump(info, f, indent=1, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o))
     print(f"wrote {a.json}")
+    bad = [r["query"] + f" K={r['K']}" + (" (library call)" if not r["check_ok"] and r.get("error") is None and
+                                          r.get("call_check_ok") is False else "")
+           for r in info["results"] if r.get("error") or not r.get("check_ok") or r.get("call_error")
+           or r.get("call_check_ok") is False]
+    if bad:
+        print(f"relational: FAILED: {len(bad)} wrong or failed result(s): {', '.join(bad)}")
+        return 1
+    print(f"relational: all {len(info['results'])} results checked in full: ok")
+    return 0
+
+
+def self_test(gamut):
+    """Right results pass the checks and wrong ones fail them (module doc); 0 when so."""
+    rng = np.random.default_rng(1)
+    M = N = 200
+    K = 48
+    P, R = rng.random((M, K), dtype=np.float32), rng.random((K, N), dtype=np.float32)
+    Q, X = rng.random((M, K), dtype=np.float32), rng.random((N, K), dtype=np.float32)
+    Pz, Rz = rng.integers(0, GROUPS, M).astype(np.int32), rng.integers(0, GROUPS, N).astype(np.int32)
+    ex = Exact(P, R, Q, X, Pz, Rz, False, None)
+    t3, t5 = thresholds(P, R, rng, False)
+    tmp = tempfile.mkdtemp(prefix="gamut-relbench-selftest-")
+    try:
+        files = {}
+        for name, arr in (("P", P), ("R", R), ("Q", Q), ("X", X), ("Pzip", Pz), ("Rzip", Rz)):
+            files[name] = os.path.join(tmp, name + ".npy")
+            np.save(files[name], arr)
+        runs = {"q2": ("q2_zip_aggregate", ["P", "R", "Pzip", "Rzip"], {}),
+                "q3": ("q3_count_pairs", ["P", "R", "Pzip", "Rzip"], {"thres": f32_text(t3)}),
+                "q5": ("q5_select", ["P", "R"], {"thres": f32_text(t5)}), "q7": ("q7_top128", ["P", "R"], {}),
+                "knn": ("knn", ["Q", "X"], {})}
+        outs = {}
+        for case, (qfile, names, params) in runs.items():
+            b = {n: files[n] for n in names}
+            b.update(params)
+            j, err, o = run_gamut(gamut, os.path.join(EXAMPLES, qfile + ".mmlt"), b, "cpu", 0, 120, (),
+                                  os.path.join(tmp, "out_" + case))
+            if err:
+                print(f"self-test: gamut failed on {case}: {err}")
+                return 1
+            outs[case] = o
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    def wrong_index(o):   # the right key at a wrong index (a check of sorted keys alone passes it)
+        o["Top"]["j"][5] = (o["Top"]["j"][5] + 1) % N
+
+    def duplicate(o):
+        o["Top"]["i"][0], o["Top"]["j"][0] = o["Top"]["i"][1], o["Top"]["j"][1]
+
+    def missing(o):
+        o["Pairs"] = o["Pairs"][1:]
+
+    def moved(o):
+        o["Pairs"]["i"][3] = (o["Pairs"]["i"][3] + 7) % M
+
+    def neighbour(o):
+        o["Nearest"]["j"][11] = (o["Nearest"]["j"][11] + 3) % N
+
+    def count(o):
+        o["Cnt"][2, 3] += 5
+
+    def total(o):
+        o["C"][0, 0] *= 1.01
+
+    bad = 0
+    for case in runs:
+        ok, text = check(case, outs[case], ex, t3, t5, M, N)
+        print(f"self-test {case:4s} right results: {'pass' if ok else 'FAIL'} ({text})")
+        bad += not ok
+    for case, fn in (("q7", wrong_index), ("q7", duplicate), ("q5", missing), ("q5", moved), ("knn", neighbour),
+                     ("q3", count), ("q2", total)):
+        o = {k: v.copy() for k, v in outs[case].items()}
+        fn(o)
+        ok, text = check(case, o, ex, t3, t5, M, N)
+        print(f"self-test {case:4s} {fn.__name__:11s}: {'caught' if not ok else 'MISSED'} ({text})")
+        bad += ok
+    print(f"relational self-test: {'ok' if not bad else f'FAILED ({bad})'}")
+    return 1 if bad else 0
+
+
+def py_outputs(o):
+    """The package's outputs as NumPy (lists: dicts of columns)."""
+    conv = lambda t: t.cpu().numpy() if hasattr(t, "cpu") else np.asarray(t)  # noqa: E731
+    return {k: ({c: conv(x) for c, x in v.items()} if isinstance(v, dict) else conv(v)) for k, v in o.items()}
+
+
+def library_call(qpath, bindings, backend, repeat, use_torch, case, exact, t3, t5, M, N):
+    """(median ms, check ok, check text, error) of the whole `q(**bindings)` call."""
+    try:
+        q = gamut_py.load(qpath)
+        fn = lambda: q(**bindings, backend=backend)  # noqa: E731
+        if use_torch:
+            ms, out = cuda_time(fn, repeat, warmup=2)
+        else:
+            fn()
+            times = []
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                out = fn()
+                times.append((time.perf_counter() - t0) * 1e3)
+            ms = statistics.median(times)
+        ok, text = check(case, py_outputs(out), exact, t3, t5, M, N)
+        return ms, ok, text, None
+    except Exception as e:  # noqa: BLE001 (a failed call is a failed result)
+        return None, False, "", f"{type(e).__name__}: {str(e)[:200]}"
 
 
 def fmt(v, d=3):
@@ -413,26 +691,33 @@ def fmt(v, d=3):
 
 
 def make_table(results):
-    head = (f"{'query':13s} {'K':>5s} {'ours ms':>9s} {'prod ms':>9s} {'ours/prod':>9s} {'sgemm ms':>9s}"
-            f" {'ours/sgemm':>10s} {'torch ms':>9s} {'torch/ours':>10s} {'ours MB':>8s} {'torch MB':>9s}  check")
+    """ours: kernel + list finalisation (CLI, CUDA events); kernel: the kernel alone; call: the whole
+    library call; kernel/sgemm: kernel against kernel; torch/call: whole composition against whole
+    call (both CUDA events around the call, inputs on the device)."""
+    head = (f"{'query':13s} {'K':>5s} {'ours ms':>9s} {'kernel ms':>9s} {'call ms':>9s} {'prod ms':>9s}"
+            f" {'ours/prod':>9s} {'sgemm ms':>9s} {'kern/sgemm':>10s} {'torch ms':>9s} {'torch/call':>10s}"
+            f" {'ours MB':>8s} {'torch MB':>9s}  check")
     lines = [head, "-" * len(head)]
     for r in results:
         o, s, t, p = r["ours_ms"], r["sgemm_ms"], r["torch_ms"], r.get("product_ms")
-        mb = lambda b: None if b is None else b / 2**20
+        kern, call = r.get("ours_kernel_ms"), r.get("call_ms")
+        mb = lambda b: None if b is None else b / 2**20  # noqa: E731
         check = r["check"] if not r["error"] else "FAILED: " + r["error"][:60]
         if r["error"] is None:
             check = ("ok " if r["check_ok"] else "BAD ") + check
-        if r.get("ours_kernel_ms") and o:
-            check += f"; kernel {fmt(r['ours_kernel_ms'])} ms"
+        if r.get("call_error"):
+            check += "; library call FAILED: " + r["call_error"][:60]
+        elif r.get("call_check_ok") is False:
+            check += "; library call BAD: " + r.get("call_check", "")
         if r.get("knn_dense_ms") and o:
             check += f"; knn dense {fmt(r['knn_dense_ms'])} ms, ours/dense {o / r['knn_dense_ms']:.2f}"
-        lines.append(f"{r['query']:13s} {r['K']:5d} {fmt(o):>9s} {fmt(p):>9s} {fmt(o / p if o and p else None, 2):>9s}"
-                     f" {fmt(s):>9s}"
-                     f" {fmt(o / s if o and s else None, 2):>10s} {fmt(t):>9s}"
-                     f" {fmt(t / o if o and t else None, 2):>10s} {fmt(mb(r['ours_peak_bytes']), 0):>8s}"
+        lines.append(f"{r['query']:13s} {r['K']:5d} {fmt(o):>9s} {fmt(kern):>9s} {fmt(call):>9s} {fmt(p):>9s}"
+                     f" {fmt(o / p if o and p else None, 2):>9s} {fmt(s):>9s}"
+                     f" {fmt(kern / s if kern and s else None, 2):>10s} {fmt(t):>9s}"
+                     f" {fmt(t / call if call and t else None, 2):>10s} {fmt(mb(r['ours_peak_bytes']), 0):>8s}"
                      f" {fmt(mb(r['torch_peak_bytes']), 0):>9s}  {check}")
     return "\n".join(lines)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -7,13 +7,18 @@ and 4097, for bf16, f16, i8 (vs torch._int_mm), tf32 (vs torch.matmul with TF32 
 tf32x3 (vs cuBLAS SGEMM, TF32 off), operands A[i, k] with B[k, j] ("NN") and B[j, k] ("NT"):
 
 - ours: `tests/gamut_gpu_tests --gtest_filter=TensorMainloopBench.*` with GAMUT_TC_BENCH=1
-  (median CUDA-event time of 10 launches after a warm-up, per tile; the best tile is reported);
+  (median CUDA-event time of 10 launches after a warm-up). The tile of each configuration is chosen
+  before the reported timing: by a pilot run over every tile whose times are then discarded (or
+  given with --tiles, e.g. a previous run's JSON), and that tile alone is timed again in a
+  separate run (GAMUT_TC_BENCH_ONLY): the figure is one measurement of a fixed tile, not the
+  minimum over tiles of one noisy run;
 - torch: the same product in the same run, CUDA events, warm-up, median;
 - ratio = torch ms / ours ms (> 1: gamut faster). The issue's targets: >= 0.9 for bf16, f16,
   i8 and tf32 at 8192 and above; tf32x3 >= 2 against SGEMM.
 
-Prints a table (device named) and writes JSON. usage:
-  bench/tensor_core.py [--tests build/tests/gamut_gpu_tests] [--json OUT.json] [--reps 10]
+Prints a table (device named) and writes JSON; exit 1 when a gtest run failed (a sampled output
+was wrong) or a chosen configuration gave no timing. usage:
+  bench/tensor_core.py [--tests build/tests/gamut_gpu_tests] [--json OUT.json] [--reps 10] [--tiles CHOICE.json]
 """
 import argparse
 import json
@@ -36,11 +41,14 @@ except Exception:
     HAVE_TORCH = False
 
 
-def run_mainloop_bench(tests, maths=""):
-    """Runs the gtest benchmark; returns {(math, orient, n): [(tile, ms, tflops), ...]} and the log."""
+def run_mainloop_bench(tests, maths="", only=""):
+    """Runs the gtest benchmark (ONLY: one configuration, "MATH ORIENT TILE N"); returns
+    {(math, orient, n): [(tile, ms, tflops), ...]}, the exit status and the log's end."""
     env = dict(os.environ, GAMUT_TC_BENCH="1")
     if maths:
         env["GAMUT_TC_BENCH_MATHS"] = maths
+    if only:
+        env["GAMUT_TC_BENCH_ONLY"] = only
     p = subprocess.run([tests, "--gtest_filter=TensorMainloopBench.*"], capture_output=True, text=True, env=env)
     rows = {}
     for line in p.stdout.splitlines():
@@ -86,37 +94,62 @@ def main():
     ap.add_argument("--json", default="")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--maths", default="", help="comma list (bf16,f16,i8,tf32,tf32x3); default all")
+    ap.add_argument("--tiles", default="", help="the tile of each configuration, chosen beforehand: a JSON file "
+                    "with a list of {math, orient, n, tile} (this script's --json output will do); default: a pilot run")
     args = ap.parse_args()
 
     device = torch.cuda.get_device_name() if HAVE_TORCH else "(no CUDA device for PyTorch)"
     print(f"device: {device}")
-    rows, rc, log = run_mainloop_bench(args.tests, args.maths)
-    if not rows:
-        print(f"no benchmark lines from {args.tests} (rc={rc}): no GPU here?\n{log}")
-        return 1 if HAVE_TORCH else 0
+    rc = 0
+    if args.tiles:
+        with open(args.tiles) as f:
+            given = json.load(f)
+        given = given.get("mainloop", given) if isinstance(given, dict) else given
+        choice = {(g["math"], g["orient"], int(g["n"])): g["tile"] for g in given
+                  if not args.maths or g["math"] in args.maths.split(",")}
+        pilot = {}
+        print(f"tiles: as given in {args.tiles} ({len(choice)} configurations)")
+    else:
+        # The pilot: every tile once; only the choice survives, its times are not reported.
+        pilot, rc, log = run_mainloop_bench(args.tests, args.maths)
+        if not pilot:
+            print(f"no benchmark lines from {args.tests} (rc={rc}): no GPU here?\n{log}")
+            return 1
+        choice = {key: min(tiles, key=lambda t: t[1])[0] for key, tiles in pilot.items()}
+        print(f"tiles: chosen by a pilot run over every tile ({len(choice)} configurations); each is timed again alone")
     results = []
-    print("| math | B | n | best tile | ours ms | ours TFLOP/s | torch ms | ratio torch/ours | other tiles (ms) |")
+    missing = 0
+    print("| math | B | n | tile (chosen before timing) | ours ms | ours TFLOP/s | torch ms | ratio torch/ours | pilot (ms) |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for (math, orient, n), tiles in sorted(rows.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
-        best = min(tiles, key=lambda t: t[1])
+    for (math, orient, n), tile in sorted(choice.items()):
+        rows, r, log = run_mainloop_bench(args.tests, only=f"{math} {orient} {tile} {n}")
+        got = rows.get((math, orient, n), [])
+        if r != 0:
+            rc = r
+            print(f"the timed run of {math} {orient} {tile} n={n} failed (rc={r})\n{log}")
+        if not got:
+            missing += 1
+            print(f"no timing for {math} {orient} {tile} n={n} (rc={r})")
+            continue
+        _, ms, tflops = got[0]
         try:
             tms = torch_product_ms(math, orient, n, args.reps) if HAVE_TORCH else float("nan")
         except RuntimeError as e:  # torch._int_mm refuses sizes that are not multiples of 8
             print(f"torch refuses {math} {orient} n={n}: {str(e).splitlines()[0]}")
             tms = float("nan")
-        ratio = tms / best[1]
-        others = ", ".join(f"{t}: {ms:.3f}" for t, ms, _ in tiles if t != best[0])
-        print(f"| {math} | {orient} | {n} | {best[0]} | {best[1]:.3f} | {best[2]:.1f} | {tms:.3f} | {ratio:.2f} | {others} |")
-        results.append(dict(math=math, orient=orient, n=n, tile=best[0], ms=best[1], tflops=best[2], torch_ms=tms,
-                            ratio=ratio, tiles=[dict(tile=t, ms=ms, tflops=tf) for t, ms, tf in tiles]))
+        ratio = tms / ms
+        seen = ", ".join(f"{t}: {m:.3f}" for t, m, _ in pilot.get((math, orient, n), []))
+        print(f"| {math} | {orient} | {n} | {tile} | {ms:.3f} | {tflops:.1f} | {tms:.3f} | {ratio:.2f} | {seen or '-'} |")
+        results.append(dict(math=math, orient=orient, n=n, tile=tile, ms=ms, tflops=tflops, torch_ms=tms, ratio=ratio,
+                            pilot=[dict(tile=t, ms=m, tflops=tf) for t, m, tf in pilot.get((math, orient, n), [])]))
     print("torch: bf16/f16 torch.matmul; i8 torch._int_mm; tf32 torch.matmul with allow_tf32; "
           "tf32x3 against torch.matmul f32 with TF32 off (cuBLAS SGEMM)")
     if rc != 0:
-        print(f"the gtest run failed (rc={rc}): a sampled output was wrong\n{log}")
+        print(f"a gtest run failed (rc={rc}): a sampled output was wrong")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(dict(device=device, mainloop=results), f, indent=1)
-    return 0 if rc == 0 else 1
+            json.dump(dict(device=device, tile_choice="given" if args.tiles else "pilot", mainloop=results), f, indent=1)
+    return 0 if rc == 0 and missing == 0 else 1
 
 
 if __name__ == "__main__":
