@@ -31,4 +31,13 @@ class GAMUT_API Error : public std::runtime_error {
   ExitCode code_;
 };
 
+// A run stopped before it finished because the caller asked (Options::cancel, or
+// Options::interrupted returning true); the Python package raises KeyboardInterrupt for it.
+// Nothing of the run is kept and the query stays usable. code() is ExitCode::Device (the run did
+// not complete); catch Cancelled before Error to tell it apart.
+class GAMUT_API Cancelled : public Error {
+ public:
+  Cancelled() : Error(ExitCode::Device, "interrupted: the run was cancelled before it finished") {}
+};
+
 }  // namespace gamut

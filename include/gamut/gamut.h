@@ -12,6 +12,7 @@
 // status of spec section 9) and messages. A Query is cheap to copy (copies share the compiled
 // state) and may be run from several threads at once.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -148,6 +149,19 @@ struct Options {
   // programs' stages. The CPU engine calls it from its worker threads at once: it must be
   // thread-safe and cheap (the CLI's progress bar checks the clock and returns).
   std::function<void(double fraction)> progress;
+  // Stopping a run before it finishes (a Ctrl-C). Set *cancel, from any thread, and run() throws
+  // gamut::Cancelled soon after: the CPU engine reads it before each tile of pairs and each block
+  // of columns and of k values (well under 100 ms of work apart), the GPU engine before each
+  // kernel launch (a launch in flight runs to its end). nullptr: never.
+  const std::atomic<bool>* cancel = nullptr;
+  // For a caller that can only look from its own thread (Python runs its signal handlers on the
+  // main thread): when set, run() calls interrupted() on the calling thread every interrupt_ms
+  // milliseconds while the engine works on a helper thread (kept for the process, on the calling
+  // thread's current GPU), and true stops the run as `cancel` does. Small runs (about 2^24
+  // pair-steps or fewer, a few milliseconds of a product) and runs with an `allocator` (which
+  // may depend on the calling thread) stay on the calling thread and are not polled.
+  std::function<bool()> interrupted;
+  int interrupt_ms = 50;
   // Several GPUs (the CLI's --gpus). More than visible is a device error naming the count; a
   // list on the CPU engine is a usage error. Inputs are read on the host (device arrays are
   // copied there first) and the outputs go where a single run's would.

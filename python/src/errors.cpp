@@ -38,6 +38,8 @@ void set_error(int code, const std::string& text) {
 void translate_error(const std::exception_ptr& p, void*) {
   try {
     std::rethrow_exception(p);
+  } catch (const Cancelled&) {  // a run stopped at the caller's request (run_call: a signal)
+    PyErr_SetNone(PyExc_KeyboardInterrupt);
   } catch (const Error& e) {
     set_error(int(e.code()), python_words(e.what()));
   } catch (const std::bad_alloc&) {   // (the command line's words for it; calls name what needed it)

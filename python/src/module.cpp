@@ -76,6 +76,11 @@ void prepare_stream(Call& c) {
   if (c.have_gpu_array && !c.stream_given) c.options.stream = framework_stream(c.gpu_framework, c.gpu_id);
 }
 
+// The main thread (of the main interpreter): the one Python runs signal handlers on.
+unsigned long g_main_thread = 0;
+
+bool on_main_thread() { return PyThread_get_thread_ident() == g_main_thread; }
+
 nb::dict run_call(const gamut::Query& q, Call& c, gamut::RunStats* stats) {
   prepare_stream(c);
   // Outputs go where the inputs are, in their framework: the first device array's, else the
@@ -95,13 +100,34 @@ nb::dict run_call(const gamut::Query& q, Call& c, gamut::RunStats* stats) {
   // Device outputs for a framework gamut cannot order its work with (JAX reads a DLPack
   // capsule on streams of its own): ready before they are handed over.
   c.options.synchronize = c.have_gpu_array && out_fw != Framework::Torch && out_fw != Framework::CuPy;
+  // Ctrl-C: Python runs signal handlers on the main thread only. There, a long run works on the
+  // library's helper thread while this thread looks every 50 ms (PyErr_CheckSignals, with the
+  // GIL); a handler that raises (KeyboardInterrupt) stops the run (gamut::Cancelled) and its
+  // exception is what the call raises. Short runs stay on this thread (Options::interrupted).
+  bool signalled = false;
+  if (on_main_thread())
+    c.options.interrupted = [&signalled] {
+      nb::gil_scoped_acquire gil;
+      if (PyErr_CheckSignals() == 0) return false;
+      signalled = true;  // (the handler's exception is set on this thread)
+      return true;
+    };
+  auto raise_signalled = [] {
+    if (!PyErr_Occurred()) PyErr_SetNone(PyExc_KeyboardInterrupt);
+    throw nb::python_error();
+  };
   gamut::Result r;
   try {
     nb::gil_scoped_release nogil;
     r = q.run(c.inputs, c.options);
   } catch (const std::bad_alloc&) {
+    if (signalled) raise_signalled();
     gamut::py::out_of_host_memory(c, q, "running the query");
+  } catch (...) {
+    if (signalled) raise_signalled();
+    throw;
   }
+  if (signalled) raise_signalled();  // the run ended before it saw the request
   nb::dict out;
   for (const gamut::Output& o : r.outputs) {
     if (!o.is_list) {
@@ -164,6 +190,7 @@ void bind_call(Call& c, const gamut::Query& q, nb::handle inputs, nb::handle kwa
 NB_MODULE(_gamut, m) {
   m.doc() = "gamut: matrix-multiplication-like tasks as declarative queries (C++ extension)";
   gamut::py::register_errors(m);
+  g_main_thread = nb::cast<unsigned long>(nb::module_::import_("threading").attr("main_thread")().attr("ident"));
 
   nb::class_<gamut::Query>(m, "Query", "A compiled query: call it with arrays and scalars as keywords.",
                           nb::is_weak_referenceable(), nb::type_slots(g_query_slots))

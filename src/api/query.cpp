@@ -1,10 +1,13 @@
 // gamut::Query: the query text checked once, a typed plan per signature of input types, and per
 // call the same prepare() / execute() path as the command line.
 #include <chrono>
+#include <condition_variable>
+#include <exception>
 #include <mutex>
 #include <sstream>
 
 #include "api/device_memory.h"
+#include "api/helper_threads.h"
 #include "api/roofline.h"
 #include "api/staging.h"
 #include "core/error.h"
@@ -82,7 +85,79 @@ RunOptions engine_options(const Options& o) {
   r.tile = o.tile;
   r.repeats = o.repeats;
   r.progress = o.progress;
+  r.cancel = o.cancel;
+  if (o.interrupted && o.interrupt_ms <= 0)
+    throw_usage_error("interrupt_ms must be positive, got " + std::to_string(o.interrupt_ms));
   return r;
+}
+
+// Runs at most this many pair-steps (pairs times the reduction's steps and the output
+// statements) on the calling thread even when the caller polls for interrupts: a few ms of a
+// product. Handing a run to the helper and back costs ~10 us on a 2-core host (and a 1.2 ms
+// product there took ~50 us longer on the helper), so only longer runs go there.
+constexpr double kUnpolledWork = double(1 << 24);
+
+double pair_steps(const Plan& plan, const Instance& inst) {
+  const double pairs = double(inst.batch) * double(inst.row.size()) * double(inst.col.size());
+  const double k = double(std::max<int64_t>(inst.red.size(), 1));
+  return pairs * (k * double(1 + plan.inner.size()) + double(1 + plan.outer.size()));
+}
+
+// run() (the engine) with Options::interrupted: on a helper thread, while this thread calls
+// interrupted() every interrupt_ms until the run ends; the first true (or the caller's own
+// cancel flag) sets the flag the engine reads (`ro.cancel`). The helper takes this thread's
+// current GPU. Without a helper (no thread could start) the run is here, unpolled.
+Results run_polled(const Options& o, RunOptions& ro, bool gpu, const std::function<Results()>& run) {
+  std::atomic<bool> stop{false};
+  const std::atomic<bool>* outer = ro.cancel;
+  ro.cancel = &stop;
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool finished = false;
+    Results res;
+    std::exception_ptr error;
+  } sh;
+  const int device = gpu ? cuda::current_device() : -1;
+  const bool started = api::run_on_helper(
+      [&sh, &run, device] {
+        try {
+          if (device >= 0 && cuda::current_device() != device) cuda::set_current_device(device);
+          sh.res = run();
+        } catch (...) {
+          sh.error = std::current_exception();
+        }
+      },
+      [&sh] {
+        std::lock_guard<std::mutex> lock(sh.mu);
+        sh.finished = true;
+        sh.cv.notify_one();
+      });
+  if (!started) {
+    ro.cancel = outer;
+    return run();
+  }
+  std::exception_ptr poll_error;
+  {
+    std::unique_lock<std::mutex> lock(sh.mu);
+    const auto slice = std::chrono::milliseconds(o.interrupt_ms);
+    while (!sh.cv.wait_for(lock, slice, [&sh] { return sh.finished; })) {
+      if (stop.load()) continue;  // (asked already: waiting for the engine to stop)
+      lock.unlock();
+      bool now = outer && outer->load();
+      try {
+        now = now || o.interrupted();
+      } catch (...) {
+        poll_error = std::current_exception();
+        now = true;
+      }
+      if (now) stop = true;
+      lock.lock();
+    }
+  }
+  if (poll_error) std::rethrow_exception(poll_error);
+  if (sh.error) std::rethrow_exception(sh.error);
+  return std::move(sh.res);
 }
 
 // Whether the GPU engine runs (auto: when a GPU is usable).
@@ -281,7 +356,11 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
     };
   }
   RunReport rep;
-  Results res = prep ? execute(*prep, ro, &rep) : execute(inst, ro, &rep);
+  const auto engine = [&]() { return prep ? execute(*prep, ro, &rep) : execute(inst, ro, &rep); };
+  // (A run that writes into memory from the caller's allocator stays on the calling thread: a
+  // framework's allocator may depend on it, as PyTorch's current stream does.)
+  const bool polled = options.interrupted && !options.allocator && pair_steps(plan, inst) > kUnpolledWork;
+  Results res = polled ? run_polled(options, ro, gpu, engine) : engine();
   if (res.dense.size() != plan.dense.size() || res.lists.size() != plan.lists.size())
     throw_device_error("internal error: the engine returned " + std::to_string(res.dense.size() + res.lists.size()) +
                        " outputs for " + std::to_string(plan.dense.size() + plan.lists.size()));

@@ -70,10 +70,13 @@ void run_emit(Ctx& c, const Step& s) {
   ListCandidates& L = (*c.lists)[size_t(s.target)];
   for (size_t col = 0; col < s.cols.size(); ++col) append_lanes(c, L.table.columns[col].data, s.cols[col], count);
   if (s.key >= 0) append_lanes(c, L.key.data, s.key, count);
+  // (A transposed run's rows are its columns: the rows are recorded as the query's (i, j).)
+  std::vector<int32_t>& row_of = c.transposed ? L.j : L.i;
+  std::vector<int32_t>& col_of = c.transposed ? L.i : L.j;
   for (int t = 0; t < count; ++t) {
     L.b.push_back(c.b);
-    L.i.push_back(c.i);
-    L.j.push_back(c.jv[c.active[size_t(t)]]);
+    row_of.push_back(c.i);
+    col_of.push_back(c.jv[c.active[size_t(t)]]);
   }
   L.table.rows += count;
 }

@@ -117,6 +117,7 @@ struct Ctx {
   std::vector<int> active;             // emit scratch: active lanes
   std::vector<std::byte*> out;         // per dense output: where stores go
   std::vector<ListCandidates>* lists = nullptr;
+  bool transposed = false;             // the module runs the query's j as its rows (engine.cpp)
   std::vector<double> arena;           // slot storage
 
   explicit Ctx(const Module& m);

@@ -1,5 +1,6 @@
 // The CUDA engine: plan -> generated CUDA C++ -> NVRTC (cached) -> launch -> Results.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -60,6 +61,9 @@ struct GpuRunOptions {
   // Called with (steps done, steps in all) after the compilation, the result launch and each
   // benchmark launch (a progress bar's steps).
   std::function<void(int64_t done, int64_t total)> progress;
+  // Set from any thread to stop the run with gamut::Cancelled before its next kernel launch (the
+  // result launch, a relaunch for lists that overflowed, a benchmark launch).
+  const std::atomic<bool>* cancel = nullptr;
 };
 std::shared_ptr<void> new_kernel_memo();
 // The most device memory a kernel memo keeps for list outputs between runs.

@@ -162,6 +162,7 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
   [[maybe_unused]] const bool gpu_segments = be == Backend::Gpu && cuda::gpu_available();
   const size_t stages = p.program->stages.size();
   for (size_t s = 0; s < stages; ++s) {
+    if (options.cancel && options.cancel->load()) throw Cancelled();
     if (options.progress && s > 0) options.progress(double(s) / double(stages));
     const StageQuery& st = p.program->stages[s];
     if (st.bitpack) {  // no query: the CPU loop, or its GPU kernel
@@ -282,6 +283,7 @@ static cuda::GpuRunOptions gpu_run_options(const RunOptions& options) {
   if (!options.tile.empty()) go.tile = cuda::parse_tile(options.tile);
   go.kernel_memo = options.kernel_memo;
   go.f32_math = options.f32_math;
+  go.cancel = options.cancel;
   if (options.repeats > 0) {
     go.warmup = 1;
     go.repeats = options.repeats;
@@ -377,7 +379,7 @@ Results execute(const Instance& inst, const RunOptions& options, RunReport* repo
     std::function<void(int64_t, int64_t)> on_tile;
     if (options.progress)
       on_tile = [&options](int64_t done, int64_t total) { options.progress(double(done) / double(total)); };
-    res = run_cpu(inst, threads, &lists_guard, on_tile);
+    res = run_cpu(inst, threads, &lists_guard, on_tile, options.cancel);
     r.backend = "cpu";
     r.mainloop = "cpu";
     r.threads = threads;

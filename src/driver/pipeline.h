@@ -1,5 +1,6 @@
 // The whole path from query text and bindings to results, shared by the CLI, tests and benches.
 #pragma once
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -32,6 +33,10 @@ struct RunOptions {
   // stages. The CPU engine calls it from its worker threads, concurrently: it must be
   // thread-safe and cheap (a progress bar checks the clock and returns).
   std::function<void(double fraction)> progress;
+  // Set from any thread to stop the run with gamut::Cancelled: the CPU engine reads it before
+  // each tile of pairs and each block of columns and of k values, the GPU engine before each
+  // kernel launch, a rewritten program before each stage.
+  const std::atomic<bool>* cancel = nullptr;
   F32Math f32_math = F32Math::Ieee;  // sums of products of f32 inputs (spec section 10)
   // Several GPUs (partition/multi_device.h): one part per ordinal, resolved (resolve_devices);
   // empty: the normal run on the current device. Programs of a bound rewrite run whole.

@@ -58,6 +58,8 @@ std::optional<std::pair<cuda::nccl::Type, cuda::nccl::Op>> nccl_reduction(const 
                             std::to_string(device) + ")";
   try {
     std::rethrow_exception(e);
+  } catch (const Cancelled&) {
+    throw;  // (Cancelled as it is: the caller asked for it)
   } catch (const Error& x) {
     const std::string text = x.what();
     const size_t eol = text.find('\n');

@@ -1,0 +1,265 @@
+// The CPU engine's tiles and its cancellation (issue 34): thin shapes (M = 1 or N = 1, a few
+// rows or columns) use several threads and give the one-thread result bit for bit (integer-valued
+// data: every sum is exact, so a thread's share cannot change it); a run stops soon after its
+// cancel flag is set, and through the library's interrupted() poll, and the query stays usable.
+#include <gamut/gamut.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "cpu/engine.h"
+#include "driver/pipeline.h"
+#include "integer_data.h"
+#include "partition/partition.h"
+
+namespace {
+
+using namespace gamut;
+using Clock = std::chrono::steady_clock;
+
+std::unique_ptr<Prepared> prepared(const std::string& text, Bindings b) {
+  return prepare(Source{"q.mmlt", text}, std::move(b), false);
+}
+
+void expect_same(const Results& want, const Results& got, const std::string& what) {
+  ASSERT_EQ(want.dense.size(), got.dense.size()) << what;
+  for (size_t d = 0; d < want.dense.size(); ++d) {
+    EXPECT_EQ(want.dense[d].shape, got.dense[d].shape) << what << " output " << d;
+    EXPECT_TRUE(want.dense[d].data.size() == got.dense[d].data.size() &&
+                std::memcmp(want.dense[d].data.data(), got.dense[d].data.data(), want.dense[d].data.size()) == 0)
+        << what << " output " << d;
+  }
+  ASSERT_EQ(want.lists.size(), got.lists.size()) << what;
+  for (size_t l = 0; l < want.lists.size(); ++l) {
+    ASSERT_EQ(want.lists[l].rows, got.lists[l].rows) << what << " list " << l;
+    ASSERT_EQ(want.lists[l].columns.size(), got.lists[l].columns.size()) << what << " list " << l;
+    for (size_t c = 0; c < want.lists[l].columns.size(); ++c)
+      EXPECT_TRUE(want.lists[l].columns[c].data == got.lists[l].columns[c].data)
+          << what << " list " << l << " column " << c;
+  }
+}
+
+struct Shape {
+  int64_t m, n, k;
+};
+
+// Thin and small shapes, and ones whose rows or columns split unevenly.
+const Shape kShapes[] = {{20000, 1, 3}, {1, 20000, 3}, {3, 3000, 2}, {3000, 3, 2}, {1, 1, 1},
+                         {2, 700, 40},  {700, 2, 40},  {5, 517, 1},  {1, 257, 5},  {9001, 1, 1}};
+
+Bindings operands(const Shape& s, unsigned seed) {
+  Bindings b;
+  b.arrays["A"] = testdata::integer_valued(DType::F32, {s.m, s.k}, -3, 3, seed);
+  b.arrays["B"] = testdata::integer_valued(DType::F32, {s.k, s.n}, -3, 3, seed + 1);
+  return b;
+}
+
+// Every kind of output: a projection, aggregates by row, by column and over all pairs (shared by
+// the threads' partials), lists of each ordering rule.
+const char* const kQueries[] = {
+    "where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } C[i, j] = a; R[i] += a; S[j] max= a; "
+    "total += a; }",
+    "where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } if (a > 1) emit Pairs(i, j, a); }",
+    "where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } emit Best(i, j, a) top 7 by a; }",
+    "where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } emit Near(i, j, a) bottom 2 by a per i; }",
+    "where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } emit Far(i, j, a) top 3 by a per j; }",
+    "where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } emit Values(a) distinct; }",
+};
+
+TEST(CpuTiles, ThinShapesGiveTheOneThreadResultOnSeveralThreads) {
+  unsigned seed = 1;
+  for (const Shape& s : kShapes)
+    for (const char* q : kQueries) {
+      auto p = prepared(q, operands(s, seed += 2));
+      const Results one = run_cpu(p->instance, 1);
+      for (int t : {2, 3, 8}) {
+        const std::string what = std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + ", " +
+                                 std::to_string(t) + " threads: " + q;
+        expect_same(one, run_cpu(p->instance, t), what);
+      }
+    }
+}
+
+// Joins (`when` keys), masks, lookups in outputs and reads of vectors of both sides.
+const char* const kJoinQueries[] = {
+    "where (i, j) when (g[i] == h[j]) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } C[i, j] = a; "
+    "T[g[i]] += a; emit P(i, j, a) bottom 3 by a per i; }",
+    "where (i, j) when (u[i] < v[j]) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } C[i, j] = a * u[i] + j; "
+    "total += a; if (a > 0) emit Q(i, j, a - v[j]); }",
+};
+
+// The operands and whichever of g, h, u, v and T's extent the query reads.
+Bindings join_operands(const char* q, const Shape& s, unsigned seed) {
+  Bindings b = operands(s, seed);
+  if (std::strstr(q, "g[")) b.arrays["g"] = testdata::integer_valued(DType::I32, {s.m}, 0, 3, seed + 7);
+  if (std::strstr(q, "h[")) b.arrays["h"] = testdata::integer_valued(DType::I32, {s.n}, 0, 3, seed + 8);
+  if (std::strstr(q, "u[")) b.arrays["u"] = testdata::integer_valued(DType::F32, {s.m}, -5, 5, seed + 9);
+  if (std::strstr(q, "v[")) b.arrays["v"] = testdata::integer_valued(DType::F32, {s.n}, -5, 5, seed + 10);
+  if (std::strstr(q, "T[")) b.dims["T"] = {4};
+  return b;
+}
+
+TEST(CpuTiles, JoinsAndMasksOnThinShapes) {
+  unsigned seed = 100;
+  for (const Shape& s : kShapes)
+    for (const char* q : kJoinQueries) {
+      auto p = prepared(q, join_operands(q, s, seed += 2));
+      const Results one = run_cpu(p->instance, 1);
+      for (int t : {2, 5})
+        expect_same(one, run_cpu(p->instance, t), std::to_string(s.m) + "x" + std::to_string(s.n) + ": " + q);
+    }
+}
+
+// Few columns and many rows run transposed; a run one row at a time (parts of one row, which do
+// not) gives the same results, lists and their order included.
+TEST(CpuTiles, TransposedRunsMatchRunsRowByRow) {
+  const Shape shapes[] = {{2000, 1, 3}, {1500, 3, 2}, {700, 2, 40}, {257, 31, 2}, {64, 16, 1}};
+  std::vector<const char*> queries(std::begin(kQueries), std::end(kQueries));
+  queries.insert(queries.end(), std::begin(kJoinQueries), std::end(kJoinQueries));
+  queries.push_back(
+      "where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } C[j, i] = a + i * 100 - j; "
+      "emit L(j, i, a) top 4 by a per i; }");
+  unsigned seed = 300;
+  for (const Shape& s : shapes)
+    for (const char* q : queries) {
+      auto p = prepared(q, join_operands(q, s, seed += 2));
+      const std::string what = std::to_string(s.m) + "x" + std::to_string(s.n) + ": " + q;
+      // (not an equi-join: its key index would be built over the many rows)
+      ASSERT_EQ(cpu_runs_transposed(p->instance), !std::strstr(q, "g[i] == h[j]")) << what;
+      const Results by_rows = run_in_parts(p->instance, int(s.m), [&](const Instance& part) {
+        EXPECT_FALSE(cpu_runs_transposed(part));
+        return run_cpu(part, 1);
+      });
+      expect_same(by_rows, run_cpu(p->instance, 1), what + " (1 thread)");
+      expect_same(by_rows, run_cpu(p->instance, 3), what + " (3 threads)");
+    }
+  // Not transposed: as many rows as columns, a wide problem, or too few rows.
+  for (const Shape& s : {Shape{31, 31, 1}, Shape{1, 20000, 1}, Shape{12, 4, 1}, Shape{300, 40, 1}})
+    EXPECT_FALSE(cpu_runs_transposed(prepared(kQueries[0], operands(s, 1))->instance)) << s.m << "x" << s.n;
+}
+
+TEST(CpuTiles, BatchedThinShapes) {
+  const char* q =
+      "batch (b) where (i, j) { a = 0; reduce (k) { a += A[b, i, k] * B[b, k, j]; } C[b, i, j] = a; "
+      "R[b, i] += a; total += a; }";
+  for (const Shape& s : {Shape{1, 50000, 2}, Shape{50000, 1, 2}, Shape{3, 600, 3}}) {
+    Bindings b;
+    b.arrays["A"] = testdata::integer_valued(DType::F32, {3, s.m, s.k}, -3, 3, 11);
+    b.arrays["B"] = testdata::integer_valued(DType::F32, {3, s.k, s.n}, -3, 3, 12);
+    auto p = prepared(q, b);
+    const Results one = run_cpu(p->instance, 1);
+    for (int t : {2, 7})
+      expect_same(one, run_cpu(p->instance, t), "batched " + std::to_string(s.m) + "x" + std::to_string(s.n));
+  }
+}
+
+TEST(CpuTiles, OneRowAndOneColumnUseEveryThread) {
+  const char* q = "where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } C[i, j] = a; }";
+  for (const Shape& s : {Shape{1, 100000, 1}, Shape{100000, 1, 1}}) {
+    auto p = prepared(q, operands(s, 5));
+    EXPECT_EQ(cpu_thread_count(p->instance, 4), 4) << s.m << "x" << s.n;
+  }
+  // A tiny one keeps a thread per tile of 2 rows, as before.
+  auto tiny = prepared(q, operands(Shape{6, 5, 3}, 5));
+  EXPECT_EQ(cpu_thread_count(tiny->instance, 8), 3);
+}
+
+// A product of about 2^31 multiply-adds: seconds on the CPU engine.
+Bindings long_run() {
+  Bindings b;
+  b.arrays["A"] = NDArray::zeros(DType::F32, {512, 8192});
+  b.arrays["B"] = NDArray::zeros(DType::F32, {8192, 512});
+  return b;
+}
+const char* kProduct = "where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } C[i, j] = a; }";
+
+TEST(CpuCancel, ASetFlagStopsTheRunBeforeItStarts) {
+  auto p = prepared(kProduct, long_run());
+  std::atomic<bool> stop{true};
+  EXPECT_THROW(run_cpu(p->instance, 2, nullptr, {}, &stop), Cancelled);
+}
+
+TEST(CpuCancel, StopsSoonAfterTheFlagIsSet) {
+  auto p = prepared(kProduct, long_run());
+  for (int threads : {1, 2}) {
+    std::atomic<bool> stop{false};
+    Clock::time_point set_at;
+    std::thread setter([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      set_at = Clock::now();
+      stop = true;
+    });
+    bool cancelled = false;
+    try {
+      run_cpu(p->instance, threads, nullptr, {}, &stop);
+    } catch (const Cancelled& e) {
+      cancelled = true;
+      EXPECT_EQ(e.code(), ExitCode::Device);
+    }
+    const Clock::time_point ended = Clock::now();
+    setter.join();
+    ASSERT_TRUE(cancelled) << threads << " threads: the run finished before the flag";
+    const double ms = std::chrono::duration<double, std::milli>(ended - set_at).count();
+    EXPECT_LT(ms, 100.0) << threads << " threads";
+    std::printf("[ cancel ] %d threads: stopped %.1f ms after the flag\n", threads, ms);
+  }
+  // The instance runs again to the end.
+  Bindings small;
+  small.arrays["A"] = testdata::integer_valued(DType::F32, {4, 3}, -3, 3, 1);
+  small.arrays["B"] = testdata::integer_valued(DType::F32, {3, 5}, -3, 3, 2);
+  auto q = prepared(kProduct, small);
+  std::atomic<bool> stop{false};
+  EXPECT_EQ(run_cpu(q->instance, 2, nullptr, {}, &stop).dense[0].shape, (std::vector<int64_t>{4, 5}));
+}
+
+TEST(ApiCancel, InterruptedStopsTheRunAndTheQueryStaysUsable) {
+  Query q = Query::compile(kProduct);
+  std::vector<float> a(512 * 8192, 1.0f), b(8192 * 512, 1.0f);
+  Inputs in;
+  in.array("A", ArrayRef::host(a.data(), DType::F32, {512, 8192}))
+      .array("B", ArrayRef::host(b.data(), DType::F32, {8192, 512}));
+  Options o;
+  o.backend = "cpu";
+  const std::thread::id caller = std::this_thread::get_id();
+  const Clock::time_point t0 = Clock::now();
+  Clock::time_point asked;
+  int polls = 0;
+  bool on_caller = true;
+  o.interrupted = [&] {
+    ++polls;
+    on_caller = on_caller && std::this_thread::get_id() == caller;
+    if (Clock::now() - t0 < std::chrono::milliseconds(300)) return false;
+    asked = Clock::now();
+    return true;
+  };
+  EXPECT_THROW(q.run(in, o), Cancelled);
+  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - asked).count();
+  EXPECT_GE(polls, 4) << "every 50 ms for 300 ms";
+  EXPECT_TRUE(on_caller) << "interrupted() runs on the calling thread";
+  EXPECT_LT(ms, 100.0);
+  std::printf("[ cancel ] Query::run stopped %.1f ms after interrupted() said so (%d polls)\n", ms, polls);
+
+  // The same query again, small: on the calling thread, never polled, and right.
+  std::vector<float> a2 = {1, 2, 3, 4}, b2 = {5, 6, 7, 8};
+  Inputs small;
+  small.array("A", ArrayRef::host(a2.data(), DType::F32, {2, 2}))
+      .array("B", ArrayRef::host(b2.data(), DType::F32, {2, 2}));
+  polls = 0;
+  gamut::Result r = q.run(small, o);
+  EXPECT_EQ(polls, 0);
+  const float* c = r["C"].array.as<float>();
+  EXPECT_EQ(c[0], 19.0f);
+  EXPECT_EQ(c[3], 50.0f);
+
+  // A caller's own flag stops a run too (here set before it starts).
+  std::atomic<bool> stop{true};
+  Options f;
+  f.backend = "cpu";
+  f.cancel = &stop;
+  EXPECT_THROW(q.run(in, f), Cancelled);
+}
+
+}  // namespace
