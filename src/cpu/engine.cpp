@@ -25,12 +25,12 @@
 #include <exception>
 #include <memory>
 #include <optional>
-#include <system_error>
 #include <thread>
 #include <unordered_map>
 
 #include "core/error.h"
 #include "core/sizes.h"
+#include "core/threads.h"
 #include "cpu/engine.h"
 #include "cpu/join_key.h"
 #include "cpu/list_order.h"
@@ -479,25 +479,8 @@ Results run_cpu(const Instance& query, int threads, ListMemoryGuard* lists_guard
       failed = true;
     }
   };
-  if (T == 1) {
-    body(0);
-  } else {
-    // This thread runs share 0. A thread that cannot start (the process's thread or
-    // address-space limit) leaves its share of the tiles to this one: the run is slower, not
-    // aborted.
-    std::vector<std::thread> pool;
-    int64_t started = 1;
-    for (; started < T; ++started) {
-      try {
-        pool.emplace_back(body, started);
-      } catch (const std::system_error&) {
-        break;
-      }
-    }
-    body(0);
-    for (int64_t t = started; t < T; ++t) body(t);
-    for (auto& th : pool) th.join();
-  }
+  // This thread runs share 0; a share whose thread cannot start runs here too.
+  run_on_threads(T, 1, body);
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
 

@@ -5,10 +5,9 @@
 #include <exception>
 #include <optional>
 #include <set>
-#include <system_error>
-#include <thread>
 
 #include "core/error.h"
+#include "core/threads.h"
 #include "cpu/program.h"
 #include "cuda/nccl.h"
 #include "cuda/runtime.h"
@@ -77,8 +76,6 @@ void run_parts(int parts, const std::vector<int>& devices, const std::function<v
                std::vector<double>& part_seconds) {
   std::vector<std::exception_ptr> failed(static_cast<size_t>(parts));
   part_seconds.assign(size_t(parts), 0);
-  std::vector<std::thread> threads;
-  threads.reserve(size_t(parts));
   auto run = [&](int p) {
     const auto t0 = Clock::now();
     try {
@@ -88,17 +85,8 @@ void run_parts(int parts, const std::vector<int>& devices, const std::function<v
     }
     part_seconds[size_t(p)] = seconds_since(t0);
   };
-  // A part whose thread cannot start runs on this one (after the others have started).
-  int started = 0;
-  for (; started < parts; ++started) {
-    try {
-      threads.emplace_back(run, started);
-    } catch (const std::system_error&) {
-      break;
-    }
-  }
-  for (int p = started; p < parts; ++p) run(p);
-  for (std::thread& t : threads) t.join();
+  // Every part on a thread of its own; one whose thread cannot start runs on this one.
+  run_on_threads(parts, 0, [&](int64_t p) { run(int(p)); });
   for (int p = 0; p < parts; ++p)
     if (failed[size_t(p)]) rethrow_for_part(failed[size_t(p)], p, parts, devices[size_t(p)]);
 }
