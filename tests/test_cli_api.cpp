@@ -15,6 +15,7 @@
 #include "cli_process.h"
 #include "data/npy.h"
 #include "test_api_data.h"
+#include "gpu/gpu_skip.h"
 
 namespace fs = std::filesystem;
 
@@ -130,7 +131,7 @@ TEST(CliApi, JsonStatisticsAreTheApiRunStatistics) {
 
 // The same on the GPU (skipped without one): the tile and kernel variant, the math, the results.
 TEST(CliApi, GpuJsonStatisticsAreTheApiRunStatistics) {
-  if (!gamut::gpu_available()) GTEST_SKIP() << "no usable GPU";
+  SKIP_WITHOUT_GPU();
   Scratch d;
   const int64_t M = 150, K = 37, N = 70;   // not tile multiples
   const NDArray A = f32_matrix(M, K, 21), B = f32_matrix(K, N, 22);

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "cuda/runtime.h"
+#include "gpu_skip.h"
 
 namespace fs = std::filesystem;
 using namespace gamut;
@@ -19,8 +20,7 @@ namespace {
 class CudaDevice : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string why;
-    if (!device_available(&why)) GTEST_SKIP() << why;
+    SKIP_WITHOUT_GPU();
     // A private disk cache so the test neither reads nor fills the user's.
     std::string tmpl = (fs::temp_directory_path() / "gamut-gpu-XXXXXX").string();
     ASSERT_NE(mkdtemp(tmpl.data()), nullptr);

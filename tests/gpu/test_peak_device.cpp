@@ -9,13 +9,13 @@
 
 #include "cuda/runtime.h"
 #include "peak/peak.h"
+#include "gpu_skip.h"
 
 namespace fs = std::filesystem;
 using namespace gamut;
 
 TEST(PeakDevice, MeasureGivesSaneRates) {
-  std::string why;
-  if (!cuda::device_available(&why)) GTEST_SKIP() << why;
+  SKIP_WITHOUT_GPU();
   // A private disk cache so the test neither reads nor fills the user's.
   std::string tmpl = (fs::temp_directory_path() / "gamut-peak-XXXXXX").string();
   ASSERT_NE(mkdtemp(tmpl.data()), nullptr);

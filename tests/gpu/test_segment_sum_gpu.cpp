@@ -8,6 +8,7 @@
 #include "driver/pipeline.h"
 
 #include "../integer_data.h"
+#include "gpu_skip.h"
 
 using namespace gamut;
 
@@ -61,7 +62,7 @@ void check(DType t, const cuda::SegmentSumShape& s, int64_t rows_extent, int64_t
 }  // namespace
 
 TEST(SegmentSumGpu, EveryOrientationAndPathMatchesTheStageQuery) {
-  if (!cuda::gpu_available()) GTEST_SKIP() << "no CUDA device";
+  SKIP_WITHOUT_GPU();
   for (DType t : {DType::F32, DType::I32})
     for (bool k_minor : {true, false})
       for (bool group_rows : {true, false})
@@ -73,7 +74,7 @@ TEST(SegmentSumGpu, EveryOrientationAndPathMatchesTheStageQuery) {
 }
 
 TEST(SegmentSumGpu, OtherElementTypes) {
-  if (!cuda::gpu_available()) GTEST_SKIP() << "no CUDA device";
+  SKIP_WITHOUT_GPU();
   for (DType t : {DType::F16, DType::BF16, DType::F64, DType::I8, DType::I64})
     for (bool k_minor : {true, false}) {
       check(t, cuda::SegmentSumShape{k_minor, true, 16, {0, 1000}, {0, 40}}, 1000, 40, Path::Tiled);
@@ -84,13 +85,13 @@ TEST(SegmentSumGpu, OtherElementTypes) {
 }
 
 TEST(SegmentSumGpu, EmptyRanges) {
-  if (!cuda::gpu_available()) GTEST_SKIP() << "no CUDA device";
+  SKIP_WITHOUT_GPU();
   check(DType::F32, cuda::SegmentSumShape{true, true, 16, {5, 5}, {0, 40}}, 100, 40, Path::Empty);
   check(DType::F32, cuda::SegmentSumShape{false, false, 16, {5, 5}, {0, 40}}, 100, 40, Path::Empty);
 }
 
 TEST(SegmentSumGpu, PushdownQueriesEndToEndMatchTheCpu) {
-  if (!cuda::gpu_available()) GTEST_SKIP() << "no CUDA device";
+  SKIP_WITHOUT_GPU();
   const int64_t M = 700, N = 500, K = 96;
   const std::string q2 = "where (i, j) { accum = 0; reduce (k) { accum += P[i, k] * R[k, j]; } C[Pzip[i], Rzip[j]] += accum; }";
   const std::string q4 =
