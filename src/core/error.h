@@ -1,5 +1,6 @@
 // Errors carry the exit status of spec section 9 and exactly one line of text.
 #pragma once
+#include <atomic>
 #include <string>
 
 // ExitCode and Error are public (the library throws them as they are): gamut/error.h.
@@ -13,5 +14,10 @@ namespace gamut {
 [[noreturn]] void throw_usage_error(const std::string& message);
 // Not enough memory (or a size beyond any memory): exit 4, "resource error: ...".
 [[noreturn]] void throw_resource_error(const std::string& message);
+// A run's cancel flag (RunOptions::cancel), read where a run may stop: set, the run ends with
+// gamut::Cancelled.
+inline void throw_if_cancelled(const std::atomic<bool>* flag) {
+  if (flag && flag->load(std::memory_order_relaxed)) throw Cancelled();
+}
 
 }  // namespace gamut

@@ -146,10 +146,6 @@ Plan transposed_plan(const Plan& P) {
   return T;
 }
 
-inline void check_cancel(const std::atomic<bool>* stop) {
-  if (stop && stop->load(std::memory_order_relaxed)) throw Cancelled();
-}
-
 using Key = std::vector<int64_t>;
 struct KeyHash {
   size_t operator()(const Key& k) const {
@@ -314,7 +310,7 @@ struct Worker {
     }
     int64_t live[kTileRows];
     for (int64_t blk = 0; blk < blocks; ++blk) {
-      check_cancel(stop);
+      throw_if_cancelled(stop);
       int nlive = 0;
       for (int64_t r = 0; r < R; ++r)
         if (rows[size_t(r)].count() > blk * kLanes) live[nlive++] = r;
@@ -325,7 +321,7 @@ struct Worker {
       }
       if (!m.inner.empty()) {
         for (int64_t k0 = inst.red.begin; k0 < inst.red.end; k0 += kRedBlock) {
-          if (k0 != inst.red.begin) check_cancel(stop);
+          if (k0 != inst.red.begin) throw_if_cancelled(stop);
           int64_t k1 = std::min(inst.red.end, k0 + kRedBlock);
           for (int n = 0; n < nlive; ++n) {
             const int64_t r = live[n];
@@ -436,7 +432,7 @@ Results run_cpu(const Instance& query, int threads, ListMemoryGuard* lists_guard
   const int64_t T = cpu_thread_count(query, threads);
   const TileGrid grid = tile_grid(inst, false, T, !ordered_alone(P));
   const int64_t tiles = grid.count(), tiles_per_batch = grid.row_tiles * grid.col_tiles;
-  check_cancel(cancel);
+  throw_if_cancelled(cancel);
 
   std::unique_ptr<JoinIndex> join;
   if (!P.when.keys.empty() && tiles > 0) join = std::make_unique<JoinIndex>(inst);
@@ -466,7 +462,7 @@ Results run_cpu(const Instance& query, int threads, ListMemoryGuard* lists_guard
   auto body = [&](int64_t t) {
     try {
       for (int64_t tile = t; tile < tiles && !failed.load(std::memory_order_relaxed); tile += T) {
-        check_cancel(cancel);
+        throw_if_cancelled(cancel);
         const int64_t b = tile / tiles_per_batch, in_batch = tile % tiles_per_batch;
         const int64_t i0 = inst.row.begin + in_batch / grid.col_tiles * grid.rows;
         const int64_t j0 = inst.col.begin + in_batch % grid.col_tiles * grid.cols;

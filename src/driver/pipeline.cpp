@@ -162,7 +162,7 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
   [[maybe_unused]] const bool gpu_segments = be == Backend::Gpu && cuda::gpu_available();
   const size_t stages = p.program->stages.size();
   for (size_t s = 0; s < stages; ++s) {
-    if (options.cancel && options.cancel->load()) throw Cancelled();
+    throw_if_cancelled(options.cancel);
     if (options.progress && s > 0) options.progress(double(s) / double(stages));
     const StageQuery& st = p.program->stages[s];
     if (st.bitpack) {  // no query: the CPU loop, or its GPU kernel

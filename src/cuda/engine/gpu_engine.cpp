@@ -439,7 +439,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   double ms = 0;
   int launches = 0;
   while (true) {
-    if (options.cancel && options.cancel->load()) throw Cancelled();
+    throw_if_cancelled(options.cancel);
     launches += blocks > 0;
     init_outputs();
     lists.reset();
@@ -480,7 +480,7 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
   if (blocks > 0 && options.repeats > 0) {
     if (stats) stats->runs_ms.clear();
     for (int r = 0; r < options.warmup + options.repeats; ++r) {
-      if (options.cancel && options.cancel->load()) throw Cancelled();
+      throw_if_cancelled(options.cancel);
       init_outputs();
       lists.reset();
       lists.fill_args(L, w);

@@ -61,13 +61,10 @@ Probe probe_device() {
   }
   // Without a driver library cudart answers "driver version is insufficient" (or, with only
   // the toolkit's stub library on the path, cudaErrorStubLibrary): no driver, not a mismatch.
-  if ((err == cudaErrorInsufficientDriver || err == cudaErrorStubLibrary) && !driver_library_loadable()) {
-    p.why = lead + kNoDeviceReason + " (no CUDA driver: libcuda.so.1 cannot be loaded)";
-    cudaGetLastError();
-    return p;
-  }
-  if (err == cudaErrorStubLibrary) {
-    p.why = lead + kNoDeviceReason + " (only the toolkit's stub libcuda, no driver: cudaErrorStubLibrary)";
+  if (err == cudaErrorStubLibrary || (err == cudaErrorInsufficientDriver && !driver_library_loadable())) {
+    p.why = lead + kNoDeviceReason +
+            (err == cudaErrorStubLibrary ? " (only the toolkit's stub libcuda, no driver: cudaErrorStubLibrary)"
+                                         : " (no CUDA driver: libcuda.so.1 cannot be loaded)");
     cudaGetLastError();
     return p;
   }
