@@ -121,7 +121,7 @@ e2e_gpu() {
 pytest_device() {
   local name=$1 log=$2 pp=${3:-} rc
   (cd /tmp && PYTHONPATH=$pp timeout "${PYTEST_TIMEOUT:-600}" python3 -m pytest -q -p no:cacheprovider -rs \
-     "$OLDPWD/tests/python/test_device.py" "$OLDPWD/tests/python/test_frameworks.py" "$OLDPWD/tests/python/test_devices.py" \
+     "$OLDPWD/tests/python/test_device.py" "$OLDPWD/tests/python/test_frameworks.py" "$OLDPWD/tests/python/test_devices.py" "$OLDPWD/tests/python/test_interrupt_gpu.py" \
      > "$log" 2>&1); rc=$?
   tail -5 "$log"
   gate "$name" $rc
@@ -233,8 +233,12 @@ for step in $steps; do
     fuzz)
       # Differential fuzzing (issue 11): random queries (a fresh seed block, printed), GPU engine
       # against the CPU engine (every f32 math), and the regression cases on the GPU.
+      # FUZZ_DEADLINE (epoch seconds): start no case after it, less a minute for the regression cases.
+      fmax=()
+      [ -n "${FUZZ_DEADLINE:-}" ] && fmax=(--max-seconds $(( FUZZ_DEADLINE - $(date +%s) - 60 )))
       python3 tests/fuzz/differential.py --gamut $B/gamut --count ${FUZZ_COUNT:-1000} --backend-pair cpu,gpu \
-        --jobs 16 --keep "$OUT/fuzz-failing" ${FUZZ_SEED:+--seed $FUZZ_SEED} > "$OUT/fuzz.txt" 2>&1
+        --jobs ${FUZZ_JOBS:-$NPROC} --keep "$OUT/fuzz-failing" ${FUZZ_SEED:+--seed $FUZZ_SEED} "${fmax[@]}" \
+        ${FUZZ_ARGS:-} > "$OUT/fuzz.txt" 2>&1
       gate "differential fuzz cpu,gpu" $?; head -1 "$OUT/fuzz.txt"; tail -15 "$OUT/fuzz.txt"
       python3 tests/fuzz/run_cases.py $B/gamut --backend gpu > "$OUT/fuzz_cases.txt" 2>&1
       gate "fuzz regression cases (gpu)" $?; tail -5 "$OUT/fuzz_cases.txt" ;;
@@ -286,19 +290,30 @@ for step in $steps; do
       # Tests that need the device to themselves (free memory, peak rates), after the others.
       gtest_run "verify: alone ($ALONE)" $B/tests/gamut_gpu_tests "$ALONE" "$OUT/verify_alone.txt" 120 ;;
     sanitizers)
-      # compute-sanitizer memcheck, racecheck and synccheck on the tensor-core query tests (issue 12),
-      # at once, each with its own kernel cache.
-      expected=$(gtest_expected $B/tests/gamut_gpu_tests "${SAN_FILTER:-GpuTensorQueries.*}"); pids=()
+      # compute-sanitizer memcheck, racecheck and synccheck over SAN_FILTER (default: the GPU suite
+      # as `shards` runs it), each tool in SAN_SHARDS gtest shards at once, spread over the GPUs.
+      filter="${SAN_FILTER:-$SHARD_FILTER}"; n=${SAN_SHARDS:-1}
+      ng=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU '); [ "$ng" -ge 1 ] || ng=1
+      expected=$(gtest_expected $B/tests/gamut_gpu_tests "$filter"); pids=(); k=0
       for tool in memcheck racecheck synccheck; do
-        GAMUT_CACHE_DIR=$PWD/$B/kcache-$tool timeout ${SAN_TIMEOUT:-300} compute-sanitizer --tool $tool --error-exitcode 9 \
-           $B/tests/gamut_gpu_tests --gtest_filter="${SAN_FILTER:-GpuTensorQueries.*}" > "$OUT/san_$tool.txt" 2>&1 &
-        pids+=($!)
+        for ((s = 0; s < n; ++s)); do
+          CUDA_VISIBLE_DEVICES=$((k % ng)) GTEST_TOTAL_SHARDS=$n GTEST_SHARD_INDEX=$s \
+            GAMUT_CACHE_DIR=$PWD/$B/kcache-$tool-$s timeout ${SAN_TIMEOUT:-300} \
+            compute-sanitizer --tool $tool --error-exitcode 9 $B/tests/gamut_gpu_tests --gtest_filter="$filter" \
+            > "$OUT/san_${tool}_$s.txt" 2>&1 &
+          pids+=($!); k=$((k + 1))
+        done
       done
       k=0
       for tool in memcheck racecheck synccheck; do
-        wait "${pids[$k]}"; rc=$?; k=$((k + 1))
-        echo "compute-sanitizer $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_$tool.txt" | tail -1)"
-        gtest_check "compute-sanitizer $tool" $rc "$expected" "$OUT/san_$tool.txt"
+        rc=0; logs=()
+        for ((s = 0; s < n; ++s)); do
+          wait "${pids[$k]}"; r=$?; k=$((k + 1))
+          [ $r -ne 0 ] && { rc=$r; echo "compute-sanitizer $tool shard $s: rc=$r$([ $r -eq 124 ] && echo ' (timed out)')"; }
+          logs+=("$OUT/san_${tool}_$s.txt")
+        done
+        echo "compute-sanitizer $tool: $(grep -hE '(ERROR|RACECHECK) SUMMARY' "${logs[@]}" | sort | uniq -c | tr '\n' ';')"
+        gtest_check "compute-sanitizer $tool" $rc "$expected" "${logs[@]}"
       done ;;
     hostoverhead)
       # The host cost of a cached library call, phase by phase (issue 13, bench/host_overhead.cpp).

@@ -19,9 +19,14 @@ are compared with that math's bound (RTOL_F32_MATH).
 One line per mismatch, with the seed (`--keep DIR` writes the case as query + .npy + case.json),
 then a summary with the counts. Exit 1 when anything mismatched or failed.
 
+The GPU side: the command line (30% of the cases with a forced tile), or with --python-share the
+Python package on device tensors (tests/fuzz/python_side.py), or with --gpu-parts the multi-device
+runner (--gpus); with several GPUs each worker's single-GPU runs go to its own GPU.
+
 usage: differential.py --gamut build/gamut [--count N] [--seed S] [--backend-pair cpu,gpu]
                        [--jobs J] [--device-sizes] [--keep DIR] [--nvrtc TOOL [--min-kernels K]]
                        [--gpu-args ARGS] [--f32-maths ieee,tf32x3,tf32]
+                       [--python-share F] [--gpu-parts F] [--no-cli-checks]
 """
 import argparse
 import hashlib
@@ -41,6 +46,7 @@ import mmlt_case  # noqa: E402
 from mmlt_case import binding_args, compare, gamut_args, load_inputs, run_gamut, write_case  # noqa: E402
 from mmlt_gen import F32_MATHS, Generator  # noqa: E402
 from mmlt_model import Model, ModelError  # noqa: E402
+from python_side import PythonSide  # noqa: E402
 
 OPTS = None
 # Relative bound on the norm for inexact f32 (and f64) outputs per --f32-math of the GPU side: TF32
@@ -65,9 +71,16 @@ def case_f32_math(o, seed):
     return random.Random(seed * 104729 + 7).choice(o.f32_maths)
 
 
+PYSIDE = None   # this worker's Python-package server (python_side.py), started on first use
+WORKER_GPU = None   # this worker's GPU for single-GPU runs (CUDA_VISIBLE_DEVICES), with several
+
+
 def init_worker(opts):
-    global OPTS
+    global OPTS, WORKER_GPU
     OPTS = opts
+    ident = multiprocessing.current_process()._identity
+    if opts.ngpus > 1:
+        WORKER_GPU = str((ident[0] if ident else 0) % opts.ngpus)
     if opts.rtol:
         mmlt_case.RTOL["f4"] = opts.rtol
 
@@ -94,6 +107,13 @@ def _run_case(seed):
     variant = random.Random(seed * 7919 + 1)
     # Some cases force a tile on the GPU side (and in the NVRTC check): partial tiles of every size.
     tile = variant.choice(o.gpu_tiles) if o.gpu_tiles and variant.random() < 0.3 else None
+    # Some cases run the GPU side through the Python package on device tensors, others over
+    # several GPUs (the multi-device runner; `--gpus 0,0` on one GPU: two parts on GPU 0).
+    route = random.Random(seed * 31337 + 3)
+    via_python = route.random() < o.python_share and not case.dims
+    devices = None
+    if not via_python and route.random() < o.gpu_parts:
+        devices = route.choice(["2", "all", "0,1,0"] if o.ngpus > 1 else ["0,0"])
     d = tempfile.mkdtemp(prefix=f"gamut_fuzz_{seed}_", dir=o.tmp)
     mism, errs, kernels = [], [], 0
     try:
@@ -110,9 +130,19 @@ def _run_case(seed):
                 outs.append(res)
                 labels.append("numpy")
                 continue
+            if be == "gpu" and via_python:
+                out_dir = os.path.join(d, f"out_{side}_python")
+                err = python_side().run({"dir": d, "out": out_dir, "backend": "gpu", "f32_math": f32_math})
+                if err:
+                    errs.append(err)
+                outs.append(None if err else read_outputs(out_dir))
+                labels.append(f"gpu (python, {python_side().framework})")
+                continue
             extra = list(o.gpu_args) + (["--tile", tile] if tile else []) if be == "gpu" else []
             if be == "gpu" and f32_math != "ieee" and not o.fixed_f32_math:
                 extra += ["--f32-math", f32_math]
+            if be == "gpu" and devices:
+                extra += ["--gpus", devices]
             # Vary what is compared: a rewritten plan on one side, the query as written on the other.
             # (Not with NaN or inf in the data: push-down may then differ from the query as
             # written, docs/semantics.md.)
@@ -121,7 +151,11 @@ def _run_case(seed):
             out_dir = os.path.join(d, f"out_{side}_{be}")
             # cpu,cpu: one side on one thread (the engine's result must not depend on the split).
             threads = (1 if side == 1 and o.pair == ("cpu", "cpu") else o.threads) if be == "cpu" else None
-            res, err = run_gamut(o.gamut, d, desc, be, out_dir, threads=threads, extra=extra, timeout=o.timeout)
+            env = None
+            if be == "gpu" and WORKER_GPU is not None and not devices:
+                env = dict(os.environ, CUDA_VISIBLE_DEVICES=WORKER_GPU)
+            res, err = run_gamut(o.gamut, d, desc, be, out_dir, threads=threads, extra=extra, timeout=o.timeout,
+                                 env=env)
             if err:
                 errs.append(err)
             outs.append(res)
@@ -136,7 +170,8 @@ def _run_case(seed):
         q = os.path.join(d, "query.mmlt")
         # (A query without inputs or parameters: `explain --source` asks for bindings there are none of.)
         bound = binding_args(d, desc)
-        for args in [[o.gamut, "check", q]] + ([[o.gamut, "explain", q] + bound + ["--source"]] if bound else []):
+        for args in [] if o.no_cli_checks else [[o.gamut, "check", q]] + (
+                [[o.gamut, "explain", q] + bound + ["--source"]] if bound else []):
             p = subprocess.run(args, capture_output=True, text=True, timeout=o.timeout)
             if p.returncode != 0:
                 errs.append(f"{args[1]}: exit {p.returncode}: {(p.stderr.strip().splitlines() or [''])[0]}")
@@ -165,8 +200,39 @@ def _run_case(seed):
                         f.write(shlex.join(gamut_args(o.gamut, keep, desc, be, os.path.join(keep, "out_" + be))) + "\n")
     finally:
         shutil.rmtree(d, ignore_errors=True)
-    tags = case.tags + ([f"f32math-{f32_math}"] if f32_math != "ieee" else [])
+    tags = case.tags + ([f"f32math-{f32_math}"] if f32_math != "ieee" else []) + (["python"] if via_python else []) \
+        + (["gpus"] if devices else []) + (["tile"] if tile and "gpu" in o.pair else [])
     return seed, qhash, tags, mism, errs, kernels, time.time() - t0
+
+
+def python_side():
+    global PYSIDE
+    if PYSIDE is None:
+        env = dict(os.environ)
+        if WORKER_GPU is not None:
+            env["CUDA_VISIBLE_DEVICES"] = WORKER_GPU
+        PYSIDE = PythonSide(env=env, timeout=OPTS.timeout)
+    return PYSIDE
+
+
+def read_outputs(out_dir):
+    import numpy as np
+    return {f[:-4]: np.load(os.path.join(out_dir, f)) for f in sorted(os.listdir(out_dir)) if f.endswith(".npy")}
+
+
+def gpu_count():
+    """GPUs visible to this process (GAMUT_FUZZ_GPUS overrides; 1 when nvidia-smi cannot tell)."""
+    if os.environ.get("GAMUT_FUZZ_GPUS"):
+        return int(os.environ["GAMUT_FUZZ_GPUS"])
+    try:
+        p = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+        n = sum(1 for ln in p.stdout.splitlines() if ln.startswith("GPU "))
+    except (OSError, subprocess.TimeoutExpired):
+        n = 0
+    vis = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if vis is not None and vis.strip():
+        n = min(n, len(vis.split(","))) if n else len(vis.split(","))
+    return max(n, 1)
 
 
 def gpu_present(gamut):
@@ -203,6 +269,14 @@ def main():
     ap.add_argument("--rtol", type=float, default=0,
                     help="relative bound for inexact f32 outputs (default 1e-4; e.g. 3e-3 with --f32-math tf32)")
     ap.add_argument("--quiet", action="store_true", help="only mismatches and the summary")
+    ap.add_argument("--python-share", type=float, default=0.0,
+                    help="share of the cases whose GPU side runs through the Python package on device "
+                         "tensors (torch CUDA tensors where torch is installed; python_side.py)")
+    ap.add_argument("--gpu-parts", type=float, default=0.0,
+                    help="share of the cases whose GPU side runs over several GPUs (--gpus 2, all or 0,1,0; "
+                         "0,0 with one GPU)")
+    ap.add_argument("--no-cli-checks", action="store_true",
+                    help="skip `check` and `explain --source` per case (CI's fuzz runs them)")
     ap.add_argument("--known-defects", action="store_true",
                     help="also generate what open defects break (mmlt_gen.KNOWN_DEFECTS)")
     o = ap.parse_args()
@@ -233,6 +307,7 @@ def main():
             return 1
         print("differential: no GPU (gamut device failed): skipped")
         return 77
+    o.ngpus = gpu_count() if "gpu" in o.pair else 1
     o.tmp = tempfile.mkdtemp(prefix="gamut_fuzz_")
     if "gpu" in o.pair and not os.environ.get("GAMUT_CACHE_DIR"):
         os.environ["GAMUT_CACHE_DIR"] = os.path.join(o.tmp, "kernel-cache")   # not the user's cache
@@ -275,6 +350,7 @@ def main():
         shutil.rmtree(o.tmp, ignore_errors=True)
     print(f"differential {o.pair[0]} vs {o.pair[1]}: {ran} cases run of {len(seeds)} (seeds {o.seed}..{o.seed + o.count - 1}), "
           f"{len(hashes)} distinct queries, {n_mism} mismatches, {n_err} with errors"
+          + (f", {o.ngpus} GPUs" if "gpu" in o.pair else "")
           + (f", {kernels} kernels compiled with NVRTC" if o.nvrtc else "")
           + f", {time.time() - t0:.0f} s")
     print("templates: " + ", ".join(f"{k} {v}" for k, v in sorted(tags.items())))
