@@ -231,19 +231,19 @@ Allocation FrameworkAllocator::allocate(DType dtype, const std::vector<int64_t>&
   } else {
     throw Error(ExitCode::Device, "device error: no framework allocator");
   }
-  made_.emplace_back(ptr, obj);
+  made_.push_back(Made{ptr, dtype, shape, obj});
   return Allocation{ptr, py_owner(ptr, obj)};
 }
 
-nb::object FrameworkAllocator::take(void* data) {
-  for (auto& [p, o] : made_)
-    if (p == data && o.is_valid()) return std::move(o);
+nb::object FrameworkAllocator::take(const Array& a) {
+  for (Made& m : made_)
+    if (m.ptr == a.data && m.dtype == a.dtype && m.shape == a.shape && m.obj.is_valid()) return std::move(m.obj);
   return nb::object();
 }
 
 nb::object export_array(const Array& a, Framework f, FrameworkAllocator* allocator) {
   if (allocator)
-    if (nb::object o = allocator->take(a.data); o.is_valid()) return o;
+    if (nb::object o = allocator->take(a); o.is_valid()) return o;
   auto* held = new std::shared_ptr<void>(a.owner);
   nb::capsule owner(held, [](void* p) noexcept { delete static_cast<std::shared_ptr<void>*>(p); });
   std::vector<size_t> shape(a.shape.begin(), a.shape.end());

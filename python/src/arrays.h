@@ -47,12 +47,19 @@ class FrameworkAllocator {
   explicit FrameworkAllocator(Framework f) : framework_(f) {}
   bool usable() const { return framework_ == Framework::Torch || framework_ == Framework::CuPy; }
   Allocation allocate(DType dtype, const std::vector<int64_t>& shape, Device device);
-  // The framework object whose memory starts at `data` (or none).
-  nb::object take(void* data);
+  // The framework object made for `a`: its memory starts at a.data and it has a's element type
+  // and shape (or none). Empty allocations all start at null, so the pointer alone is not enough.
+  nb::object take(const Array& a);
 
  private:
+  struct Made {
+    void* ptr;
+    DType dtype;
+    std::vector<int64_t> shape;
+    nb::object obj;
+  };
   Framework framework_;
-  std::vector<std::pair<void*, nb::object>> made_;
+  std::vector<Made> made_;
 };
 
 // An output array in the framework `f`: the allocator's own object where it made the memory,

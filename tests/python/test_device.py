@@ -240,3 +240,18 @@ def test_device_error_categories(torch):
         q(A=A, B=torch.ones(3, 4, device="cuda"), Z=A)
     # The query stays usable.
     torch.testing.assert_close(q(A=A, B=torch.ones(3, 4, device="cuda"))["C"], torch.full((4, 4), 3.0, device="cuda"))
+
+
+def test_empty_lists_keep_their_column_types(torch):
+    # Empty list columns all start at null: each must still come back with its own element type
+    # (found by tests/fuzz/differential.py --python-share, seed 780085370).
+    q = gamut.compile("where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; }\n"
+                      "  if (a > 1000) emit L(i, a as v);\n"
+                      "  if (a > 1000) emit P(f64(a) as x, i64(j) as y, j);\n"
+                      "  emit T(i32(a) as t, i64(i) as u) top 0 by a; }")
+    A = torch.randint(-3, 4, (5, 4), device="cuda").float()
+    B = torch.randint(-3, 4, (4, 6), device="cuda").float()
+    got = to_numpy(q(A=A, B=B, backend="gpu"))
+    want = q(A=A.cpu().numpy(), B=B.cpu().numpy(), backend="cpu")
+    assert_same(got, want, "lists")
+    assert [c.dtype for c in got["P"].values()] == [np.float64, np.int64, np.int32]

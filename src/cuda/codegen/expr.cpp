@@ -94,6 +94,13 @@ std::string Renderer::expr_as(ExprId id, CType to) const {
     };
     return cat("(", cond(expr(e.a), P.expr(e.a).type), " ? ", branch(e.b), " : ", branch(e.c), ")");
   }
+  // An integer that went through a float which holds it exactly (i32 or bool in f64, bool in
+  // f32) and comes back as an integer converts integer to integer: the same value, and chains
+  // like i32(f64(i32(...))) need no NaN tests (gm::to_i32's inline PTX would stay in the code).
+  if (e.kind == ExprKind::Cast && is_float(e.type) && !is_float(to) && to != CType::Bool) {
+    const CType from = P.expr(e.a).type;
+    if (from == CType::Bool || (from == CType::I32 && e.type == CType::F64)) return expr_as(e.a, to);
+  }
   return convert(expr(id), e.type, to);
 }
 
