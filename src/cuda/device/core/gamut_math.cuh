@@ -48,7 +48,15 @@ GM_DEV int sub(int a, int b) { return int(unsigned(a) - unsigned(b)); }
 GM_DEV i64 sub(i64 a, i64 b) { return i64(u64(a) - u64(b)); }
 GM_DEV int mul(int a, int b) { return int(unsigned(a) * unsigned(b)); }
 GM_DEV i64 mul(i64 a, i64 b) { return i64(u64(a) * u64(b)); }
-GM_DEV int neg(int a) { return int(0u - unsigned(a)); }
+// -a as ~a + 1 in inline PTX: ptxas (CUDA 13.0, -O1 and up) fuses min(min(x, -x), c) into one
+// three-input VIMNMX3 and drops the negation when -x is a neg.s32, sub.s32 0, x or mul.lo.s32 by
+// -1 (measured on an H100; tests/fuzz/cases/min_of_a_negation.json); not + add
+// stays a register of its own.
+GM_DEV int neg(int a) {
+  int r;
+  asm("{\n .reg .b32 t;\n not.b32 t, %1;\n add.s32 %0, t, 1;\n}" : "=r"(r) : "r"(a));
+  return r;
+}
 GM_DEV i64 neg(i64 a) { return i64(0ull - u64(a)); }
 GM_DEV int abs_(int a) { return a < 0 ? neg(a) : a; }      // abs(INT_MIN) == INT_MIN
 GM_DEV i64 abs_(i64 a) { return a < 0 ? neg(a) : a; }
