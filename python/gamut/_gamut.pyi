@@ -1,6 +1,6 @@
 """Type stubs of the C++ extension gamut._gamut."""
 
-from typing import Any, Mapping, Union
+from typing import Any, Mapping, Sequence, Union
 
 # Anything that speaks DLPack or that NumPy can view: torch.Tensor, cupy.ndarray, jax.Array,
 # numpy.ndarray (np.memmap too), memoryview, array.array, ctypes arrays, ...
@@ -26,14 +26,16 @@ class Query:
     def outputs(self) -> list[str]: ...
     def __call__(self, *, backend: str = "auto", f32_math: str = "ieee", threads: int = 0,
                  stream: Stream = None, devices: Devices = None,
+                 dims: Mapping[str, int | Sequence[int]] | None = None,
                  **bindings: Binding) -> dict[str, OutputValue]:
         """Run on the keyword arrays and scalars; returns outputs by name."""
     def run(self, inputs: Mapping[str, Binding], *, backend: str = "auto", f32_math: str = "ieee",
-            threads: int = 0, stream: Stream = None,
-            devices: Devices = None) -> tuple[dict[str, OutputValue], dict[str, Any]]:
+            threads: int = 0, stream: Stream = None, devices: Devices = None,
+            dims: Mapping[str, int | Sequence[int]] | None = None) -> tuple[dict[str, OutputValue], dict[str, Any]]:
         """Run on a mapping of bindings (any names, also 'backend' ...); returns (outputs, stats)."""
     def explain(self, inputs: Mapping[str, Binding] | None = None, /, *, backend: str = "auto",
-                f32_math: str = "ieee", devices: Devices = None, **bindings: Binding) -> str:
+                f32_math: str = "ieee", devices: Devices = None,
+                dims: Mapping[str, int | Sequence[int]] | None = None, **bindings: Binding) -> str:
         """The plan; with bindings (keywords, or a mapping and keyword options) also extents,
         rewrites, the GPU kernel and input placement."""
     def kernel_source(self, inputs: Mapping[str, Binding] | None = None, /, *, backend: str = "auto",

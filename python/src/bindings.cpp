@@ -17,7 +17,7 @@ namespace gamut::py {
 namespace {
 
 constexpr int kMaxThreads = 1024;   // as the command line's --threads (src/cli/args.h)
-const char* const kOptions[] = {"backend", "f32_math", "threads", "stream", "devices"};
+const char* const kOptions[] = {"backend", "f32_math", "threads", "stream", "devices", "dims"};
 
 [[noreturn]] void usage(const std::string& m) { throw Error(ExitCode::Usage, "usage error: " + m); }
 
@@ -101,6 +101,33 @@ gamut::Devices devices_of(nb::handle v) {
   return gamut::Devices::list(std::move(ordinals));
 }
 
+// dims={"Hist": [13], "T": (4, 5)} (or an int for one dimension): the extents of aggregate outputs
+// that no input sizes, as the command line's --dim NAME=D1,D2 and Inputs::extent.
+void dims_of(Call& c, nb::handle v) {
+  const char* how = "dims=: give a dict of output names to extents, such as dims={'Hist': [13]}";
+  if (v.is_none()) return;
+  if (!nb::isinstance<nb::dict>(v)) usage(how);
+  for (auto [k, x] : nb::borrow<nb::dict>(v)) {
+    if (!nb::isinstance<nb::str>(k)) usage(how);
+    const std::string name = nb::cast<std::string>(k);
+    std::vector<int64_t> ext;
+    long long n = 0;
+    if (integer(x, n)) {
+      ext.push_back(n);
+    } else if (nb::isinstance<nb::list>(x) || nb::isinstance<nb::tuple>(x)) {
+      for (nb::handle e : x) {
+        if (!integer(e, n)) usage("dims['" + name + "']=" + shown(x) + ": extents are integers");
+        ext.push_back(n);
+      }
+    } else {
+      usage("dims['" + name + "']=" + shown(x) + ": give an int or a list of ints");
+    }
+    for (int64_t e : ext)
+      if (e < 0) usage("dims['" + name + "']=" + shown(x) + ": extents are 0 or more");
+    c.inputs.extent(name, std::move(ext));
+  }
+}
+
 bool set_option(Call& c, const std::string& key, nb::handle v) {
   gamut::Options& o = c.options;
   if (key == "backend") o.backend = text_option("backend", v, "'auto', 'cpu' or 'gpu'");
@@ -111,6 +138,7 @@ bool set_option(Call& c, const std::string& key, nb::handle v) {
     c.stream_given = true;
   }
   else if (key == "devices") o.devices = devices_of(v);
+  else if (key == "dims") dims_of(c, v);
   else return false;
   return true;
 }
@@ -252,7 +280,7 @@ void set_options(Call& c, nb::handle options) {
   for (auto [k, v] : nb::borrow<nb::dict>(options)) {
     const std::string key = key_of(k);
     if (!set_option(c, key, v))
-      usage("unknown option '" + key + "' (backend, f32_math, threads, stream, devices); bindings go in the mapping");
+      usage("unknown option '" + key + "' (backend, f32_math, threads, stream, devices, dims); bindings go in the mapping");
   }
 }
 
