@@ -50,7 +50,7 @@ bool libcuda_loadable() {
 
 // "Nothing to run on" (skip) is told from a CUDA error on a machine with a driver (fail).
 TEST(GpuSkip, ReasonsTellNoDeviceFromACudaError) {
-  EXPECT_TRUE(cuda::device_absent("no usable CUDA device: no CUDA device/driver found (0 devices)"));
+  EXPECT_TRUE(cuda::device_absent("no usable CUDA device: no NVIDIA GPU found (0 devices)"));
   EXPECT_TRUE(cuda::device_absent("built without CUDA"));
   EXPECT_TRUE(cuda::device_absent("no usable CUDA device: built without CUDA"));
   EXPECT_FALSE(cuda::device_absent(
@@ -71,7 +71,7 @@ TEST(GpuSkip, NoDriverIsNoDevice) {
   EXPECT_TRUE(cuda::device_absent(why)) << why;
   EXPECT_EQ(why.find("insufficient"), std::string::npos) << why;
 #if GAMUT_HAVE_CUDA
-  EXPECT_NE(why.find("no usable CUDA device: no CUDA device/driver found"), std::string::npos) << why;
+  EXPECT_NE(why.find("no usable CUDA device: no NVIDIA GPU found"), std::string::npos) << why;
   EXPECT_NE(why.find("libcuda.so.1"), std::string::npos) << why;
 #endif
 }

@@ -63,7 +63,7 @@ gtest_check() {
   # A skip's reason is the text between its "[ RUN      ]" and "[  SKIPPED ]" lines; those that
   # say there is no GPU / CUDA device fail (where the test has its own skip, not SKIP_WITHOUT_GPU).
   noskip=$(cat "$@" | awk '/^\[ RUN      \]/ {buf = ""; next} /^\[  SKIPPED \] [A-Za-z]/ {print $4 ": " buf; next} {buf = buf " " $0}' |
-           grep -ciE 'no (usable )?(CUDA|GPU)|CUDA device/driver|cannot be used' || true)
+           grep -ciE 'no (usable )?(CUDA|GPU)|no NVIDIA GPU|cannot be used' || true)
   local why=()
   [ "$short" -gt 0 ] && why+=("$short log(s) cut short (timeout or crash)")
   [ "$ran" -lt "$expected" ] && why+=("ran $ran of $expected expected tests")

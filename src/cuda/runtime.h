@@ -31,7 +31,7 @@ struct DeviceInfo {
 // "CUDA error: ..." (a driver older than the runtime, out of memory, an exclusive or busy
 // device: a machine with a GPU that cannot be used); "built without CUDA" without the backend.
 bool device_available(std::string* why = nullptr);
-inline constexpr const char* kNoDeviceReason = "no CUDA device/driver found";
+inline constexpr const char* kNoDeviceReason = "no NVIDIA GPU found";
 // Whether `why` (device_available's reason) says there is nothing to run on (no device, no
 // driver, no CUDA backend) rather than a CUDA error on a machine with a driver.
 inline bool device_absent(const std::string& why) {

@@ -15,7 +15,7 @@ import pytest
 EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
 
 # The reasons of the library's probe (src/cuda/runtime/device.cpp) that mean "nothing to run on".
-ABSENT = ("no CUDA device/driver found", "built without CUDA")
+ABSENT = ("no NVIDIA GPU found", "built without CUDA")
 # A skip of a gpu test for want of a device, in the tests' own words.
 NO_DEVICE_SKIP = re.compile(r"\b(GPU|CUDA|device)\b", re.IGNORECASE)
 
