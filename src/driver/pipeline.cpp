@@ -276,9 +276,7 @@ static double median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
-// The GPU engine's options for a run: tile, kernel memo, math, repeats, progress (the same for
-// one GPU and for each part on several).
-static cuda::GpuRunOptions gpu_run_options(const RunOptions& options) {
+cuda::GpuRunOptions gpu_run_options(const RunOptions& options) {
   cuda::GpuRunOptions go;
   if (!options.tile.empty()) go.tile = cuda::parse_tile(options.tile);
   go.kernel_memo = options.kernel_memo;

@@ -14,6 +14,10 @@
 
 namespace gamut {
 
+namespace cuda {
+struct GpuRunOptions;
+}
+
 enum class Backend { Auto, Cpu, Gpu };
 
 struct RunOptions {
@@ -104,6 +108,10 @@ std::optional<BoundRewrite> bound_rewrite(const Plan& plan, const Instance& inst
 Plan plan_with_rewrites(const Source& source, const TypeEnv& env);
 // Why no GPU can be used, as "no usable CUDA device: REASON" (said once); "" when one can.
 std::string no_device_reason();
+// The GPU engine's options for a run: tile, kernel memo, math, repeats, progress (the same for
+// one GPU and for each part on several; `explain --source` shows the kernel they choose). Its
+// progress calls options.progress: `options` must outlive it.
+cuda::GpuRunOptions gpu_run_options(const RunOptions& options);
 // Run on the chosen backend.
 Results execute(const Prepared& p, const RunOptions& options, RunReport* report);
 // The same for a bound instance without a rewrite program (the library binds its cached typed
