@@ -350,16 +350,7 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
                                 ro.dense_output ? &written : nullptr, ro.list_output ? &written_lists : nullptr);
   if (options.synchronize && (gpu || staged.output_device.is_gpu())) api::synchronize_stream(options.stream);
   RunStats& s = r.stats;
-  s.backend = rep.backend;
-  s.seconds = rep.seconds;
-  s.kernel_seconds = rep.kernel_seconds;
-  s.compile_ms = rep.compile_ms;
-  s.cache = rep.cache_hit;
-  s.tile = rep.tile;
-  s.threads = rep.threads;
-  s.device_peak_bytes = rep.device_peak_bytes;
-  s.list_rows_appended = rep.list_rows_appended;
-  s.list_seen_cells = rep.list_seen_cells;
+  s = std::move(rep);  // what the engines recorded; the instance and the call add the rest
   s.m = inst.row.size();
   s.n = inst.col.size();
   s.k = inst.red.size();
@@ -368,17 +359,13 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
   // What ran: the engine names its mainloop ("cpu" for the CPU engine; on the GPU a forced tile
   // or a grouped join keeps SIMT), and the math is SIMT's unless a tensor-core mainloop ran.
   // (A rewritten program's CPU stages name none.)
-  s.mainloop = rep.backend != "gpu" ? "cpu" : rep.mainloop.empty() ? "simt" : rep.mainloop;
+  s.mainloop = s.backend != "gpu" ? "cpu" : s.mainloop.empty() ? "simt" : s.mainloop;
   MathChoice math = executed_math(plan, ro.f32_math);
   // ("wgmma+tma": the wgmma mainloop fed by TMA)
   if (math.tensor_cores() && s.mainloop.rfind("wgmma", 0) != 0 && s.mainloop != "mma.sync") math.math = InnerMath::Simt;
   s.math = math.math_name();
   s.rewrites = plan.rewrites;
   s.copies = std::move(staged.copies);
-  s.devices = rep.devices;
-  s.partition = rep.partition;
-  s.merge = rep.merge;
-  s.merge_seconds = rep.merge_seconds;
   if (several && prep) {
     s.devices = {devices[0]};
     s.partition = "partition: one part (the rewritten program " + (plan.rewrites.empty() ? "" : plan.rewrites.back()) +

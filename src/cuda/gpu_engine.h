@@ -13,6 +13,7 @@
 #include "bind/instance.h"
 #include "cuda/codegen/kernel_spec.h"
 #include "cuda/codegen/seen_box.h"
+#include "gamut/gamut.h"
 #include "plan/math_choice.h"
 
 namespace gamut::cuda {
@@ -64,22 +65,16 @@ std::shared_ptr<void> new_kernel_memo();
 // The most device memory a kernel memo keeps for list outputs between runs.
 constexpr size_t kKeptListBytes = size_t(256) << 20;
 
-struct GpuRunStats {
-  double kernel_ms = 0;  // device time of the launches (CUDA events)
-  double compile_ms = 0;
-  std::string cache_hit;  // "compiled" | "disk" | "memory"
+// What run_gpu records: the public run record (gamut::RunStats: backend "gpu", seconds and
+// kernel_seconds, compile_ms, cache, tile (the KernelSpec's label), mainloop, list_rows_appended,
+// list_seen_cells), handed on as it is, and the engine's details below.
+struct GpuRunStats : RunStats {
+  double kernel_ms = 0;  // device time of the result launches (CUDA events)
   std::string cache_key;
-  std::string tile;
-  std::string mainloop;  // "simt" | "mma.sync" | "wgmma": what the kernel ran
   // One per GpuRunOptions::repeats (CUDA events): the kernel and the device side of the lists
-  // (ordering, distinct, top/bottom selection), and the kernel alone.
+  // (ordering, distinct, top/bottom selection), and the kernel alone. seconds and
+  // kernel_seconds are their medians (with no repeats: kernel_ms, and 0).
   std::vector<double> runs_ms, runs_kernel_ms;
-  // Per list: rows the kernel appended in its last launch (the list's counter), before the
-  // device finalisation (top/bottom selection, distinct); what tile pre-selection and per-tile
-  // de-duplication save shows here.
-  std::vector<uint64_t> list_rows_appended;
-  // Per list: the cells of its seen table (lists/seen.h), 0 where it ran on the tile hash.
-  std::vector<int64_t> list_seen_cells;
   // Launches for the result: 1, or more where a list outgrew its buffers and the kernel ran again.
   int result_launches = 0;
   // Blocks per launch: one per tile, or fewer for a persistent kernel (KernelInfo::persistent).

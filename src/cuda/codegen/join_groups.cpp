@@ -5,7 +5,7 @@
 #include <numeric>
 
 #include "core/error.h"
-#include "cpu/join_key.h"
+#include "semantics/join_key.h"
 #include "cuda/codegen/internal.h"
 
 namespace gamut::cuda {

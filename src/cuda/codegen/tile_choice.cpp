@@ -136,8 +136,8 @@ TileConfig choose_tile_sized(const Plan& plan, int64_t rows, int64_t cols, int64
                              size_t smem_per_block) {
   // Largest first: scale up before scaling out (bigger tiles reuse each loaded value more).
   // The first runs one 256-thread block per SM with up to 255 registers; the others two or
-  // more blocks within 128 registers. Measured on the f32 product at 4096..16384 (H200):
-  // 128x256x16/8x16 0.92-0.93 of cuBLAS, 128x128x16/8x8 0.85, 128x128x8/8x8 0.80.
+  // more blocks within 128 registers. On the f32 product the one-block tile comes closest to
+  // cuBLAS, then 128x128x16/8x8, then 128x128x8/8x8.
   struct Candidate {
     TileConfig t;
     int budget;  // largest register estimate that compiles without spills (ptxas, sm_90a)
@@ -150,10 +150,9 @@ TileConfig choose_tile_sized(const Plan& plan, int64_t rows, int64_t cols, int64
   auto fits = [&](const TileConfig& t) { return cg::smem_plan(plan, t).total() <= smem_per_block; };
   int start = -1;
   // Top/bottom and distinct lists work per pair in unrolled passes (gm::TileSelect's counts, the
-  // distinct rounds): at one block per SM nothing hides that, and Q7 ran 1.13x slower at the
-  // one-block tile than at 128x128x8/8x8 (H200, 16384^2, K=256), so they start one step down.
-  // Plain lists (a pass of marks, then a loop over the marked pairs) start at the top: Q5
-  // 3.52 ms there against 3.89 (K=256), 11.94 against 13.80 (K=1024). bench/NOTES.md.
+  // distinct rounds): at one block per SM nothing hides that (a top-N query runs slower there
+  // than at 128x128x8/8x8), so they start one step down. Plain lists (a pass of marks, then a
+  // loop over the marked pairs) start at the top, where they run faster.
   bool step_down = false;
   for (const ListOutput& l : plan.lists) step_down = step_down || l.mode != ListMode::Plain;
   const int first = step_down ? 1 : 0;

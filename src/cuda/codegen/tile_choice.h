@@ -34,10 +34,9 @@ int estimate_registers(const Plan& plan, const TileConfig& t);
 // Estimates up to this leave ptxas room for 128 registers per thread without spilling (checked
 // against ptxas on the reference queries): such kernels are bounded to 128, others get 255.
 constexpr int kRegisterBudget = 124;
-// The same for the one-block-per-SM tile 128x256x16/8x16 (255 registers). (The estimate is
-// not exact: Q X^T, estimate 218, compiles there without spills and runs 1.3x faster than at
-// 128x64 on the H200, but Q1 at 202 spills 104 bytes and kNN at 220 spills and runs 2x slower;
-// 200 keeps every reference query spill-free.)
+// The same for the one-block-per-SM tile 128x256x16/8x16 (255 registers). The estimate is not
+// exact (some kernels above 200 compile without spills, some below spill): 200 keeps every
+// reference query spill-free.
 constexpr int kBigTileBudget = 200;
 
 // The tile chosen for a plan on a device described by (sm_count, smem_per_block) (no device

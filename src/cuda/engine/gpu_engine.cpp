@@ -123,6 +123,12 @@ struct KernelMemo {
   }
 };
 
+// The median of timed repetitions (0 without any).
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
 // One call of run_gpu. Each step reads what the steps before it left in the members.
 class GpuRun {
  public:
@@ -223,7 +229,8 @@ void GpuRun::compile() {
   if (spec_.options.grouped_join) groups_ = group_join(P_, inst_, spec_.tile.bm, spec_.tile.bn);
   if (stats_) {
     stats_->compile_ms = memo_hit ? 0 : module.compile_ms;
-    stats_->cache_hit = memo_hit ? "memory" : cache_hit_name(module.hit);
+    stats_->backend = "gpu";
+    stats_->cache = memo_hit ? "memory" : cache_hit_name(module.hit);
     stats_->cache_key = compiled_.key;
     stats_->tile = spec_.label;
     stats_->mainloop = spec_.mainloop;
@@ -328,6 +335,7 @@ void GpuRun::launch_until_fits() {
   if (options_.progress) options_.progress(2, steps_);
   if (!stats_) return;
   stats_->kernel_ms = ms;
+  stats_->seconds = ms / 1e3;
   stats_->result_launches = launches;
   stats_->launch_blocks = blocks_;
   stats_->persistent = info.persistent;
@@ -363,6 +371,10 @@ void GpuRun::repeat() {
     if (options_.progress) options_.progress(3 + r, steps_);
   }
   synchronize();
+  if (stats_ && !stats_->runs_ms.empty()) {
+    stats_->seconds = median(stats_->runs_ms) / 1e3;
+    stats_->kernel_seconds = median(stats_->runs_kernel_ms) / 1e3;
+  }
 }
 
 // The outputs: dense ones downloaded (or views of the caller's memory), lists finished and

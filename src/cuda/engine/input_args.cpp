@@ -165,7 +165,6 @@ void bind_join_groups(const Instance& inst, const ArgLayout& L, const JoinGroups
 
 void bind_inputs(const Instance& inst, const KernelSpec& spec, const KernelInfo& info, const JoinGroups* groups,
                  int64_t tiles, std::vector<uint64_t>& w, InputArgs& args) {
-  const Plan& P = *inst.plan;
   const ArgLayout& L = info.args;
   w[ArgLayout::kRowBegin] = uint64_t(inst.row.begin);
   w[ArgLayout::kRowEnd] = uint64_t(inst.row.end);
