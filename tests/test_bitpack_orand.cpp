@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "cpu/bit_pack.h"
+#include "semantics/bit_pack.h"
 #include "driver/pipeline.h"
 #include "rewrite/bitpack_orand.h"
 #if GAMUT_HAVE_CUDA

@@ -10,7 +10,7 @@
 #include <tuple>
 
 #include "cpu/engine.h"
-#include "cpu/list_order.h"
+#include "semantics/list_order.h"
 #include "plan/list_rows.h"
 #include "plan_builder.h"
 

@@ -180,26 +180,10 @@ std::string device_text(const Device& d) {
   }
 }
 
-// The device kernels are chosen for: this one, or without one what an H100/H200 has (132 SMs,
-// 227 KiB of shared memory per block).
-struct KernelTarget {
-  int sms = 132;
-  size_t smem = 227 * 1024;
-  KernelTarget() {
-    if (!cuda::gpu_available(nullptr)) return;
-    sms = cuda::device().sm_count;
-    smem = cuda::device().smem_per_block_optin;
-  }
-};
-
-// The GPU kernel variant run_gpu would pick for this instance.
-cuda::KernelChoice kernel_for(const Instance& inst, const std::string& tile, F32Math f32_math) {
-  const KernelTarget t;
-  std::optional<cuda::TileConfig> forced;
-  if (!tile.empty()) forced = cuda::parse_tile(tile);
+// The GPU kernel run_gpu would run for this instance (on this device, or without one an H100).
+cuda::KernelSpec kernel_for(const Instance& inst, const RunOptions& ro) {
   // (Seen tables: the engine also reads device vectors' ranges; here host data decides.)
-  return cuda::choose_kernel(inst, t.sms, t.smem, forced, false, f32_math, cuda::TensorIsa::Wgmma,
-                             cuda::every_distinct_seen(*inst.plan, cuda::seen_boxes(inst)));
+  return cuda::gpu_kernel_spec(inst, gpu_run_options(ro), explained_target(), cuda::seen_boxes(inst));
 }
 
 std::string location(const Plan& plan, Span s) {
@@ -243,10 +227,6 @@ class CurrentDeviceScope {
  private:
   int previous_;
 };
-
-std::string variant_text(const cuda::KernelChoice& k) {
-  return k.tile.str() + (k.options.packed16 ? " packed16" : "") + (k.options.grouped_join ? " grouped-join" : "");
-}
 
 }  // namespace
 
@@ -370,16 +350,7 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
                                 ro.dense_output ? &written : nullptr, ro.list_output ? &written_lists : nullptr);
   if (options.synchronize && (gpu || staged.output_device.is_gpu())) api::synchronize_stream(options.stream);
   RunStats& s = r.stats;
-  s.backend = rep.backend;
-  s.seconds = rep.seconds;
-  s.kernel_seconds = rep.kernel_seconds;
-  s.compile_ms = rep.compile_ms;
-  s.cache = rep.cache_hit;
-  s.tile = rep.tile;
-  s.threads = rep.threads;
-  s.device_peak_bytes = rep.device_peak_bytes;
-  s.list_rows_appended = rep.list_rows_appended;
-  s.list_seen_cells = rep.list_seen_cells;
+  s = std::move(rep);  // what the engines recorded; the instance and the call add the rest
   s.m = inst.row.size();
   s.n = inst.col.size();
   s.k = inst.red.size();
@@ -388,17 +359,13 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
   // What ran: the engine names its mainloop ("cpu" for the CPU engine; on the GPU a forced tile
   // or a grouped join keeps SIMT), and the math is SIMT's unless a tensor-core mainloop ran.
   // (A rewritten program's CPU stages name none.)
-  s.mainloop = rep.backend != "gpu" ? "cpu" : rep.mainloop.empty() ? "simt" : rep.mainloop;
+  s.mainloop = s.backend != "gpu" ? "cpu" : s.mainloop.empty() ? "simt" : s.mainloop;
   MathChoice math = executed_math(plan, ro.f32_math);
   // ("wgmma+tma": the wgmma mainloop fed by TMA)
   if (math.tensor_cores() && s.mainloop.rfind("wgmma", 0) != 0 && s.mainloop != "mma.sync") math.math = InnerMath::Simt;
   s.math = math.math_name();
   s.rewrites = plan.rewrites;
   s.copies = std::move(staged.copies);
-  s.devices = rep.devices;
-  s.partition = rep.partition;
-  s.merge = rep.merge;
-  s.merge_seconds = rep.merge_seconds;
   if (several && prep) {
     s.devices = {devices[0]};
     s.partition = "partition: one part (the rewritten program " + (plan.rewrites.empty() ? "" : plan.rewrites.back()) +
@@ -436,7 +403,7 @@ std::string Query::explain(const Inputs& inputs, const Options& options) const {
     // key-grouped join or packed 16-bit steps keep the SIMT mainloop.
     const F32Math f32 = engine_options(options).f32_math;
     MathChoice math = executed_math(plan, f32);
-    if (math.tensor_cores() && !prep->program && !kernel_for(inst, options.tile, f32).options.tensor_cores()) {
+    if (math.tensor_cores() && !prep->program && !kernel_for(inst, engine_options(options)).options.tensor_cores()) {
       math.why = std::string("could run as ") + math.math_name() +
                  " on tensor cores; this kernel variant (a forced --tile, a key-grouped join or packed 16-bit steps) "
                  "keeps SIMT";
@@ -463,8 +430,7 @@ std::string Query::explain(const Inputs& inputs, const Options& options) const {
   }
   std::string why;
   if (cuda::gpu_available(&why))
-    out << "gpu: " << cuda::device().name << ", tile "
-        << variant_text(kernel_for(inst, options.tile, engine_options(options).f32_math)) << "\n";
+    out << "gpu: " << cuda::device().name << ", tile " << kernel_for(inst, engine_options(options)).label << "\n";
   else
     out << "gpu: none (" << why << "); the CPU engine would run this\n";
   return out.str();
@@ -474,10 +440,9 @@ std::string Query::kernel_source(const Inputs& inputs, const Options& options) c
   const bool gpu = gpu_engine(engine_options(options));
   api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu, impl_->index_operands);
   const auto prep = impl_->prepare_call(staged, options);
-  const KernelTarget t;
+  const RunOptions ro = engine_options(options);
   std::string out;
-  for (const KernelSource& k :
-       kernel_sources(*prep, t.sms, t.smem, options.tile, false, engine_options(options).f32_math))
+  for (const KernelSource& k : kernel_sources(*prep, explained_target(), gpu_run_options(ro)))
     out += k.title + "\n" + k.source;
   return out;
 }

@@ -14,6 +14,8 @@ namespace gamut {
 [[noreturn]] void throw_usage_error(const std::string& message);
 // Not enough memory (or a size beyond any memory): exit 4, "resource error: ...".
 [[noreturn]] void throw_resource_error(const std::string& message);
+// A broken invariant of gamut itself (exit 1, as a query error): "internal error: WHAT".
+[[noreturn]] void throw_internal_error(const std::string& what);
 // A run's cancel flag (RunOptions::cancel), read where a run may stop: set, the run ends with
 // gamut::Cancelled.
 inline void throw_if_cancelled(const std::atomic<bool>* flag) {

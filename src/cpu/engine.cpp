@@ -32,8 +32,8 @@
 #include "core/sizes.h"
 #include "core/threads.h"
 #include "cpu/engine.h"
-#include "cpu/join_key.h"
-#include "cpu/list_order.h"
+#include "semantics/join_key.h"
+#include "semantics/list_order.h"
 #include "cpu/program.h"
 
 namespace gamut {

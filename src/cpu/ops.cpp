@@ -9,24 +9,14 @@
 #include <utility>
 
 #include "cpu/program.h"
+#include "semantics/store_ops.h"
 
 namespace gamut::cpu {
 namespace {
 
-template <class T> constexpr bool kFloat = std::is_floating_point_v<T>;
-template <class T> constexpr bool kBool = std::is_same_v<T, uint8_t>;
 
-// Bool lanes hold 0 or 1; integer arithmetic on them is normalised back.
-template <class T> inline T norm(T x) {
-  if constexpr (kBool<T>) return T(x != 0);
-  else return x;
-}
 
 // Integer arithmetic wraps (two's complement): compute in the unsigned type.
-template <class T> inline T add(T a, T b) {
-  if constexpr (kFloat<T>) return a + b;
-  else return norm(T(std::make_unsigned_t<T>(a) + std::make_unsigned_t<T>(b)));
-}
 template <class T> inline T sub(T a, T b) {
   if constexpr (kFloat<T>) return a - b;
   else return norm(T(std::make_unsigned_t<T>(a) - std::make_unsigned_t<T>(b)));
@@ -67,33 +57,6 @@ template <class T> inline T shr(T a, T b) {
   return norm(T(a >> (U(b) & U(sizeof(T) * 8 - 1))));
 }
 
-// Float min/max ignore a NaN operand (fmin/fmax) and order -0.0 below +0.0, so they are
-// commutative and associative: any reduction order gives the same bits.
-template <class T> inline T zero_bits(T a, T b, bool for_max) {
-  using I = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
-  I x = std::bit_cast<I>(a), y = std::bit_cast<I>(b);
-  return std::bit_cast<T>(for_max ? I(x & y) : I(x | y));
-}
-template <class T> inline T vmax(T a, T b) {
-  if constexpr (kFloat<T>) {
-    T r = a > b ? a : b;  // branch-free selects, so loops vectorise
-    r = a == b ? zero_bits(a, b, true) : r;
-    r = b != b ? a : r;
-    return a != a ? b : r;
-  } else {
-    return a > b ? a : b;
-  }
-}
-template <class T> inline T vmin(T a, T b) {
-  if constexpr (kFloat<T>) {
-    T r = a < b ? a : b;
-    r = a == b ? zero_bits(a, b, false) : r;
-    r = b != b ? a : r;
-    return a != a ? b : r;
-  } else {
-    return a < b ? a : b;
-  }
-}
 
 // Conversions: float -> int truncates, saturates, NaN -> 0; int -> int wraps; -> bool is != 0.
 template <class F, class T> inline T conv(F x) {
@@ -391,14 +354,6 @@ void muladd_kernel(void* accp, const void* ap, bool ua, const void* bp, bool ub,
   else muladd_pick<T, false>(acc, a, ua, b, ub, m, n);
 }
 
-template <StoreOp Op, class T> inline T sto(T o, T v) {
-  if constexpr (Op == StoreOp::Assign) return v;
-  else if constexpr (Op == StoreOp::Add) return add(o, v);
-  else if constexpr (Op == StoreOp::Max) return vmax(o, v);
-  else if constexpr (Op == StoreOp::Min) return vmin(o, v);
-  else if constexpr (Op == StoreOp::Or) return T(o | v);
-  else return T(o & v);
-}
 
 template <StoreOp Op, class T>
 void store_kernel(std::byte* out, const int64_t* off, bool ou, const void* vp, bool vu,
@@ -412,7 +367,6 @@ void store_kernel(std::byte* out, const int64_t* off, bool ou, const void* vp, b
   }
 }
 
-template <StoreOp Op> constexpr bool kStoreIntOnly = Op == StoreOp::Or || Op == StoreOp::And;
 
 template <StoreOp Op> StoreFn store_typed(CType t) {
   switch (t) {
@@ -422,47 +376,6 @@ template <StoreOp Op> StoreFn store_typed(CType t) {
     case CType::F32: if constexpr (!kStoreIntOnly<Op>) return &store_kernel<Op, float>; else return nullptr;
     case CType::F64: if constexpr (!kStoreIntOnly<Op>) return &store_kernel<Op, double>; else return nullptr;
     default: return nullptr;
-  }
-}
-
-template <class T> T identity_of(StoreOp op) {
-  switch (op) {
-    case StoreOp::And:
-      if constexpr (kFloat<T>) return T(0);
-      else if constexpr (kBool<T>) return T(1);
-      else return T(~T(0));
-    case StoreOp::Max:
-      if constexpr (kBool<T>) return T(0);
-      else if constexpr (kFloat<T>) return -std::numeric_limits<T>::infinity();
-      else return std::numeric_limits<T>::min();
-    case StoreOp::Min:
-      if constexpr (kBool<T>) return T(1);
-      else if constexpr (kFloat<T>) return std::numeric_limits<T>::infinity();
-      else return std::numeric_limits<T>::max();
-    default: return T(0);
-  }
-}
-
-template <class T> void fill_t(NDArray& a, StoreOp op) {
-  T v = identity_of<T>(op);
-  T* p = a.as<T>();
-  for (int64_t e = 0, n = a.size(); e < n; ++e) p[e] = v;
-}
-
-template <StoreOp Op, class T> void merge_t(NDArray& into, const std::byte* part) {
-  T* o = into.as<T>();
-  const T* p = reinterpret_cast<const T*>(part);
-  for (int64_t e = 0, n = into.size(); e < n; ++e) o[e] = sto<Op, T>(o[e], p[e]);
-}
-
-template <StoreOp Op> void merge_op(NDArray& into, const std::byte* part, CType t) {
-  switch (t) {
-    case CType::Bool: merge_t<Op, uint8_t>(into, part); break;
-    case CType::I32: merge_t<Op, int32_t>(into, part); break;
-    case CType::I64: merge_t<Op, int64_t>(into, part); break;
-    case CType::F32: if constexpr (!kStoreIntOnly<Op>) merge_t<Op, float>(into, part); break;
-    case CType::F64: if constexpr (!kStoreIntOnly<Op>) merge_t<Op, double>(into, part); break;
-    default: break;
   }
 }
 
@@ -569,28 +482,6 @@ StoreFn store_fn(StoreOp op, CType t) {
     case StoreOp::And: return store_typed<StoreOp::And>(t);
   }
   return nullptr;
-}
-
-void fill_identity(NDArray& a, StoreOp op, CType t) {
-  switch (t) {
-    case CType::Bool: fill_t<uint8_t>(a, op); break;
-    case CType::I32: fill_t<int32_t>(a, op); break;
-    case CType::I64: fill_t<int64_t>(a, op); break;
-    case CType::F32: fill_t<float>(a, op); break;
-    case CType::F64: fill_t<double>(a, op); break;
-    default: break;
-  }
-}
-
-void merge_partial(NDArray& into, const std::byte* part, StoreOp op, CType t) {
-  switch (op) {
-    case StoreOp::Assign: break;  // projections are written in place, never merged
-    case StoreOp::Add: merge_op<StoreOp::Add>(into, part, t); break;
-    case StoreOp::Max: merge_op<StoreOp::Max>(into, part, t); break;
-    case StoreOp::Min: merge_op<StoreOp::Min>(into, part, t); break;
-    case StoreOp::Or: merge_op<StoreOp::Or>(into, part, t); break;
-    case StoreOp::And: merge_op<StoreOp::And>(into, part, t); break;
-  }
 }
 
 }  // namespace gamut::cpu

@@ -13,6 +13,7 @@
 
 #include "bind/instance.h"
 #include "plan/list_rows.h"
+#include "semantics/store_ops.h"
 
 namespace gamut::cpu {
 
@@ -148,8 +149,5 @@ IndexFn index_fn(DType d);
 UpdateFn update_fn(UpdateOp op, CType t);
 MulAddFn muladd_fn(CType t);
 StoreFn store_fn(StoreOp op, CType t);
-// Whole-array helpers for dense outputs: identity fill and merging a thread's partial.
-void fill_identity(NDArray& a, StoreOp op, CType t);
-void merge_partial(NDArray& into, const std::byte* part, StoreOp op, CType t);
 
 }  // namespace gamut::cpu

@@ -1,4 +1,6 @@
-// The CUDA engine: plan -> generated CUDA C++ -> NVRTC (cached) -> launch -> Results.
+// The CUDA engine: plan -> generated CUDA C++ -> NVRTC (cached) -> launch -> Results. The code
+// generator's vocabulary (TileConfig, CodegenOptions, KernelSpec, generate_source) comes from
+// cuda/codegen/kernel_spec.h.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -9,18 +11,12 @@
 #include <vector>
 
 #include "bind/instance.h"
+#include "cuda/codegen/kernel_spec.h"
+#include "cuda/codegen/seen_box.h"
+#include "gamut/gamut.h"
 #include "plan/math_choice.h"
 
 namespace gamut::cuda {
-
-// Thread-block tile (BM x BN, k-slice BK) and per-thread register tile (TM x TN).
-struct TileConfig {
-  int bm = 128, bn = 128, bk = 8, tm = 8, tn = 8;
-  int threads() const { return (bm / tm) * (bn / tn); }
-  std::string str() const;  // "128x128x8/8x8"
-};
-// Parse `--tile` text "BMxBNxBK" or "BMxBNxBK/TMxTN"; throws a usage error when malformed.
-TileConfig parse_tile(const std::string& text);
 
 struct GpuRunOptions {
   std::optional<TileConfig> tile;  // override the chosen tile (benchmarks)
@@ -69,22 +65,16 @@ std::shared_ptr<void> new_kernel_memo();
 // The most device memory a kernel memo keeps for list outputs between runs.
 constexpr size_t kKeptListBytes = size_t(256) << 20;
 
-struct GpuRunStats {
-  double kernel_ms = 0;  // device time of the launches (CUDA events)
-  double compile_ms = 0;
-  std::string cache_hit;  // "compiled" | "disk" | "memory"
+// What run_gpu records: the public run record (gamut::RunStats: backend "gpu", seconds and
+// kernel_seconds, compile_ms, cache, tile (the KernelSpec's label), mainloop, list_rows_appended,
+// list_seen_cells), handed on as it is, and the engine's details below.
+struct GpuRunStats : RunStats {
+  double kernel_ms = 0;  // device time of the result launches (CUDA events)
   std::string cache_key;
-  std::string tile;
-  std::string mainloop;  // "simt" | "mma.sync" | "wgmma": what the kernel ran
   // One per GpuRunOptions::repeats (CUDA events): the kernel and the device side of the lists
-  // (ordering, distinct, top/bottom selection), and the kernel alone.
+  // (ordering, distinct, top/bottom selection), and the kernel alone. seconds and
+  // kernel_seconds are their medians (with no repeats: kernel_ms, and 0).
   std::vector<double> runs_ms, runs_kernel_ms;
-  // Per list: rows the kernel appended in its last launch (the list's counter), before the
-  // device finalisation (top/bottom selection, distinct); what tile pre-selection and per-tile
-  // de-duplication save shows here.
-  std::vector<uint64_t> list_rows_appended;
-  // Per list: the cells of its seen table (lists/seen.h), 0 where it ran on the tile hash.
-  std::vector<int64_t> list_seen_cells;
   // Launches for the result: 1, or more where a list outgrew its buffers and the kernel ran again.
   int result_launches = 0;
   // Blocks per launch: one per tile, or fewer for a persistent kernel (KernelInfo::persistent).
@@ -102,77 +92,16 @@ bool gpu_available(std::string* why = nullptr);
 // Run on the GPU. Throws Error(ExitCode::Device) without a device.
 Results run_gpu(const Instance& inst, const GpuRunOptions& options = {}, GpuRunStats* stats = nullptr);
 
-// The tile chosen for a plan on a device described by (sm_count, smem_per_block) (no device needed).
-TileConfig choose_tile(const Plan& plan, int sm_count, size_t smem_per_block);
-// Code variants that depend on more than the plan and tile (the bound data).
-struct CodegenOptions {
-  // Tropical (add-max / add-min) step on 16-bit lanes, two (i, j) pairs per 32-bit register
-  // with one DPX instruction (__viaddmax_s16x2): only where packed16_form() holds for the plan
-  // and packed16_data_fits() for the data, so the result is the exact i32 one.
-  bool packed16 = false;
-  // Key-grouped join (codegen/join_groups.h): blocks read their rows and columns from a tile table and
-  // position -> index maps; the tile operands are gathered into key order.
-  bool grouped_join = false;
-  // The tensor-core mainloop of this math (docs/tensor-cores.md) instead of the SIMT one; the
-  // tile is then tc_kernel_tile(math) (codegen/mainloop_tensor.h). Simt: the SIMT mainloop.
-  InnerMath tensor_math = InnerMath::Simt;
-  bool tensor_cores() const { return tensor_math != InnerMath::Simt; }
-  // The wgmma mainloop fed by TMA from a producer warp (gamut_tc_wgmma_tma.cuh): where
-  // tma_starts_fit() (operands TMA cannot read in place are copied, stages/k_major_copy.h); the
-  // kernel then takes two tensor maps (ArgLayout::tma_a / tma_b).
-  bool tma = false;
-  // With tma: the column operand's k-slices stay in shared memory for a band of tiles sharing a
-  // column tile, and persistent blocks run their tiles band by band (choose_kernel decides).
-  bool resident_b = false;
-  // With tma: a top / bottom list per i (per j) of N <= 32 keeps each row's (column's) best
-  // ranks in the block (gm::ResidentTop): persistent blocks run contiguous tiles with column
-  // (row) tiles fastest (choose_kernel decides; plan/math_choice.h resident_top_form holds).
-  bool resident_top = false;
-  // With resident_top: epilogue warpgroups run a tile's outputs while the consumers run the next
-  // tile's products (TcTile::epilogue; choose_kernel: where the products are long enough).
-  bool epilogue_warpgroups = false;
-};
-// The CUDA C++ generated for a typed plan (no device needed): what NVRTC compiles.
-std::string generate_source(const Plan& plan, const TileConfig& tile, const CodegenOptions& options = {});
-
-// The tile packed 16-bit steps run with unless --tile says otherwise (or the grid is small).
-inline const TileConfig kPacked16Tile{128, 128, 8, 8, 8};
-// The plan-level conditions of CodegenOptions::packed16 (src/cuda/codegen/packed16.cpp).
-bool packed16_form(const Plan& plan, const TileConfig& tile);
-// The data-level condition: every sum of a row and a column operand value fits in 16 bits.
-bool packed16_data_fits(const Plan& plan, const Instance& inst);
-
-// The tile and code variants run_gpu gives a bound instance on a device of `sm_count` SMs and
-// `smem_per_block` bytes (no device needed; `explain --source` shows the same kernel). With
-// `tile`, that tile; `masked_joins` and `f32_math` as in GpuRunOptions. Sums of products whose
-// math (choose_math) runs on tensor cores get the tensor-core mainloop, except with a forced
-// tile, packed 16-bit steps or a key-grouped join (those keep the SIMT mainloop), and on devices
-// without the tensor-core instructions used (`isa`). f16 / bf16 products run on wgmma where the
-// device has it (sm_90a), every other tensor-core math on mma.sync.
-struct KernelChoice {
-  TileConfig tile;
-  CodegenOptions options;
-  MathChoice math;  // executed_math of the plan (its operand accesses feed the TMA maps)
-};
-// The tensor-core instructions of a device: none (compute capability below 8.0: no bf16 / tf32
-// mma.sync, no cp.async), mma.sync (8.0 on), and wgmma too (9.0, compiled for sm_90a).
-enum class TensorIsa : uint8_t { None, MmaSync, Wgmma };
-TensorIsa tensor_isa(int cc_major, int cc_minor);
-// Whether the TMA unit can read the tensor-core operands of `m` in place: 16-byte aligned
-// starts, row and batch pitches (device inputs as given; gamut's own copies have input_pitch
-// rows), and ranges starting on 16 bytes of the contiguous axis. tma_starts_fit: the ranges
-// alone (CodegenOptions::tma: the engine re-pitches device inputs TMA cannot address).
-bool tma_operands_fit(const Instance& inst, const MathChoice& m);
-bool tma_starts_fit(const Instance& inst, const MathChoice& m);
-// Elements between the rows of gamut's device copy of a matrix input: whole 16-byte chunks.
-int64_t input_pitch(int64_t cols, DType t);
-// `every_distinct_seen`: every distinct list of the plan runs on a seen table in this run
-// (codegen/seen_box.h): such plans take wgmma where the math allows it (MathChoice::wgmma_if_seen).
-KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_block,
-                           const std::optional<TileConfig>& tile = std::nullopt, bool masked_joins = false,
-                           F32Math f32_math = F32Math::Ieee, TensorIsa isa = TensorIsa::Wgmma,
-                           bool every_distinct_seen = false);
-// Name of the kernel entry point(s) in generated source.
-extern const char* const kMainKernelName;
+// The kernel run_gpu runs for `inst` with `options` on `target`, where `boxes` are the seen
+// tables' value boxes of the run (seen_boxes; none without options.seen_tables) and
+// options.arch, where set, replaces the target's. `explain --source` calls it too, so what it
+// shows is what runs. No device needed.
+inline KernelSpec gpu_kernel_spec(const Instance& inst, const GpuRunOptions& options, KernelTarget target,
+                                  const std::vector<std::optional<SeenBox>>& boxes) {
+  if (!options.arch.empty()) target.arch = options.arch;
+  const KernelRequest request{options.tile, options.masked_joins, options.f32_math,
+                              every_distinct_seen(*inst.plan, boxes)};
+  return choose_kernel_spec(inst, target, request);
+}
 
 }  // namespace gamut::cuda

@@ -8,30 +8,25 @@
 #include "cuda/codegen/seen_box.h"
 #include "cuda/codegen/stage_sources.h"
 #include "cuda/gpu_engine.h"
+#include "cuda/runtime.h"
 
 namespace gamut {
 
 namespace {
 
 struct Sources {
-  int sm_count;
-  size_t smem;
-  std::optional<cuda::TileConfig> tile;
-  bool masked_joins;
-  F32Math f32_math;
+  const cuda::KernelTarget& target;
+  const cuda::GpuRunOptions& options;
 
   std::vector<KernelSource> of(const Prepared& p) const {
     if (p.program) return program(p);
     std::vector<KernelSource> out;
     const Instance& inst = p.instance;
     // (Seen tables from host data, as the engine decides; explain binds no device arrays.)
-    const cuda::KernelChoice k =
-        cuda::choose_kernel(inst, sm_count, smem, tile, masked_joins, f32_math, cuda::TensorIsa::Wgmma,
-                            cuda::every_distinct_seen(*inst.plan, cuda::seen_boxes(inst)));
-    out.push_back({"main",
-                   "// kernel source, tile " + k.tile.str() + (k.options.packed16 ? " packed16" : "") +
-                       (k.options.grouped_join ? " grouped-join" : ""),
-                   cuda::generate_source(*inst.plan, k.tile, k.options)});
+    const cuda::KernelSpec k = cuda::gpu_kernel_spec(
+        inst, options, target,
+        options.seen_tables ? cuda::seen_boxes(inst) : std::vector<std::optional<cuda::SeenBox>>{});
+    out.push_back({"main", "// kernel source, tile " + k.label, cuda::generate_source(*inst.plan, k.tile, k.options)});
     // top/bottom lists: the candidates the kernel appends are selected on the device after it.
     for (const ListOutput& l : inst.plan->lists)
       if ((l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.key != kNoExpr)
@@ -88,11 +83,27 @@ struct Sources {
 
 }  // namespace
 
+std::vector<KernelSource> kernel_sources(const Prepared& p, const cuda::KernelTarget& target,
+                                         const cuda::GpuRunOptions& options) {
+  return Sources{target, options}.of(p);
+}
+
 std::vector<KernelSource> kernel_sources(const Prepared& p, int sm_count, size_t smem_per_block,
                                          const std::string& tile, bool masked_joins, F32Math f32_math) {
-  Sources s{sm_count, smem_per_block, std::nullopt, masked_joins, f32_math};
-  if (!tile.empty()) s.tile = cuda::parse_tile(tile);
-  return s.of(p);
+  cuda::KernelTarget target;
+  target.sm_count = sm_count;
+  target.smem_per_block = smem_per_block;
+  cuda::GpuRunOptions options;
+  if (!tile.empty()) options.tile = cuda::parse_tile(tile);
+  options.masked_joins = masked_joins;
+  options.f32_math = f32_math;
+  return kernel_sources(p, target, options);
+}
+
+cuda::KernelTarget explained_target() {
+  if (!cuda::gpu_available(nullptr)) return {};
+  const cuda::DeviceInfo& d = cuda::device();
+  return cuda::kernel_target(d.sm_count, d.smem_per_block_optin, d.cc_major, d.cc_minor);
 }
 
 }  // namespace gamut

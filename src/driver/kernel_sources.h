@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/gpu_engine.h"
 #include "driver/pipeline.h"
 
 namespace gamut {
@@ -15,14 +16,23 @@ struct KernelSource {
   std::string source;  // the CUDA C++ NVRTC compiles
 };
 
-// The kernels of `p` in the order they run, for a device of `sm_count` SMs and `smem_per_block`
-// bytes of shared memory per block: the main kernel (tile and variants as run_gpu picks them;
-// `tile` as --tile forces one), the top/bottom selection after it, and for a rewritten program
-// (aggregate push-down, bit-packed or-and) each stage's kernels. A stage that reads an earlier
-// stage's output binds arrays of its type and extents filled with zeros: data-dependent
-// variants of a stage's kernel (packed 16-bit steps) assume that its inputs fit them.
+// The kernels of `p` in the order they run on `target` with `options` (its tile, masked_joins,
+// f32_math, seen_tables and arch): the main kernel as run_gpu chooses it (cuda::gpu_kernel_spec,
+// its title naming the spec's label, which run statistics report as the tile), the top/bottom
+// selection after it, and for a rewritten program (aggregate push-down, bit-packed or-and) each
+// stage's kernels. A stage that reads an earlier stage's output binds arrays of its type and
+// extents filled with zeros: data-dependent variants of a stage's kernel (packed 16-bit steps)
+// assume that its inputs fit them.
+std::vector<KernelSource> kernel_sources(const Prepared& p, const cuda::KernelTarget& target,
+                                         const cuda::GpuRunOptions& options);
+// The same on an sm_90a device of `sm_count` SMs and `smem_per_block` bytes of shared memory per
+// block, with `tile` ("" or --tile's text), `masked_joins` and `f32_math`.
 std::vector<KernelSource> kernel_sources(const Prepared& p, int sm_count, size_t smem_per_block,
                                          const std::string& tile = "", bool masked_joins = false,
                                          F32Math f32_math = F32Math::Ieee);
+
+// The device `explain` chooses kernels for: the current one, or without one an H100 / H200
+// (cuda::KernelTarget's defaults).
+cuda::KernelTarget explained_target();
 
 }  // namespace gamut

@@ -14,11 +14,11 @@
 #include "core/error.h"
 #include "core/host_memory.h"
 #include "core/sizes.h"
-#include "cpu/bit_pack.h"
 #include "cpu/engine.h"
 #include "cuda/gpu_engine.h"
 #include "cuda/runtime.h"
 #include "partition/multi_device.h"
+#include "semantics/bit_pack.h"
 #if GAMUT_HAVE_CUDA
 #include "cuda/stages/bit_pack.h"
 #include "cuda/stages/segment_sum.h"
@@ -181,7 +181,7 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
         seconds += (v.empty() ? bs.kernel_ms : v[v.size() / 2]) / 1e3;
         compile_ms += bs.compile_ms;
         r.backend = "gpu";
-        r.cache_hit = bs.cache_hit;
+        r.cache = bs.cache_hit;
         continue;
       }
 #endif
@@ -212,7 +212,7 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
       seconds += ms / 1e3;
       compile_ms += ss.compile_ms;
       r.backend = "gpu";
-      r.cache_hit = ss.cache_hit;
+      r.cache = ss.cache_hit;
       continue;
     }
 #endif
@@ -241,7 +241,7 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
     r.threads = sr.threads;
     r.tile = sr.tile;
     r.mainloop = sr.mainloop;
-    r.cache_hit = sr.cache_hit;
+    r.cache = sr.cache;
     r.device_peak_bytes = std::max(r.device_peak_bytes, sr.device_peak_bytes);
     for (size_t d = 0; d < stage->plan.dense.size(); ++d) produced[stage->plan.dense[d].name] = last.dense[d];
   }
@@ -270,15 +270,7 @@ Results execute(const Prepared& p, const RunOptions& options, RunReport* report)
   return res;
 }
 
-// The median of timed repetitions (0 without any).
-static double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
-// The GPU engine's options for a run: tile, kernel memo, math, repeats, progress (the same for
-// one GPU and for each part on several).
-static cuda::GpuRunOptions gpu_run_options(const RunOptions& options) {
+cuda::GpuRunOptions gpu_run_options(const RunOptions& options) {
   cuda::GpuRunOptions go;
   if (!options.tile.empty()) go.tile = cuda::parse_tile(options.tile);
   go.kernel_memo = options.kernel_memo;
@@ -300,25 +292,23 @@ static Results run_on_devices(const Instance& inst, const RunOptions& options, R
   MultiRunReport m;
   cuda::reset_device_bytes_peak();
   Results res = run_on_gpus(inst, options.devices, go, MergePath::Auto, &m);
-  r.device_peak_bytes = std::max(r.device_peak_bytes, cuda::device_bytes_peak());
-  r.backend = "gpu";
+  // The first part's record (compilation, cache, tile, mainloop, seen tables: every part reads
+  // the same vectors' values), with the slowest part's engine time and the rows of all parts.
+  const size_t peak = std::max(r.device_peak_bytes, cuda::device_bytes_peak());
+  const cuda::GpuRunStats& first = m.part_stats.front();
+  r = first;
+  r.device_peak_bytes = peak;
   double slowest = 0, slowest_kernel = 0;
   for (const cuda::GpuRunStats& st : m.part_stats) {
-    slowest = std::max(slowest, st.runs_ms.empty() ? st.kernel_ms : median(st.runs_ms));
-    slowest_kernel = std::max(slowest_kernel, median(st.runs_kernel_ms));
+    slowest = std::max(slowest, st.seconds);
+    slowest_kernel = std::max(slowest_kernel, st.kernel_seconds);
   }
-  r.seconds = slowest / 1e3 + m.merge_seconds;
-  r.kernel_seconds = slowest_kernel / 1e3;
-  const cuda::GpuRunStats& first = m.part_stats.front();
-  r.compile_ms = first.compile_ms;
-  r.cache_hit = first.cache_hit;
-  r.tile = first.tile;
-  r.mainloop = first.mainloop;
+  r.seconds = slowest + m.merge_seconds;
+  r.kernel_seconds = slowest_kernel;
   r.list_rows_appended.assign(first.list_rows_appended.size(), 0);
   for (const cuda::GpuRunStats& st : m.part_stats)
     for (size_t l = 0; l < st.list_rows_appended.size() && l < r.list_rows_appended.size(); ++l)
       r.list_rows_appended[l] += st.list_rows_appended[l];
-  r.list_seen_cells = first.list_seen_cells;  // (every part reads the same vectors' values)
   r.devices = m.devices;
   r.partition = describe_devices(m.partition, m.devices);
   r.merge = m.merge + (m.merge_note.empty() ? "" : " (" + m.merge_note + ")");
@@ -356,19 +346,9 @@ Results execute(const Instance& inst, const RunOptions& options, RunReport* repo
     cuda::GpuRunStats st;
     cuda::reset_device_bytes_peak();
     res = cuda::run_gpu(inst, go, &st);
-    r.device_peak_bytes = std::max(r.device_peak_bytes, cuda::device_bytes_peak());
-    r.backend = "gpu";
-    r.seconds = st.kernel_ms / 1e3;
-    if (!st.runs_ms.empty()) {
-      r.seconds = median(st.runs_ms) / 1e3;
-      r.kernel_seconds = st.runs_kernel_ms.empty() ? r.seconds : median(st.runs_kernel_ms) / 1e3;
-    }
-    r.compile_ms = st.compile_ms;
-    r.list_rows_appended = st.list_rows_appended;
-    r.list_seen_cells = st.list_seen_cells;
-    r.cache_hit = st.cache_hit;
-    r.tile = st.tile;
-    r.mainloop = st.mainloop;
+    const size_t peak = std::max(r.device_peak_bytes, cuda::device_bytes_peak());
+    r = st;  // the engine's record, handed on
+    r.device_peak_bytes = peak;
   } else {
     const HostMemory host = host_memory();
     const int threads = cpu_thread_count(inst, options.threads, host.available);

@@ -7,12 +7,17 @@
 #include <vector>
 
 #include "bind/bind.h"
+#include "gamut/gamut.h"
 #include "lang/diagnostics.h"
 #include "plan/math_choice.h"
 #include "plan/plan.h"
 #include "rewrite/aggregate_pushdown.h"
 
 namespace gamut {
+
+namespace cuda {
+struct GpuRunOptions;
+}
 
 enum class Backend { Auto, Cpu, Gpu };
 
@@ -43,26 +48,11 @@ struct RunOptions {
   std::vector<int> devices;
 };
 
-struct RunReport {
-  std::string backend;        // "cpu" or "gpu"
-  double seconds = 0;         // engine time (GPU: kernel + device list work, CUDA events)
-  double kernel_seconds = 0;  // GPU with repeats: the main kernel alone (median)
-  double wall_seconds = 0;    // including compilation, transfers
-  double compile_ms = 0;
-  std::string cache_hit;  // GPU: compiled | disk | memory
-  std::string tile;
-  std::string mainloop;  // "cpu", or the GPU kernel's: "simt" | "mma.sync" | "wgmma"
-  int threads = 0;
-  size_t device_peak_bytes = 0;              // GPU: most device memory held at once during the run
-  std::vector<uint64_t> list_rows_appended;  // GPU: per list, rows the kernel appended (before
-                                             // the device de-duplication / selection)
-  std::vector<int64_t> list_seen_cells;      // GPU: per list, its seen table's cells (0: none)
-  // Several GPUs: the ordinal of each part, describe_devices' line, how the parts merged
-  // ("host" | "nccl") and the merge's wall time (in `seconds` too).
-  std::vector<int> devices;
-  std::string partition, merge;
-  double merge_seconds = 0;
-};
+// How a run went: the public record (gamut::RunStats) itself, filled by the engines and the
+// pipeline and handed to the caller as it is. execute() fills the run's fields (backend, times,
+// cache, tile, mainloop, threads, device memory, list counts, devices); the library adds the
+// instance's extents, the math, rewrites and copies.
+using RunReport = RunStats;
 
 // A query compiled against bindings: owns the source, plan and data the Instance points into.
 struct Prepared {
@@ -104,6 +94,10 @@ std::optional<BoundRewrite> bound_rewrite(const Plan& plan, const Instance& inst
 Plan plan_with_rewrites(const Source& source, const TypeEnv& env);
 // Why no GPU can be used, as "no usable CUDA device: REASON" (said once); "" when one can.
 std::string no_device_reason();
+// The GPU engine's options for a run: tile, kernel memo, math, repeats, progress (the same for
+// one GPU and for each part on several; `explain --source` shows the kernel they choose). Its
+// progress calls options.progress: `options` must outlive it.
+cuda::GpuRunOptions gpu_run_options(const RunOptions& options);
 // Run on the chosen backend.
 Results execute(const Prepared& p, const RunOptions& options, RunReport* report);
 // The same for a bound instance without a rewrite program (the library binds its cached typed

@@ -8,7 +8,6 @@
 
 #include "core/error.h"
 #include "core/threads.h"
-#include "cpu/program.h"
 #include "cuda/nccl.h"
 #include "cuda/runtime.h"
 #include "rewrite/list_provenance.h"
@@ -151,7 +150,7 @@ std::vector<int> resolve_devices(const DeviceRequest& req, int visible, bool cpu
 
 Results run_threaded(const Instance& inst, const std::vector<int>& devices, const PartRunner& run_part,
                      MultiRunReport* report) {
-  if (devices.empty()) cpu::internal_error("run_threaded without devices");
+  if (devices.empty()) throw_internal_error("run_threaded without devices");
   MultiRunReport local;
   MultiRunReport& rep = report ? *report : local;
   rep.partition = choose_partition(inst, int(devices.size()));
@@ -188,7 +187,7 @@ std::string nccl_merge_obstacle(const Plan& plan, const std::vector<int>& device
 
 Results run_on_gpus(const Instance& inst, const std::vector<int>& devices, const cuda::GpuRunOptions& options,
                     MergePath merge, MultiRunReport* report) {
-  if (devices.empty()) cpu::internal_error("run_on_gpus without devices");
+  if (devices.empty()) throw_internal_error("run_on_gpus without devices");
   MultiRunReport local;
   MultiRunReport& rep = report ? *report : local;
   const Plan& P = *inst.plan;

@@ -4,10 +4,10 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "cpu/list_order.h"
-#include "cpu/program.h"
 #include "plan/list_rows.h"
 #include "rewrite/list_provenance.h"
+#include "semantics/list_order.h"
+#include "semantics/store_ops.h"
 
 namespace gamut {
 namespace {
@@ -125,7 +125,7 @@ Table concatenate_groups(const ListOutput& spec, std::vector<Results>& parts, si
 SliceBytes projection_slice(const Plan& plan, size_t d, const std::vector<int64_t>& shape, const Partition& part,
                             int p) {
   const int dim = axis_dim(plan, plan.dense[d], part.axis);
-  if (dim < 0) cpu::internal_error("projection_slice: output " + plan.dense[d].name + " not indexed by the axis");
+  if (dim < 0) throw_internal_error("projection_slice: output " + plan.dense[d].name + " not indexed by the axis");
   int64_t outer = 1, inner = 1;
   for (int k = 0; k < dim; ++k) outer *= shape[size_t(k)];
   for (size_t k = size_t(dim) + 1; k < shape.size(); ++k) inner *= shape[k];
@@ -171,7 +171,7 @@ Instance part_instance(const Instance& inst, const Partition& part, int p, const
 Results merge_parts(const Instance& inst, const Partition& part, std::vector<Results>&& parts,
                     const std::vector<bool>* merged) {
   const Plan& P = *inst.plan;
-  if (parts.size() != size_t(part.parts()) || parts.empty()) cpu::internal_error("merge_parts: one result per part");
+  if (parts.size() != size_t(part.parts()) || parts.empty()) throw_internal_error("merge_parts: one result per part");
   Results out;
   for (size_t d = 0; d < P.dense.size(); ++d) {
     NDArray whole = std::move(parts[0].dense[d]);
@@ -179,7 +179,7 @@ Results merge_parts(const Instance& inst, const Partition& part, std::vector<Res
     for (size_t p = 1; p < parts.size() && !done; ++p) {
       const NDArray& mine = parts[p].dense[d];
       if (mine.shape != whole.shape || mine.dtype != whole.dtype)
-        cpu::internal_error("merge_parts: part shapes differ");
+        throw_internal_error("merge_parts: part shapes differ");
       if (P.dense[d].is_project())
         copy_slice(whole, mine, projection_slice(P, d, whole.shape, part, int(p)));
       else
@@ -195,7 +195,7 @@ Results merge_parts(const Instance& inst, const Partition& part, std::vector<Res
     const size_t own = spec.columns.size();
     for (const Results& r : parts)
       if (r.lists[l].columns.size() != own + (ranked ? size_t(kProvenanceColumnCount) : 0))
-        cpu::internal_error("merge_parts: list " + spec.name + " without its provenance columns");
+        throw_internal_error("merge_parts: list " + spec.name + " without its provenance columns");
     if (ranked && groups_disjoint(spec, part)) {
       out.lists.push_back(concatenate_groups(spec, parts, l));
       continue;

@@ -3,7 +3,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "cpu/bit_pack.h"
+#include "semantics/bit_pack.h"
 #include "lang/token.h"
 #include "plan/semiring.h"
 #include "sema/analyze.h"

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "cpu/bit_pack.h"
+#include "semantics/bit_pack.h"
 #include "cpu/engine.h"
 #include "cuda/gpu_engine.h"
 #include "driver/pipeline.h"

@@ -7,7 +7,7 @@
 #if GAMUT_HAVE_CUDA  // bit_pack exists only in builds with the CUDA backend
 #include <cmath>
 
-#include "cpu/bit_pack.h"
+#include "semantics/bit_pack.h"
 #include "cuda/stages/bit_pack.h"
 #include "cuda/gpu_engine.h"
 #include "driver/pipeline.h"

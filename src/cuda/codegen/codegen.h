@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "cuda/codegen/kernel_args.h"
-#include "cuda/gpu_engine.h"
+#include "cuda/codegen/kernel_spec.h"
 #include "plan/plan.h"
 
 namespace gamut::cuda {

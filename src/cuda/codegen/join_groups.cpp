@@ -5,8 +5,8 @@
 #include <numeric>
 
 #include "core/error.h"
-#include "cpu/join_key.h"
 #include "cuda/codegen/internal.h"
+#include "semantics/join_key.h"
 
 namespace gamut::cuda {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/types.h"
-#include "cuda/gpu_engine.h"
+#include "cuda/codegen/kernel_spec.h"
 #include "plan/math_choice.h"
 
 namespace gamut::cuda {

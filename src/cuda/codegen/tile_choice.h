@@ -1,12 +1,22 @@
-// Tile validity and choice for the generated kernels (no CUDA headers: built in every config).
+// The generated kernels' thread-block tiles: their shape, validity and choice (no CUDA headers:
+// built in every config).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
-#include "cuda/gpu_engine.h"
 #include "plan/plan.h"
 
 namespace gamut::cuda {
+
+// Thread-block tile (BM x BN, k-slice BK) and per-thread register tile (TM x TN).
+struct TileConfig {
+  int bm = 128, bn = 128, bk = 8, tm = 8, tn = 8;
+  int threads() const { return (bm / tm) * (bn / tn); }
+  std::string str() const;  // "128x128x8/8x8"
+};
+// Parse `--tile` text "BMxBNxBK" or "BMxBNxBK/TMxTN"; throws a usage error when malformed.
+TileConfig parse_tile(const std::string& text);
 
 // Warp arrangement of a tile: a warp covers warp_m x warp_n threads of the
 // (bm/tm, bn/tn) thread grid.
@@ -24,12 +34,14 @@ int estimate_registers(const Plan& plan, const TileConfig& t);
 // Estimates up to this leave ptxas room for 128 registers per thread without spilling (checked
 // against ptxas on the reference queries): such kernels are bounded to 128, others get 255.
 constexpr int kRegisterBudget = 124;
-// The same for the one-block-per-SM tile 128x256x16/8x16 (255 registers). (The estimate is
-// not exact: Q X^T, estimate 218, compiles there without spills and runs 1.3x faster than at
-// 128x64 on the H200, but Q1 at 202 spills 104 bytes and kNN at 220 spills and runs 2x slower;
-// 200 keeps every reference query spill-free.)
+// The same for the one-block-per-SM tile 128x256x16/8x16 (255 registers). The estimate is not
+// exact (some kernels above 200 compile without spills, some below spill): 200 keeps every
+// reference query spill-free.
 constexpr int kBigTileBudget = 200;
 
+// The tile chosen for a plan on a device described by (sm_count, smem_per_block) (no device
+// needed), with the axis extents the plan's literal ranges give.
+TileConfig choose_tile(const Plan& plan, int sm_count, size_t smem_per_block);
 // choose_tile with the problem size known (rows, cols of the (i, j) space, batch count):
 // the largest tile that fits registers and shared memory, then smaller ones while the grid
 // would not give every SM a block. rows/cols < 0: unknown (assumed large).

@@ -1,10 +1,11 @@
-// run_gpu: plan -> generated source -> NVRTC (cached) -> upload -> launch -> Results.
+// run_gpu: plan -> generated source -> NVRTC (cached) -> upload -> launch -> Results, as the
+// named steps of one GpuRun (choose, compile, check memory, bind inputs, bind outputs, launch
+// until the lists fit, repeat, collect).
 #include "cuda/gpu_engine.h"
 
 #include <algorithm>
 #include <climits>
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -18,6 +19,7 @@
 #include "cuda/codegen/mainloop_tensor.h"
 #include "cuda/codegen/tile_choice.h"
 #include "cuda/engine/dense_outputs.h"
+#include "cuda/engine/input_args.h"
 #include "cuda/engine/launch_lists.h"
 #include "cuda/engine/operand_copies.h"
 #include "cuda/runtime.h"
@@ -31,31 +33,6 @@ namespace {
 // The generated source holds everything that shapes the kernel (types, plan, tile), so the cache
 // key hashes it and this tag alone: nothing is printed per call to form a key.
 constexpr const char* kCodegenSchema = "gamut-cuda-codegen-2";
-
-uint64_t ptr_word(const DeviceBuffer& b) { return uint64_t(reinterpret_cast<uintptr_t>(b.get())); }
-
-// A scalar parameter as the kernel reads it: the bits of its value in compute type t.
-uint64_t param_word(const Scalar& s, CType t) {
-  const Scalar v = convert_scalar(s, t);
-  switch (t) {
-    case CType::Bool: return v.i != 0 ? 1 : 0;
-    case CType::I32: return uint64_t(uint32_t(int32_t(v.i)));
-    case CType::I64: return uint64_t(v.i);
-    case CType::F32: {
-      const float f = float(v.f);
-      uint32_t bits;
-      std::memcpy(&bits, &f, 4);
-      return bits;
-    }
-    case CType::F64: {
-      uint64_t bits;
-      std::memcpy(&bits, &v.f, 8);
-      return bits;
-    }
-    case CType::Unknown: break;
-  }
-  throw_device_error("internal error: a parameter of unknown type");
-}
 
 // Lists: room for 2^20 rows, or for what the tiles' top/bottom pre-selection is expected to
 // keep; a list that overflows grows and the kernel runs again (rows are never dropped), once per
@@ -102,12 +79,6 @@ int64_t initial_list_rows(const Instance& inst, const TileConfig& tile, int64_t 
   return std::min({pairs, capacity, int64_t(1) << 26});
 }
 
-int64_t product(const std::vector<int64_t>& v, size_t from = 0) {
-  int64_t p = 1;
-  for (size_t n = from; n < v.size(); ++n) p *= v[n];
-  return p;
-}
-
 // Loaded modules stay loaded for the process: a second run of a query pays a map lookup, not a
 // module load.
 Kernel& loaded_kernel(const CompiledModule& module) {
@@ -152,309 +123,208 @@ struct KernelMemo {
   }
 };
 
-}  // namespace
+// The median of timed repetitions (0 without any).
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
 
-std::shared_ptr<void> new_kernel_memo() { return std::make_shared<KernelMemo>(); }
+// One call of run_gpu. Each step reads what the steps before it left in the members.
+class GpuRun {
+ public:
+  GpuRun(const Instance& inst, const GpuRunOptions& options, GpuRunStats* stats)
+      : inst_(inst), P_(*inst.plan), options_(options), stats_(stats), dev_(device()) {
+    memo_ = options.kernel_memo ? static_cast<KernelMemo*>(options.kernel_memo->get()) : nullptr;
+    steps_ = 2 + (options.repeats > 0 ? options.warmup + options.repeats : 0);
+  }
 
-Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats* stats) {
-  if (!inst.plan) throw_device_error("internal error: run_gpu without a plan");
-  const Plan& P = *inst.plan;
-  const DeviceInfo& dev = device();  // throws a device error when there is none
-  const int64_t rows = inst.row.size(), cols = inst.col.size(), batch = inst.batch;
-  for (int64_t end : {inst.row.end, inst.col.end, inst.red.end})
+  Results run() {
+    choose();
+    compile();
+    check_memory();
+    bind_inputs();
+    bind_outputs();
+    launch_until_fits();
+    repeat();
+    return collect();
+  }
+
+ private:
+  void choose();
+  void compile();
+  void check_memory();
+  void bind_inputs();
+  void bind_outputs();
+  void launch_until_fits();
+  void repeat();
+  Results collect();
+  void launch();  // the operand copies and the kernel, in stream order
+
+  const Instance& inst_;
+  const Plan& P_;
+  const GpuRunOptions& options_;
+  GpuRunStats* stats_;
+  const DeviceInfo& dev_;  // the current device
+  KernelMemo* memo_ = nullptr;
+  int64_t steps_ = 0;  // progress steps: the compilation, the result launch, each benchmark launch
+  // choose
+  std::vector<std::optional<SeenBox>> boxes_;  // per list: its seen table's box, if it has one
+  KernelSpec spec_;
+  // compile
+  Compiled compiled_;
+  std::optional<JoinGroups> groups_;  // grouped joins: only the tiles of matching key groups run
+  // check_memory
+  int64_t tiles_m_ = 0, tiles_n_ = 0, list_rows_ = 0;
+  std::unique_ptr<DeviceLists> lists_;  // the memo's kept buffers until bind_outputs
+  // bind_inputs, bind_outputs
+  std::vector<uint64_t> words_;  // the kernel's argument (ArgLayout)
+  InputArgs inputs_;
+  std::optional<DeviceDenseOutputs> dense_;
+  // launch_until_fits
+  int64_t blocks_ = 0;
+};
+
+// The kernel for this instance on this device (gpu_kernel_spec, as `explain --source` shows it).
+// Distinct lists of vector lookups whose values lie in a small box run on seen tables
+// (lists/seen.h); decided before the kernel, which takes wgmma when every distinct list has one.
+void GpuRun::choose() {
+  for (int64_t end : {inst_.row.end, inst_.col.end, inst_.red.end})
     if (end > INT_MAX) throw_device_error("an axis range end above 2^31-1 is not supported on the GPU");
-
-  // Distinct lists of vector lookups whose values lie in a small box run on seen tables
-  // (lists/seen.h); decided before the kernel, which takes wgmma when every distinct list has one.
-  const std::vector<std::optional<SeenBox>> boxes =
-      options.seen_tables ? seen_boxes(inst, device_vector_range()) : std::vector<std::optional<SeenBox>>{};
-  const KernelChoice choice =
-      choose_kernel(inst, dev.sm_count, dev.smem_per_block_optin, options.tile, options.masked_joins, options.f32_math,
-                    tensor_isa(dev.cc_major, dev.cc_minor), every_distinct_seen(P, boxes));
-  const TileConfig tile = choice.tile;
+  if (options_.seen_tables) boxes_ = seen_boxes(inst_, device_vector_range());
+  spec_ = gpu_kernel_spec(
+      inst_, options_, kernel_target(dev_.sm_count, dev_.smem_per_block_optin, dev_.cc_major, dev_.cc_minor), boxes_);
   std::string why;
-  if (!choice.options.tensor_cores() && !tile_valid(tile, &why)) throw_usage_error("--tile " + tile.str() + ": " + why);
-  // Compile (or find in the caches: the caller's memo, then the in-process and disk caches).
-  const CodegenOptions& cgo = choice.options;
-  CompileOptions co;
-  co.arch = options.arch.empty() ? arch_for(dev.cc_major, dev.cc_minor) : options.arch;
-  // (The math is part of the variant: tf32 and tf32x3 kernels of one plan share the tile.)
-  const char* const math = cgo.tensor_math == InnerMath::F16    ? "f16"
-                           : cgo.tensor_math == InnerMath::BF16 ? "bf16"
-                           : cgo.tensor_math == InnerMath::Int8 ? "8-bit"
-                           : cgo.tensor_math == InnerMath::Tf32 ? "tf32"
-                                                                : "tf32x3";
-  const std::string mainloop = !cgo.tensor_cores()                       ? "simt"
-                               : cgo.tma                                 ? "wgmma+tma"
-                               : tc_tile_of(tile, cgo.tensor_math).wgmma ? "wgmma"
-                                                                         : "mma.sync";
-  // (Resident B shapes the kernel and holds for k ranges of at most its slices, resident
-  // thresholds hold for N <= 32: part of the variant, so that a memo never hands such a kernel
-  // to a longer k range or a larger N of the same query.)
-  const std::string tc = cgo.tensor_cores() ? " " + mainloop + " " + math + (cgo.resident_b ? " resident-b" : "") +
-                                                  (cgo.resident_top ? " resident-top" : "") +
-                                                  (cgo.epilogue_warpgroups ? " epilogue-wg" : "")
-                                            : "";
-  const std::string variant =
-      tile.str() + (cgo.packed16 ? " packed16" : "") + (cgo.grouped_join ? " grouped-join" : "") + tc + " " + co.arch;
-  KernelMemo* memo = options.kernel_memo ? static_cast<KernelMemo*>(options.kernel_memo->get()) : nullptr;
-  Compiled compiled;
+  if (!spec_.options.tensor_cores() && !tile_valid(spec_.tile, &why))
+    throw_usage_error("--tile " + spec_.tile.str() + ": " + why);
+}
+
+// The loaded kernel: from the caller's memo, else generated and compiled (or found in the
+// in-process and disk caches).
+void GpuRun::compile() {
   bool memo_hit = false;
-  if (memo) {
-    std::lock_guard<std::mutex> lock(memo->mu);
-    if (auto it = memo->by_variant.find(variant); it != memo->by_variant.end()) {
-      compiled = it->second;
+  if (memo_) {
+    std::lock_guard<std::mutex> lock(memo_->mu);
+    if (auto it = memo_->by_variant.find(spec_.variant); it != memo_->by_variant.end()) {
+      compiled_ = it->second;
       memo_hit = true;
     }
   }
   CompiledModule module;
   if (!memo_hit) {
-    compiled.info = kernel_info(P, tile, cgo);
-    if (compiled.info.smem_bytes > dev.smem_per_block_optin)
-      throw_device_error("tile " + tile.str() + " needs " + std::to_string(compiled.info.smem_bytes) +
+    compiled_.info = kernel_info(P_, spec_.tile, spec_.options);
+    if (compiled_.info.smem_bytes > dev_.smem_per_block_optin)
+      throw_device_error("tile " + spec_.tile.str() + " needs " + std::to_string(compiled_.info.smem_bytes) +
                          " bytes of shared memory per block; the device has " +
-                         std::to_string(dev.smem_per_block_optin));
-    module = compile_cached(generate_source(P, tile, cgo), co, kCodegenSchema);
-    compiled.kernel = &loaded_kernel(module);
-    compiled.key = module.key;
-    if (memo) {
-      std::lock_guard<std::mutex> lock(memo->mu);
-      memo->by_variant.emplace(variant, compiled);
+                         std::to_string(dev_.smem_per_block_optin));
+    CompileOptions co;
+    co.arch = spec_.arch;
+    module = compile_cached(generate_source(P_, spec_.tile, spec_.options), co, kCodegenSchema);
+    compiled_.kernel = &loaded_kernel(module);
+    compiled_.key = module.key;
+    if (memo_) {
+      std::lock_guard<std::mutex> lock(memo_->mu);
+      memo_->by_variant.emplace(spec_.variant, compiled_);
     }
   }
-  const KernelInfo& info = compiled.info;
-  // Joins: only the tiles of matching key groups run (codegen/join_groups.h).
-  std::optional<JoinGroups> groups;
-  if (cgo.grouped_join) groups = group_join(P, inst, tile.bm, tile.bn);
-  if (stats) {
-    stats->compile_ms = memo_hit ? 0 : module.compile_ms;
-    stats->cache_hit = memo_hit ? "memory" : cache_hit_name(module.hit);
-    stats->cache_key = compiled.key;
-    stats->tile = tile.str() + (cgo.packed16 ? " packed16" : "") + (groups ? " grouped-join" : "") + tc;
-    stats->mainloop = mainloop;
+  if (spec_.options.grouped_join) groups_ = group_join(P_, inst_, spec_.tile.bm, spec_.tile.bn);
+  if (stats_) {
+    stats_->compile_ms = memo_hit ? 0 : module.compile_ms;
+    stats_->backend = "gpu";
+    stats_->cache = memo_hit ? "memory" : cache_hit_name(module.hit);
+    stats_->cache_key = compiled_.key;
+    stats_->tile = spec_.label;
+    stats_->mainloop = spec_.mainloop;
   }
-  Kernel& kernel = *compiled.kernel;
-  const int64_t steps = 2 + (options.repeats > 0 ? options.warmup + options.repeats : 0);
-  if (options.progress) options.progress(1, steps);
+  if (options_.progress) options_.progress(1, steps_);
+}
 
-  // Before anything is allocated: does the run fit in the device's memory? (bind/footprint.h)
-  // (A library call on device arrays with only dense outputs allocates nothing of its own,
-  // unless tensor-core operands are copied: encode_operand_maps, repitch_operands.)
-  const int64_t tiles_m = (rows + tile.bm - 1) / tile.bm, tiles_n = (cols + tile.bn - 1) / tile.bn;
-  const int64_t tiles = tiles_m * tiles_n;
-  const int64_t list_rows =
-      options.list_rows > 0 ? options.list_rows : initial_list_rows(inst, tile, tiles, dev.sm_count);
+// Before anything is allocated: does the run fit in the device's memory? (bind/footprint.h)
+// A library call on device arrays with only dense outputs allocates nothing of its own, unless
+// tensor-core operands are copied (encode_operand_maps, repitch_operands).
+void GpuRun::check_memory() {
+  const TileConfig& tile = spec_.tile;
+  const CodegenOptions& cgo = spec_.options;
+  tiles_m_ = (inst_.row.size() + tile.bm - 1) / tile.bm;
+  tiles_n_ = (inst_.col.size() + tile.bn - 1) / tile.bn;
+  list_rows_ =
+      options_.list_rows > 0 ? options_.list_rows : initial_list_rows(inst_, tile, tiles_m_ * tiles_n_, dev_.sm_count);
   const bool may_copy =
-      cgo.tensor_cores() && ((cgo.tma && wgmma_needs_tma(cgo.tensor_math)) || !tma_operands_fit(inst, choice.math));
-  const bool own_nothing = options.dense_output && P.lists.empty();
+      cgo.tensor_cores() && ((cgo.tma && wgmma_needs_tma(cgo.tensor_math)) || !tma_operands_fit(inst_, spec_.math));
+  const bool own_nothing = options_.dense_output && P_.lists.empty();
   // The list buffers a memo kept from the last run of this variant, if they may serve here.
-  std::unique_ptr<DeviceLists> kept_lists;
-  if (memo && !P.lists.empty()) {
-    std::lock_guard<std::mutex> lock(memo->mu);
-    kept_lists = memo->take(variant);
-    if (kept_lists && !kept_lists->usable_here()) kept_lists.reset();  // (another device or stream)
+  if (memo_ && !P_.lists.empty()) {
+    std::lock_guard<std::mutex> lock(memo_->mu);
+    lists_ = memo_->take(spec_.variant);
+    if (lists_ && !lists_->usable_here()) lists_.reset();  // (another device or stream)
   }
-  if (!own_nothing || may_copy) {
-    MemoryEstimate need = own_nothing ? MemoryEstimate{} : gpu_device_memory(inst, list_rows);
-    if (may_copy) need.add("copies of tensor-core operands with 16-byte rows", operand_copies_bytes(inst, choice.math));
-    // What the kept list buffers hold is part of what the estimate asks for; where they hold it
-    // all, nothing is asked of the device (cudaMemGetInfo costs ~30 us a call).
-    const size_t kept = kept_lists ? kept_lists->held_bytes() : 0;
-    if (need.total() > int64_t(kept)) {
-      const DeviceMemory free_mem = device_memory();
-      require_fits(need, int64_t(free_mem.free + kept), "device memory",
-                   "free of " + bytes_text(int64_t(free_mem.total)) + " on the device");
-    }
+  if (own_nothing && !may_copy) return;
+  MemoryEstimate need = own_nothing ? MemoryEstimate{} : gpu_device_memory(inst_, list_rows_);
+  if (may_copy) need.add("copies of tensor-core operands with 16-byte rows", operand_copies_bytes(inst_, spec_.math));
+  // What the kept list buffers hold is part of what the estimate asks for; where they hold it
+  // all, nothing is asked of the device (cudaMemGetInfo costs ~30 us a call).
+  const size_t kept = lists_ ? lists_->held_bytes() : 0;
+  if (need.total() > int64_t(kept)) {
+    const DeviceMemory free_mem = device_memory();
+    require_fits(need, int64_t(free_mem.free + kept), "device memory",
+                 "free of " + bytes_text(int64_t(free_mem.total)) + " on the device");
   }
+}
 
-  const ArgLayout& L = info.args;
-  std::vector<uint64_t> w(size_t(L.count), 0);
-  w[ArgLayout::kRowBegin] = uint64_t(inst.row.begin);
-  w[ArgLayout::kRowEnd] = uint64_t(inst.row.end);
-  w[ArgLayout::kColBegin] = uint64_t(inst.col.begin);
-  w[ArgLayout::kColEnd] = uint64_t(inst.col.end);
-  w[ArgLayout::kRedBegin] = uint64_t(inst.red.begin);
-  w[ArgLayout::kRedEnd] = uint64_t(inst.red.end);
-  w[ArgLayout::kBatch] = uint64_t(batch);
+void GpuRun::bind_inputs() {
+  words_.assign(size_t(compiled_.info.args.count), 0);
+  cuda::bind_inputs(inst_, spec_, compiled_.info, groups_ ? &*groups_ : nullptr, tiles_m_ * tiles_n_, words_, inputs_);
+}
 
-  // Inputs, and how each access addresses its operand. Matrix rows are padded on the device to
-  // whole 4-element and 16-byte chunks (input_pitch; a pitched copy costs nothing over a plain
-  // one), so the tile loaders can use 16-byte loads whatever the extents: 4097 columns load
-  // like 4100 (4104 for 16-bit data, which TMA then reads too).
-  const size_t lead = P.batched ? 1 : 0;
-  std::vector<DeviceBuffer> inputs;
-  std::vector<int64_t> pitch(P.operands.size(), 0);
-  // (A grouped join reads its matrices only as key-ordered copies: the originals stay home.)
-  auto gathered_only = [&](size_t o) {
-    if (!groups) return false;
-    for (int a : P.operands[o].accesses)
-      if (pattern_rank(P.accesses[size_t(a)].pattern) != 2 || P.accesses[size_t(a)].pattern == Pattern::RowCol ||
-          P.accesses[size_t(a)].pattern == Pattern::ColRow)
-        return false;
-    return true;
-  };
-  for (size_t o = 0; o < P.operands.size(); ++o) {
-    const NDArray* x = inst.inputs[o];
-    if (!x || gathered_only(o) || inst.on_device(o)) {  // (device inputs are read in place)
-      inputs.emplace_back(0);
-      continue;
-    }
-    const bool two_d = x->shape.size() == lead + 2;
-    if (!two_d) {
-      inputs.emplace_back(x->nbytes());
-      inputs.back().upload(x->data.data(), x->nbytes());
-      continue;
-    }
-    const int64_t cols_x = x->shape.back(), rows_x = cols_x ? product(x->shape) / cols_x : 0;
-    pitch[o] = input_pitch(cols_x, x->dtype);
-    const size_t e = dtype_size(x->dtype);
-    inputs.emplace_back(size_t(size_mul_or_throw(size_mul_or_throw(rows_x, pitch[o], "input " + P.operands[o].name),
-                                                 int64_t(e), "input " + P.operands[o].name)));
-    inputs.back().upload_rows(x->data.data(), size_t(rows_x), size_t(cols_x) * e, size_t(pitch[o]) * e);
-  }
-  for (size_t a = 0; a < P.accesses.size(); ++a) {
-    const Access& acc = P.accesses[a];
-    const NDArray* x = inst.inputs[size_t(acc.operand)];
-    const auto& s = L.access[a];
-    if (!x) continue;
-    const bool two_d = pattern_rank(acc.pattern) == 2;
-    if (x->shape.size() != lead + (two_d ? 2 : 1))
-      throw_device_error("internal error: operand " + P.operands[size_t(acc.operand)].name + " has the wrong rank");
-    int64_t ld = two_d ? pitch[size_t(acc.operand)] : 1;
-    int64_t bstride = !P.batched ? 0 : two_d ? x->shape[lead] * ld : product(x->shape, 1);
-    uint64_t ptr = ptr_word(inputs[size_t(acc.operand)]);
-    if (inst.on_device(size_t(acc.operand))) {  // the caller's device array, in place
-      const Instance::DeviceInput& d = inst.device_inputs[size_t(acc.operand)];
-      if (d.strides.size() != x->shape.size() || (!d.strides.empty() && d.strides.back() != 1 && x->shape.back() > 1))
-        throw_device_error("internal error: device input " + P.operands[size_t(acc.operand)].name +
-                           " is not row-major");
-      ptr = uint64_t(reinterpret_cast<uintptr_t>(d.data));
-      ld = two_d ? d.strides[lead] : 1;
-      bstride = P.batched ? d.strides[0] : 0;
-    }
-    if (ld > INT_MAX) throw_device_error("a matrix row of more than 2^31-1 elements is not supported on the GPU");
-    w[size_t(s.ptr)] = ptr;
-    w[size_t(s.ld)] = uint64_t(ld);
-    w[size_t(s.bstride)] = uint64_t(bstride);
-    // 4-element chunks of the tile loaders are aligned when every offset part is a multiple of 4
-    // (and the array starts 16-byte aligned, which gamut's own buffers always do).
-    w[size_t(s.vec)] = two_d && ld % 4 == 0 && bstride % 4 == 0 && contiguous_begin(inst, acc.pattern) % 4 == 0 &&
-                       (ptr % 16 == 0 || ptr == 0);
-  }
-  for (const auto& p : L.params) w[size_t(p.slot)] = param_word(inst.params[size_t(p.param)], p.type);
-  OperandCopies copies;
-  if (cgo.tensor_cores() && tiles * batch > 0) repitch_operands(inst, choice.math, cgo.tma, L, w, copies);
-  if (cgo.tma && tiles * batch > 0) encode_operand_maps(inst, choice.math, tile, L, w, copies, info.cluster);
-
-  // Grouped joins: the mainloop's tile operands gathered into key order (positions from 0), the
-  // position -> index maps and the tile table.
-  std::vector<DeviceBuffer> join_buffers;
-  if (groups) {
-    for (size_t a = 0; a < P.accesses.size(); ++a) {
-      const Pattern pat = P.accesses[a].pattern;
-      const bool row = pat == Pattern::RowRed || pat == Pattern::RedRow;
-      if (!row && pat != Pattern::ColRed && pat != Pattern::RedCol) continue;
-      const NDArray* x = inst.inputs[size_t(P.accesses[a].operand)];
-      if (!x) continue;
-      const bool p_first = pat == Pattern::RowRed || pat == Pattern::ColRed;
-      const NDArray g = gather_along(*x, p_first, row ? groups->row_perm : groups->col_perm);
-      const int64_t cols_g = g.shape[1], pitch_g = (cols_g + 3) / 4 * 4;
-      const size_t e = dtype_size(g.dtype);
-      join_buffers.emplace_back(std::max<size_t>(1, size_t(g.shape[0] * pitch_g) * e));
-      if (g.nbytes() > 0)
-        join_buffers.back().upload_rows(g.data.data(), size_t(g.shape[0]), size_t(cols_g) * e, size_t(pitch_g) * e);
-      const auto& sl = L.access[a];
-      w[size_t(sl.ptr)] = ptr_word(join_buffers.back());
-      w[size_t(sl.ld)] = uint64_t(pitch_g);
-      w[size_t(sl.bstride)] = 0;
-      w[size_t(sl.vec)] = !p_first || inst.red.begin % 4 == 0;  // positions start at 0
-    }
-    auto upload_ints = [&](const std::vector<int32_t>& v) {
-      join_buffers.emplace_back(std::max<size_t>(1, v.size()) * sizeof(int32_t));
-      if (!v.empty()) join_buffers.back().upload(v.data(), v.size() * sizeof(int32_t));
-      return ptr_word(join_buffers.back());
-    };
-    w[size_t(L.join_tiles)] = upload_ints(groups->tiles);
-    w[size_t(L.join_rows)] = upload_ints(groups->row_perm);
-    w[size_t(L.join_cols)] = upload_ints(groups->col_perm);
-  }
-
-  // Dense outputs; matrices padded like the inputs so that row stores can be 16 bytes wide, or
-  // the caller's C-order memory (options.dense_output).
-  std::vector<DeviceBuffer> outputs;
-  std::vector<void*> out_ptr(P.dense.size(), nullptr);
-  std::vector<int64_t> out_pitch(P.dense.size(), 0), out_rows(P.dense.size(), 0);
-  for (size_t d = 0; d < P.dense.size(); ++d) {
-    const std::vector<int64_t>& shape = inst.dense_shapes[d];
-    const DType dt = storage_type_of(P.dense[d].type);
-    const auto& s = L.dense[d];
-    if (shape.size() != s.stride.size())
-      throw_device_error("internal error: output " + P.dense[d].name + " has the wrong rank");
-    const int64_t last = shape.empty() ? 1 : shape.back();
-    out_pitch[d] = shape.size() >= 2 && !options.dense_output ? (last + 3) / 4 * 4 : last;
-    out_rows[d] = last ? product(shape) / last : 0;
-    const size_t out_bytes =
-        size_t(size_mul_or_throw(size_mul_or_throw(out_rows[d], out_pitch[d], "output " + P.dense[d].name),
-                                 int64_t(dtype_size(dt)), "output " + P.dense[d].name));
-    outputs.emplace_back(options.dense_output ? 0 : out_bytes);
-    out_ptr[d] = options.dense_output ? options.dense_output(d, out_bytes) : outputs.back().get();
-    if (!out_ptr[d] && out_bytes) throw_device_error("no device memory for output " + P.dense[d].name);
-    w[size_t(s.ptr)] = uint64_t(reinterpret_cast<uintptr_t>(out_ptr[d]));
-    bool aligned = inst.col.begin % 4 == 0 && reinterpret_cast<uintptr_t>(out_ptr[d]) % 16 == 0;
-    for (size_t p = 0; p < shape.size(); ++p) {
-      int64_t stride = 1;
-      if (p + 1 < shape.size())
-        stride = out_pitch[d] * product(std::vector<int64_t>(shape.begin() + int64_t(p) + 1, shape.end() - 1));
-      w[size_t(s.stride[p])] = uint64_t(stride);
-      if (p + 1 < shape.size()) aligned = aligned && stride % 4 == 0;
-    }
-    w[size_t(s.vec)] = aligned && output_runs_along_j(P, int(d));
-    w[size_t(s.elems)] = uint64_t(out_rows[d] * out_pitch[d]);
-  }
-  std::vector<bool> needs_fill(P.dense.size());
-  for (size_t d = 0; d < P.dense.size(); ++d) needs_fill[d] = !written_everywhere(inst, d);
-  auto init_outputs = [&] {
-    for (size_t d = 0; d < P.dense.size(); ++d)
-      if (needs_fill[d]) fill_identity(out_ptr[d], P.dense[d].op, P.dense[d].type, out_rows[d] * out_pitch[d]);
-  };
-
-  if (kept_lists)
-    kept_lists->bind(inst, list_rows, tile, boxes);
+// The dense outputs (gamut's memory or the caller's) and the list buffers (the memo's kept ones
+// bound to this run, or new ones). The lists' words are written before each launch.
+void GpuRun::bind_outputs() {
+  dense_.emplace(inst_, options_.dense_output ? &options_.dense_output : nullptr);
+  dense_->fill_args(compiled_.info.args, words_);
+  if (lists_)
+    lists_->bind(inst_, list_rows_, spec_.tile, boxes_);
   else
-    kept_lists = std::make_unique<DeviceLists>(inst, list_rows, tile, boxes);
-  DeviceLists& lists = *kept_lists;
+    lists_ = std::make_unique<DeviceLists>(inst_, list_rows_, spec_.tile, boxes_);
+}
 
+void GpuRun::launch() {
+  const KernelInfo& info = compiled_.info;
+  void* args[] = {words_.data()};
+  inputs_.copies.run();
+  compiled_.kernel->launch(unsigned(blocks_), 1, 1, unsigned(info.threads), 1, 1, info.smem_bytes, args);
+}
+
+// The result launch: again, with room for every row, while a list outgrew its buffers (rows are
+// never dropped). Outputs start from their identities and lists from empty each time.
+void GpuRun::launch_until_fits() {
+  const KernelInfo& info = compiled_.info;
   // Clusters of two blocks run row tiles in pairs (KernelInfo::cluster): ceil(tiles_m / 2) pairs.
-  const int64_t grid_tiles = info.cluster == 2 ? 2 * ((tiles_m + 1) / 2) * tiles_n : tiles;
-  const int64_t tile_blocks = groups ? groups->tile_count() : size_mul_saturated(grid_tiles, batch);
+  const int64_t tiles = tiles_m_ * tiles_n_;
+  const int64_t grid_tiles = info.cluster == 2 ? 2 * ((tiles_m_ + 1) / 2) * tiles_n_ : tiles;
+  const int64_t tile_blocks = groups_ ? groups_->tile_count() : size_mul_saturated(grid_tiles, inst_.batch);
   if (tile_blocks > INT_MAX)
     throw_device_error("the problem needs " + std::to_string(tile_blocks) + " thread blocks (at most 2^31-1)");
   // A persistent kernel: one block per SM (or the caller's count), never more than the tiles, a
   // whole number of clusters.
-  const int64_t resident = options.resident_blocks > 0 ? options.resident_blocks : dev.sm_count;
-  const int64_t blocks = info.persistent
-                             ? std::max<int64_t>(std::min<int64_t>(tile_blocks, resident) / info.cluster * info.cluster,
-                                                 std::min<int64_t>(tile_blocks, info.cluster))
-                             : tile_blocks;
+  const int64_t resident = options_.resident_blocks > 0 ? options_.resident_blocks : dev_.sm_count;
+  blocks_ = info.persistent ? std::max<int64_t>(std::min<int64_t>(tile_blocks, resident) / info.cluster * info.cluster,
+                                                std::min<int64_t>(tile_blocks, info.cluster))
+                            : tile_blocks;
+  DeviceLists& lists = *lists_;
   double ms = 0;
   int launches = 0;
   while (true) {
-    throw_if_cancelled(options.cancel);
-    launches += blocks > 0;
-    init_outputs();
+    throw_if_cancelled(options_.cancel);
+    launches += blocks_ > 0;
+    dense_->init();
     lists.reset();
-    lists.fill_args(L, w);
-    if (blocks > 0 && options.asynchronous) {  // in stream order, nothing waits
-      void* args[] = {w.data()};
-      copies.run();
-      kernel.launch(unsigned(blocks), 1, 1, unsigned(info.threads), 1, 1, info.smem_bytes, args);
+    lists.fill_args(info.args, words_);
+    if (blocks_ > 0 && options_.asynchronous) {  // in stream order, nothing waits
+      launch();
       lists.select_before_count();  // (the overflow check below waits once for both)
-    } else if (blocks > 0) {
-      void* args[] = {w.data()};
+    } else if (blocks_ > 0) {
       EventTimer timer;
       timer.start();
-      copies.run();
-      kernel.launch(unsigned(blocks), 1, 1, unsigned(info.threads), 1, 1, info.smem_bytes, args);
+      launch();
       timer.stop();
       lists.select_before_count();  // (in stream order behind the kernel: one wait for both)
       ms += timer.elapsed_ms();
@@ -462,75 +332,76 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     }
     if (!lists.grow_if_overflowed()) break;
   }
-  if (options.progress) options.progress(2, steps);
-  if (stats) {
-    stats->kernel_ms = ms;
-    stats->result_launches = launches;
-    stats->launch_blocks = blocks;
-    stats->persistent = info.persistent;
-    stats->resident_top = info.resident_top;
-    stats->lists_finished_with_kernel = lists.finished_with_kernel();
-    stats->list_rows_appended.clear();
-    for (size_t l = 0; l < P.lists.size(); ++l) stats->list_rows_appended.push_back(blocks > 0 ? lists.count(l) : 0);
-    stats->list_seen_cells.clear();
-    for (size_t l = 0; l < P.lists.size(); ++l) stats->list_seen_cells.push_back(lists.seen_cells(l));
-  }
-  // Benchmark repetitions: each starts from the identities again; timed are the launch and the
-  // device side of the lists (ordering, distinct, top/bottom selection), not the downloads.
-  if (blocks > 0 && options.repeats > 0) {
-    if (stats) stats->runs_ms.clear();
-    for (int r = 0; r < options.warmup + options.repeats; ++r) {
-      throw_if_cancelled(options.cancel);
-      init_outputs();
-      lists.reset();
-      lists.fill_args(L, w);
-      void* args[] = {w.data()};
-      EventTimer timer;
-      timer.start();
-      copies.run();
-      kernel.launch(unsigned(blocks), 1, 1, unsigned(info.threads), 1, 1, info.smem_bytes, args);
-      const double tk = timer.stop_ms();  // the kernel (and operand copies) alone (this waits for it)
-      timer.start();
-      lists.finalize_on_device();
-      const double t = tk + timer.stop_ms();
-      if (r >= options.warmup && stats) {
-        stats->runs_ms.push_back(t);
-        stats->runs_kernel_ms.push_back(tk);
-      }
-      if (options.progress) options.progress(3 + r, steps);
-    }
-    synchronize();
-  }
+  if (options_.progress) options_.progress(2, steps_);
+  if (!stats_) return;
+  stats_->kernel_ms = ms;
+  stats_->seconds = ms / 1e3;
+  stats_->result_launches = launches;
+  stats_->launch_blocks = blocks_;
+  stats_->persistent = info.persistent;
+  stats_->resident_top = info.resident_top;
+  stats_->lists_finished_with_kernel = lists.finished_with_kernel();
+  stats_->list_rows_appended.clear();
+  for (size_t l = 0; l < P_.lists.size(); ++l) stats_->list_rows_appended.push_back(blocks_ > 0 ? lists.count(l) : 0);
+  stats_->list_seen_cells.clear();
+  for (size_t l = 0; l < P_.lists.size(); ++l) stats_->list_seen_cells.push_back(lists.seen_cells(l));
+}
 
-  Results res;
-  for (size_t d = 0; d < P.dense.size(); ++d) {
-    if (options.dense_output) {  // stays where the caller wanted it
-      NDArray a;
-      a.dtype = storage_type_of(P.dense[d].type);
-      a.shape = inst.dense_shapes[d];
-      a.data = Bytes::view(out_ptr[d], size_t(a.size()) * dtype_size(a.dtype));
-      res.dense.push_back(std::move(a));
-      continue;
+// Benchmark repetitions: each starts from the identities again; timed are the launch and the
+// device side of the lists (ordering, distinct, top/bottom selection), not the downloads.
+void GpuRun::repeat() {
+  if (blocks_ <= 0 || options_.repeats <= 0) return;
+  if (stats_) stats_->runs_ms.clear();
+  for (int r = 0; r < options_.warmup + options_.repeats; ++r) {
+    throw_if_cancelled(options_.cancel);
+    dense_->init();
+    lists_->reset();
+    lists_->fill_args(compiled_.info.args, words_);
+    EventTimer timer;
+    timer.start();
+    launch();
+    const double tk = timer.stop_ms();  // the kernel (and operand copies) alone (this waits for it)
+    timer.start();
+    lists_->finalize_on_device();
+    const double t = tk + timer.stop_ms();
+    if (r >= options_.warmup && stats_) {
+      stats_->runs_ms.push_back(t);
+      stats_->runs_kernel_ms.push_back(tk);
     }
-    NDArray a = NDArray::zeros(storage_type_of(P.dense[d].type), inst.dense_shapes[d]);
-    const size_t e = dtype_size(a.dtype);
-    if (a.nbytes() > 0) {
-      const int64_t last = a.shape.empty() ? 1 : a.shape.back();
-      outputs[d].download_rows(a.data.data(), size_t(out_rows[d]), size_t(last) * e, size_t(out_pitch[d]) * e);
-    }
-    res.dense.push_back(std::move(a));
+    if (options_.progress) options_.progress(3 + r, steps_);
   }
-  const ListOutputFn* list_out = options.list_output ? &options.list_output : nullptr;
-  res.lists = lists.results(list_out);
-  // Kept for the next run where it is small enough (the copies into the caller's memory are in
-  // stream order before any later run's launch on this stream), and only on the legacy default
-  // stream: the buffers are freed in order on their stream, and a caller's own stream may be
-  // destroyed before the memo is.
-  if (memo && !P.lists.empty() && lists.held_bytes() <= kKeptListBytes && current_stream() == nullptr) {
-    std::lock_guard<std::mutex> lock(memo->mu);
-    memo->put(variant, std::move(kept_lists));
+  synchronize();
+  if (stats_ && !stats_->runs_ms.empty()) {
+    stats_->seconds = median(stats_->runs_ms) / 1e3;
+    stats_->kernel_seconds = median(stats_->runs_kernel_ms) / 1e3;
+  }
+}
+
+// The outputs: dense ones downloaded (or views of the caller's memory), lists finished and
+// brought to the host or the caller's memory. The list buffers go back to the memo for the next
+// run where they are small enough (the copies into the caller's memory are in stream order
+// before any later run's launch on this stream), and only on the legacy default stream: the
+// buffers are freed in order on their stream, and a caller's own stream may be destroyed
+// before the memo is.
+Results GpuRun::collect() {
+  Results res;
+  res.dense = dense_->results();
+  const ListOutputFn* list_out = options_.list_output ? &options_.list_output : nullptr;
+  res.lists = lists_->results(list_out);
+  if (memo_ && !P_.lists.empty() && lists_->held_bytes() <= kKeptListBytes && current_stream() == nullptr) {
+    std::lock_guard<std::mutex> lock(memo_->mu);
+    memo_->put(spec_.variant, std::move(lists_));
   }
   return res;
+}
+
+}  // namespace
+
+std::shared_ptr<void> new_kernel_memo() { return std::make_shared<KernelMemo>(); }
+
+Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats* stats) {
+  if (!inst.plan) throw_device_error("internal error: run_gpu without a plan");
+  return GpuRun(inst, options, stats).run();  // (device() throws a device error when there is none)
 }
 
 }  // namespace gamut::cuda

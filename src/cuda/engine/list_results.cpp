@@ -4,9 +4,9 @@
 #include "core/error.h"
 #include "core/host_memory.h"
 #include "core/sizes.h"
-#include "cpu/list_order.h"
 #include "cuda/engine/launch_lists.h"
 #include "cuda/runtime/internal.h"
+#include "semantics/list_order.h"
 
 namespace gamut::cuda {
 

@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "core/error.h"
-#include "cpu/list_order.h"
+#include "semantics/list_order.h"
 #include "plan/list_rows.h"
 
 namespace gamut {

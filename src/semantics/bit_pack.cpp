@@ -1,4 +1,4 @@
-#include "cpu/bit_pack.h"
+#include "semantics/bit_pack.h"
 
 #include <cstring>
 
