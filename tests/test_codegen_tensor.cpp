@@ -1,4 +1,4 @@
-// The tensor-core mainloop in generated kernels (src/cuda/codegen/mainloop_tensor_part.cpp),
+// The tensor-core mainloop in generated kernels (src/cuda/codegen/mainloop_tensor_cores.cpp),
 // without a GPU: which plans get it, what the launcher is told (threads, shared memory), and
 // NVRTC compiles for sm_90a of the kernels of every math, output operator and operand layout
 // (tests/gpu/tensor_queries.h; the GPU runs them against the CPU engine in

@@ -1,5 +1,5 @@
 // The tensor-core mainloop as a part of a generated kernel (mainloop.h): gm::tc::Mainloop
-// (device/mainloop/gamut_tc_mainloop.cuh, declared by mainloop_tensor.cpp) runs the plan's sum of
+// (device/mainloop/gamut_tc_mainloop.cuh, declared by tensor_shapes.cpp) runs the plan's sum of
 // products on the matrix units; the output operators get its fragment layout as the accumulator
 // map (TcMap below) and the value init + factor * sum (MathChoice::factor) at every pair.
 #include "cuda/codegen/mainloop.h"
