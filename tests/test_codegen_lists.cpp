@@ -211,7 +211,7 @@ TEST(ListCodegen, DistinctSharedMemory) {
     EXPECT_EQ(cg::smem_plan(p, t).distinct_slots[0], 0);
     const std::string src = generate_source(p, t);
     EXPECT_EQ(count(src, "TileDistinct"), 0u);
-    EXPECT_EQ(count(src, "gm::BlockAppend<Shape>::reserve(pr0, la0.counter, row)"), 1u);
+    EXPECT_EQ(count(src, "gm::BlockAppend<Shape>::reserve(S_marks, S_append.counter, row)"), 1u);
   }
 }
 
@@ -269,32 +269,32 @@ TEST(ListCodegen, SeenTableColumns) {
   EXPECT_TRUE(columns({C::G}, DType::F32).empty());              // floats
   EXPECT_TRUE(columns({C::G, C::H, C::G, C::H, C::G}).empty());  // more than kSeenColumns
   const std::string src = generate_source(gh, parse_tile("128x128x8/8x8"));
-  EXPECT_EQ(count(src, "const bool seen0 = a.list0_seen != 0u;"), 1u);
-  EXPECT_EQ(count(src, "gm::SeenCells<Shape> sc0("), 1u);
+  EXPECT_EQ(count(src, "const bool S_seen = a.S_seen != 0u;"), 1u);
+  EXPECT_EQ(count(src, "gm::SeenCells<Shape> S_cells("), 1u);
   // A lone list with the direct loop reaches the pair loop only on its tile hash: no cell there.
-  EXPECT_EQ(count(src, "sc0.mark(seen0 && ef0"), 0u);
-  EXPECT_EQ(count(src, "sc0.flush("), 1u);
+  EXPECT_EQ(count(src, "S_cells.mark(S_seen && S_emitted"), 0u);
+  EXPECT_EQ(count(src, "S_cells.flush("), 1u);
   EXPECT_EQ(count(src, "TD td("), 1u);  // the tile hash in the else branches
   // Only lists on seen tables: the direct loop (parts in registers) where every one runs on its
   // table, twice (tiles inside the ranges without bounds tests, edge tiles with them); not with a
   // dense output beside them.
-  EXPECT_EQ(count(src, "sc0.mark_cell(krs0 + kcs0[n]);"), 2u);
+  EXPECT_EQ(count(src, "S_cells.mark_cell(krs0 + kcs0[n]);"), 2u);
   EXPECT_EQ(count(src, "if (tile_inside) {"), 2u);  // the direct loop's and the pair loop's
   tp::DistinctQuery with_table;
   with_table.cols = {C::G};
   with_table.aggregate = true;
   const std::string beside = generate_source(tp::distinct_query(with_table), parse_tile("128x128x8/8x8"));
   EXPECT_EQ(count(beside, "mark_cell"), 0u);
-  EXPECT_EQ(count(beside, "sc0.mark(seen0 && ef0, st.tmap.row(m), st.tmap.col(n));"), 1u);  // in pass 1
+  EXPECT_EQ(count(beside, "S_cells.mark(S_seen && S_emitted, st.tmap.row(m), st.tmap.col(n));"), 1u);  // in pass 1
   tp::DistinctQuery two;
   two.second = {C::H};
   const std::string both = generate_source(tp::distinct_query(two), parse_tile("128x128x8/8x8"));
-  EXPECT_EQ(count(both, "if (seen0 && seen1) {"), 1u);
+  EXPECT_EQ(count(both, "if (S_seen && T_seen) {"), 1u);
   EXPECT_EQ(count(both, "mark_cell"), 4u);
   // The pair loop (inside and edge copies) runs where either list is on its table: both mark
   // their cells in pass 1.
-  EXPECT_EQ(count(both, "sc0.mark(seen0 && ef0"), 2u);
-  EXPECT_EQ(count(both, "sc1.mark(seen1 && ef1"), 2u);
+  EXPECT_EQ(count(both, "S_cells.mark(S_seen && S_emitted"), 2u);
+  EXPECT_EQ(count(both, "T_cells.mark(T_seen && T_emitted"), 2u);
   EXPECT_EQ(count(generate_source(tp::distinct_query(tp::DistinctQuery{{C::I, C::J}}), parse_tile("128x128x8/8x8")),
                   "SeenCells"),
             0u);

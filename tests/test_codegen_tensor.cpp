@@ -420,7 +420,7 @@ TEST(CodegenTensor, ResidentThresholdsForSmallGroupedLists) {
     const std::string src = generate_source(b->plan, kb.tile, kb.options);
     if (kk == 896) {
       EXPECT_EQ(info.threads, 384);
-      EXPECT_NE(src.find("accs[(m * TcMap::kCols + n) * Shape::THREADS + int(threadIdx.x)] = acc0;"),
+      EXPECT_NE(src.find("accs[(m * TcMap::kCols + n) * Shape::THREADS + int(threadIdx.x)] = dot;"),
                 std::string::npos);
       continue;
     }
@@ -438,7 +438,7 @@ TEST(CodegenTensor, ResidentThresholdsForSmallGroupedLists) {
     EXPECT_NE(src.find("Mainloop::wait_full();"), std::string::npos);
     EXPECT_NE(src.find("if (tile + 1 < tile_hi) Mainloop::signal_empty();"), std::string::npos);
     EXPECT_EQ(src.find("acc[TcMap::index(m, n)]"), std::string::npos);  // (no accumulator read from registers)
-    EXPECT_EQ(src.find("] = acc0;"), std::string::npos);                // (nor stored by the outputs)
+    EXPECT_EQ(src.find("] = dot;"), std::string::npos);                // (nor stored by the outputs)
   }
   auto f512 = prepared(query("bottom_per_i"), DType::F32, tq::Sizes{500, 500, 512});
   EXPECT_TRUE(choice(*f512, F32Math::Tf32).options.epilogue_warpgroups);

@@ -50,6 +50,7 @@ class TileCoordinates {
 struct KernelContext {
   const Plan& P;
   const TileConfig& T;
+  Names N;  // the kernel's identifiers from the query (names.h)
   ArgLayout A;
   SmemPlan S;
   Code c;
@@ -90,6 +91,7 @@ struct KernelContext {
   // The kernel's read of argument word s (kernel_args.h): `a.NAME`.
   std::string arg(int s) const { return A.field(s); }
   std::string acc_type(int n) const { return ctype_cpp(P.accs[size_t(n)].type); }
+  const std::string& acc(int n) const { return N.acc(n); }
   std::string out_type(int d) const { return ctype_cpp(P.dense[size_t(d)].type); }
   // Declarations of the plan's locals of the inner op (inner) or of the output statements.
   void locals(bool inner, Code& out) const;

@@ -87,8 +87,8 @@ class OperatorEpilogue final : public Epilogue {
     if (!test.empty()) c.open("if (" + test + ")");
     const bool lists = !P.lists.empty();
     for (size_t n = 0; n < P.accs.size(); ++n)
-      c.line((lists ? "" : "const ") + X.acc_type(int(n)) + " acc" + to_string(n) + " = " + M.value(int(n)) + ";" +
-             (lists ? " gm::opaque(acc" + to_string(n) + ");" : ""));
+      c.line((lists ? "" : "const ") + X.acc_type(int(n)) + " " + X.acc(int(n)) + " = " + M.value(int(n)) + ";" +
+             (lists ? " gm::opaque(" + X.acc(int(n)) + ");" : ""));
     X.locals(false, c);
     X.outer_r.stmts(P.outer, c, [&](const Stmt& s, Code& out) {
       if (s.kind == StmtKind::Update) unsupported("an accumulator update outside reduce");

@@ -1,7 +1,7 @@
 // The generated kernel's one argument: an array of 64-bit words (pointers, sizes, strides,
 // flags, parameter values as the bits of their compute type), described once here. The code
 // generator renders it as `struct Args` with one named, commented field per word (the kernel
-// reads `a.row_end`, `a.x0_ptr`, ...); the launcher (engine/) writes the words by position.
+// reads `a.row_end`, `a.P_ptr` (names.h), ...); the launcher (engine/) writes the words by position.
 // No CUDA headers: built with and without the CUDA backend.
 #pragma once
 #include <string>

@@ -158,9 +158,9 @@ SmemPlan smem_plan(const Plan& plan, const TileConfig& t, bool packed16) {
 
 Code& Code::line(const std::string& s) {
   if (!s.empty() && s[0] == '#')
-    out_ << s << '\n';  // preprocessor lines stay in column 0
+    out_ += s + '\n';  // preprocessor lines stay in column 0
   else
-    out_ << std::string(size_t(2 * depth_), ' ') << s << '\n';
+    out_ += std::string(size_t(2 * depth_), ' ') + s + '\n';
   return *this;
 }
 Code& Code::open(const std::string& s) {

@@ -1,13 +1,12 @@
 // The tensor-core mainloop's host side: its shapes and shared memory mirrored from
 // gamut_tc_mainloop.cuh (kept in step by a static_assert in every generated kernel), and the
 // lines that declare and run it.
-#include "cuda/codegen/mainloop_tensor.h"
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
 #include "core/error.h"
+#include "cuda/codegen/mainloop_tensor.h"
 
 namespace gamut::cuda {
 
@@ -269,8 +268,9 @@ std::string tc_mainloop_decls(const TcMainloopSpec& s, const std::string& in) {
   if (!tc_spec_valid(s, &why))
     throw Error(ExitCode::Query, "internal error: tensor-core tile " + s.tile.str() + ": " + why);
   const TcTile& t = s.tile;
-  const std::string orient =
-      std::string(s.a_kcontig ? "X[i,k]" : "X[k,i]") + " x " + (s.b_kcontig ? "Y[j,k]" : "Y[k,j]");
+  // (Neutral words: the query's operands may be named X and Y.)
+  const std::string orient = std::string("row operand as ") + (s.a_kcontig ? "[i,k]" : "[k,i]") +
+                             " x column operand as " + (s.b_kcontig ? "[j,k]" : "[k,j]");
   std::string r;
   r += in + "// Tensor-core mainloop (" +
        (t.tma     ? "wgmma fed by TMA"
@@ -285,10 +285,12 @@ std::string tc_mainloop_decls(const TcMainloopSpec& s, const std::string& in) {
        ", tile " + t.str() + ".\n";
   if (t.wgmma) {
     r += in + "typedef gm::tc::WgShape<" + to_string(t.bm) + ", " + to_string(t.bn) + ", " + to_string(t.stages) +
-         (element_bytes(s.math) == 4 ? ", 4" : "") + "> TcShapeT;\n";
+         (element_bytes(s.math) == 4 ? ", 4" : "") + "> TcShapeT;  // BM, BN, STAGES" +
+         (element_bytes(s.math) == 4 ? ", element bytes" : "") + "\n";
   } else {
     r += in + "typedef gm::tc::TcShape<" + to_string(t.bm) + ", " + to_string(t.bn) + ", " + to_string(t.bk) + ", " +
-         to_string(t.warps_m) + ", " + to_string(t.warps_n) + ", " + to_string(t.stages) + "> TcShapeT;\n";
+         to_string(t.warps_m) + ", " + to_string(t.warps_n) + ", " + to_string(t.stages) +
+         "> TcShapeT;  // BM, BN, BK, WARPS_M, WARPS_N, STAGES\n";
   }
   r += in + "typedef gm::tc::" +
        (t.tma     ? "WgmmaTmaMainloop<"
@@ -297,7 +299,10 @@ std::string tc_mainloop_decls(const TcMainloopSpec& s, const std::string& in) {
        math_cpp(s) + ", TcShapeT, " + (s.a_kcontig ? "true" : "false") + ", " + (s.b_kcontig ? "true" : "false") +
        (t.cluster > 1 || t.panel > 0 || t.epilogue > 0 ? ", " + to_string(t.cluster) : "") +
        (t.panel > 0 || t.epilogue > 0 ? ", " + to_string(t.panel) : "") +
-       (t.epilogue > 0 ? ", " + to_string(t.epilogue) : "") + "> Mainloop;\n";
+       (t.epilogue > 0 ? ", " + to_string(t.epilogue) : "") +
+       "> Mainloop;  // math, shape, row / column operand k-major" +
+       (t.cluster > 1 || t.panel > 0 || t.epilogue > 0 ? ", CLUSTER" : "") +
+       (t.panel > 0 || t.epilogue > 0 ? ", PANEL" : "") + (t.epilogue > 0 ? ", EPILOGUE warpgroups" : "") + "\n";
   r += in + "static_assert(Mainloop::SMEM_BYTES == " + to_string(tc_smem_bytes(s)) +
        ", \"shared memory as the host computed it\");\n";
   return r;

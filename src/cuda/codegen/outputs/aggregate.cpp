@@ -49,10 +49,10 @@ class Aggregates final : public OutputOperator {
         tables_ = true;
         c.line("gm::TableSink<" + t + ", " + store_op_code(o.op) + ", " + to_string(X.S.table_slots) +
                ", Shape::THREADS> sk" + n + ";");
-        c.line("sk" + n + ".init(" + X.out_smem() + " + " + to_string(X.S.table_off[d]) + ", out" + n + ", gm::u64(" +
-               X.arg(X.A.dense[d].elems) + "));");
+        c.line("sk" + n + ".init(" + X.out_smem() + " + " + to_string(X.S.table_off[d]) + ", " + X.N.dense(int(d)) +
+               ", gm::u64(" + X.arg(X.A.dense[d].elems) + "));");
       } else {
-        c.line("gm::GlobalSink<" + t + ", " + store_op_code(o.op) + "> sk" + n + "{out" + n + "};");
+        c.line("gm::GlobalSink<" + t + ", " + store_op_code(o.op) + "> sk" + n + "{" + X.N.dense(int(d)) + "};");
       }
     }
     for (const auto& [s, id] : aggs_) {
@@ -134,7 +134,7 @@ class Aggregates final : public OutputOperator {
     const std::string test = X.pair_test(bounds);
     if (!test.empty()) c.open("if (" + test + ")");
     for (size_t a = 0; a < P.accs.size(); ++a)
-      c.line("const " + X.acc_type(int(a)) + " acc" + to_string(a) + " = " + M.value(int(a)) + ";");
+      c.line("const " + X.acc_type(int(a)) + " " + X.acc(int(a)) + " = " + M.value(int(a)) + ";");
     X.locals(false, c);
     X.outer_r.stmts(P.outer, c, [&](const Stmt& s, Code& out) {
       if (s.kind != StmtKind::Store) unsupported("a list in a direct-table epilogue");
@@ -170,7 +170,7 @@ class Aggregates final : public OutputOperator {
         term = idx[p].axis == AxisRole::Row   ? "unsigned(i)"
                : idx[p].axis == AxisRole::Col ? "unsigned(j)"
                                               : "unsigned(b)";
-      r += (r.empty() ? "" : " + ") + term + " * unsigned(os" + to_string(d) + "_" + to_string(p) + ")";
+      r += (r.empty() ? "" : " + ") + term + " * unsigned(" + X.N.dense(d, "stride" + to_string(p)) + ")";
     }
     // Positions were checked on the host (every index in range), and the output has at most
     // SLOTS elements here, so each part fits an unsigned: its products and sums modulo 2^32 are
