@@ -12,6 +12,7 @@
 #include "codegen_plans.h"
 #include "cuda/codegen/codegen.h"
 #include "cuda/codegen/internal.h"
+#include "cuda/codegen/names.h"
 #include "cuda/codegen/seen_box.h"
 #include "cuda/gpu_engine.h"
 #include "list_plans.h"
@@ -91,21 +92,24 @@ TEST(ListCodegen, SourceShape) {
   for (const auto& [name, p] : list_plans()) {
     SCOPED_TRACE(name);
     const std::string src = generate_source(p, parse_tile("64x64x8/4x4"));
+    const cg::Names N(p);
     for (size_t l = 0; l < p.lists.size(); ++l) {
-      const std::string n = std::to_string(l);
+      const int li = int(l);
       // Distinct lists reserve their table's rows and overflow rows (gm::TileDistinct).
       const bool distinct = p.lists[l].mode == ListMode::Distinct;
-      EXPECT_EQ(count(src, "gm::BlockAppend<Shape>::reserve(pr" + n + ", la" + n + ".counter, row)"),
+      EXPECT_EQ(count(src, "gm::BlockAppend<Shape>::reserve(" + N.list(li, "marks") + ", " + N.list(li, "append") +
+                               ".counter, row)"),
                 distinct ? 0u : 1u)
           << src;
-      EXPECT_EQ(count(src, "td.reserve(ov, la" + n + ".counter, row)"), distinct ? 1u : 0u) << src;
+      EXPECT_EQ(count(src, "td.reserve(ov, " + N.list(li, "append") + ".counter, row)"), distinct ? 1u : 0u) << src;
       const bool tb = p.lists[l].mode == ListMode::Top || p.lists[l].mode == ListMode::Bottom;
       const std::string per = p.lists[l].per == PerGroup::Row ? "1" : p.lists[l].per == PerGroup::Col ? "2" : "0";
-      EXPECT_EQ(count(src, "gm::TileSelect<Shape, " + per + ">::select(st.tmap, rank, pr" + n), tb ? 1u : 0u);
+      EXPECT_EQ(count(src, "gm::TileSelect<Shape, " + per + ">::select(st.tmap, rank, " + N.list(li, "marks")),
+                tb ? 1u : 0u);
       // No rank is held per pair (TM x TN registers): the selection computes them again.
-      EXPECT_EQ(count(src, "unsigned rk"), 0u);
+      EXPECT_EQ(count(src, "unsigned " + N.list(li, "ranks")), 0u);
+      EXPECT_EQ(count(src, ".reserve(" + N.list(li, "emitted")), 0u);
     }
-    EXPECT_EQ(count(src, ".reserve(ef"), 0u);
     EXPECT_EQ(count(src, "::select("), count(src, "const auto at = [&](int"));
   }
 }

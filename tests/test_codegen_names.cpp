@@ -106,6 +106,35 @@ TEST(CodegenNames, CollidingNamesAreMangled) {
 #endif
 }
 
+// The kernel declares only the argument fields it reads (kernel_args.h read_layout): the words
+// it does not read have no slot (-1), and the launcher skips them.
+TEST(CodegenNames, EveryArgumentFieldIsRead) {
+  auto check = [](const Plan& p, const TileConfig& t) {
+    const std::string src = generate_source(p, t);
+    const ArgLayout& L = kernel_info(p, t).args;
+    for (size_t s = 7; s < L.slots.size(); ++s) {
+      const std::string& n = L.slots[s].name;
+      if (n.empty() || n.rfind("pad", 0) == 0) continue;
+      EXPECT_NE(src.find("a." + n), std::string::npos) << n << " is declared but not read";
+    }
+    EXPECT_NE(src.find("struct Args"), std::string::npos);
+  };
+  for (const auto& [name, make] : tp::all_plans()) {
+    SCOPED_TRACE(name);
+    const Plan p = make();
+    check(p, choose_tile(p, testnvrtc::kH100Sms, testnvrtc::kH100Smem));
+  }
+  for (const auto& [name, p] : tp::list_plans()) {
+    SCOPED_TRACE(name);
+    check(p, parse_tile("64x64x8/4x4"));
+  }
+  // Q2's row and column keys are read as Pzip[i], Rzip[j]: their pointers only.
+  const ArgLayout L = kernel_info(tp::zip_aggregate(), parse_tile("128x128x8/8x8")).args;
+  int unread = 0;
+  for (const ArgLayout::AccessSlots& a : L.access) unread += (a.ld < 0) + (a.bstride < 0) + (a.vec < 0);
+  EXPECT_GE(unread, 6);
+}
+
 // Every gm:: symbol named in the generator's string literals (src/cuda/codegen) is declared in
 // the device headers (src/cuda/device): a typo fails here, not only when NVRTC compiles.
 TEST(CodegenNames, DeviceSymbolsTheGeneratorNamesExist) {

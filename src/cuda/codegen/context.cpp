@@ -2,16 +2,17 @@
 #include "cuda/codegen/context.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace gamut::cuda::cg {
 
 using std::to_string;
 
-KernelContext::KernelContext(const Plan& plan, const TileConfig& tile, bool tma_args, bool packed16)
+KernelContext::KernelContext(const Plan& plan, const TileConfig& tile, ArgLayout args, bool packed16)
     : P(plan),
       T(tile),
       N(plan),
-      A(arg_layout(plan, tma_args)),
+      A(std::move(args)),
       S(smem_plan(plan, tile, packed16)),
       inner_r(plan, N, Renderer::Ctx::Inner),
       outer_r(plan, N, Renderer::Ctx::Outer) {}

@@ -86,7 +86,8 @@ struct KernelContext {
   std::string out_smem() const { return persistent ? "out_smem" : "smem"; }
 
   // packed16: the SIMT mainloop steps on packed 16-bit lanes (its shared-memory plan differs).
-  KernelContext(const Plan& plan, const TileConfig& tile, bool tma_args = false, bool packed16 = false);
+  // args: the argument layout the kernel declares (kernel_layout).
+  KernelContext(const Plan& plan, const TileConfig& tile, ArgLayout args, bool packed16 = false);
 
   // The kernel's read of argument word s (kernel_args.h): `a.NAME`.
   std::string arg(int s) const { return A.field(s); }

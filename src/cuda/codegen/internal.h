@@ -61,6 +61,14 @@ void walk_stmts(const Plan& plan, const std::vector<Stmt>& stmts, const std::fun
 std::vector<int> inner_accesses(const Plan& plan);  // read by the reduce body
 std::set<std::pair<int, CType>> params_in(const Plan& plan, bool inner);
 
+// kernel_info without its argument layout (args: every word, arg_layout), as the generator
+// itself takes it.
+KernelInfo kernel_form(const Plan& plan, const TileConfig& tile, const CodegenOptions& options);
+// The argument words the kernel reads (read_layout of the names `a.NAME` in its source), and,
+// in tensor-core kernels, the words of the operands of the sum of products, which the launcher
+// reads back to re-pitch them and to encode their tensor maps.
+ArgLayout kernel_layout(const Plan& plan, const TileConfig& tile, const CodegenOptions& options);
+
 // Aggregate outputs whose every (b, i, j) has its own element need no pre-reduction.
 bool output_uses_table(const Plan& plan, int d);
 

@@ -8,6 +8,9 @@
 // Sizes, pointers and parameters are kernel arguments (kernel_args.h), so one compiled kernel
 // serves every problem size.
 #include <algorithm>
+#include <cctype>
+#include <set>
+#include <utility>
 
 #include "core/error.h"
 #include "cuda/codegen/codegen.h"
@@ -29,8 +32,8 @@ namespace {
 
 class KernelGenerator {
  public:
-  KernelGenerator(const Plan& plan, const TileConfig& tile, const CodegenOptions& options)
-      : X(plan, tile, options.tma, options.packed16), options_(options), info_(kernel_info(plan, tile, options)) {
+  KernelGenerator(const Plan& plan, const TileConfig& tile, const CodegenOptions& options, ArgLayout args)
+      : X(plan, tile, std::move(args), options.packed16), options_(options), info_(kernel_form(plan, tile, options)) {
     X.coords = make_tile_coordinates(plan, X.A, options.grouped_join, info_.cluster, info_.bands, info_.resident_top);
     X.smem_bytes = info_.smem_bytes;
     X.persistent = info_.persistent;
@@ -165,7 +168,32 @@ class KernelGenerator {
   std::unique_ptr<Epilogue> outputs_;
 };
 
+// The argument fields the source reads: every `a.NAME`.
+std::set<std::string> fields_read(const std::string& src) {
+  std::set<std::string> out;
+  auto ident = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
+  for (size_t p = src.find("a."); p != std::string::npos; p = src.find("a.", p + 2)) {
+    if (p > 0 && (ident(src[p - 1]) || src[p - 1] == '.')) continue;
+    size_t e = p + 2;
+    while (e < src.size() && ident(src[e])) ++e;
+    if (e > p + 2) out.insert(src.substr(p + 2, e - p - 2));
+  }
+  return out;
+}
+
 }  // namespace
+
+ArgLayout kernel_layout(const Plan& plan, const TileConfig& tile, const CodegenOptions& options) {
+  ArgLayout full = arg_layout(plan, options.tma);
+  std::set<std::string> read = fields_read(KernelGenerator(plan, tile, options, full).run());
+  if (options.tensor_cores())
+    for (int a : inner_accesses(plan))
+      for (int s : {full.access[size_t(a)].ptr, full.access[size_t(a)].ld, full.access[size_t(a)].bstride,
+                    full.access[size_t(a)].vec})
+        if (read.insert(full.slots[size_t(s)].name).second)
+          full.slots[size_t(s)].comment += " (for the launcher: re-pitch, tensor map)";
+  return read_layout(full, read);
+}
 
 }  // namespace cg
 
@@ -175,7 +203,7 @@ std::string generate_source(const Plan& plan, const TileConfig& tile, const Code
   if (!options.tensor_cores() && !tile_valid(tile, &why)) throw_usage_error("invalid tile " + tile.str() + ": " + why);
   if (!plan.typed) cg::unsupported("an untyped plan");
   // plan.k_sequential needs nothing: every thread runs k in increasing order (no split-k).
-  return cg::KernelGenerator(plan, tile, options).run();
+  return cg::KernelGenerator(plan, tile, options, cg::kernel_layout(plan, tile, options)).run();
 }
 
 }  // namespace gamut::cuda

@@ -69,4 +69,39 @@ ArgLayout arg_layout(const Plan& plan, bool tma) {
   return L;
 }
 
+ArgLayout read_layout(const ArgLayout& full, const std::set<std::string>& read) {
+  ArgLayout L;  // (the ranges and the batch count)
+  std::vector<int> at(full.slots.size(), -1);
+  for (int s = 0; s < L.count; ++s) at[size_t(s)] = s;
+  for (size_t s = size_t(L.count); s < full.slots.size(); ++s) {
+    const ArgLayout::Slot& f = full.slots[s];
+    if (f.name.empty() || !read.count(f.name)) continue;  // (pads and the rest of an array too)
+    at[s] = f.words > 1 ? L.add_aligned(f.name, f.comment, f.words) : L.add(f.name, f.comment);
+  }
+  auto map = [&](int s) { return s < 0 ? -1 : at[size_t(s)]; };
+  for (const ArgLayout::AccessSlots& a : full.access)
+    L.access.push_back({map(a.ptr), map(a.ld), map(a.bstride), map(a.vec)});
+  for (const ArgLayout::ParamSlot& p : full.params) L.params.push_back({p.param, p.type, map(p.slot)});
+  for (const ArgLayout::OutputSlots& d : full.dense) {
+    ArgLayout::OutputSlots o{map(d.ptr), {}, map(d.vec), map(d.elems)};
+    for (int s : d.stride) o.stride.push_back(map(s));
+    L.dense.push_back(o);
+  }
+  for (const ArgLayout::ListSlots& l : full.lists) {
+    ArgLayout::ListSlots o = l;
+    for (int* s :
+         {&o.counter, &o.capacity, &o.b, &o.i, &o.j, &o.key, &o.threshold, &o.reservoir, &o.seen, &o.seen_words})
+      *s = map(*s);
+    for (std::vector<int>* v : {&o.cols, &o.seen_lo, &o.seen_stride})
+      for (int& s : *v) s = map(s);
+    L.lists.push_back(o);
+  }
+  L.join_tiles = map(full.join_tiles);
+  L.join_rows = map(full.join_rows);
+  L.join_cols = map(full.join_cols);
+  L.tma_a = map(full.tma_a);
+  L.tma_b = map(full.tma_b);
+  return L;
+}
+
 }  // namespace gamut::cuda

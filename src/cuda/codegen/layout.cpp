@@ -217,6 +217,12 @@ bool persistent_form(const Plan& plan, const TcMainloopSpec& s, const CodegenOpt
 }  // namespace
 
 KernelInfo kernel_info(const Plan& plan, const TileConfig& tile, const CodegenOptions& options) {
+  KernelInfo k = cg::kernel_form(plan, tile, options);
+  k.args = cg::kernel_layout(plan, tile, options);
+  return k;
+}
+
+KernelInfo cg::kernel_form(const Plan& plan, const TileConfig& tile, const CodegenOptions& options) {
   if (!plan.typed) cg::unsupported("an untyped plan");
   KernelInfo k;
   k.args = arg_layout(plan, options.tma);

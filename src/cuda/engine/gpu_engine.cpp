@@ -333,13 +333,15 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
       bstride = P.batched ? d.strides[0] : 0;
     }
     if (ld > INT_MAX) throw_device_error("a matrix row of more than 2^31-1 elements is not supported on the GPU");
-    w[size_t(s.ptr)] = ptr;
-    w[size_t(s.ld)] = uint64_t(ld);
-    w[size_t(s.bstride)] = uint64_t(bstride);
+    // (A slot of -1: a word the kernel does not read, kernel_args.h read_layout.)
+    if (s.ptr >= 0) w[size_t(s.ptr)] = ptr;
+    if (s.ld >= 0) w[size_t(s.ld)] = uint64_t(ld);
+    if (s.bstride >= 0) w[size_t(s.bstride)] = uint64_t(bstride);
     // 4-element chunks of the tile loaders are aligned when every offset part is a multiple of 4
     // (and the array starts 16-byte aligned, which gamut's own buffers always do).
-    w[size_t(s.vec)] = two_d && ld % 4 == 0 && bstride % 4 == 0 && contiguous_begin(inst, acc.pattern) % 4 == 0 &&
-                       (ptr % 16 == 0 || ptr == 0);
+    if (s.vec >= 0)
+      w[size_t(s.vec)] = two_d && ld % 4 == 0 && bstride % 4 == 0 && contiguous_begin(inst, acc.pattern) % 4 == 0 &&
+                         (ptr % 16 == 0 || ptr == 0);
   }
   for (const auto& p : L.params) w[size_t(p.slot)] = param_word(inst.params[size_t(p.param)], p.type);
   OperandCopies copies;
@@ -364,10 +366,10 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
       if (g.nbytes() > 0)
         join_buffers.back().upload_rows(g.data.data(), size_t(g.shape[0]), size_t(cols_g) * e, size_t(pitch_g) * e);
       const auto& sl = L.access[a];
-      w[size_t(sl.ptr)] = ptr_word(join_buffers.back());
-      w[size_t(sl.ld)] = uint64_t(pitch_g);
-      w[size_t(sl.bstride)] = 0;
-      w[size_t(sl.vec)] = !p_first || inst.red.begin % 4 == 0;  // positions start at 0
+      if (sl.ptr >= 0) w[size_t(sl.ptr)] = ptr_word(join_buffers.back());
+      if (sl.ld >= 0) w[size_t(sl.ld)] = uint64_t(pitch_g);
+      if (sl.bstride >= 0) w[size_t(sl.bstride)] = 0;
+      if (sl.vec >= 0) w[size_t(sl.vec)] = !p_first || inst.red.begin % 4 == 0;  // positions start at 0
     }
     auto upload_ints = [&](const std::vector<int32_t>& v) {
       join_buffers.emplace_back(std::max<size_t>(1, v.size()) * sizeof(int32_t));
@@ -399,17 +401,17 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats*
     outputs.emplace_back(options.dense_output ? 0 : out_bytes);
     out_ptr[d] = options.dense_output ? options.dense_output(d, out_bytes) : outputs.back().get();
     if (!out_ptr[d] && out_bytes) throw_device_error("no device memory for output " + P.dense[d].name);
-    w[size_t(s.ptr)] = uint64_t(reinterpret_cast<uintptr_t>(out_ptr[d]));
+    if (s.ptr >= 0) w[size_t(s.ptr)] = uint64_t(reinterpret_cast<uintptr_t>(out_ptr[d]));
     bool aligned = inst.col.begin % 4 == 0 && reinterpret_cast<uintptr_t>(out_ptr[d]) % 16 == 0;
     for (size_t p = 0; p < shape.size(); ++p) {
       int64_t stride = 1;
       if (p + 1 < shape.size())
         stride = out_pitch[d] * product(std::vector<int64_t>(shape.begin() + int64_t(p) + 1, shape.end() - 1));
-      w[size_t(s.stride[p])] = uint64_t(stride);
+      if (s.stride[p] >= 0) w[size_t(s.stride[p])] = uint64_t(stride);
       if (p + 1 < shape.size()) aligned = aligned && stride % 4 == 0;
     }
-    w[size_t(s.vec)] = aligned && output_runs_along_j(P, int(d));
-    w[size_t(s.elems)] = uint64_t(out_rows[d] * out_pitch[d]);
+    if (s.vec >= 0) w[size_t(s.vec)] = aligned && output_runs_along_j(P, int(d));
+    if (s.elems >= 0) w[size_t(s.elems)] = uint64_t(out_rows[d] * out_pitch[d]);
   }
   std::vector<bool> needs_fill(P.dense.size());
   for (size_t d = 0; d < P.dense.size(); ++d) needs_fill[d] = !written_everywhere(inst, d);

@@ -43,7 +43,6 @@ struct Args {
   unsigned long long C_stride1;  // elements per step of index 1
   unsigned long long C_stride2;  // elements per step of index 2
   unsigned long long C_vec4;  // 1: runs along j may be stored as vectors
-  unsigned long long C_elems;  // elements of the (padded) array
   unsigned long long Near_counter;  // Near: u64 [rows that reached the emit, N]
   unsigned long long Near_capacity;  // rows the buffers hold
   unsigned long long Near_i;  // column i (i32)

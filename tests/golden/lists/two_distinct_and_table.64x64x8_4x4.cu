@@ -39,16 +39,9 @@ struct Args {
   unsigned long long R_batch_stride;  // elements between batch instances
   unsigned long long R_vec4;  // 1: its 4-element chunks are aligned
   unsigned long long g_q_ptr;  // g[r]: device pointer
-  unsigned long long g_q_ld;  // elements between rows
-  unsigned long long g_q_batch_stride;  // elements between batch instances
-  unsigned long long g_q_vec4;  // 1: its 4-element chunks are aligned
   unsigned long long h_ptr;  // h[c]: device pointer
-  unsigned long long h_ld;  // elements between rows
-  unsigned long long h_batch_stride;  // elements between batch instances
-  unsigned long long h_vec4;  // 1: its 4-element chunks are aligned
   unsigned long long Cnt_ptr;  // Cnt: i32 output
   unsigned long long Cnt_stride0;  // elements per step of index 0
-  unsigned long long Cnt_vec4;  // 1: runs along j may be stored as vectors
   unsigned long long Cnt_elems;  // elements of the (padded) array
   unsigned long long S_counter;  // S: u64 [rows that reached the emit, N]
   unsigned long long S_capacity;  // rows the buffers hold

@@ -36,20 +36,10 @@ struct Args {
   unsigned long long R_batch_stride;  // elements between batch instances
   unsigned long long R_vec4;  // 1: its 4-element chunks are aligned
   unsigned long long Pzip_ptr;  // Pzip[r]: device pointer
-  unsigned long long Pzip_ld;  // elements between rows
-  unsigned long long Pzip_batch_stride;  // elements between batch instances
-  unsigned long long Pzip_vec4;  // 1: its 4-element chunks are aligned
   unsigned long long Rzip_ptr;  // Rzip[c]: device pointer
-  unsigned long long Rzip_ld;  // elements between rows
-  unsigned long long Rzip_batch_stride;  // elements between batch instances
-  unsigned long long Rzip_vec4;  // 1: its 4-element chunks are aligned
   unsigned long long AreaTotal_ptr;  // AreaTotal: f32 output
   unsigned long long AreaTotal_stride0;  // elements per step of index 0
-  unsigned long long AreaTotal_vec4;  // 1: runs along j may be stored as vectors
   unsigned long long AreaTotal_elems;  // elements of the (padded) array
-  unsigned long long join_tiles;  // int32 [blocks][4]: row and column position ranges of each tile
-  unsigned long long join_rows;  // int32: key-ordered position -> row index
-  unsigned long long join_cols;  // int32: key-ordered position -> column index
 };
 
 // The inner op: the reduce body for one (i, j, k), on register values.

@@ -39,7 +39,6 @@ struct Args {
   unsigned long long C_stride0;  // elements per step of index 0
   unsigned long long C_stride1;  // elements per step of index 1
   unsigned long long C_vec4;  // 1: runs along j may be stored as vectors
-  unsigned long long C_elems;  // elements of the (padded) array
 };
 
 // The inner op: the reduce body for one (i, j, k), on register values.

@@ -32,34 +32,23 @@ struct Args {
   unsigned long long A_batch_stride;  // elements between batch instances
   unsigned long long A_vec4;  // 1: its 4-element chunks are aligned
   unsigned long long w_q_ptr;  // w[k]: device pointer
-  unsigned long long w_q_ld;  // elements between rows
   unsigned long long w_q_batch_stride;  // elements between batch instances
-  unsigned long long w_q_vec4;  // 1: its 4-element chunks are aligned
   unsigned long long B_ptr;  // B[c,k]: device pointer
   unsigned long long B_ld;  // elements between rows
   unsigned long long B_batch_stride;  // elements between batch instances
   unsigned long long B_vec4;  // 1: its 4-element chunks are aligned
   unsigned long long r_ptr;  // r[r]: device pointer
-  unsigned long long r_ld;  // elements between rows
   unsigned long long r_batch_stride;  // elements between batch instances
-  unsigned long long r_vec4;  // 1: its 4-element chunks are aligned
   unsigned long long c_q_ptr;  // c[c]: device pointer
-  unsigned long long c_q_ld;  // elements between rows
   unsigned long long c_q_batch_stride;  // elements between batch instances
-  unsigned long long c_q_vec4;  // 1: its 4-element chunks are aligned
   unsigned long long X_ptr;  // X[r,c]: device pointer
   unsigned long long X_ld;  // elements between rows
-  unsigned long long X_batch_stride;  // elements between batch instances
-  unsigned long long X_vec4;  // 1: its 4-element chunks are aligned
   unsigned long long X2_q_ptr;  // X2[c,r]: device pointer
   unsigned long long X2_q_ld;  // elements between rows
-  unsigned long long X2_q_batch_stride;  // elements between batch instances
-  unsigned long long X2_q_vec4;  // 1: its 4-element chunks are aligned
   unsigned long long C_ptr;  // C: i32 output
   unsigned long long C_stride0;  // elements per step of index 0
   unsigned long long C_stride1;  // elements per step of index 1
   unsigned long long C_vec4;  // 1: runs along j may be stored as vectors
-  unsigned long long C_elems;  // elements of the (padded) array
 };
 
 // The inner op: the reduce body for one (i, j, k), on register values.

@@ -38,13 +38,7 @@ struct Args {
   unsigned long long R_batch_stride;  // elements between batch instances
   unsigned long long R_vec4;  // 1: its 4-element chunks are aligned
   unsigned long long Pzip_ptr;  // Pzip[r]: device pointer
-  unsigned long long Pzip_ld;  // elements between rows
-  unsigned long long Pzip_batch_stride;  // elements between batch instances
-  unsigned long long Pzip_vec4;  // 1: its 4-element chunks are aligned
   unsigned long long Rzip_ptr;  // Rzip[c]: device pointer
-  unsigned long long Rzip_ld;  // elements between rows
-  unsigned long long Rzip_batch_stride;  // elements between batch instances
-  unsigned long long Rzip_vec4;  // 1: its 4-element chunks are aligned
   unsigned long long thres;  // parameter thres, the bits of its f32 value
   unsigned long long Areas_counter;  // Areas: u64 [rows that reached the emit, N]
   unsigned long long Areas_capacity;  // rows the buffers hold

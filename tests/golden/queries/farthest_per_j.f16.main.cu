@@ -53,14 +53,14 @@ struct Args {
   unsigned long long red_begin;  // reduction k in [red_begin, red_end)
   unsigned long long red_end;
   unsigned long long batch;  // batch instances
-  unsigned long long Q_ptr;  // Q[r,k]: device pointer
-  unsigned long long Q_ld;  // elements between rows
-  unsigned long long Q_batch_stride;  // elements between batch instances
-  unsigned long long Q_vec4;  // 1: its 4-element chunks are aligned
-  unsigned long long X_ptr;  // X[c,k]: device pointer
-  unsigned long long X_ld;  // elements between rows
-  unsigned long long X_batch_stride;  // elements between batch instances
-  unsigned long long X_vec4;  // 1: its 4-element chunks are aligned
+  unsigned long long Q_ptr;  // Q[r,k]: device pointer (for the launcher: re-pitch, tensor map)
+  unsigned long long Q_ld;  // elements between rows (for the launcher: re-pitch, tensor map)
+  unsigned long long Q_batch_stride;  // elements between batch instances (for the launcher: re-pitch, tensor map)
+  unsigned long long Q_vec4;  // 1: its 4-element chunks are aligned (for the launcher: re-pitch, tensor map)
+  unsigned long long X_ptr;  // X[c,k]: device pointer (for the launcher: re-pitch, tensor map)
+  unsigned long long X_ld;  // elements between rows (for the launcher: re-pitch, tensor map)
+  unsigned long long X_batch_stride;  // elements between batch instances (for the launcher: re-pitch, tensor map)
+  unsigned long long X_vec4;  // 1: its 4-element chunks are aligned (for the launcher: re-pitch, tensor map)
   unsigned long long Closest_counter;  // Closest: u64 [rows that reached the emit, N]
   unsigned long long Closest_capacity;  // rows the buffers hold
   unsigned long long Closest_j;  // column j (i32)
@@ -70,14 +70,6 @@ struct Args {
   unsigned long long Closest_rows_i;  // int32 i of each row
   unsigned long long Closest_rows_j;  // int32 j of each row
   unsigned long long Closest_key;  // the key of each row
-  unsigned long long Closest_threshold;  // u32 rank per group, lowered by the tiles
-  unsigned long long Closest_reservoir;  // u32 [groups][slots] ranks of kept rows, or 0
-  unsigned long long pad26;
-  unsigned long long pad27;
-  unsigned long long pad28;
-  unsigned long long pad29;
-  unsigned long long pad30;
-  unsigned long long pad31;
   alignas(64) unsigned long long tma_a[16];  // CUtensorMap of the row operand (TMA)
   alignas(64) unsigned long long tma_b[16];  // CUtensorMap of the column operand (TMA)
 };

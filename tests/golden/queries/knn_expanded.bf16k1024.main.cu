@@ -53,22 +53,16 @@ struct Args {
   unsigned long long red_begin;  // reduction k in [red_begin, red_end)
   unsigned long long red_end;
   unsigned long long batch;  // batch instances
-  unsigned long long Q_ptr;  // Q[r,k]: device pointer
-  unsigned long long Q_ld;  // elements between rows
-  unsigned long long Q_batch_stride;  // elements between batch instances
-  unsigned long long Q_vec4;  // 1: its 4-element chunks are aligned
-  unsigned long long X_ptr;  // X[c,k]: device pointer
-  unsigned long long X_ld;  // elements between rows
-  unsigned long long X_batch_stride;  // elements between batch instances
-  unsigned long long X_vec4;  // 1: its 4-element chunks are aligned
+  unsigned long long Q_ptr;  // Q[r,k]: device pointer (for the launcher: re-pitch, tensor map)
+  unsigned long long Q_ld;  // elements between rows (for the launcher: re-pitch, tensor map)
+  unsigned long long Q_batch_stride;  // elements between batch instances (for the launcher: re-pitch, tensor map)
+  unsigned long long Q_vec4;  // 1: its 4-element chunks are aligned (for the launcher: re-pitch, tensor map)
+  unsigned long long X_ptr;  // X[c,k]: device pointer (for the launcher: re-pitch, tensor map)
+  unsigned long long X_ld;  // elements between rows (for the launcher: re-pitch, tensor map)
+  unsigned long long X_batch_stride;  // elements between batch instances (for the launcher: re-pitch, tensor map)
+  unsigned long long X_vec4;  // 1: its 4-element chunks are aligned (for the launcher: re-pitch, tensor map)
   unsigned long long qn_ptr;  // qn[r]: device pointer
-  unsigned long long qn_ld;  // elements between rows
-  unsigned long long qn_batch_stride;  // elements between batch instances
-  unsigned long long qn_vec4;  // 1: its 4-element chunks are aligned
   unsigned long long xn_ptr;  // xn[c]: device pointer
-  unsigned long long xn_ld;  // elements between rows
-  unsigned long long xn_batch_stride;  // elements between batch instances
-  unsigned long long xn_vec4;  // 1: its 4-element chunks are aligned
   unsigned long long Nearest_counter;  // Nearest: u64 [rows that reached the emit, N]
   unsigned long long Nearest_capacity;  // rows the buffers hold
   unsigned long long Nearest_i;  // column i (i32)
@@ -78,14 +72,12 @@ struct Args {
   unsigned long long Nearest_rows_i;  // int32 i of each row
   unsigned long long Nearest_rows_j;  // int32 j of each row
   unsigned long long Nearest_key;  // the key of each row
-  unsigned long long Nearest_threshold;  // u32 rank per group, lowered by the tiles
-  unsigned long long Nearest_reservoir;  // u32 [groups][slots] ranks of kept rows, or 0
-  unsigned long long pad34;
-  unsigned long long pad35;
-  unsigned long long pad36;
-  unsigned long long pad37;
-  unsigned long long pad38;
-  unsigned long long pad39;
+  unsigned long long pad26;
+  unsigned long long pad27;
+  unsigned long long pad28;
+  unsigned long long pad29;
+  unsigned long long pad30;
+  unsigned long long pad31;
   alignas(64) unsigned long long tma_a[16];  // CUtensorMap of the row operand (TMA)
   alignas(64) unsigned long long tma_b[16];  // CUtensorMap of the column operand (TMA)
 };

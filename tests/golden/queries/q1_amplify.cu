@@ -36,14 +36,11 @@ struct Args {
   unsigned long long W_batch_stride;  // elements between batch instances
   unsigned long long W_vec4;  // 1: its 4-element chunks are aligned
   unsigned long long thres_ptr;  // thres[r]: device pointer
-  unsigned long long thres_ld;  // elements between rows
   unsigned long long thres_batch_stride;  // elements between batch instances
-  unsigned long long thres_vec4;  // 1: its 4-element chunks are aligned
   unsigned long long Out_ptr;  // Out: f32 output
   unsigned long long Out_stride0;  // elements per step of index 0
   unsigned long long Out_stride1;  // elements per step of index 1
   unsigned long long Out_vec4;  // 1: runs along j may be stored as vectors
-  unsigned long long Out_elems;  // elements of the (padded) array
 };
 
 // The inner op: the reduce body for one (i, j, k), on register values.

@@ -36,18 +36,11 @@ struct Args {
   unsigned long long R_batch_stride;  // elements between batch instances
   unsigned long long R_vec4;  // 1: its 4-element chunks are aligned
   unsigned long long Pzip_ptr;  // Pzip[r]: device pointer
-  unsigned long long Pzip_ld;  // elements between rows
-  unsigned long long Pzip_batch_stride;  // elements between batch instances
-  unsigned long long Pzip_vec4;  // 1: its 4-element chunks are aligned
   unsigned long long Rzip_ptr;  // Rzip[c]: device pointer
-  unsigned long long Rzip_ld;  // elements between rows
-  unsigned long long Rzip_batch_stride;  // elements between batch instances
-  unsigned long long Rzip_vec4;  // 1: its 4-element chunks are aligned
   unsigned long long thres;  // parameter thres, the bits of its f32 value
   unsigned long long Cnt_ptr;  // Cnt: i32 output
   unsigned long long Cnt_stride0;  // elements per step of index 0
   unsigned long long Cnt_stride1;  // elements per step of index 1
-  unsigned long long Cnt_vec4;  // 1: runs along j may be stored as vectors
   unsigned long long Cnt_elems;  // elements of the (padded) array
 };
 

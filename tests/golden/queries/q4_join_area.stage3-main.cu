@@ -37,7 +37,6 @@ struct Args {
   unsigned long long pd_B_vec4;  // 1: its 4-element chunks are aligned
   unsigned long long AreaTotal_ptr;  // AreaTotal: f32 output
   unsigned long long AreaTotal_stride0;  // elements per step of index 0
-  unsigned long long AreaTotal_vec4;  // 1: runs along j may be stored as vectors
   unsigned long long AreaTotal_elems;  // elements of the (padded) array
 };
 

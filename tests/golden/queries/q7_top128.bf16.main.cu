@@ -53,13 +53,13 @@ struct Args {
   unsigned long long red_end;
   unsigned long long batch;  // batch instances
   unsigned long long P_ptr;  // P[r,k]: device pointer
-  unsigned long long P_ld;  // elements between rows
-  unsigned long long P_batch_stride;  // elements between batch instances
-  unsigned long long P_vec4;  // 1: its 4-element chunks are aligned
-  unsigned long long R_ptr;  // R[k,c]: device pointer
-  unsigned long long R_ld;  // elements between rows
-  unsigned long long R_batch_stride;  // elements between batch instances
-  unsigned long long R_vec4;  // 1: its 4-element chunks are aligned
+  unsigned long long P_ld;  // elements between rows (for the launcher: re-pitch, tensor map)
+  unsigned long long P_batch_stride;  // elements between batch instances (for the launcher: re-pitch, tensor map)
+  unsigned long long P_vec4;  // 1: its 4-element chunks are aligned (for the launcher: re-pitch, tensor map)
+  unsigned long long R_ptr;  // R[k,c]: device pointer (for the launcher: re-pitch, tensor map)
+  unsigned long long R_ld;  // elements between rows (for the launcher: re-pitch, tensor map)
+  unsigned long long R_batch_stride;  // elements between batch instances (for the launcher: re-pitch, tensor map)
+  unsigned long long R_vec4;  // 1: its 4-element chunks are aligned (for the launcher: re-pitch, tensor map)
   unsigned long long Top_counter;  // Top: u64 [rows that reached the emit, N]
   unsigned long long Top_capacity;  // rows the buffers hold
   unsigned long long Top_i;  // column i (i32)

@@ -52,19 +52,19 @@ struct Args {
   unsigned long long red_begin;  // reduction k in [red_begin, red_end)
   unsigned long long red_end;
   unsigned long long batch;  // batch instances
-  unsigned long long A_ptr;  // A[r,k]: device pointer
-  unsigned long long A_ld;  // elements between rows
-  unsigned long long A_batch_stride;  // elements between batch instances
-  unsigned long long A_vec4;  // 1: its 4-element chunks are aligned
-  unsigned long long B_ptr;  // B[k,c]: device pointer
-  unsigned long long B_ld;  // elements between rows
-  unsigned long long B_batch_stride;  // elements between batch instances
-  unsigned long long B_vec4;  // 1: its 4-element chunks are aligned
+  unsigned long long A_ptr;  // A[r,k]: device pointer (for the launcher: re-pitch, tensor map)
+  unsigned long long A_ld;  // elements between rows (for the launcher: re-pitch, tensor map)
+  unsigned long long A_batch_stride;  // elements between batch instances (for the launcher: re-pitch, tensor map)
+  unsigned long long A_vec4;  // 1: its 4-element chunks are aligned (for the launcher: re-pitch, tensor map)
+  unsigned long long B_ptr;  // B[k,c]: device pointer (for the launcher: re-pitch, tensor map)
+  unsigned long long B_ld;  // elements between rows (for the launcher: re-pitch, tensor map)
+  unsigned long long B_batch_stride;  // elements between batch instances (for the launcher: re-pitch, tensor map)
+  unsigned long long B_vec4;  // 1: its 4-element chunks are aligned (for the launcher: re-pitch, tensor map)
   unsigned long long C_ptr;  // C: f32 output
   unsigned long long C_stride0;  // elements per step of index 0
   unsigned long long C_stride1;  // elements per step of index 1
   unsigned long long C_vec4;  // 1: runs along j may be stored as vectors
-  unsigned long long C_elems;  // elements of the (padded) array
+  unsigned long long pad19;
   unsigned long long pad20;
   unsigned long long pad21;
   unsigned long long pad22;

@@ -36,38 +36,26 @@ struct Args {
   unsigned long long R_batch_stride;  // elements between batch instances
   unsigned long long R_vec4;  // 1: its 4-element chunks are aligned
   unsigned long long g_q_ptr;  // g[r]: device pointer
-  unsigned long long g_q_ld;  // elements between rows
-  unsigned long long g_q_batch_stride;  // elements between batch instances
-  unsigned long long g_q_vec4;  // 1: its 4-element chunks are aligned
   unsigned long long h_ptr;  // h[c]: device pointer
-  unsigned long long h_ld;  // elements between rows
-  unsigned long long h_batch_stride;  // elements between batch instances
-  unsigned long long h_vec4;  // 1: its 4-element chunks are aligned
   unsigned long long thres;  // parameter thres, the bits of its f32 value
   unsigned long long Cnt_ptr;  // Cnt: i32 output
   unsigned long long Cnt_stride0;  // elements per step of index 0
   unsigned long long Cnt_stride1;  // elements per step of index 1
-  unsigned long long Cnt_vec4;  // 1: runs along j may be stored as vectors
   unsigned long long Cnt_elems;  // elements of the (padded) array
   unsigned long long Mx_ptr;  // Mx: f32 output
   unsigned long long Mx_stride0;  // elements per step of index 0
   unsigned long long Mx_stride1;  // elements per step of index 1
-  unsigned long long Mx_vec4;  // 1: runs along j may be stored as vectors
   unsigned long long Mx_elems;  // elements of the (padded) array
   unsigned long long Mn_ptr;  // Mn: i64 output
   unsigned long long Mn_stride0;  // elements per step of index 0
-  unsigned long long Mn_vec4;  // 1: runs along j may be stored as vectors
   unsigned long long Mn_elems;  // elements of the (padded) array
   unsigned long long Or_ptr;  // Or: i32 output
   unsigned long long Or_stride0;  // elements per step of index 0
-  unsigned long long Or_vec4;  // 1: runs along j may be stored as vectors
   unsigned long long Or_elems;  // elements of the (padded) array
   unsigned long long And_ptr;  // And: i32 output
   unsigned long long And_stride0;  // elements per step of index 0
-  unsigned long long And_vec4;  // 1: runs along j may be stored as vectors
   unsigned long long And_elems;  // elements of the (padded) array
   unsigned long long Total_ptr;  // Total: f64 output
-  unsigned long long Total_vec4;  // 1: runs along j may be stored as vectors
   unsigned long long Total_elems;  // elements of the (padded) array
 };
 

@@ -36,13 +36,7 @@ struct Args {
   unsigned long long R_batch_stride;  // elements between batch instances
   unsigned long long R_vec4;  // 1: its 4-element chunks are aligned
   unsigned long long r_ptr;  // r[r]: device pointer
-  unsigned long long r_ld;  // elements between rows
-  unsigned long long r_batch_stride;  // elements between batch instances
-  unsigned long long r_vec4;  // 1: its 4-element chunks are aligned
   unsigned long long c_q_ptr;  // c[c]: device pointer
-  unsigned long long c_q_ld;  // elements between rows
-  unsigned long long c_q_batch_stride;  // elements between batch instances
-  unsigned long long c_q_vec4;  // 1: its 4-element chunks are aligned
   unsigned long long L_counter;  // L: u64 [rows that reached the emit, N]
   unsigned long long L_capacity;  // rows the buffers hold
   unsigned long long L_i;  // column i (i32)

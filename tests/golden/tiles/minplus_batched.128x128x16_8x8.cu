@@ -40,7 +40,6 @@ struct Args {
   unsigned long long Out_stride1;  // elements per step of index 1
   unsigned long long Out_stride2;  // elements per step of index 2
   unsigned long long Out_vec4;  // 1: runs along j may be stored as vectors
-  unsigned long long Out_elems;  // elements of the (padded) array
 };
 
 // The inner op: the reduce body for one (i, j, k), on register values.
