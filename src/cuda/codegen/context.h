@@ -108,7 +108,7 @@ struct KernelContext {
   std::string pair_test(bool bounds) const;
   // A pair loop rendered twice: `pairs(false)` for a tile wholly inside the ranges (every tile
   // but the last row and column of tiles: no bounds tests, whose branches around each pair kept
-  // ptxas from interleaving pairs; bench/NOTES.md session 18), `pairs(true)` for the others.
+  // ptxas from interleaving pairs), `pairs(true)` for the others.
   void inside_and_edge(Code& c, const std::function<void(bool bounds)>& pairs) const;
   // Project outputs stored in vector runs along j.
   bool runs_along_j(int d) const;

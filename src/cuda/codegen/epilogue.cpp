@@ -59,7 +59,7 @@ class OperatorEpilogue final : public Epilogue {
 
  private:
   // Inside tiles take a copy of the pair loop without the bounds tests (inside_and_edge) where
-  // the outputs are lists: with projects alone the products measured 1-2 % slower, and
+  // the outputs are lists: with projects alone the products were slightly slower, and
   // aggregates have their direct loop (split likewise) for the case that matters; copying their
   // general loop too made a SIMT aggregate kernel spill.
   void pair_loops(Code& c) {

@@ -81,7 +81,7 @@ std::string Renderer::expr_as(ExprId id, CType to) const {
   // A converted select converts the branch it takes, so the conversion is rendered into the
   // branches (constants then convert here): `f32(c ? 0.5 : -1)` compiled by ptxas -O2/-O3 (CUDA
   // 13.0) as f64 selects into half-written register pairs whose conversions it merged across
-  // pairs, giving other pairs' values (fuzz seed 20261310; bench/NOTES.md).
+  // pairs, giving other pairs' values.
   if (e.kind == ExprKind::Select && e.type != to) {
     auto branch = [&](ExprId b) {
       const Expr& x = P.expr(b);

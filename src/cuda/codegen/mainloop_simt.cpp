@@ -302,18 +302,17 @@ class SimtMainloop final : public Mainloop {
     step_->step(c);
     c.close();
     // A slice: its steps, unrolled. The last, partial slice (GUARD) runs its first krem steps in
-    // a loop: an unrolled copy with a break per step doubled the code NVVM and ptxas optimise,
-    // most of a cold compile's time (bench/NOTES.md), for one slice per tile.
+    // a loop: an unrolled copy with a break per step doubles the code NVVM and ptxas optimise,
+    // most of a cold compile's time, for one slice per tile.
     c.line("template <bool GUARD>");
     c.open("__device__ __forceinline__ void compute(int buf, int k0, int krem)");
     c.open("if constexpr (GUARD)");
     c.line("#pragma unroll 1");
     c.line("for (int kk = 0; kk < krem; ++kk) step(buf, k0 + kk, kk);  // past krem: no update at all");
     c.mid("else");
-    // At most kSliceUnroll steps unrolled: for a 16-step slice, 8 cut the cold compile of the
-    // SGEMM kernel from 0.9-1.2 s to 0.74 s at 0.99-1.01x its speed; 4 cost 4% of the speed
-    // (H200, bench/NOTES.md, session 6). Batched plans keep the whole slice unrolled: the
-    // batched min-plus kernel spilled 4 bytes at 255 registers with 8.
+    // At most kSliceUnroll steps unrolled: for a 16-step slice, 8 cut the SGEMM kernel's cold
+    // compile by about a third at the same speed; 4 cost speed. Batched plans keep the whole
+    // slice unrolled: the batched min-plus kernel spilled at 255 registers with 8.
     const bool partial = X.T.bk > kSliceUnroll && !P.batched;
     c.line(partial ? "#pragma unroll " + to_string(kSliceUnroll) : std::string("#pragma unroll"));
     c.line("for (int kk = 0; kk < Shape::BK; ++kk) step(buf, k0 + kk, kk);");

@@ -223,8 +223,7 @@ class TensorMainloop final : public Mainloop {
   // compute ranks again from the accumulators, spilled at 128 registers per thread next to the
   // accumulators (ptxas, sm_90a, every math): those kernels get the whole register file. With
   // the ranks in shared memory (tile_ranks_offset) the selection fits, and a second block per
-  // SM runs its products while one selects (bench/NOTES.md, session 12); except tf32x3, whose
-  // split operands spilled 4 bytes there.
+  // SM runs its products while one selects; except tf32x3, whose split operands spill there.
   int min_blocks() const override {
     if (X.has_pass()) return 1;
     const bool ranks_fit = X.tile_ranks_offset() >= 0 && spec_.math != InnerMath::Tf32x3;

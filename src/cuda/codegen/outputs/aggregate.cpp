@@ -9,9 +9,8 @@
 // at the slot the row and column parts of the output position give. The row part is computed
 // once per map row, the column part once per map column (held in registers), and no run combiner
 // or probing code is rendered per pair: the general loop's per-pair code (loads of g[i], h[j],
-// key compare, hashed commit) made Q3's epilogue ~12K instructions, and the profile showed its
-// warps waiting on the instruction cache (bench/NOTES.md). The general loop stays for outputs
-// larger than the table.
+// key compare, hashed commit) is large enough that the warps wait on the instruction cache.
+// The general loop stays for outputs larger than the table.
 #include "cuda/codegen/outputs/output_operator.h"
 
 namespace gamut::cuda::cg {

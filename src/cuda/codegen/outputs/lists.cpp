@@ -179,9 +179,8 @@ void ListRows::rows(Code& c) {
 
 // Pass 2 for threads of 128 pairs and more: a loop over the marked pairs with one copy of the
 // row's code (the accumulators picked by static indices, pair_row), instead of rows x cols
-// unrolled copies. Unrolled, the epilogue of the one-block tile 128x256x16/8x16 was ~12K
-// instructions and its warps waited on the instruction cache with no other block to hide it
-// (Q5 4.44 ms there against 3.04 for the product, bench/NOTES.md).
+// unrolled copies: unrolled, the epilogue of a one-block tile is large enough that its warps
+// wait on the instruction cache with no other block to hide it.
 void ListRows::rows_compact(Code& c) {
   c.line("unsigned todo[" + X.map.words() + "];");
   c.line("#pragma unroll");

@@ -7,9 +7,9 @@
 // statements that lead to the emit (lets, ifs) for the key alone. Where the shared memory the
 // mainloop frees holds the tile's BM x BN ranks (tensor-core tiles), every rank is computed
 // once into it and the selection's passes read it there: the rank code appears once instead of
-// in each unrolled pass (kNN's kernel was 14K instructions, its warps waited on the instruction
-// cache, bench/NOTES.md session 12), and the passes visit only the marked pairs, 8 at a time
-// (gm::StashedRanks: Q7's NVRTC compile 1.06 -> 0.91 s for 1-2 % of its kernel, session 22).
+// in each unrolled pass (whose code size kept the warps waiting on the instruction cache), and
+// the passes visit only the marked pairs, 8 at a time (gm::StashedRanks: a shorter compile for
+// a little kernel time).
 // Elsewhere the rank is computed again in each pass rather than held in registers (rows x cols
 // ranks spill on the largest tiles).
 // With block-resident thresholds (KernelContext::resident_top, gm::ResidentTop) the tile's
