@@ -250,7 +250,8 @@ class SimtMainloop final : public Mainloop {
                                                              : "TileLoader<" + st + ", " + ct;
           c.line("typedef gm::" + kind + (row ? ", Shape::BM" : ", Shape::BN") + ", Shape::BK, Shape::THREADS, " +
                  (k_contiguous(acc.pattern) ? "true" : "false") + step_->loader_flags(a) + "> " + loader(a) + ";  // " +
-                 name);
+                 name + ": (types, extent, k-slice, threads, k contiguous" +
+                 (step_->loader_flags(a).empty() ? "" : ", values in both 16-bit halves") + ")");
           c.line(loader(a) + " ld" + to_string(a) + ";");
           c.line(ct + "* sm" + to_string(a) + ";  // (" + to_string(kStages) + ", BK, " + loader(a) + "::LDS)");
           if (how == TileCopy::Staged)

@@ -55,10 +55,10 @@ struct Inner {
 
 // The plan's operands in the mainloop: staged tiles (shared memory), vectors (registers).
 struct Stage {
-  typedef gm::TileLoader<float, float, Shape::BM, Shape::BK, Shape::THREADS, true> L0;  // P[r,k]
+  typedef gm::TileLoader<float, float, Shape::BM, Shape::BK, Shape::THREADS, true> L0;  // P[r,k]: (types, extent, k-slice, threads, k contiguous)
   L0 ld0;
   float* sm0;  // (3, BK, L0::LDS)
-  typedef gm::AsyncTileLoader<float, Shape::BN, Shape::BK, Shape::THREADS, false> L1;  // R[k,c]
+  typedef gm::AsyncTileLoader<float, Shape::BN, Shape::BK, Shape::THREADS, false> L1;  // R[k,c]: (types, extent, k-slice, threads, k contiguous)
   L1 ld1;
   float* sm1;  // (3, BK, L1::LDS)
   gm::ThreadMap<Shape> tmap;
@@ -177,7 +177,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
    {
     // S: each distinct row of the tile once (gm::TileDistinct), then the rows that
     // found no room in the table.
-    typedef gm::TileDistinct<Shape, 1, 1024, 4> TD;
+    typedef gm::TileDistinct<Shape, 1, 1024, 4> TD;  // (shape, row words, table slots, candidates per sweep)
     static_assert(TD::BYTES <= 12288, "shared memory plan");
     TD td(smem + 0);
     unsigned todo[TD::W], ov[TD::W];

@@ -82,10 +82,10 @@ struct Inner {
 
 // The plan's operands in the mainloop: staged tiles (shared memory), vectors (registers).
 struct Stage {
-  typedef gm::TileLoader<float, float, Shape::BM, Shape::BK, Shape::THREADS, true> L0;  // P[r,k]
+  typedef gm::TileLoader<float, float, Shape::BM, Shape::BK, Shape::THREADS, true> L0;  // P[r,k]: (types, extent, k-slice, threads, k contiguous)
   L0 ld0;
   float* sm0;  // (3, BK, L0::LDS)
-  typedef gm::AsyncTileLoader<float, Shape::BN, Shape::BK, Shape::THREADS, false> L1;  // R[k,c]
+  typedef gm::AsyncTileLoader<float, Shape::BN, Shape::BK, Shape::THREADS, false> L1;  // R[k,c]: (types, extent, k-slice, threads, k contiguous)
   L1 ld1;
   float* sm1;  // (3, BK, L1::LDS)
   gm::ThreadMap<Shape> tmap;
@@ -250,7 +250,7 @@ extern "C" __global__ void __launch_bounds__(128, 4) gamut_main(const Args a) {
     }
   }
    {
-    __shared__ gm::TileSelect<Shape, 1>::Smem ss;
+    __shared__ gm::TileSelect<Shape, 1>::Smem ss;  // TileSelect<shape, groups: 0 one, 1 per i, 2 per j>
     unsigned* const gthr = reinterpret_cast<unsigned*>(a.Near_threshold);
     unsigned* const rsv = reinterpret_cast<unsigned*>(a.Near_reservoir);
     const int gfirst = row_begin, gextent = row_end - gfirst;
@@ -380,7 +380,7 @@ extern "C" __global__ void __launch_bounds__(128, 4) gamut_main(const Args a) {
    {
     // Values: each distinct row of the tile once (gm::TileDistinct), then the rows that
     // found no room in the table.
-    typedef gm::TileDistinct<Shape, 2, 128, 4> TD;
+    typedef gm::TileDistinct<Shape, 2, 128, 4> TD;  // (shape, row words, table slots, candidates per sweep)
     static_assert(TD::BYTES <= 5632, "shared memory plan");
     TD td(smem + 0);
     unsigned todo[TD::W], ov[TD::W];

@@ -59,10 +59,10 @@ struct Inner {
 
 // The plan's operands in the mainloop: staged tiles (shared memory), vectors (registers).
 struct Stage {
-  typedef gm::TileLoader<int, int, Shape::BM, Shape::BK, Shape::THREADS, true> L0;  // P[r,k]
+  typedef gm::TileLoader<int, int, Shape::BM, Shape::BK, Shape::THREADS, true> L0;  // P[r,k]: (types, extent, k-slice, threads, k contiguous)
   L0 ld0;
   int* sm0;  // (3, BK, L0::LDS)
-  typedef gm::AsyncTileLoader<int, Shape::BN, Shape::BK, Shape::THREADS, false> L1;  // R[k,c]
+  typedef gm::AsyncTileLoader<int, Shape::BN, Shape::BK, Shape::THREADS, false> L1;  // R[k,c]: (types, extent, k-slice, threads, k contiguous)
   L1 ld1;
   int* sm1;  // (3, BK, L1::LDS)
   gm::ThreadMap<Shape> tmap;
@@ -179,7 +179,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
     }
   }
    {
-    __shared__ gm::TileSelect<Shape, 0>::Smem ss;
+    __shared__ gm::TileSelect<Shape, 0>::Smem ss;  // TileSelect<shape, groups: 0 one, 1 per i, 2 per j>
     unsigned* const gthr = reinterpret_cast<unsigned*>(a.L_threshold);
     unsigned* const rsv = reinterpret_cast<unsigned*>(a.L_reservoir);
     const auto at = [&](int) -> gm::i64 { return 0; };

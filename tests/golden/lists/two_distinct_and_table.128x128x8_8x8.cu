@@ -76,10 +76,10 @@ struct Inner {
 
 // The plan's operands in the mainloop: staged tiles (shared memory), vectors (registers).
 struct Stage {
-  typedef gm::TileLoader<float, float, Shape::BM, Shape::BK, Shape::THREADS, true> L0;  // P[r,k]
+  typedef gm::TileLoader<float, float, Shape::BM, Shape::BK, Shape::THREADS, true> L0;  // P[r,k]: (types, extent, k-slice, threads, k contiguous)
   L0 ld0;
   float* sm0;  // (3, BK, L0::LDS)
-  typedef gm::AsyncTileLoader<float, Shape::BN, Shape::BK, Shape::THREADS, false> L1;  // R[k,c]
+  typedef gm::AsyncTileLoader<float, Shape::BN, Shape::BK, Shape::THREADS, false> L1;  // R[k,c]: (types, extent, k-slice, threads, k contiguous)
   L1 ld1;
   float* sm1;  // (3, BK, L1::LDS)
   gm::ThreadMap<Shape> tmap;
@@ -154,7 +154,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   gm::tile_coords<8>(gm::fresh_ctaid() - b * tm_e * tn_e, tm_e, tn_e, tile_m, tile_n);
   st.i0 = row_begin + tile_m * Shape::BM;
   st.j0 = col_begin + tile_n * Shape::BN;
-  gm::TableSink<int, gm::kAdd, 512, Shape::THREADS> sk0;
+  gm::TableSink<int, gm::kAdd, 512, Shape::THREADS> sk0;  // Cnt: (element, operator, table slots, threads)
   sk0.init(smem + 0, Cnt, gm::u64(a.Cnt_elems));
   gm::AggRun<int, gm::kAdd> ar0;
   ar0.reset();
@@ -225,7 +225,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
      {
       // S: each distinct row of the tile once (gm::TileDistinct), then the rows that
       // found no room in the table.
-      typedef gm::TileDistinct<Shape, 2, 1024, 4> TD;
+      typedef gm::TileDistinct<Shape, 2, 1024, 4> TD;  // (shape, row words, table slots, candidates per sweep)
       static_assert(TD::BYTES <= 20480, "shared memory plan");
       TD td(smem + 6144);
       unsigned todo[TD::W], ov[TD::W];
@@ -360,7 +360,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
    {
     // T: each distinct row of the tile once (gm::TileDistinct), then the rows that
     // found no room in the table.
-    typedef gm::TileDistinct<Shape, 2, 1024, 4> TD;
+    typedef gm::TileDistinct<Shape, 2, 1024, 4> TD;  // (shape, row words, table slots, candidates per sweep)
     static_assert(TD::BYTES <= 20480, "shared memory plan");
     TD td(smem + 6144);
     unsigned todo[TD::W], ov[TD::W];

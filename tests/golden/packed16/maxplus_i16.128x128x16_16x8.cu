@@ -52,11 +52,11 @@ struct Inner {
 
 // The plan's operands in the mainloop: staged tiles (shared memory), vectors (registers).
 struct Stage {
-  typedef gm::StagedTileLoader<short, int, Shape::BM, Shape::BK, Shape::THREADS, true, true> L0;  // A[r,k]
+  typedef gm::StagedTileLoader<short, int, Shape::BM, Shape::BK, Shape::THREADS, true, true> L0;  // A[r,k]: (types, extent, k-slice, threads, k contiguous, values in both 16-bit halves)
   L0 ld0;
   int* sm0;  // (3, BK, L0::LDS)
   short* sg0;  // (3, L0::SBUF) raw slices, chunk order
-  typedef gm::AsyncTileLoader<short, Shape::BN, Shape::BK, Shape::THREADS, false> L1;  // B[k,c]
+  typedef gm::AsyncTileLoader<short, Shape::BN, Shape::BK, Shape::THREADS, false> L1;  // B[k,c]: (types, extent, k-slice, threads, k contiguous)
   L1 ld1;
   short* sm1;  // (3, BK, L1::LDS)
   gm::ThreadMap<Shape> tmap;

@@ -52,11 +52,11 @@ struct Inner {
 
 // The plan's operands in the mainloop: staged tiles (shared memory), vectors (registers).
 struct Stage {
-  typedef gm::StagedTileLoader<short, short, Shape::BN, Shape::BK, Shape::THREADS, true> L0;  // B[c,k]
+  typedef gm::StagedTileLoader<short, short, Shape::BN, Shape::BK, Shape::THREADS, true> L0;  // B[c,k]: (types, extent, k-slice, threads, k contiguous)
   L0 ld0;
   short* sm0;  // (3, BK, L0::LDS)
   short* sg0;  // (3, L0::SBUF) raw slices, chunk order
-  typedef gm::StagedTileLoader<short, int, Shape::BM, Shape::BK, Shape::THREADS, false, true> L1;  // A[k,r]
+  typedef gm::StagedTileLoader<short, int, Shape::BM, Shape::BK, Shape::THREADS, false, true> L1;  // A[k,r]: (types, extent, k-slice, threads, k contiguous, values in both 16-bit halves)
   L1 ld1;
   int* sm1;  // (3, BK, L1::LDS)
   short* sg1;  // (3, L1::SBUF) raw slices, chunk order

@@ -52,10 +52,10 @@ struct Inner {
 
 // The plan's operands in the mainloop: staged tiles (shared memory), vectors (registers).
 struct Stage {
-  typedef gm::TileLoader<gm::b8, unsigned char, Shape::BM, Shape::BK, Shape::THREADS, false> L0;  // A[k,r]
+  typedef gm::TileLoader<gm::b8, unsigned char, Shape::BM, Shape::BK, Shape::THREADS, false> L0;  // A[k,r]: (types, extent, k-slice, threads, k contiguous)
   L0 ld0;
   unsigned char* sm0;  // (3, BK, L0::LDS)
-  typedef gm::StagedTileLoader<short, int, Shape::BN, Shape::BK, Shape::THREADS, false> L1;  // B[k,c]
+  typedef gm::StagedTileLoader<short, int, Shape::BN, Shape::BK, Shape::THREADS, false> L1;  // B[k,c]: (types, extent, k-slice, threads, k contiguous)
   L1 ld1;
   int* sm1;  // (3, BK, L1::LDS)
   short* sg1;  // (3, L1::SBUF) raw slices, chunk order

@@ -52,10 +52,10 @@ struct Inner {
 
 // The plan's operands in the mainloop: staged tiles (shared memory), vectors (registers).
 struct Stage {
-  typedef gm::TileLoader<gm::i64, gm::i64, Shape::BM, Shape::BK, Shape::THREADS, true> L0;  // A[r,k]
+  typedef gm::TileLoader<gm::i64, gm::i64, Shape::BM, Shape::BK, Shape::THREADS, true> L0;  // A[r,k]: (types, extent, k-slice, threads, k contiguous)
   L0 ld0;
   gm::i64* sm0;  // (3, BK, L0::LDS)
-  typedef gm::TileLoader<double, double, Shape::BN, Shape::BK, Shape::THREADS, true> L1;  // B[c,k]
+  typedef gm::TileLoader<double, double, Shape::BN, Shape::BK, Shape::THREADS, true> L1;  // B[c,k]: (types, extent, k-slice, threads, k contiguous)
   L1 ld1;
   double* sm1;  // (3, BK, L1::LDS)
   gm::ThreadMap<Shape> tmap;

@@ -52,11 +52,11 @@ struct Inner {
 
 // The plan's operands in the mainloop: staged tiles (shared memory), vectors (registers).
 struct Stage {
-  typedef gm::StagedTileLoader<signed char, int, Shape::BM, Shape::BK, Shape::THREADS, true> L0;  // A[r,k]
+  typedef gm::StagedTileLoader<signed char, int, Shape::BM, Shape::BK, Shape::THREADS, true> L0;  // A[r,k]: (types, extent, k-slice, threads, k contiguous)
   L0 ld0;
   int* sm0;  // (3, BK, L0::LDS)
   signed char* sg0;  // (3, L0::SBUF) raw slices, chunk order
-  typedef gm::StagedTileLoader<unsigned char, int, Shape::BN, Shape::BK, Shape::THREADS, false> L1;  // B[k,c]
+  typedef gm::StagedTileLoader<unsigned char, int, Shape::BN, Shape::BK, Shape::THREADS, false> L1;  // B[k,c]: (types, extent, k-slice, threads, k contiguous)
   L1 ld1;
   int* sm1;  // (3, BK, L1::LDS)
   unsigned char* sg1;  // (3, L1::SBUF) raw slices, chunk order

@@ -62,14 +62,14 @@ struct Inner {
 
 // The plan's operands in the mainloop: staged tiles (shared memory), vectors (registers).
 struct Stage {
-  typedef gm::StagedTileLoader<short, int, Shape::BM, Shape::BK, Shape::THREADS, false> L0;  // A[k,r]
+  typedef gm::StagedTileLoader<short, int, Shape::BM, Shape::BK, Shape::THREADS, false> L0;  // A[k,r]: (types, extent, k-slice, threads, k contiguous)
   L0 ld0;
   int* sm0;  // (3, BK, L0::LDS)
   short* sg0;  // (3, L0::SBUF) raw slices, chunk order
   typedef gm::KVecLoader<unsigned char, int, Shape::BK> L1;  // w[k]
   L1 ld1;
   int* sm1;  // (3, BK)
-  typedef gm::StagedTileLoader<signed char, int, Shape::BN, Shape::BK, Shape::THREADS, true> L2;  // B[c,k]
+  typedef gm::StagedTileLoader<signed char, int, Shape::BN, Shape::BK, Shape::THREADS, true> L2;  // B[c,k]: (types, extent, k-slice, threads, k contiguous)
   L2 ld2;
   int* sm2;  // (3, BK, L2::LDS)
   signed char* sg2;  // (3, L2::SBUF) raw slices, chunk order

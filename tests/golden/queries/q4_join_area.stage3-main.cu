@@ -51,10 +51,10 @@ struct Inner {
 
 // The plan's operands in the mainloop: staged tiles (shared memory), vectors (registers).
 struct Stage {
-  typedef gm::TileLoader<float, float, Shape::BM, Shape::BK, Shape::THREADS, true> L0;  // pd_A[r,k]
+  typedef gm::TileLoader<float, float, Shape::BM, Shape::BK, Shape::THREADS, true> L0;  // pd_A[r,k]: (types, extent, k-slice, threads, k contiguous)
   L0 ld0;
   float* sm0;  // (3, BK, L0::LDS)
-  typedef gm::AsyncTileLoader<float, Shape::BN, Shape::BK, Shape::THREADS, false> L1;  // pd_B[k,c]
+  typedef gm::AsyncTileLoader<float, Shape::BN, Shape::BK, Shape::THREADS, false> L1;  // pd_B[k,c]: (types, extent, k-slice, threads, k contiguous)
   L1 ld1;
   float* sm1;  // (3, BK, L1::LDS)
   gm::ThreadMap<Shape> tmap;
@@ -144,7 +144,7 @@ extern "C" __global__ void __launch_bounds__(64, 8) gamut_main(const Args a) {
   gm::tile_coords<8>(gm::fresh_ctaid() - b * tm_e * tn_e, tm_e, tn_e, tile_m, tile_n);
   st.i0 = row_begin + tile_m * Shape::BM;
   st.j0 = col_begin + tile_n * Shape::BN;
-  gm::TableSink<float, gm::kAdd, 512, Shape::THREADS> sk0;
+  gm::TableSink<float, gm::kAdd, 512, Shape::THREADS> sk0;  // AreaTotal: (element, operator, table slots, threads)
   sk0.init(smem + 0, AreaTotal, gm::u64(a.AreaTotal_elems));
   gm::AggRun<float, gm::kAdd> ar0;
   ar0.reset();

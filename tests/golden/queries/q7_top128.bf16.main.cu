@@ -183,7 +183,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_con
       }
     }
      {
-      __shared__ gm::TileSelect<Shape, 0>::Smem ss;
+      __shared__ gm::TileSelect<Shape, 0>::Smem ss;  // TileSelect<shape, groups: 0 one, 1 per i, 2 per j>
       unsigned* const gthr = reinterpret_cast<unsigned*>(a.Top_threshold);
       unsigned* const rsv = reinterpret_cast<unsigned*>(a.Top_reservoir);
       const auto at = [&](int) -> gm::i64 { return 0; };

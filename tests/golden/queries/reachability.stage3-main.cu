@@ -52,10 +52,10 @@ struct Inner {
 
 // The plan's operands in the mainloop: staged tiles (shared memory), vectors (registers).
 struct Stage {
-  typedef gm::TileLoader<int, int, Shape::BM, Shape::BK, Shape::THREADS, true> L0;  // bp_X[r,k]
+  typedef gm::TileLoader<int, int, Shape::BM, Shape::BK, Shape::THREADS, true> L0;  // bp_X[r,k]: (types, extent, k-slice, threads, k contiguous)
   L0 ld0;
   int* sm0;  // (3, BK, L0::LDS)
-  typedef gm::TileLoader<int, int, Shape::BN, Shape::BK, Shape::THREADS, true> L1;  // bp_Y[c,k]
+  typedef gm::TileLoader<int, int, Shape::BN, Shape::BK, Shape::THREADS, true> L1;  // bp_Y[c,k]: (types, extent, k-slice, threads, k contiguous)
   L1 ld1;
   int* sm1;  // (3, BK, L1::LDS)
   gm::ThreadMap<Shape> tmap;

@@ -70,10 +70,10 @@ struct Inner {
 
 // The plan's operands in the mainloop: staged tiles (shared memory), vectors (registers).
 struct Stage {
-  typedef gm::TileLoader<float, float, Shape::BM, Shape::BK, Shape::THREADS, true> L0;  // P[r,k]
+  typedef gm::TileLoader<float, float, Shape::BM, Shape::BK, Shape::THREADS, true> L0;  // P[r,k]: (types, extent, k-slice, threads, k contiguous)
   L0 ld0;
   float* sm0;  // (3, BK, L0::LDS)
-  typedef gm::AsyncTileLoader<float, Shape::BN, Shape::BK, Shape::THREADS, false> L1;  // R[k,c]
+  typedef gm::AsyncTileLoader<float, Shape::BN, Shape::BK, Shape::THREADS, false> L1;  // R[k,c]: (types, extent, k-slice, threads, k contiguous)
   L1 ld1;
   float* sm1;  // (3, BK, L1::LDS)
   gm::ThreadMap<Shape> tmap;
@@ -160,17 +160,17 @@ extern "C" __global__ void __launch_bounds__(128, 4) gamut_main(const Args a) {
   gm::tile_coords<8>(gm::fresh_ctaid() - b * tm_e * tn_e, tm_e, tn_e, tile_m, tile_n);
   st.i0 = row_begin + tile_m * Shape::BM;
   st.j0 = col_begin + tile_n * Shape::BN;
-  gm::TableSink<int, gm::kAdd, 256, Shape::THREADS> sk0;
+  gm::TableSink<int, gm::kAdd, 256, Shape::THREADS> sk0;  // Cnt: (element, operator, table slots, threads)
   sk0.init(smem + 0, Cnt, gm::u64(a.Cnt_elems));
-  gm::TableSink<float, gm::kMax, 256, Shape::THREADS> sk1;
+  gm::TableSink<float, gm::kMax, 256, Shape::THREADS> sk1;  // Mx: (element, operator, table slots, threads)
   sk1.init(smem + 3072, Mx, gm::u64(a.Mx_elems));
-  gm::TableSink<gm::i64, gm::kMin, 256, Shape::THREADS> sk2;
+  gm::TableSink<gm::i64, gm::kMin, 256, Shape::THREADS> sk2;  // Mn: (element, operator, table slots, threads)
   sk2.init(smem + 6144, Mn, gm::u64(a.Mn_elems));
-  gm::TableSink<int, gm::kOr, 256, Shape::THREADS> sk3;
+  gm::TableSink<int, gm::kOr, 256, Shape::THREADS> sk3;  // Or: (element, operator, table slots, threads)
   sk3.init(smem + 10240, Or, gm::u64(a.Or_elems));
-  gm::TableSink<int, gm::kAnd, 256, Shape::THREADS> sk4;
+  gm::TableSink<int, gm::kAnd, 256, Shape::THREADS> sk4;  // And: (element, operator, table slots, threads)
   sk4.init(smem + 13312, And, gm::u64(a.And_elems));
-  gm::TableSink<double, gm::kAdd, 256, Shape::THREADS> sk5;
+  gm::TableSink<double, gm::kAdd, 256, Shape::THREADS> sk5;  // Total: (element, operator, table slots, threads)
   sk5.init(smem + 16384, Total, gm::u64(a.Total_elems));
   gm::AggRun<int, gm::kAdd> ar0;
   ar0.reset();

@@ -51,11 +51,11 @@ struct Inner {
 
 // The plan's operands in the mainloop: staged tiles (shared memory), vectors (registers).
 struct Stage {
-  typedef gm::StagedTileLoader<gm::f16, float, Shape::BM, Shape::BK, Shape::THREADS, false> L0;  // A[k,r]
+  typedef gm::StagedTileLoader<gm::f16, float, Shape::BM, Shape::BK, Shape::THREADS, false> L0;  // A[k,r]: (types, extent, k-slice, threads, k contiguous)
   L0 ld0;
   float* sm0;  // (3, BK, L0::LDS)
   gm::f16* sg0;  // (3, L0::SBUF) raw slices, chunk order
-  typedef gm::StagedTileLoader<gm::bf16, float, Shape::BN, Shape::BK, Shape::THREADS, true> L1;  // B[c,k]
+  typedef gm::StagedTileLoader<gm::bf16, float, Shape::BN, Shape::BK, Shape::THREADS, true> L1;  // B[c,k]: (types, extent, k-slice, threads, k contiguous)
   L1 ld1;
   float* sm1;  // (3, BK, L1::LDS)
   gm::bf16* sg1;  // (3, L1::SBUF) raw slices, chunk order

@@ -59,10 +59,10 @@ struct Inner {
 
 // The plan's operands in the mainloop: staged tiles (shared memory), vectors (registers).
 struct Stage {
-  typedef gm::TileLoader<float, float, Shape::BM, Shape::BK, Shape::THREADS, true> L0;  // P[r,k]
+  typedef gm::TileLoader<float, float, Shape::BM, Shape::BK, Shape::THREADS, true> L0;  // P[r,k]: (types, extent, k-slice, threads, k contiguous)
   L0 ld0;
   float* sm0;  // (3, BK, L0::LDS)
-  typedef gm::AsyncTileLoader<float, Shape::BN, Shape::BK, Shape::THREADS, false> L1;  // R[k,c]
+  typedef gm::AsyncTileLoader<float, Shape::BN, Shape::BK, Shape::THREADS, false> L1;  // R[k,c]: (types, extent, k-slice, threads, k contiguous)
   L1 ld1;
   float* sm1;  // (3, BK, L1::LDS)
   gm::ThreadMap<Shape> tmap;

@@ -47,7 +47,7 @@ class Aggregates final : public OutputOperator {
       if (X.S.table_off[d] >= 0) {
         tables_ = true;
         c.line("gm::TableSink<" + t + ", " + store_op_code(o.op) + ", " + to_string(X.S.table_slots) +
-               ", Shape::THREADS> sk" + n + ";");
+               ", Shape::THREADS> sk" + n + ";  // " + P.dense[d].name + ": (element, operator, table slots, threads)");
         c.line("sk" + n + ".init(" + X.out_smem() + " + " + to_string(X.S.table_off[d]) + ", " + X.N.dense(int(d)) +
                ", gm::u64(" + X.arg(X.A.dense[d].elems) + "));");
       } else {

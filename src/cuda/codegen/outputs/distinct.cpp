@@ -122,7 +122,8 @@ class DistinctRows final : public ListRows {
     c.line("// found no room in the table.");
     const int cands = X.S.distinct_cands[l_];
     c.line("typedef gm::TileDistinct<Shape, " + words + ", " + to_string(slots) +
-           (cands > 1 ? ", " + to_string(cands) : std::string()) + "> TD;");
+           (cands > 1 ? ", " + to_string(cands) : std::string()) + "> TD;  // (shape, row words, table slots" +
+           (cands > 1 ? ", candidates per sweep)" : ")"));
     c.line("static_assert(TD::BYTES <= " + to_string(X.S.epilogue - size_t(X.S.distinct_off)) +
            ", \"shared memory plan\");");
     c.line("TD td(" + X.out_smem() + " + " + to_string(X.S.distinct_off) + ");");

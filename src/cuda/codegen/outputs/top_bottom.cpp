@@ -160,7 +160,7 @@ class TopBottomRows final : public ListRows {
     const ListOutput& lo = spec();
     const AccumulatorMap& M = X.map;
     const TileCoordinates& tc = *X.coords;
-    c.line("__shared__ " + select_ + "::Smem ss;");
+    c.line("__shared__ " + select_ + "::Smem ss;  // TileSelect<shape, groups: 0 one, 1 per i, 2 per j>");
     c.line("unsigned* const gthr = reinterpret_cast<unsigned*>(" + X.arg(X.A.lists[l_].threshold) + ");");
     c.line("unsigned* const rsv = reinterpret_cast<unsigned*>(" + X.arg(X.A.lists[l_].reservoir) + ");");
     // Group g of the tile in the global thresholds: (b, i - row begin) per i, (b, j - col begin)
