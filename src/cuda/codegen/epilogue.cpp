@@ -8,8 +8,6 @@
 
 namespace gamut::cuda::cg {
 
-using std::to_string;
-
 namespace {
 
 class OperatorEpilogue final : public Epilogue {
