@@ -99,7 +99,7 @@ TEST(Codegen, SgemmSourceShape) {
   // inner op is one multiply-add per (i,j,k).
   EXPECT_NE(src.find("gm::TileLoader<float, float, Shape::BM, Shape::BK, Shape::THREADS, true>"), std::string::npos);
   EXPECT_NE(src.find("gm::AsyncTileLoader<float, Shape::BN, Shape::BK, Shape::THREADS, false>"), std::string::npos);
-  EXPECT_NE(src.find("acc0 = acc0 + (x0 * x1);"), std::string::npos);
+  EXPECT_NE(src.find("accum = accum + (A * B);"), std::string::npos);
   EXPECT_NE(src.find("gm::store_run<float, Shape::VN>"), std::string::npos);
   EXPECT_NE(src.find("__launch_bounds__(256, 2)"), std::string::npos);
   EXPECT_NE(src.find(std::string("void __launch_bounds__(256, 2) ") + kMainKernelName + "("), std::string::npos);
@@ -116,7 +116,7 @@ TEST(Codegen, OutputIteratorsChosenPerOutput) {
   EXPECT_NE(agg.find("gm::TableSink<double, gm::kAdd"), std::string::npos);   // Total
   EXPECT_NE(agg.find("gm::AggRun<"), std::string::npos);
   const std::string q5 = generate_source(tp::select_list(), parse_tile("64x64x8/4x4"));
-  EXPECT_NE(q5.find("gm::BlockAppend<Shape>::reserve(pr0, la0.counter, row)"), std::string::npos);
+  EXPECT_NE(q5.find("gm::BlockAppend<Shape>::reserve(Pairs_marks, Pairs_append.counter, row)"), std::string::npos);
   const std::string tr = generate_source(tp::product(DType::F16, DType::BF16, Pattern::RedRow, Pattern::ColRed, true),
                                          parse_tile("64x64x8/4x4"));
   EXPECT_EQ(tr.find("store_run"), std::string::npos);   // C[j,i]: scalar stores

@@ -12,6 +12,7 @@
 #include "codegen_plans.h"
 #include "cuda/codegen/codegen.h"
 #include "cuda/codegen/internal.h"
+#include "cuda/codegen/names.h"
 #include "cuda/codegen/seen_box.h"
 #include "cuda/gpu_engine.h"
 #include "list_plans.h"
@@ -91,21 +92,24 @@ TEST(ListCodegen, SourceShape) {
   for (const auto& [name, p] : list_plans()) {
     SCOPED_TRACE(name);
     const std::string src = generate_source(p, parse_tile("64x64x8/4x4"));
+    const cg::Names N(p);
     for (size_t l = 0; l < p.lists.size(); ++l) {
-      const std::string n = std::to_string(l);
+      const int li = int(l);
       // Distinct lists reserve their table's rows and overflow rows (gm::TileDistinct).
       const bool distinct = p.lists[l].mode == ListMode::Distinct;
-      EXPECT_EQ(count(src, "gm::BlockAppend<Shape>::reserve(pr" + n + ", la" + n + ".counter, row)"),
+      EXPECT_EQ(count(src, "gm::BlockAppend<Shape>::reserve(" + N.list(li, "marks") + ", " + N.list(li, "append") +
+                               ".counter, row)"),
                 distinct ? 0u : 1u)
           << src;
-      EXPECT_EQ(count(src, "td.reserve(ov, la" + n + ".counter, row)"), distinct ? 1u : 0u) << src;
+      EXPECT_EQ(count(src, "td.reserve(ov, " + N.list(li, "append") + ".counter, row)"), distinct ? 1u : 0u) << src;
       const bool tb = p.lists[l].mode == ListMode::Top || p.lists[l].mode == ListMode::Bottom;
       const std::string per = p.lists[l].per == PerGroup::Row ? "1" : p.lists[l].per == PerGroup::Col ? "2" : "0";
-      EXPECT_EQ(count(src, "gm::TileSelect<Shape, " + per + ">::select(st.tmap, rank, pr" + n), tb ? 1u : 0u);
+      EXPECT_EQ(count(src, "gm::TileSelect<Shape, " + per + ">::select(st.tmap, rank, " + N.list(li, "marks")),
+                tb ? 1u : 0u);
       // No rank is held per pair (TM x TN registers): the selection computes them again.
-      EXPECT_EQ(count(src, "unsigned rk"), 0u);
+      EXPECT_EQ(count(src, "unsigned " + N.list(li, "ranks")), 0u);
+      EXPECT_EQ(count(src, ".reserve(" + N.list(li, "emitted")), 0u);
     }
-    EXPECT_EQ(count(src, ".reserve(ef"), 0u);
     EXPECT_EQ(count(src, "::select("), count(src, "const auto at = [&](int"));
   }
 }
@@ -211,7 +215,7 @@ TEST(ListCodegen, DistinctSharedMemory) {
     EXPECT_EQ(cg::smem_plan(p, t).distinct_slots[0], 0);
     const std::string src = generate_source(p, t);
     EXPECT_EQ(count(src, "TileDistinct"), 0u);
-    EXPECT_EQ(count(src, "gm::BlockAppend<Shape>::reserve(pr0, la0.counter, row)"), 1u);
+    EXPECT_EQ(count(src, "gm::BlockAppend<Shape>::reserve(S_marks, S_append.counter, row)"), 1u);
   }
 }
 
@@ -269,32 +273,32 @@ TEST(ListCodegen, SeenTableColumns) {
   EXPECT_TRUE(columns({C::G}, DType::F32).empty());              // floats
   EXPECT_TRUE(columns({C::G, C::H, C::G, C::H, C::G}).empty());  // more than kSeenColumns
   const std::string src = generate_source(gh, parse_tile("128x128x8/8x8"));
-  EXPECT_EQ(count(src, "const bool seen0 = a.list0_seen != 0u;"), 1u);
-  EXPECT_EQ(count(src, "gm::SeenCells<Shape> sc0("), 1u);
+  EXPECT_EQ(count(src, "const bool S_seen = a.S_seen != 0u;"), 1u);
+  EXPECT_EQ(count(src, "gm::SeenCells<Shape> S_cells("), 1u);
   // A lone list with the direct loop reaches the pair loop only on its tile hash: no cell there.
-  EXPECT_EQ(count(src, "sc0.mark(seen0 && ef0"), 0u);
-  EXPECT_EQ(count(src, "sc0.flush("), 1u);
+  EXPECT_EQ(count(src, "S_cells.mark(S_seen && S_emitted"), 0u);
+  EXPECT_EQ(count(src, "S_cells.flush("), 1u);
   EXPECT_EQ(count(src, "TD td("), 1u);  // the tile hash in the else branches
   // Only lists on seen tables: the direct loop (parts in registers) where every one runs on its
   // table, twice (tiles inside the ranges without bounds tests, edge tiles with them); not with a
   // dense output beside them.
-  EXPECT_EQ(count(src, "sc0.mark_cell(krs0 + kcs0[n]);"), 2u);
+  EXPECT_EQ(count(src, "S_cells.mark_cell(krs0 + kcs0[n]);"), 2u);
   EXPECT_EQ(count(src, "if (tile_inside) {"), 2u);  // the direct loop's and the pair loop's
   tp::DistinctQuery with_table;
   with_table.cols = {C::G};
   with_table.aggregate = true;
   const std::string beside = generate_source(tp::distinct_query(with_table), parse_tile("128x128x8/8x8"));
   EXPECT_EQ(count(beside, "mark_cell"), 0u);
-  EXPECT_EQ(count(beside, "sc0.mark(seen0 && ef0, st.tmap.row(m), st.tmap.col(n));"), 1u);  // in pass 1
+  EXPECT_EQ(count(beside, "S_cells.mark(S_seen && S_emitted, st.tmap.row(m), st.tmap.col(n));"), 1u);  // in pass 1
   tp::DistinctQuery two;
   two.second = {C::H};
   const std::string both = generate_source(tp::distinct_query(two), parse_tile("128x128x8/8x8"));
-  EXPECT_EQ(count(both, "if (seen0 && seen1) {"), 1u);
+  EXPECT_EQ(count(both, "if (S_seen && T_seen) {"), 1u);
   EXPECT_EQ(count(both, "mark_cell"), 4u);
   // The pair loop (inside and edge copies) runs where either list is on its table: both mark
   // their cells in pass 1.
-  EXPECT_EQ(count(both, "sc0.mark(seen0 && ef0"), 2u);
-  EXPECT_EQ(count(both, "sc1.mark(seen1 && ef1"), 2u);
+  EXPECT_EQ(count(both, "S_cells.mark(S_seen && S_emitted"), 2u);
+  EXPECT_EQ(count(both, "T_cells.mark(T_seen && T_emitted"), 2u);
   EXPECT_EQ(count(generate_source(tp::distinct_query(tp::DistinctQuery{{C::I, C::J}}), parse_tile("128x128x8/8x8")),
                   "SeenCells"),
             0u);

@@ -1,4 +1,4 @@
-// The tensor-core mainloop in generated kernels (src/cuda/codegen/mainloop_tensor_part.cpp),
+// The tensor-core mainloop in generated kernels (src/cuda/codegen/mainloop_tensor_cores.cpp),
 // without a GPU: which plans get it, what the launcher is told (threads, shared memory), and
 // NVRTC compiles for sm_90a of the kernels of every math, output operator and operand layout
 // (tests/gpu/tensor_queries.h; the GPU runs them against the CPU engine in
@@ -420,7 +420,7 @@ TEST(CodegenTensor, ResidentThresholdsForSmallGroupedLists) {
     const std::string src = generate_source(b->plan, kb.tile, kb.options);
     if (kk == 896) {
       EXPECT_EQ(info.threads, 384);
-      EXPECT_NE(src.find("accs[(m * TcMap::kCols + n) * Shape::THREADS + int(threadIdx.x)] = acc0;"),
+      EXPECT_NE(src.find("accs[(m * TcMap::kCols + n) * Shape::THREADS + int(threadIdx.x)] = dot;"),
                 std::string::npos);
       continue;
     }
@@ -438,7 +438,7 @@ TEST(CodegenTensor, ResidentThresholdsForSmallGroupedLists) {
     EXPECT_NE(src.find("Mainloop::wait_full();"), std::string::npos);
     EXPECT_NE(src.find("if (tile + 1 < tile_hi) Mainloop::signal_empty();"), std::string::npos);
     EXPECT_EQ(src.find("acc[TcMap::index(m, n)]"), std::string::npos);  // (no accumulator read from registers)
-    EXPECT_EQ(src.find("] = acc0;"), std::string::npos);                // (nor stored by the outputs)
+    EXPECT_EQ(src.find("] = dot;"), std::string::npos);                // (nor stored by the outputs)
   }
   auto f512 = prepared(query("bottom_per_i"), DType::F32, tq::Sizes{500, 500, 512});
   EXPECT_TRUE(choice(*f512, F32Math::Tf32).options.epilogue_warpgroups);

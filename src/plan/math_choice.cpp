@@ -212,7 +212,7 @@ MathChoice choose_math(const Plan& p, F32Math f32_math) {
 namespace {
 
 // The maths whose tensor-core mainloop the kernel generator emits (src/cuda/codegen/
-// mainloop_tensor_part.cpp: mma.sync, every output operator). A math switched off here runs
+// mainloop_tensor_cores.cpp: mma.sync, every output operator). A math switched off here runs
 // on the SIMT mainloop, at least as precise as asked, and explain says why.
 bool generator_emits(InnerMath m) {
   switch (m) {

@@ -238,6 +238,16 @@ std::string print_plan(const Plan& plan) {
   return pr.out.str();
 }
 
+std::string print_stmt(const Plan& plan, const Stmt& s) {
+  Stmt head = s;
+  head.body.clear();
+  Printer pr{plan, {}};
+  pr.stmts({head}, 0);
+  std::string r = pr.out.str();
+  while (!r.empty() && r.back() == '\n') r.pop_back();
+  return r;
+}
+
 namespace {
 const Stmt* emit_in(const std::vector<Stmt>& body, size_t l) {
   for (const Stmt& st : body) {

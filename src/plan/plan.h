@@ -233,6 +233,9 @@ struct Plan {
 // Human-readable dump for `gamut explain` (stable text; tests match parts of it).
 std::string print_plan(const Plan& plan);
 
+// One statement as print_plan writes it, on one line (an If as its condition only).
+std::string print_stmt(const Plan& plan, const Stmt& s);
+
 // The Emit statement of list l (each list has exactly one), or null.
 const Stmt* emit_of(const Plan& plan, size_t l);
 

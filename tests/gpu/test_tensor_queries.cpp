@@ -1,4 +1,4 @@
-// Queries on the tensor-core mainloop (src/cuda/codegen/mainloop_tensor_part.cpp) against the CPU
+// Queries on the tensor-core mainloop (src/cuda/codegen/mainloop_tensor_cores.cpp) against the CPU
 // engine: every output operator (project, aggregate, select list, top global, bottom per i,
 // distinct, the expanded kNN) x {bf16, f16, i8, tf32x3, tf32}, both operand orientations with a
 // constant factor, batched plans; odd sizes (1, 7, 33, 1025; K not a multiple of the

@@ -2,18 +2,20 @@
 #include "cuda/codegen/context.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace gamut::cuda::cg {
 
 using std::to_string;
 
-KernelContext::KernelContext(const Plan& plan, const TileConfig& tile, bool tma_args, bool packed16)
+KernelContext::KernelContext(const Plan& plan, const TileConfig& tile, ArgLayout args, bool packed16)
     : P(plan),
       T(tile),
-      A(arg_layout(plan, tma_args)),
+      N(plan),
+      A(std::move(args)),
       S(smem_plan(plan, tile, packed16)),
-      inner_r(plan, Renderer::Ctx::Inner),
-      outer_r(plan, Renderer::Ctx::Outer) {}
+      inner_r(plan, N, Renderer::Ctx::Inner),
+      outer_r(plan, N, Renderer::Ctx::Outer) {}
 
 size_t KernelContext::resident_accs_offset() const {
   const int l = resident_top_form(P);
@@ -24,7 +26,7 @@ size_t KernelContext::resident_accs_offset() const {
 void KernelContext::locals(bool inner, Code& out) const {
   for (size_t n = 0; n < P.locals.size(); ++n)
     if (P.locals[n].inner == inner)
-      out.line(ctype_cpp(P.locals[n].type) + " l" + to_string(n) + " = " + ctype_cpp(P.locals[n].type) + "();");
+      out.line(ctype_cpp(P.locals[n].type) + " " + N.local(int(n)) + " = " + ctype_cpp(P.locals[n].type) + "();");
 }
 
 std::string KernelContext::out_offset(int d, const std::string& jname) const {
@@ -40,7 +42,7 @@ std::string KernelContext::out_offset(int d, const std::string& jname) const {
       term = "gm::i64(" + jname + ")";
     else
       term = "gm::i64(b)";
-    r += (r.empty() ? "" : " + ") + term + " * os" + to_string(d) + "_" + to_string(p);
+    r += (r.empty() ? "" : " + ") + term + " * " + N.dense(d, "stride" + to_string(p));
   }
   return r.empty() ? "gm::i64(0)" : r;
 }

@@ -50,6 +50,7 @@ class TileCoordinates {
 struct KernelContext {
   const Plan& P;
   const TileConfig& T;
+  Names N;  // the kernel's identifiers from the query (names.h)
   ArgLayout A;
   SmemPlan S;
   Code c;
@@ -85,11 +86,13 @@ struct KernelContext {
   std::string out_smem() const { return persistent ? "out_smem" : "smem"; }
 
   // packed16: the SIMT mainloop steps on packed 16-bit lanes (its shared-memory plan differs).
-  KernelContext(const Plan& plan, const TileConfig& tile, bool tma_args = false, bool packed16 = false);
+  // args: the argument layout the kernel declares (kernel_layout).
+  KernelContext(const Plan& plan, const TileConfig& tile, ArgLayout args, bool packed16 = false);
 
   // The kernel's read of argument word s (kernel_args.h): `a.NAME`.
   std::string arg(int s) const { return A.field(s); }
   std::string acc_type(int n) const { return ctype_cpp(P.accs[size_t(n)].type); }
+  const std::string& acc(int n) const { return N.acc(n); }
   std::string out_type(int d) const { return ctype_cpp(P.dense[size_t(d)].type); }
   // Declarations of the plan's locals of the inner op (inner) or of the output statements.
   void locals(bool inner, Code& out) const;
@@ -105,7 +108,7 @@ struct KernelContext {
   std::string pair_test(bool bounds) const;
   // A pair loop rendered twice: `pairs(false)` for a tile wholly inside the ranges (every tile
   // but the last row and column of tiles: no bounds tests, whose branches around each pair kept
-  // ptxas from interleaving pairs; bench/NOTES.md session 18), `pairs(true)` for the others.
+  // ptxas from interleaving pairs), `pairs(true)` for the others.
   void inside_and_edge(Code& c, const std::function<void(bool bounds)>& pairs) const;
   // Project outputs stored in vector runs along j.
   bool runs_along_j(int d) const;

@@ -8,8 +8,6 @@
 
 namespace gamut::cuda::cg {
 
-using std::to_string;
-
 namespace {
 
 class OperatorEpilogue final : public Epilogue {
@@ -59,7 +57,7 @@ class OperatorEpilogue final : public Epilogue {
 
  private:
   // Inside tiles take a copy of the pair loop without the bounds tests (inside_and_edge) where
-  // the outputs are lists: with projects alone the products measured 1-2 % slower, and
+  // the outputs are lists: with projects alone the products were slightly slower, and
   // aggregates have their direct loop (split likewise) for the case that matters; copying their
   // general loop too made a SIMT aggregate kernel spill.
   void pair_loops(Code& c) {
@@ -87,8 +85,8 @@ class OperatorEpilogue final : public Epilogue {
     if (!test.empty()) c.open("if (" + test + ")");
     const bool lists = !P.lists.empty();
     for (size_t n = 0; n < P.accs.size(); ++n)
-      c.line((lists ? "" : "const ") + X.acc_type(int(n)) + " acc" + to_string(n) + " = " + M.value(int(n)) + ";" +
-             (lists ? " gm::opaque(acc" + to_string(n) + ");" : ""));
+      c.line((lists ? "" : "const ") + X.acc_type(int(n)) + " " + X.acc(int(n)) + " = " + M.value(int(n)) + ";" +
+             (lists ? " gm::opaque(" + X.acc(int(n)) + ");" : ""));
     X.locals(false, c);
     X.outer_r.stmts(P.outer, c, [&](const Stmt& s, Code& out) {
       if (s.kind == StmtKind::Update) unsupported("an accumulator update outside reduce");

@@ -58,26 +58,22 @@ std::string Renderer::literal(const Scalar& value, CType t) {
   unsupported("an untyped plan");
 }
 
-std::string Renderer::param_name(int param, CType t) {
-  return cat("q", std::to_string(param), "_", std::string(ctype_name(t)));
-}
-
 std::string Renderer::load(int access) const {
   const Access& acc = P.accesses[size_t(access)];
-  const std::string n = std::to_string(access);
-  if (ctx_ == Ctx::Inner) return "x" + n;
+  const std::string& n = N.access(access);
+  if (ctx_ == Ctx::Inner) return n;
   std::string off;
   switch (acc.pattern) {
     case Pattern::RowVec: off = "gm::i64(i)"; break;
     case Pattern::ColVec: off = "gm::i64(j)"; break;
-    case Pattern::RowCol: off = "gm::i64(i) * gld" + n + " + j"; break;
-    case Pattern::ColRow: off = "gm::i64(j) * gld" + n + " + i"; break;
+    case Pattern::RowCol: off = "gm::i64(i) * " + N.access(access, "ld") + " + j"; break;
+    case Pattern::ColRow: off = "gm::i64(j) * " + N.access(access, "ld") + " + i"; break;
     default:
       unsupported("an operand indexed by the reduction axis outside reduce (" + P.operands[size_t(acc.operand)].name +
                   ")");
   }
-  if (P.batched) off = "gm::i64(b) * gbs" + n + " + " + off;
-  return "gm::widen(gp" + n + "[" + off + "])";
+  if (P.batched) off = "gm::i64(b) * " + N.access(access, "bs") + " + " + off;
+  return "gm::widen(" + n + "[" + off + "])";
 }
 
 std::string Renderer::expr_as(ExprId id, CType to) const {
@@ -85,7 +81,7 @@ std::string Renderer::expr_as(ExprId id, CType to) const {
   // A converted select converts the branch it takes, so the conversion is rendered into the
   // branches (constants then convert here): `f32(c ? 0.5 : -1)` compiled by ptxas -O2/-O3 (CUDA
   // 13.0) as f64 selects into half-written register pairs whose conversions it merged across
-  // pairs, giving other pairs' values (fuzz seed 20261310; bench/NOTES.md).
+  // pairs, giving other pairs' values.
   if (e.kind == ExprKind::Select && e.type != to) {
     auto branch = [&](ExprId b) {
       const Expr& x = P.expr(b);
@@ -116,8 +112,8 @@ std::string Renderer::expr(ExprId id) const {
       return convert(name, CType::I32, e.type);
     }
     case ExprKind::Load: return convert(load(e.index), access_ctype(P, e.index), e.type);
-    case ExprKind::Acc: return convert("acc" + std::to_string(e.index), P.accs[size_t(e.index)].type, e.type);
-    case ExprKind::Local: return convert(cat("l", std::to_string(e.index)), P.locals[size_t(e.index)].type, e.type);
+    case ExprKind::Acc: return convert(N.acc(e.index), P.accs[size_t(e.index)].type, e.type);
+    case ExprKind::Local: return convert(N.local(e.index), P.locals[size_t(e.index)].type, e.type);
     case ExprKind::Unary: {
       CType t = P.expr(e.a).type;
       std::string a = expr(e.a);
@@ -241,12 +237,24 @@ std::string Renderer::call(const Expr& e) const {
   return convert(name + sfx + "(" + expr_as(args[0], ft) + ")", ft, e.type);
 }
 
+std::string Renderer::echo(const Stmt& s) const {
+  std::string r = print_stmt(P, s);
+  if (s.span.line > 0) r = cat(P.source_name, ":", std::to_string(s.span.line), ": ", r);
+  for (char& ch : r)
+    if (ch < 32 || ch > 126 || ch == '\\') ch = '?';  // one comment line, whatever the file name holds
+  return "// " + r;
+}
+
 void Renderer::stmts(const std::vector<Stmt>& body, Code& out,
                      const std::function<void(const Stmt&, Code&)>& leaf) const {
   for (const Stmt& s : body) {
+    // The statement as the query has it, above its rendering (dropped where it renders nothing).
+    const size_t before = out.mark();
+    out.line(echo(s));
+    const size_t after = out.mark();
     switch (s.kind) {
       case StmtKind::Let:
-        out.line(cat("l", std::to_string(s.target), " = ", expr_as(s.value, P.locals[size_t(s.target)].type), ";"));
+        out.line(cat(N.local(s.target), " = ", expr_as(s.value, P.locals[size_t(s.target)].type), ";"));
         break;
       case StmtKind::If:
         out.open("if (" + cond(expr(s.cond), P.expr(s.cond).type) + ")");
@@ -255,6 +263,7 @@ void Renderer::stmts(const std::vector<Stmt>& body, Code& out,
         break;
       default: leaf(s, out); break;
     }
+    if (out.mark() == after) out.rewind(before);
   }
 }
 

@@ -11,6 +11,7 @@
 
 #include "cuda/codegen/codegen.h"
 #include "cuda/codegen/element_types.h"
+#include "cuda/codegen/names.h"
 #include "cuda/device/core/gamut_constants.cuh"
 
 namespace gamut::cuda::cg {
@@ -60,6 +61,14 @@ void walk_stmts(const Plan& plan, const std::vector<Stmt>& stmts, const std::fun
 std::vector<int> inner_accesses(const Plan& plan);  // read by the reduce body
 std::set<std::pair<int, CType>> params_in(const Plan& plan, bool inner);
 
+// kernel_info without its argument layout (args: every word, arg_layout), as the generator
+// itself takes it.
+KernelInfo kernel_form(const Plan& plan, const TileConfig& tile, const CodegenOptions& options);
+// The argument words the kernel reads (read_layout of the names `a.NAME` in its source), and,
+// in tensor-core kernels, the words of the operands of the sum of products, which the launcher
+// reads back to re-pitch them and to encode their tensor maps.
+ArgLayout kernel_layout(const Plan& plan, const TileConfig& tile, const CodegenOptions& options);
+
 // Aggregate outputs whose every (b, i, j) has its own element need no pre-reduction.
 bool output_uses_table(const Plan& plan, int d);
 
@@ -101,21 +110,25 @@ class Code {
   Code& open(const std::string& s);  // s + " {", then indent
   Code& close(const std::string& tail = "");
   Code& mid(const std::string& s);  // "} " + s + " {" at the enclosing depth (else)
-  std::string str() const { return out_.str(); }
+  std::string str() const { return out_; }
+  // The text's length now, and the text cut back to such a length (a comment whose statement
+  // rendered nothing).
+  size_t mark() const { return out_.size(); }
+  void rewind(size_t to) { out_.resize(to); }
 
  private:
-  std::ostringstream out_;
+  std::string out_;
   int depth_ = 0;
 };
 
-// Renders plan expressions as device C++ of the exact compute type (docs/semantics.md).
-// Inner context: loads are the inner op's arguments x<access>. Outer context (when, output
-// statements): loads read global memory through g<access> with strides ld<access>,
-// bs<access>, at the names b, i, j.
+// Renders plan expressions as device C++ of the exact compute type (docs/semantics.md), with
+// the names of the naming policy (names.h). Inner context: loads are the inner op's arguments,
+// named as the operand (`P`). Outer context (when, output statements): loads read global memory
+// through the operand's pointer `P` with strides `P_ld`, `P_bs`, at the names b, i, j.
 class Renderer {
  public:
   enum class Ctx { Inner, Outer };
-  Renderer(const Plan& plan, Ctx ctx) : P(plan), ctx_(ctx) {}
+  Renderer(const Plan& plan, const Names& names, Ctx ctx) : P(plan), N(names), ctx_(ctx) {}
   std::string expr(ExprId id) const;
   std::string expr_as(ExprId id, CType to) const;
   std::string load(int access) const;  // widened value of the access
@@ -123,12 +136,16 @@ class Renderer {
   void stmts(const std::vector<Stmt>& body, Code& out, const std::function<void(const Stmt&, Code&)>& leaf) const;
   static std::string convert(const std::string& e, CType from, CType to);
   static std::string literal(const Scalar& v, CType t);
-  static std::string param_name(int param, CType t);
+  std::string param_name(int param, CType t) const { return N.param(param, t); }
   static std::string cond(const std::string& e, CType t);  // as a C++ condition
+  // Statement s as a comment line: FILE:LINE (where the plan has its position) and its printed form.
+  std::string echo(const Stmt& s) const;
+
  private:
   std::string call(const Expr& e) const;
   std::string binary(const Expr& e) const;
   const Plan& P;
+  const Names& N;
   Ctx ctx_;
 };
 

@@ -1,9 +1,10 @@
 // The generated kernel's one argument: an array of 64-bit words (pointers, sizes, strides,
 // flags, parameter values as the bits of their compute type), described once here. The code
 // generator renders it as `struct Args` with one named, commented field per word (the kernel
-// reads `a.row_end`, `a.x0_ptr`, ...); the launcher (engine/) writes the words by position.
+// reads `a.row_end`, `a.P_ptr` (names.h), ...); the launcher (engine/) writes the words by position.
 // No CUDA headers: built with and without the CUDA backend.
 #pragma once
+#include <set>
 #include <string>
 #include <vector>
 
@@ -77,8 +78,14 @@ struct ArgLayout {
   std::string field(int s) const { return "a." + slots[size_t(s)].name; }
 };
 
-// The layout of the kernel generate_source(plan, ...) renders (the same for every tile).
-// With `tma`, the two tensor maps last.
+// Every word a kernel of the plan may read (the same for every tile). With `tma`, the two
+// tensor maps last.
 ArgLayout arg_layout(const Plan& plan, bool tma = false);
+
+// `full` with only the words whose field names are in `read` (the ranges and the batch count
+// always: the launcher writes them at their fixed positions), in the same order; the others'
+// slots are -1 (the launcher skips them). generate_source and kernel_info give the layout of
+// the fields the kernel reads.
+ArgLayout read_layout(const ArgLayout& full, const std::set<std::string>& read);
 
 }  // namespace gamut::cuda

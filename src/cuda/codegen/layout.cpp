@@ -42,8 +42,8 @@ TileCopy tile_copy(const Plan& plan, int access, bool packed16) {
   const DType t = access_dtype(plan, access);
   const bool kcontig = k_contiguous(plan.accesses[size_t(access)].pattern);
   // X[p, k] operands are transposed into shared memory: through registers that is one 16-byte
-  // load and four stores per chunk, by cp.async four 4-byte copies, which measured 15% slower
-  // on the f32 product (H200).
+  // load and four stores per chunk, by cp.async four 4-byte copies, which were slower on the
+  // f32 product.
   if (uses_cp_async(t)) return kcontig ? TileCopy::Registers : TileCopy::Async;
   // The packed steps keep the column operand as 16-bit values in shared memory (packed16.cpp).
   if (packed16 && t == DType::I16 && !kcontig && access == semiring_form(plan).col_access) return TileCopy::Async;
@@ -158,9 +158,9 @@ SmemPlan smem_plan(const Plan& plan, const TileConfig& t, bool packed16) {
 
 Code& Code::line(const std::string& s) {
   if (!s.empty() && s[0] == '#')
-    out_ << s << '\n';  // preprocessor lines stay in column 0
+    out_ += s + '\n';  // preprocessor lines stay in column 0
   else
-    out_ << std::string(size_t(2 * depth_), ' ') << s << '\n';
+    out_ += std::string(size_t(2 * depth_), ' ') + s + '\n';
   return *this;
 }
 Code& Code::open(const std::string& s) {
@@ -199,13 +199,12 @@ bool output_runs_along_j(const Plan& plan, int d) {
 namespace {
 // Persistent tiles (KernelInfo::persistent) for TMA-fed wgmma kernels over plain tiles without
 // `when` pass bits (whose early exit is per tile), where no experiment asks for several blocks
-// per SM. Which of those (bench/NOTES.md, session 13, kernel times on an H200): outputs
-// with shared memory (aggregate tables, top/bottom ranks), whose per-tile work is long enough
-// that the next tile's loads pay to overlap it (Q3 0.80 -> 0.59 ms); products and select lists
-// lost 0-8 % (their outputs are stores the block does not wait for). GAMUT_EXPERIMENT_PERSISTENT
-// =0 / =1 (measurements and tests; it shapes the source, hence the cache key): never / wherever
-// the form allows. Resident B (TcTile::panel) is persistent too: its blocks run their tiles band
-// by band, one B load per band (session 17).
+// per SM. Which of those: outputs with shared memory (aggregate tables, top/bottom ranks), whose
+// per-tile work is long enough that the next tile's loads pay to overlap it; not products and
+// select lists, whose outputs are stores the block does not wait for (they lose a little).
+// GAMUT_EXPERIMENT_PERSISTENT=0 / =1 (measurements and tests; it shapes the source, hence the
+// cache key): never / wherever the form allows. Resident B (TcTile::panel) is persistent too:
+// its blocks run their tiles band by band, one B load per band.
 bool persistent_form(const Plan& plan, const TcMainloopSpec& s, const CodegenOptions& options, bool shared_outputs) {
   if (!s.tile.tma || !s.tile.wgmma || options.grouped_join || plan.when.present() || tc_min_blocks(s) != 1)
     return false;
@@ -217,6 +216,12 @@ bool persistent_form(const Plan& plan, const TcMainloopSpec& s, const CodegenOpt
 }  // namespace
 
 KernelInfo kernel_info(const Plan& plan, const TileConfig& tile, const CodegenOptions& options) {
+  KernelInfo k = cg::kernel_form(plan, tile, options);
+  k.args = cg::kernel_layout(plan, tile, options);
+  return k;
+}
+
+KernelInfo cg::kernel_form(const Plan& plan, const TileConfig& tile, const CodegenOptions& options) {
   if (!plan.typed) cg::unsupported("an untyped plan");
   KernelInfo k;
   k.args = arg_layout(plan, options.tma);
@@ -230,7 +235,7 @@ KernelInfo kernel_info(const Plan& plan, const TileConfig& tile, const CodegenOp
     k.smem_bytes = std::max(tc_smem_bytes(s), outputs.epilogue);
     // The outputs' space after the stage ring, and top/bottom lists' ranks after it. Where the
     // ranks do not fit there, the kernel keeps one tile per block with the ranks in the stages'
-    // space: recomputing them made a persistent Q7 (128 x 256 tiles) 16 % slower.
+    // space: recomputing them made a persistent Q7 (128 x 256 tiles) slower.
     const size_t ring = tc_smem_bytes(s), tables = cg::tile_ranks_offset(outputs);
     const size_t ranks =
         std::any_of(plan.lists.begin(), plan.lists.end(),
@@ -257,7 +262,7 @@ KernelInfo kernel_info(const Plan& plan, const TileConfig& tile, const CodegenOp
     }
     if (persistent_form(plan, s, options, tables + ranks > 0)) {
       // Resident B keeps a persistent kernel even where the ranks do not fit beside the ring
-      // (they are then computed again per pass): since the gate (session 14) few tiles of a
+      // (they are then computed again per pass): with the gate (gm::TileSelect::gate) few tiles of a
       // global top / bottom list select at all, and one B load then serves a band of tiles.
       const bool fits = ring + tables + ranks <= kSm90SmemPerBlock;
       if (fits || (s.tile.panel > 0 && ring + tables <= kSm90SmemPerBlock)) {

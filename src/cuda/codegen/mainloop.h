@@ -41,7 +41,7 @@ class Mainloop {
 // The SIMT mainloop; `packed16` steps on 16-bit lane pairs (CodegenOptions::packed16, throws
 // unsupported when the plan or tile has no such form).
 std::unique_ptr<Mainloop> make_simt_mainloop(KernelContext& ctx, bool packed16);
-// The tensor-core mainloop of `math` (mainloop_tensor_part.cpp) for a plan whose choose_math is
+// The tensor-core mainloop of `math` (mainloop_tensor_cores.cpp) for a plan whose choose_math is
 // that math; the kernel tile is tc_kernel_tile(math). `epilogue_warpgroups`: a resident top /
 // bottom kernel's (TcTile::epilogue).
 std::unique_ptr<Mainloop> make_tensor_mainloop(KernelContext& ctx, InnerMath math, bool tma = false,

@@ -20,31 +20,32 @@ std::string loader(int a) { return cat("L", to_string(a)); }
 // Every (m, n) through the Inner functor, on fragments of every operand.
 class GenericStep final : public SimtStep {
  public:
-  GenericStep(const Plan& plan, const std::vector<int>& inner) : P(plan), inner_acc(inner) {}
+  GenericStep(const Plan& plan, const Names& names, const std::vector<int>& inner)
+      : P(plan), N(names), inner_acc(inner) {}
   std::string smem_type(int a) const override { return frag_cpp(access_ctype(P, a)); }
   TileCopy copy(int a) const override { return tile_copy(P, a); }
   std::string loader_flags(int) const override { return ""; }
   void members(Code&) const override {}
   void step(Code& c) const override {
     std::string args = "i0 + tmap.row(m), j0 + tmap.col(n), k";
-    for (size_t n = 0; n < P.accs.size(); ++n) args += ", acc" + to_string(n) + "[m][n]";
+    for (size_t n = 0; n < P.accs.size(); ++n) args += ", " + N.acc(int(n)) + "[m][n]";
     for (int a : inner_acc) {
-      const std::string n = to_string(a), ct = frag_cpp(access_ctype(P, a));
+      const std::string n = to_string(a), ct = frag_cpp(access_ctype(P, a)), x = N.access(a);
       const std::string buf = "sm" + n + " + buf * " + loader(a) + "::BUF + kk";
       switch (inner_kind(P.accesses[size_t(a)].pattern)) {
         case InnerKind::RowTile:
         case InnerKind::ColTile: {  // the thread's TM rows (TN columns) of the slice
           const bool row = inner_kind(P.accesses[size_t(a)].pattern) == InnerKind::RowTile;
           const std::string side = row ? "M" : "N";
-          c.line(ct + " x" + n + "[Shape::T" + side + "];");
-          c.line("gm::load_frag<Shape::T" + side + ", Shape::V" + side + ", Shape::THREADS_" + side + ">(x" + n + ", " +
+          c.line(ct + " " + x + "[Shape::T" + side + "];");
+          c.line("gm::load_frag<Shape::T" + side + ", Shape::V" + side + ", Shape::THREADS_" + side + ">(" + x + ", " +
                  buf + " * " + loader(a) + "::LDS, tmap.t" + (row ? "m" : "n") + ");");
-          args += ", x" + n + (row ? "[m]" : "[n]");
+          args += ", " + x + (row ? "[m]" : "[n]");
           break;
         }
         case InnerKind::RedVec:
-          c.line("const " + ct + " x" + n + " = sm" + n + "[buf * " + loader(a) + "::BUF + kk];");
-          args += ", x" + n;
+          c.line("const " + ct + " " + x + " = sm" + n + "[buf * " + loader(a) + "::BUF + kk];");
+          args += ", " + x;
           break;
         case InnerKind::RowVec: args += ", rv" + n + "[m]"; break;
         case InnerKind::ColVec: args += ", cv" + n + "[n]"; break;
@@ -63,13 +64,14 @@ class GenericStep final : public SimtStep {
       c.line("#pragma unroll");
       c.line("for (int m = 0; m < Shape::TM; ++m)");
       c.line("#pragma unroll");
-      c.line("  for (int n = 0; n < Shape::TN; ++n) st.acc" + to_string(n) + "[m][n] = " + init + ";");
+      c.line("  for (int n = 0; n < Shape::TN; ++n) st." + N.acc(int(n)) + "[m][n] = " + init + ";");
     }
   }
-  std::string value(int n) const override { return "st.acc" + to_string(n) + "[m][n]"; }
+  std::string value(int n) const override { return "st." + N.acc(n) + "[m][n]"; }
 
  private:
   const Plan& P;
+  const Names& N;
   std::vector<int> inner_acc;
 };
 
@@ -79,7 +81,7 @@ class SimtMainloop final : public Mainloop {
     if (packed16)
       step_ = make_packed16_step(ctx);
     else
-      step_ = std::make_unique<GenericStep>(ctx.P, inner_acc);
+      step_ = std::make_unique<GenericStep>(ctx.P, ctx.N, inner_acc);
   }
 
   std::vector<std::string> headers() const override { return {"gamut_mainloop.cuh"}; }
@@ -89,7 +91,7 @@ class SimtMainloop final : public Mainloop {
     const WarpShape w = warp_shape(T);
     c.line("typedef gm::TileShape<" + to_string(T.bm) + ", " + to_string(T.bn) + ", " + to_string(T.bk) + ", " +
            to_string(T.tm) + ", " + to_string(T.tn) + ", " + to_string(w.warp_m) + ", " + to_string(w.warp_n) +
-           "> Shape;");
+           "> Shape;  // BM, BN, BK, TM, TN, WARP_M, WARP_N");
   }
 
   int min_blocks() const override {
@@ -124,8 +126,7 @@ class SimtMainloop final : public Mainloop {
         c.line("static_assert(" + to_string(kStages) + " * Stage::" + loader(a) + "::SBUF * sizeof(" + st +
                ") <= " + to_string(X.S.stage_bytes[size_t(a)]) + ", \"shared memory plan\");");
       }
-    for (const auto& [p, t] : params_in(P, true))
-      c.line("st.f." + Renderer::param_name(p, t) + " = " + Renderer::param_name(p, t) + ";");
+    for (const auto& [p, t] : params_in(P, true)) c.line("st.f." + X.N.param(p, t) + " = " + X.N.param(p, t) + ";");
     c.line("st.f.b = b;");
   }
 
@@ -194,7 +195,7 @@ class SimtMainloop final : public Mainloop {
   void inner_update(const Stmt& s, Code& out) const {
     if (s.kind != StmtKind::Update) unsupported("an output statement inside reduce");
     const CType t = P.accs[size_t(s.target)].type;
-    const std::string a = "acc" + to_string(s.target), v = X.inner_r.expr_as(s.value, t);
+    const std::string a = X.acc(s.target), v = X.inner_r.expr_as(s.value, t);
     const bool fl = is_float(t);
     std::string r;
     switch (s.update) {
@@ -218,10 +219,10 @@ class SimtMainloop final : public Mainloop {
     c.line("// The inner op: the reduce body for one (i, j, k), on register values.");
     c.open("struct Inner");
     c.line("int b;");
-    for (const auto& [p, t] : params_in(P, true)) c.line(ctype_cpp(t) + " " + Renderer::param_name(p, t) + ";");
+    for (const auto& [p, t] : params_in(P, true)) c.line(ctype_cpp(t) + " " + X.N.param(p, t) + ";");
     std::string sig = "__device__ __forceinline__ void operator()(int i, int j, int k";
-    for (size_t n = 0; n < P.accs.size(); ++n) sig += ", " + X.acc_type(int(n)) + "& acc" + to_string(n);
-    for (int a : inner_acc) sig += ", " + inner_arg_cpp(access_ctype(P, a)) + " x" + to_string(a);
+    for (size_t n = 0; n < P.accs.size(); ++n) sig += ", " + X.acc_type(int(n)) + "& " + X.acc(int(n));
+    for (int a : inner_acc) sig += ", " + inner_arg_cpp(access_ctype(P, a)) + " " + X.N.access(a);
     c.open(sig + ") const");
     X.locals(true, c);
     X.inner_r.stmts(P.inner, c, [&](const Stmt& s, Code& out) { inner_update(s, out); });
@@ -249,7 +250,8 @@ class SimtMainloop final : public Mainloop {
                                                              : "TileLoader<" + st + ", " + ct;
           c.line("typedef gm::" + kind + (row ? ", Shape::BM" : ", Shape::BN") + ", Shape::BK, Shape::THREADS, " +
                  (k_contiguous(acc.pattern) ? "true" : "false") + step_->loader_flags(a) + "> " + loader(a) + ";  // " +
-                 name);
+                 name + ": (types, extent, k-slice, threads, k contiguous" +
+                 (step_->loader_flags(a).empty() ? "" : ", values in both 16-bit halves") + ")");
           c.line(loader(a) + " ld" + to_string(a) + ";");
           c.line(ct + "* sm" + to_string(a) + ";  // (" + to_string(kStages) + ", BK, " + loader(a) + "::LDS)");
           if (how == TileCopy::Staged)
@@ -271,7 +273,7 @@ class SimtMainloop final : public Mainloop {
     c.line("int i0, j0;  // the block tile's first row and column");
     c.line("Inner f;");
     for (size_t n = 0; n < P.accs.size(); ++n)
-      c.line(X.acc_type(int(n)) + " acc" + to_string(n) + "[Shape::TM][Shape::TN];  // " + P.accs[n].name);
+      c.line(X.acc_type(int(n)) + " " + X.acc(int(n)) + "[Shape::TM][Shape::TN];");
     step_->members(c);
     c.line("__device__ __forceinline__ explicit Stage(int tid) : tmap(tid) {}");
     std::string ld, stv, sg, wd;
@@ -301,18 +303,17 @@ class SimtMainloop final : public Mainloop {
     step_->step(c);
     c.close();
     // A slice: its steps, unrolled. The last, partial slice (GUARD) runs its first krem steps in
-    // a loop: an unrolled copy with a break per step doubled the code NVVM and ptxas optimise,
-    // most of a cold compile's time (bench/NOTES.md), for one slice per tile.
+    // a loop: an unrolled copy with a break per step doubles the code NVVM and ptxas optimise,
+    // most of a cold compile's time, for one slice per tile.
     c.line("template <bool GUARD>");
     c.open("__device__ __forceinline__ void compute(int buf, int k0, int krem)");
     c.open("if constexpr (GUARD)");
     c.line("#pragma unroll 1");
     c.line("for (int kk = 0; kk < krem; ++kk) step(buf, k0 + kk, kk);  // past krem: no update at all");
     c.mid("else");
-    // At most kSliceUnroll steps unrolled: for a 16-step slice, 8 cut the cold compile of the
-    // SGEMM kernel from 0.9-1.2 s to 0.74 s at 0.99-1.01x its speed; 4 cost 4% of the speed
-    // (H200, bench/NOTES.md, session 6). Batched plans keep the whole slice unrolled: the
-    // batched min-plus kernel spilled 4 bytes at 255 registers with 8.
+    // At most kSliceUnroll steps unrolled: for a 16-step slice, 8 cut the SGEMM kernel's cold
+    // compile by about a third at the same speed; 4 cost speed. Batched plans keep the whole
+    // slice unrolled: the batched min-plus kernel spilled at 255 registers with 8.
     const bool partial = X.T.bk > kSliceUnroll && !P.batched;
     c.line(partial ? "#pragma unroll " + to_string(kSliceUnroll) : std::string("#pragma unroll"));
     c.line("for (int kk = 0; kk < Shape::BK; ++kk) step(buf, k0 + kk, kk);");

@@ -106,7 +106,7 @@ std::string loader(int a) { return cat("L", std::to_string(a)); }
 
 class Packed16Step final : public SimtStep {
  public:
-  explicit Packed16Step(const Plan& plan) : P(plan), op(tropical_of(plan)) {
+  Packed16Step(const Plan& plan, const Names& names) : P(plan), N(names), op(tropical_of(plan)) {
     const SemiringForm f = semiring_form(plan);
     row = f.row_access;
     col = f.col_access;
@@ -134,19 +134,19 @@ class Packed16Step final : public SimtStep {
   }
 
   void step(Code& c) const override {
-    const std::string r = std::to_string(row), k = std::to_string(col);
-    c.line("int x" + r + "[Shape::TM];  // (TM) row values, each in both 16-bit halves (the loader's DUP16)");
-    c.line("gm::load_frag<Shape::TM, Shape::VM, Shape::THREADS_M>(x" + r + ", sm" + r + " + buf * " + loader(row) +
+    const std::string r = std::to_string(row), k = std::to_string(col), xr = N.access(row), xk = N.access(col);
+    c.line("int " + xr + "[Shape::TM];  // (TM) row values, each in both 16-bit halves (the loader's DUP16)");
+    c.line("gm::load_frag<Shape::TM, Shape::VM, Shape::THREADS_M>(" + xr + ", sm" + r + " + buf * " + loader(row) +
            "::BUF + kk * " + loader(row) + "::LDS, tmap.tm);");
-    c.line("int x" + k + "[Shape::TN / 2];  // (TN/2) column pairs: 16-bit lanes (2p, 2p+1)");
-    c.line("gm::load_frag<Shape::TN / 2, Shape::VN / 2, Shape::THREADS_N>(x" + k + ", reinterpret_cast<const int*>(sm" +
+    c.line("int " + xk + "[Shape::TN / 2];  // (TN/2) column pairs: 16-bit lanes (2p, 2p+1)");
+    c.line("gm::load_frag<Shape::TN / 2, Shape::VN / 2, Shape::THREADS_N>(" + xk + ", reinterpret_cast<const int*>(sm" +
            k + " + buf * " + loader(col) + "::BUF + kk * " + loader(col) + "::LDS), tmap.tn);");
     c.line("#pragma unroll");
     c.open("for (int m = 0; m < Shape::TM; ++m)");
     c.line("#pragma unroll");
     c.line(std::string("for (int p = 0; p < Shape::TN / 2; ++p) pk[m][p] = ") +
-           (op == Tropical::AddMax ? "__viaddmax_s16x2" : "__viaddmin_s16x2") + "(unsigned(x" + r + "[m]), unsigned(x" +
-           k + "[p]), pk[m][p]);");
+           (op == Tropical::AddMax ? "__viaddmax_s16x2" : "__viaddmin_s16x2") + "(unsigned(" + xr + "[m]), unsigned(" +
+           xk + "[p]), pk[m][p]);");
     c.close();
   }
 
@@ -166,6 +166,7 @@ class Packed16Step final : public SimtStep {
 
  private:
   const Plan& P;
+  const Names& N;
   Tropical op;
   int row = -1, col = -1;
 };
@@ -174,7 +175,7 @@ class Packed16Step final : public SimtStep {
 
 std::unique_ptr<SimtStep> make_packed16_step(const KernelContext& ctx) {
   if (!packed16_form(ctx.P, ctx.T)) unsupported("packed 16-bit steps for this plan or tile");
-  return std::make_unique<Packed16Step>(ctx.P);
+  return std::make_unique<Packed16Step>(ctx.P, ctx.N);
 }
 
 }  // namespace cg

@@ -196,21 +196,23 @@ void DeviceLists::fill_args(const ArgLayout& layout, std::vector<uint64_t>& w) c
   for (size_t l = 0; l < lists_.size(); ++l) {
     const List& L = lists_[l];
     const ArgLayout::ListSlots& s = layout.lists[l];
-    w[size_t(s.counter)] = ptr(counters_) + l * gm::kListCounterWords * sizeof(uint64_t);
-    w[size_t(s.capacity)] = uint64_t(L.capacity);
-    for (size_t c = 0; c < L.cols.size(); ++c) w[size_t(s.cols[c])] = ptr(L.cols[c]);
-    w[size_t(s.b)] = ptr(L.b);
-    w[size_t(s.i)] = ptr(L.i);
-    w[size_t(s.j)] = ptr(L.j);
+    // (A slot of -1: a word the kernel does not read, kernel_args.h read_layout.)
+    if (s.counter >= 0) w[size_t(s.counter)] = ptr(counters_) + l * gm::kListCounterWords * sizeof(uint64_t);
+    if (s.capacity >= 0) w[size_t(s.capacity)] = uint64_t(L.capacity);
+    for (size_t c = 0; c < L.cols.size(); ++c)
+      if (s.cols[c] >= 0) w[size_t(s.cols[c])] = ptr(L.cols[c]);
+    if (s.b >= 0) w[size_t(s.b)] = ptr(L.b);
+    if (s.i >= 0) w[size_t(s.i)] = ptr(L.i);
+    if (s.j >= 0) w[size_t(s.j)] = ptr(L.j);
     if (s.key >= 0) w[size_t(s.key)] = ptr(L.key);
     if (s.threshold >= 0) w[size_t(s.threshold)] = ptr(L.threshold);
     if (s.reservoir >= 0) w[size_t(s.reservoir)] = ptr(L.reservoir);  // 0: none
     if (s.seen >= 0) {                                                // 0: the tile hash
       w[size_t(s.seen)] = L.box ? ptr(L.seen) : 0;
-      w[size_t(s.seen_words)] = L.box ? uint64_t(L.box->words()) : 0;
+      if (s.seen_words >= 0) w[size_t(s.seen_words)] = L.box ? uint64_t(L.box->words()) : 0;
       for (size_t c = 0; c < s.seen_lo.size(); ++c) {
-        w[size_t(s.seen_lo[c])] = L.box ? uint64_t(L.box->lo[c]) : 0;
-        w[size_t(s.seen_stride[c])] = L.box ? uint64_t(L.box->stride[c]) : 0;
+        if (s.seen_lo[c] >= 0) w[size_t(s.seen_lo[c])] = L.box ? uint64_t(L.box->lo[c]) : 0;
+        if (s.seen_stride[c] >= 0) w[size_t(s.seen_stride[c])] = L.box ? uint64_t(L.box->stride[c]) : 0;
       }
     }
   }

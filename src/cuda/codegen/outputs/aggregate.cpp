@@ -9,9 +9,8 @@
 // at the slot the row and column parts of the output position give. The row part is computed
 // once per map row, the column part once per map column (held in registers), and no run combiner
 // or probing code is rendered per pair: the general loop's per-pair code (loads of g[i], h[j],
-// key compare, hashed commit) made Q3's epilogue ~12K instructions, and the profile showed its
-// warps waiting on the instruction cache (bench/NOTES.md). The general loop stays for outputs
-// larger than the table.
+// key compare, hashed commit) is large enough that the warps wait on the instruction cache.
+// The general loop stays for outputs larger than the table.
 #include "cuda/codegen/outputs/output_operator.h"
 
 namespace gamut::cuda::cg {
@@ -48,11 +47,11 @@ class Aggregates final : public OutputOperator {
       if (X.S.table_off[d] >= 0) {
         tables_ = true;
         c.line("gm::TableSink<" + t + ", " + store_op_code(o.op) + ", " + to_string(X.S.table_slots) +
-               ", Shape::THREADS> sk" + n + ";");
-        c.line("sk" + n + ".init(" + X.out_smem() + " + " + to_string(X.S.table_off[d]) + ", out" + n + ", gm::u64(" +
-               X.arg(X.A.dense[d].elems) + "));");
+               ", Shape::THREADS> sk" + n + ";  // " + P.dense[d].name + ": (element, operator, table slots, threads)");
+        c.line("sk" + n + ".init(" + X.out_smem() + " + " + to_string(X.S.table_off[d]) + ", " + X.N.dense(int(d)) +
+               ", gm::u64(" + X.arg(X.A.dense[d].elems) + "));");
       } else {
-        c.line("gm::GlobalSink<" + t + ", " + store_op_code(o.op) + "> sk" + n + "{out" + n + "};");
+        c.line("gm::GlobalSink<" + t + ", " + store_op_code(o.op) + "> sk" + n + "{" + X.N.dense(int(d)) + "};");
       }
     }
     for (const auto& [s, id] : aggs_) {
@@ -134,7 +133,7 @@ class Aggregates final : public OutputOperator {
     const std::string test = X.pair_test(bounds);
     if (!test.empty()) c.open("if (" + test + ")");
     for (size_t a = 0; a < P.accs.size(); ++a)
-      c.line("const " + X.acc_type(int(a)) + " acc" + to_string(a) + " = " + M.value(int(a)) + ";");
+      c.line("const " + X.acc_type(int(a)) + " " + X.acc(int(a)) + " = " + M.value(int(a)) + ";");
     X.locals(false, c);
     X.outer_r.stmts(P.outer, c, [&](const Stmt& s, Code& out) {
       if (s.kind != StmtKind::Store) unsupported("a list in a direct-table epilogue");
@@ -170,7 +169,7 @@ class Aggregates final : public OutputOperator {
         term = idx[p].axis == AxisRole::Row   ? "unsigned(i)"
                : idx[p].axis == AxisRole::Col ? "unsigned(j)"
                                               : "unsigned(b)";
-      r += (r.empty() ? "" : " + ") + term + " * unsigned(os" + to_string(d) + "_" + to_string(p) + ")";
+      r += (r.empty() ? "" : " + ") + term + " * unsigned(" + X.N.dense(d, "stride" + to_string(p)) + ")";
     }
     // Positions were checked on the host (every index in range), and the output has at most
     // SLOTS elements here, so each part fits an unsigned: its products and sums modulo 2^32 are

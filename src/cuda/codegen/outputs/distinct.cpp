@@ -46,22 +46,22 @@ class DistinctRows final : public ListRows {
     c.line("// pass 1 marks the rows' cells, nothing is appended), else on the tile hash.");
     c.line("static_assert(gm::SeenCells<Shape>::BYTES == " + to_string(4 * (gm::kSeenWords + X.T.bm + X.T.bn)) +
            ", \"shared memory plan\");");
-    c.line("const bool seen" + n_ + " = " + X.arg(ls.seen) + " != 0u;");
-    c.line("gm::SeenCells<Shape> sc" + n_ + "(" + X.out_smem() + " + " + to_string(X.S.seen_off[l_]) + ", int(" +
-           X.arg(ls.seen_words) + "));");
-    c.open("if (seen" + n_ + ")");
-    c.line("sc" + n_ + ".clear();");
+    c.line("const bool " + name("seen") + " = " + X.arg(ls.seen) + " != 0u;");
+    c.line("gm::SeenCells<Shape> " + name("cells") + "(" + X.out_smem() + " + " + to_string(X.S.seen_off[l_]) +
+           ", int(" + X.arg(ls.seen_words) + "));");
+    c.open("if (" + name("seen") + ")");
+    c.line(name("cells") + ".clear();");
     c.line("#pragma unroll 1");
     c.open("for (int p = int(threadIdx.x); p < Shape::BM; p += Shape::THREADS)");
     c.line("const int i = " + tc.row_at(M.tile_row0 + " + p") + ";");
-    c.line("sc" + n_ + ".row_part[p] = " + tc.row_valid("i") + " ? " + part(true) + " : 0u;");
+    c.line(name("cells") + ".row_part[p] = " + tc.row_valid("i") + " ? " + part(true) + " : 0u;");
     c.close();
     c.line("#pragma unroll 1");
     c.open("for (int p = int(threadIdx.x); p < Shape::BN; p += Shape::THREADS)");
     c.line("const int j = " + tc.col_at(M.tile_col0 + " + p") + ";");
-    c.line("sc" + n_ + ".col_part[p] = " + tc.col_valid("j") + " ? " + part(false) + " : 0u;");
+    c.line(name("cells") + ".col_part[p] = " + tc.col_valid("j") + " ? " + part(false) + " : 0u;");
     c.close();
-    c.line("sc" + n_ + ".ready();");
+    c.line(name("cells") + ".ready();");
     c.close();
   }
 
@@ -72,13 +72,14 @@ class DistinctRows final : public ListRows {
     // A lone list with a direct loop reaches the pair loop only on its tile hash: no cell.
     ListRows::mark(c);
     if (P.lists.size() == 1 && !seen_direct_condition(X).empty()) return;
-    c.line("sc" + n_ + ".mark(seen" + n_ + " && ef" + n_ + ", " + M.row("m") + ", " + M.col("n") + ");");
+    c.line(name("cells") + ".mark(" + name("seen") + " && " + name("emitted") + ", " + M.row("m") + ", " + M.col("n") +
+           ");");
   }
 
   void append(Code& c) override {
     if (seen_.empty()) return tile_rows(c);
-    c.open("if (seen" + n_ + ")");
-    c.line("sc" + n_ + ".flush(reinterpret_cast<unsigned*>(" + X.arg(X.A.lists[l_].seen) + "));");
+    c.open("if (" + name("seen") + ")");
+    c.line(name("cells") + ".flush(reinterpret_cast<unsigned*>(" + X.arg(X.A.lists[l_].seen) + "));");
     c.mid("else");
     tile_rows(c);
     c.close();
@@ -121,13 +122,14 @@ class DistinctRows final : public ListRows {
     c.line("// found no room in the table.");
     const int cands = X.S.distinct_cands[l_];
     c.line("typedef gm::TileDistinct<Shape, " + words + ", " + to_string(slots) +
-           (cands > 1 ? ", " + to_string(cands) : std::string()) + "> TD;");
+           (cands > 1 ? ", " + to_string(cands) : std::string()) + "> TD;  // (shape, row words, table slots" +
+           (cands > 1 ? ", candidates per sweep)" : ")"));
     c.line("static_assert(TD::BYTES <= " + to_string(X.S.epilogue - size_t(X.S.distinct_off)) +
            ", \"shared memory plan\");");
     c.line("TD td(" + X.out_smem() + " + " + to_string(X.S.distinct_off) + ");");
     c.line("unsigned todo[TD::W], ov[TD::W];");
     c.line("#pragma unroll");
-    c.line("for (int w = 0; w < TD::W; ++w) { todo[w] = pr" + n_ + "[w]; ov[w] = 0u; }");
+    c.line("for (int w = 0; w < TD::W; ++w) { todo[w] = " + name("marks") + "[w]; ov[w] = 0u; }");
     c.line("gm::opaque_bits(todo);");
     c.line("#pragma unroll 1");
     c.open("for (;;)");
@@ -144,7 +146,7 @@ class DistinctRows final : public ListRows {
     open_pairs_by_row(c, "todo", "found < TD::CANDS && ");
     c.line("unsigned rw[" + words + "];");
     for (size_t k = 0; k < lo.columns.size(); ++k)
-      c.line("gm::row_put(rw + " + to_string(at[k]) + ", ec" + n_ + "_" + to_string(k) + ");");
+      c.line("gm::row_put(rw + " + to_string(at[k]) + ", " + col(k) + ");");
     c.line("if (td.holds(rw)) {  // dropped: its equal is appended from its slot");
     c.line("  hit = true;");
     c.line("  continue;");
@@ -170,13 +172,13 @@ class DistinctRows final : public ListRows {
     c.close();
     c.line("gm::u64 row;");
     c.line("// Every thread, together; false in all of them when the block has no row.");
-    c.open("if (td.reserve(ov, la" + n_ + ".counter, row))");
+    c.open("if (td.reserve(ov, " + name("append") + ".counter, row))");
     // The slots' rows, with the (b, i, j) of the pair that claimed the slot.
     c.line("#pragma unroll 1");
     c.open("for (int s = int(threadIdx.x); s < " + to_string(slots) + "; s += Shape::THREADS)");
     c.line("const unsigned x = td.table[s];");
     c.line("if (x == TD::kEmpty) continue;");
-    c.open("if (row < la" + n_ + ".capacity)");
+    c.open("if (row < " + name("append") + ".capacity)");
     c.line("const unsigned* const rs = td.row(s);");
     std::vector<std::string> vals;
     for (size_t k = 0; k < lo.columns.size(); ++k) {
@@ -195,8 +197,8 @@ class DistinctRows final : public ListRows {
     // Overflow rows: rendered again, as a plain list's (per map row, as the sweep).
     open_pairs_by_row(c, "ov", "");
     vals.clear();
-    for (size_t k = 0; k < lo.columns.size(); ++k) vals.push_back("ec" + n_ + "_" + to_string(k));
-    c.open("if (row < la" + n_ + ".capacity)");
+    for (size_t k = 0; k < lo.columns.size(); ++k) vals.push_back(col(k));
+    c.open("if (row < " + name("append") + ".capacity)");
     store(c, vals, "i", "j");
     c.close();
     c.line("++row;");

@@ -44,24 +44,24 @@ class ListOperator final : public OutputOperator {
 
   void declare(Code& c) override {
     for (size_t l = 0; l < P.lists.size(); ++l)
-      c.line("const gm::ListAppend la" + to_string(l) + "{reinterpret_cast<gm::u64*>(" + X.arg(X.A.lists[l].counter) +
-             "), " + X.arg(X.A.lists[l].capacity) + "};");
+      c.line("const gm::ListAppend " + X.N.list(int(l), "append") + "{reinterpret_cast<gm::u64*>(" +
+             X.arg(X.A.lists[l].counter) + "), " + X.arg(X.A.lists[l].capacity) + "};");
     // Per-thread marks, one bit per pair: the row reached the emit (pass 1 sets them).
     for (size_t l = 0; l < P.lists.size(); ++l) {
-      const std::string n = to_string(l);
-      c.line("unsigned pr" + n + "[" + X.map.words() + "];  // " + P.lists[l].name + ": rows that reached the emit");
+      const std::string marks = X.N.list(int(l), "marks");
+      c.line("unsigned " + marks + "[" + X.map.words() + "];  // one bit per pair: its row reached the emit");
       c.line("#pragma unroll");
-      c.line("for (int w = 0; w < " + X.map.words() + "; ++w) pr" + n + "[w] = 0u;");
+      c.line("for (int w = 0; w < " + X.map.words() + "; ++w) " + marks + "[w] = 0u;");
     }
     for (auto& r : rows_) r->before_pairs(c);
   }
   void pair_begin(Code& c) override {
-    for (size_t l = 0; l < P.lists.size(); ++l) c.line("bool ef" + to_string(l) + " = false;");
+    for (size_t l = 0; l < P.lists.size(); ++l) c.line("bool " + X.N.list(int(l), "emitted") + " = false;");
   }
   // Pass 1: only that the row exists (columns and keys come later).
   bool leaf(const Stmt& s, Code& out) override {
     if (s.kind != StmtKind::Emit) return false;
-    out.line("ef" + to_string(s.target) + " = true;");
+    out.line(X.N.list(s.target, "emitted") + " = true;");
     return true;
   }
   void pair_end(Code& c) override {
@@ -85,7 +85,7 @@ class ListOperator final : public OutputOperator {
     c.line("#pragma unroll");
     c.open("for (int n = 0; n < " + M.cols + "; ++n)");
     for (size_t l = 0; l < P.lists.size(); ++l)
-      c.line("kcs" + to_string(l) + "[n] = sc" + to_string(l) + ".col_part[" + M.col("n") + "];");
+      c.line("kcs" + to_string(l) + "[n] = " + X.N.list(int(l), "cells") + ".col_part[" + M.col("n") + "];");
     c.close();
     X.inside_and_edge(c, [&](bool bounds) { direct_pairs(c, bounds); });
   }
@@ -97,19 +97,20 @@ class ListOperator final : public OutputOperator {
     c.open("for (int m = 0; m < " + M.rows + "; ++m)");
     c.line("const int i = " + M.tile_row0 + " + " + M.row("m") + ";");
     for (size_t l = 0; l < P.lists.size(); ++l)
-      c.line("const unsigned krs" + to_string(l) + " = sc" + to_string(l) + ".row_part[" + M.row("m") + "];");
+      c.line("const unsigned krs" + to_string(l) + " = " + X.N.list(int(l), "cells") + ".row_part[" + M.row("m") +
+             "];");
     c.line("#pragma unroll");
     c.open("for (int n = 0; n < " + M.cols + "; ++n)");
     c.line("const int j = " + M.tile_col0 + " + " + M.col("n") + ";");
     const std::string test = X.pair_test(bounds);
     if (!test.empty()) c.open("if (" + test + ")");
     for (size_t a = 0; a < P.accs.size(); ++a)
-      c.line("const " + X.acc_type(int(a)) + " acc" + to_string(a) + " = " + M.value(int(a)) + ";");
+      c.line("const " + X.acc_type(int(a)) + " " + X.acc(int(a)) + " = " + M.value(int(a)) + ";");
     X.locals(false, c);
     X.outer_r.stmts(P.outer, c, [&](const Stmt& s, Code& out) {
       if (s.kind != StmtKind::Emit) unsupported("a dense output in a seen-table epilogue");
       const std::string n = to_string(s.target);
-      out.line("sc" + n + ".mark_cell(krs" + n + " + kcs" + n + "[n]);");
+      out.line(X.N.list(s.target, "cells") + ".mark_cell(krs" + n + " + kcs" + n + "[n]);");
     });
     if (!test.empty()) c.close();  // if
     c.close();                     // n
@@ -129,7 +130,7 @@ std::string seen_direct_condition(const KernelContext& ctx) {
   std::string all;
   for (size_t l = 0; l < P.lists.size(); ++l) {
     if (seen_table_columns(P, l).empty()) return "";
-    all += (all.empty() ? "seen" : " && seen") + to_string(l);
+    all += (all.empty() ? "" : " && ") + ctx.N.list(int(l), "seen");
   }
   return all;
 }
@@ -137,7 +138,8 @@ std::string seen_direct_condition(const KernelContext& ctx) {
 std::unique_ptr<OutputOperator> make_list_operator(KernelContext& ctx) { return std::make_unique<ListOperator>(ctx); }
 
 void ListRows::mark(Code& c) {
-  c.line("pr" + n_ + X.map.bit("", "m", "n") + " |= unsigned(ef" + n_ + ") << " + X.map.bit_shift("m", "n") + ";");
+  c.line(name("marks") + X.map.bit("", "m", "n") + " |= unsigned(" + name("emitted") + ") << " +
+         X.map.bit_shift("m", "n") + ";");
 }
 
 void ListRows::rows(Code& c) {
@@ -146,7 +148,7 @@ void ListRows::rows(Code& c) {
   c.open("");
   c.line("gm::u64 row;");
   c.line("// Every thread, together; false in all of them when the block has no row.");
-  c.open("if (gm::BlockAppend<Shape>::reserve(pr" + n_ + ", la" + n_ + ".counter, row))");
+  c.open("if (gm::BlockAppend<Shape>::reserve(" + name("marks") + ", " + name("append") + ".counter, row))");
   if (M.pairs >= kCompactPairs || few_rows()) {
     rows_compact(c);
     c.close();  // reserve
@@ -158,17 +160,16 @@ void ListRows::rows(Code& c) {
   c.line("const int i = " + tc.row_at(M.tile_row0 + " + " + M.row("m")) + ";");
   c.line("#pragma unroll");
   c.open("for (int n = 0; n < " + M.cols + "; ++n)");
-  c.line("if (((pr" + n_ + M.bit("", "m", "n") + " >> " + M.bit_shift("m", "n") + ") & 1u) == 0u) continue;");
+  c.line("if (((" + name("marks") + M.bit("", "m", "n") + " >> " + M.bit_shift("m", "n") + ") & 1u) == 0u) continue;");
   c.line("const int j = " + tc.col_at(M.tile_col0 + " + " + M.col("n")) + ";");
   row_decls(c);
   for (size_t a = 0; a < P.accs.size(); ++a)
-    c.line(X.acc_type(int(a)) + " acc" + to_string(a) + " = " + M.value(int(a)) + "; gm::opaque(acc" + to_string(a) +
-           ");");
+    c.line(X.acc_type(int(a)) + " " + X.acc(int(a)) + " = " + M.value(int(a)) + "; gm::opaque(" + X.acc(int(a)) + ");");
   X.locals(false, c);
   X.outer_r.stmts(P.outer, c, [&](const Stmt& s, Code& out) {
     if (s.kind == StmtKind::Emit && size_t(s.target) == l_) emit_row(s, out);
   });
-  c.line("(void)ef" + n_ + ";  // marked in pass 1: the row exists");
+  c.line("(void)" + name("emitted") + ";  // marked in pass 1: the row exists");
   row_stores(c, "m", "n");
   c.close();  // n
   c.close();  // m
@@ -178,13 +179,12 @@ void ListRows::rows(Code& c) {
 
 // Pass 2 for threads of 128 pairs and more: a loop over the marked pairs with one copy of the
 // row's code (the accumulators picked by static indices, pair_row), instead of rows x cols
-// unrolled copies. Unrolled, the epilogue of the one-block tile 128x256x16/8x16 was ~12K
-// instructions and its warps waited on the instruction cache with no other block to hide it
-// (Q5 4.44 ms there against 3.04 for the product, bench/NOTES.md).
+// unrolled copies: unrolled, the epilogue of a one-block tile is large enough that its warps
+// wait on the instruction cache with no other block to hide it.
 void ListRows::rows_compact(Code& c) {
   c.line("unsigned todo[" + X.map.words() + "];");
   c.line("#pragma unroll");
-  c.line("for (int w = 0; w < " + X.map.words() + "; ++w) todo[w] = pr" + n_ + "[w];");
+  c.line("for (int w = 0; w < " + X.map.words() + "; ++w) todo[w] = " + name("marks") + "[w];");
   c.line("gm::opaque_bits(todo);");
   c.line("int e = 0;");
   c.line("#pragma unroll 1");
@@ -210,20 +210,20 @@ void ListRows::pair_row(Code& c, const std::string& em, const std::string& en) {
   X.outer_r.stmts(P.outer, c, [&](const Stmt& s, Code& out) {
     if (s.kind == StmtKind::Emit && size_t(s.target) == l_) emit_row(s, out);
   });
-  c.line("(void)ef" + n_ + ";  // marked in pass 1: the row exists");
+  c.line("(void)" + name("emitted") + ";  // marked in pass 1: the row exists");
 }
 
 void ListRows::pick_accs(Code& c) {
   const AccumulatorMap& M = X.map;
   if (P.accs.empty()) return;
   for (size_t a = 0; a < P.accs.size(); ++a)
-    c.line(X.acc_type(int(a)) + " acc" + to_string(a) + " = " + X.acc_type(int(a)) + "();");
+    c.line(X.acc_type(int(a)) + " " + X.acc(int(a)) + " = " + X.acc_type(int(a)) + "();");
   c.line("#pragma unroll");
   c.open("for (int m = 0; m < " + M.rows + "; ++m)");
   c.line("#pragma unroll");
   c.open("for (int n = 0; n < " + M.cols + "; ++n)");
   c.open("if (m == em && n == en)");
-  for (size_t a = 0; a < P.accs.size(); ++a) c.line("acc" + to_string(a) + " = " + M.value(int(a)) + ";");
+  for (size_t a = 0; a < P.accs.size(); ++a) c.line(X.acc(int(a)) + " = " + M.value(int(a)) + ";");
   c.close();
   c.close();
   c.close();
@@ -232,63 +232,63 @@ void ListRows::pick_accs(Code& c) {
 // The row's variables, before the output statements render into them.
 void ListRows::row_decls(Code& c) {
   const ListOutput& lo = spec();
-  c.line("bool ef" + n_ + " = false;");
+  c.line("bool " + name("emitted") + " = false;");
   for (size_t k = 0; k < lo.columns.size(); ++k)
-    c.line(ctype_cpp(lo.columns[k].type) + " ec" + n_ + "_" + to_string(k) + " = " + ctype_cpp(lo.columns[k].type) +
-           "();");
+    c.line(ctype_cpp(lo.columns[k].type) + " " + col(k) + " = " + ctype_cpp(lo.columns[k].type) + "();");
   if (lo.key != kNoExpr)
-    c.line(ctype_cpp(P.expr(lo.key).type) + " ek" + n_ + " = " + ctype_cpp(P.expr(lo.key).type) + "();");
+    c.line(ctype_cpp(P.expr(lo.key).type) + " " + name("key") + " = " + ctype_cpp(P.expr(lo.key).type) + "();");
 }
 
 void ListRows::emit_row(const Stmt& s, Code& out) const {
   const ListOutput& lo = spec();
-  out.line("ef" + n_ + " = true;");
+  out.line(name("emitted") + " = true;");
   for (size_t k = 0; k < lo.columns.size(); ++k)
-    out.line("ec" + n_ + "_" + to_string(k) + " = " + X.outer_r.expr_as(s.columns[k], lo.columns[k].type) + ";");
-  if (lo.key != kNoExpr) out.line("ek" + n_ + " = " + X.outer_r.expr(lo.key) + ";");
+    out.line(col(k) + " = " + X.outer_r.expr_as(s.columns[k], lo.columns[k].type) + ";");
+  if (lo.key != kNoExpr) out.line(name("key") + " = " + X.outer_r.expr(lo.key) + ";");
 }
 
 void ListRows::row_stores(Code& c, const std::string& m, const std::string& n) {
   const ListOutput& lo = spec();
   const auto& ls = X.A.lists[l_];
-  c.open("if (row < la" + n_ + ".capacity)");
+  c.open("if (row < " + name("append") + ".capacity)");
   for (size_t k = 0; k < lo.columns.size(); ++k)
-    c.line("reinterpret_cast<" + ctype_cpp(lo.columns[k].type) + "*>(" + X.arg(ls.cols[k]) + ")[row] = ec" + n_ + "_" +
-           to_string(k) + ";");
+    c.line("reinterpret_cast<" + ctype_cpp(lo.columns[k].type) + "*>(" + X.arg(ls.cols[k]) + ")[row] = " + col(k) +
+           ";");
   c.line("reinterpret_cast<int*>(" + X.arg(ls.b) + ")[row] = b;");
   c.line("reinterpret_cast<int*>(" + X.arg(ls.i) + ")[row] = i;");
   c.line("reinterpret_cast<int*>(" + X.arg(ls.j) + ")[row] = j;");
   if (lo.key != kNoExpr)
-    c.line("reinterpret_cast<" + ctype_cpp(P.expr(lo.key).type) + "*>(" + X.arg(ls.key) + ")[row] = ek" + n_ + ";");
+    c.line("reinterpret_cast<" + ctype_cpp(P.expr(lo.key).type) + "*>(" + X.arg(ls.key) + ")[row] = " + name("key") +
+           ";");
   stored(c, m, n);
   c.close();
   c.line("++row;");
 }
 
-void list_output_args(ArgLayout& L, const Plan& plan, int l) {
+void list_output_args(ArgLayout& L, const Plan& plan, const Names& N, int l) {
   const ListOutput& lo = plan.lists[size_t(l)];
-  const std::string n = "list" + to_string(l);
   ArgLayout::ListSlots s;
-  s.counter = L.add(n + "_counter", lo.name + ": u64 [rows that reached the emit, N]");
-  s.capacity = L.add(n + "_capacity", "rows the buffers hold");
+  s.counter = L.add(N.list(l, "counter"), lo.name + ": u64 [rows that reached the emit, N]");
+  s.capacity = L.add(N.list(l, "capacity"), "rows the buffers hold");
   for (size_t c = 0; c < lo.columns.size(); ++c)
-    s.cols.push_back(L.add(n + "_col" + to_string(c),
+    s.cols.push_back(L.add(N.column(l, int(c)),
                            "column " + lo.columns[c].name + " (" + std::string(ctype_name(lo.columns[c].type)) + ")"));
-  s.b = L.add(n + "_b", "int32 b of each row");
-  s.i = L.add(n + "_i", "int32 i of each row");
-  s.j = L.add(n + "_j", "int32 j of each row");
-  if (lo.key != kNoExpr) s.key = L.add(n + "_key", "the key of each row");
+  s.b = L.add(N.list(l, "rows_b"), "int32 b of each row");
+  s.i = L.add(N.list(l, "rows_i"), "int32 i of each row");
+  s.j = L.add(N.list(l, "rows_j"), "int32 j of each row");
+  if (lo.key != kNoExpr) s.key = L.add(N.list(l, "key"), "the key of each row");
   if (lo.key != kNoExpr && (lo.mode == ListMode::Top || lo.mode == ListMode::Bottom)) {
-    s.threshold = L.add(n + "_threshold", "u32 rank per group, lowered by the tiles");
-    s.reservoir = L.add(n + "_reservoir", "u32 [groups][slots] ranks of kept rows, or 0");
+    s.threshold = L.add(N.list(l, "threshold"), "u32 rank per group, lowered by the tiles");
+    s.reservoir = L.add(N.list(l, "reservoir"), "u32 [groups][slots] ranks of kept rows, or 0");
   }
   if (!seen_table_columns(plan, size_t(l)).empty()) {
-    s.seen = L.add(n + "_seen", "u32 bitmap of the columns' value box (gm::SeenCells), or 0: the tile hash");
-    s.seen_words = L.add(n + "_seen_words", "words of the bitmap in use");
+    s.seen = L.add(N.list(l, "seen"), "u32 bitmap of the columns' value box (gm::SeenCells), or 0: the tile hash");
+    s.seen_words = L.add(N.list(l, "seen_words"), "words of the bitmap in use");
     for (size_t c = 0; c < lo.columns.size(); ++c) {
-      s.seen_lo.push_back(L.add(n + "_seen_lo" + to_string(c), "i64 first value of column " + lo.columns[c].name));
+      s.seen_lo.push_back(
+          L.add(N.list(l, "seen_lo" + to_string(c)), "i64 first value of column " + lo.columns[c].name));
       s.seen_stride.push_back(
-          L.add(n + "_seen_stride" + to_string(c), "cells per step of column " + lo.columns[c].name));
+          L.add(N.list(l, "seen_stride" + to_string(c)), "cells per step of column " + lo.columns[c].name));
     }
   }
   L.lists.push_back(s);

@@ -59,11 +59,14 @@ class ListRows {
   // After a row is stored (top/bottom: into its group's reservoir).
   virtual void stored(Code&, const std::string& /*m*/, const std::string& /*n*/) {}
   const ListOutput& spec() const { return P.lists[l_]; }
+  // The list's identifiers in the kernel (names.h): `name("marks")` is Top_marks.
+  std::string name(const std::string& suffix) const { return X.N.list(int(l_), suffix); }
+  const std::string& col(size_t k) const { return X.N.column(int(l_), int(k)); }
 
   KernelContext& X;
   const Plan& P;
   size_t l_;
-  std::string n_;  // the list's number, as the kernel's names carry it
+  std::string n_;  // the list's number
 };
 
 // The run-time condition of the lists' direct loop (every list on its seen table, at most two,

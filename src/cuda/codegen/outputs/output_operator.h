@@ -64,9 +64,9 @@ std::unique_ptr<OutputOperator> make_aggregate_operator(KernelContext& ctx);
 
 // Argument words of dense output d (pointer, strides, vector flag, elements) and of list l
 // (counter, capacity, columns, b, i, j, key, thresholds), in that order (kernel_args.h).
-void dense_output_args(ArgLayout& L, const Plan& plan, int d);
-void list_output_args(ArgLayout& L, const Plan& plan, int l);
-// The dense outputs' pointers and strides in the kernel (out<d>, os<d>_<p>, ov<d>).
+void dense_output_args(ArgLayout& L, const Plan& plan, const Names& names, int d);
+void list_output_args(ArgLayout& L, const Plan& plan, const Names& names, int l);
+// The dense outputs' pointers and strides in the kernel (C, C_stride<p>, C_vec4).
 void dense_output_pointers(const KernelContext& ctx, Code& c);
 
 // Shared memory after the mainloop (smem_plan): the aggregates' tables, then the distinct lists'

@@ -23,23 +23,24 @@ class ProjectOperator final : public OutputOperator {
   void run_begin(Code& c) override {
     for (size_t d = 0; d < P.dense.size(); ++d)
       if (X.runs_along_j(int(d)))
-        c.line(X.out_type(int(d)) + " pv" + to_string(d) + "[" + X.map.col_run + "]; bool pm" + to_string(d) + "[" +
-               X.map.col_run + "];");
+        c.line(X.out_type(int(d)) + " " + X.N.dense(int(d), "run") + "[" + X.map.col_run + "]; bool " +
+               X.N.dense(int(d), "set") + "[" + X.map.col_run + "];");
   }
   void pair_begin(Code& c) override {
     for (size_t d = 0; d < P.dense.size(); ++d)
       if (X.runs_along_j(int(d)))
-        c.line("pv" + to_string(d) + "[v] = " + X.out_type(int(d)) + "(0); pm" + to_string(d) + "[v] = false;");
+        c.line(X.N.dense(int(d), "run") + "[v] = " + X.out_type(int(d)) + "(0); " + X.N.dense(int(d), "set") +
+               "[v] = false;");
   }
   bool leaf(const Stmt& s, Code& out) override {
     if (s.kind != StmtKind::Store || !P.dense[size_t(s.target)].is_project()) return false;
     const int d = s.target;
-    const std::string n = to_string(d), v = X.outer_r.expr_as(s.value, P.dense[size_t(d)].type);
+    const std::string v = X.outer_r.expr_as(s.value, P.dense[size_t(d)].type);
     if (X.runs_along_j(d)) {
-      out.line("pv" + n + "[v] = " + v + ";");
-      out.line("pm" + n + "[v] = true;");
+      out.line(X.N.dense(d, "run") + "[v] = " + v + ";");
+      out.line(X.N.dense(d, "set") + "[v] = true;");
     } else {
-      out.line("out" + n + "[" + X.out_offset(d, "j") + "] = " + v + ";");
+      out.line(X.N.dense(d) + "[" + X.out_offset(d, "j") + "] = " + v + ";");
     }
     return true;
   }
@@ -47,9 +48,9 @@ class ProjectOperator final : public OutputOperator {
     const AccumulatorMap& M = X.map;
     for (size_t d = 0; d < P.dense.size(); ++d)
       if (X.runs_along_j(int(d)))
-        c.line("gm::store_run<" + X.out_type(int(d)) + ", " + M.col_run + ">(out" + to_string(d) + " + " +
-               X.out_offset(int(d), M.tile_col0 + " + " + M.col("c * " + M.col_run)) + ", pv" + to_string(d) + ", pm" +
-               to_string(d) + ", ov" + to_string(d) + ");");
+        c.line("gm::store_run<" + X.out_type(int(d)) + ", " + M.col_run + ">(" + X.N.dense(int(d)) + " + " +
+               X.out_offset(int(d), M.tile_col0 + " + " + M.col("c * " + M.col_run)) + ", " + X.N.dense(int(d), "run") +
+               ", " + X.N.dense(int(d), "set") + ", " + X.N.dense(int(d), "vec4") + ");");
   }
 
  private:
@@ -63,27 +64,26 @@ std::unique_ptr<OutputOperator> make_project_operator(KernelContext& ctx) {
   return std::make_unique<ProjectOperator>(ctx);
 }
 
-void dense_output_args(ArgLayout& L, const Plan& plan, int d) {
-  const std::string o = "out" + to_string(d);
+void dense_output_args(ArgLayout& L, const Plan& plan, const Names& N, int d) {
   ArgLayout::OutputSlots s;
-  s.ptr = L.add(o + "_ptr",
+  s.ptr = L.add(N.dense(d, "ptr"),
                 plan.dense[size_t(d)].name + ": " + std::string(ctype_name(plan.dense[size_t(d)].type)) + " output");
   for (size_t p = 0; p < output_index(plan, d).size(); ++p)
-    s.stride.push_back(L.add(o + "_stride" + to_string(p), "elements per step of index " + to_string(p)));
-  s.vec = L.add(o + "_vec4", "1: runs along j may be stored as vectors");
-  s.elems = L.add(o + "_elems", "elements of the (padded) array");
+    s.stride.push_back(L.add(N.dense(d, "stride" + to_string(p)), "elements per step of index " + to_string(p)));
+  s.vec = L.add(N.dense(d, "vec4"), "1: runs along j may be stored as vectors");
+  s.elems = L.add(N.dense(d, "elems"), "elements of the (padded) array");
   L.dense.push_back(s);
 }
 
 void dense_output_pointers(const KernelContext& X, Code& c) {
   for (size_t d = 0; d < X.P.dense.size(); ++d) {
     const auto& s = X.A.dense[d];
-    const std::string n = to_string(d);
-    c.line(X.out_type(int(d)) + "* out" + n + " = reinterpret_cast<" + X.out_type(int(d)) + "*>(" + X.arg(s.ptr) +
-           ");  // " + X.P.dense[d].name);
+    const std::string& n = X.N.dense(int(d));
+    c.line(X.out_type(int(d)) + "* " + n + " = reinterpret_cast<" + X.out_type(int(d)) + "*>(" + X.arg(s.ptr) + ");");
     for (size_t p = 0; p < s.stride.size(); ++p)
-      c.line("const gm::i64 os" + n + "_" + to_string(p) + " = gm::arg_i64(" + X.arg(s.stride[p]) + ");");
-    if (X.runs_along_j(int(d))) c.line("const bool ov" + n + " = " + X.arg(s.vec) + " != 0;");
+      c.line("const gm::i64 " + X.N.dense(int(d), "stride" + to_string(p)) + " = gm::arg_i64(" + X.arg(s.stride[p]) +
+             ");");
+    if (X.runs_along_j(int(d))) c.line("const bool " + X.N.dense(int(d), "vec4") + " = " + X.arg(s.vec) + " != 0;");
   }
 }
 

@@ -7,9 +7,9 @@
 // statements that lead to the emit (lets, ifs) for the key alone. Where the shared memory the
 // mainloop frees holds the tile's BM x BN ranks (tensor-core tiles), every rank is computed
 // once into it and the selection's passes read it there: the rank code appears once instead of
-// in each unrolled pass (kNN's kernel was 14K instructions, its warps waited on the instruction
-// cache, bench/NOTES.md session 12), and the passes visit only the marked pairs, 8 at a time
-// (gm::StashedRanks: Q7's NVRTC compile 1.06 -> 0.91 s for 1-2 % of its kernel, session 22).
+// in each unrolled pass (whose code size kept the warps waiting on the instruction cache), and
+// the passes visit only the marked pairs, 8 at a time (gm::StashedRanks: a shorter compile for
+// a little kernel time).
 // Elsewhere the rank is computed again in each pass rather than held in registers (rows x cols
 // ranks spill on the largest tiles).
 // With block-resident thresholds (KernelContext::resident_top, gm::ResidentTop) the tile's
@@ -58,12 +58,13 @@ class TopBottomRows final : public ListRows {
     }
     c.close(";");
     c.line("// Every thread, together; false in all of them when no pair of the block can be kept.");
-    c.open("if (" + select_ + "::gate(" + X.map.object + ", within, pr" + n_ + ", la" + n_ +
+    c.open("if (" + select_ + "::gate(" + X.map.object + ", within, " + name("marks") + ", " + name("append") +
            ".limit(), gthr, at, ss))");
     if (direct_ && stash_) store_ranks(c);
-    c.line(select_ + "::select(" + X.map.object + ", rank, pr" + n_ + ", la" + n_ + ".limit(), gthr, at, ss);");
+    c.line(select_ + "::select(" + X.map.object + ", rank, " + name("marks") + ", " + name("append") +
+           ".limit(), gthr, at, ss);");
     rows(c);
-    c.line(select_ + "::refresh(gthr, rsv, la" + n_ + ".limit(), at, ss);");
+    c.line(select_ + "::refresh(gthr, rsv, " + name("append") + ".limit(), at, ss);");
     c.close();
     c.close();
   }
@@ -83,8 +84,8 @@ class TopBottomRows final : public ListRows {
            " == 0) Resident::reset(rs);  // a new band: nothing kept");
     key_lambdas(c);
     c.line("// Every thread, together; false in all of them when no row of the tile is kept.");
-    c.open("if (Resident::select<" + top_ + ">(" + X.map.object + ", key, key_at, pr" + n_ + ", la" + n_ +
-           ".limit(), rs))");
+    c.open("if (Resident::select<" + top_ + ">(" + X.map.object + ", key, key_at, " + name("marks") + ", " +
+           name("append") + ".limit(), rs))");
     rows(c);
     c.close();
     c.close();
@@ -101,9 +102,10 @@ class TopBottomRows final : public ListRows {
            to_string(X.resident_accs_offset()) + ");  // (" + M.rows + " * " + M.cols + ", Shape::THREADS)");
     c.open("const auto key = [&](int m, int n) -> " + kt);
     key_scope(c, false);  // (straight-line code, each key used once: nothing to keep apart)
-    if (direct_ && !key_accs_.count(0)) c.line(X.acc_type(0) + " acc0 = " + M.value(0) + ";");
+    if (direct_ && !key_accs_.count(0)) c.line(X.acc_type(0) + " " + X.acc(0) + " = " + M.value(0) + ";");
     // (With epilogue warpgroups the consumers left them there.)
-    if (!X.epilogue_warpgroups) c.line(KernelContext::resident_acc_at("accs", "(m * " + M.cols + " + n)") + " = acc0;");
+    if (!X.epilogue_warpgroups)
+      c.line(KernelContext::resident_acc_at("accs", "(m * " + M.cols + " + n)") + " = " + X.acc(0) + ";");
     key_value(c);
     c.close(";");
     c.open("const auto key_at = [&](int e) -> " + kt);
@@ -111,7 +113,7 @@ class TopBottomRows final : public ListRows {
     c.line("const int i = " + tc.row_at("min(" + M.tile_row0 + " + " + M.row("em") + ", row_end - 1)") +
            ", j = " + tc.col_at("min(" + M.tile_col0 + " + " + M.col("en") + ", col_end - 1)") + ";");
     c.line("(void)i; (void)j;");
-    c.line("const " + X.acc_type(0) + " acc0 = " + pick() + ";");
+    c.line("const " + X.acc_type(0) + " " + X.acc(0) + " = " + pick() + ";");
     key_value(c);
     c.close(";");
   }
@@ -122,7 +124,7 @@ class TopBottomRows final : public ListRows {
   // Pass 2's accumulator of pair e: with resident thresholds from key()'s copy.
   void pick_accs(Code& c) override {
     if (!resident_) return ListRows::pick_accs(c);
-    c.line(X.acc_type(0) + " acc0 = " + pick() + ";");
+    c.line(X.acc_type(0) + " " + X.acc(0) + " = " + pick() + ";");
   }
 
   // `return` of the key (wrapped in open ... close: gm::rank32 of it), with i, j and the
@@ -134,13 +136,13 @@ class TopBottomRows final : public ListRows {
       c.line("return " + open + X.outer_r.expr(lo.key) + close + ";");
       return;
     }
-    c.line(kt + " ek" + n_ + " = " + kt + "();");
+    c.line(kt + " " + name("key") + " = " + kt + "();");
     X.locals(false, c);
     X.outer_r.stmts(P.outer, c, [&](const Stmt& s, Code& out) {
       if (s.kind == StmtKind::Emit && size_t(s.target) == l_)
-        out.line("ek" + n_ + " = " + X.outer_r.expr(lo.key) + ";");
+        out.line(name("key") + " = " + X.outer_r.expr(lo.key) + ";");
     });
-    c.line("return " + open + "ek" + n_ + close + ";");
+    c.line("return " + open + name("key") + close + ";");
   }
 
   // The pair's rank, named `name`.
@@ -158,7 +160,7 @@ class TopBottomRows final : public ListRows {
     const ListOutput& lo = spec();
     const AccumulatorMap& M = X.map;
     const TileCoordinates& tc = *X.coords;
-    c.line("__shared__ " + select_ + "::Smem ss;");
+    c.line("__shared__ " + select_ + "::Smem ss;  // TileSelect<shape, groups: 0 one, 1 per i, 2 per j>");
     c.line("unsigned* const gthr = reinterpret_cast<unsigned*>(" + X.arg(X.A.lists[l_].threshold) + ");");
     c.line("unsigned* const rsv = reinterpret_cast<unsigned*>(" + X.arg(X.A.lists[l_].reservoir) + ");");
     // Group g of the tile in the global thresholds: (b, i - row begin) per i, (b, j - col begin)
@@ -191,8 +193,8 @@ class TopBottomRows final : public ListRows {
     c.line("(void)i; (void)j;");
     for (size_t a = 0; a < P.accs.size(); ++a)
       if (!direct_ || key_accs_.count(int(a)))
-        c.line(X.acc_type(int(a)) + " acc" + to_string(a) + " = " + M.value(int(a)) + ";" +
-               (opaque ? " gm::opaque(acc" + to_string(a) + ");" : ""));
+        c.line(X.acc_type(int(a)) + " " + X.acc(int(a)) + " = " + M.value(int(a)) + ";" +
+               (opaque ? " gm::opaque(" + X.acc(int(a)) + ");" : ""));
   }
 
   // Every rank computed once into the shared memory the mainloop freed (tensor-core tiles), for
@@ -200,18 +202,18 @@ class TopBottomRows final : public ListRows {
   void store_ranks(Code& c) {
     const AccumulatorMap& M = X.map;
     // (rows x cols, THREADS): a thread's ranks pair-major, so a warp's reads are consecutive words.
-    c.line("unsigned* const rk" + n_ + " = reinterpret_cast<unsigned*>(" + X.out_smem() + " + " +
+    c.line("unsigned* const " + name("ranks") + " = reinterpret_cast<unsigned*>(" + X.out_smem() + " + " +
            to_string(X.tile_ranks_offset()) + ");  // (" + M.rows + " * " + M.cols + ", Shape::THREADS)");
     c.line("gm::tile_sync<Shape::THREADS>();  // earlier users of the space (mainloop, other lists) are done");
     c.line("#pragma unroll");
     c.open("for (int m = 0; m < " + M.rows + "; ++m)");
     c.line("#pragma unroll");
-    c.line("for (int n = 0; n < " + M.cols + "; ++n) rk" + n_ + "[(m * " + M.cols +
+    c.line("for (int n = 0; n < " + M.cols + "; ++n) " + name("ranks") + "[(m * " + M.cols +
            " + n) * Shape::THREADS + int(threadIdx.x)] = rank_of(m, n);");
     c.close();
     // Each thread reads only its own ranks, at any pair (the selection visits the marked ones).
     c.line("// Each thread reads only its own ranks: no barrier between the stores and the reads.");
-    c.line("const gm::StashedRanks<Shape::THREADS, " + M.cols + "> rank{rk" + n_ + "};");
+    c.line("const gm::StashedRanks<Shape::THREADS, " + M.cols + "> rank{" + name("ranks") + "};");
   }
 
   bool few_rows() const override { return true; }
@@ -220,7 +222,8 @@ class TopBottomRows final : public ListRows {
     if (resident_) return;  // (no reservoirs)
     const AccumulatorMap& M = X.map;
     c.line("const int g = " + select_ + "::group(" + M.row(m) + ", " + M.col(n) + ");");
-    c.line(select_ + "::keep(rsv, la" + n_ + ".limit(), at(g), g, i, j, gm::rank32(ek" + n_ + ", " + top_ + "), ss);");
+    c.line(select_ + "::keep(rsv, " + name("append") + ".limit(), at(g), g, i, j, gm::rank32(" + name("key") + ", " +
+           top_ + "), ss);");
   }
 
   std::string select_, top_;

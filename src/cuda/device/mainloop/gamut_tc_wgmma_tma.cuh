@@ -31,21 +31,20 @@
 // ready[s]; the consumers wait for ready[s] instead of full[s]. A: each consumer thread reads
 // its fragments of the slice once and splits them in registers (wgmma with A from registers),
 // so the three products read only B from shared memory: with both operands there, two
-// warpgroups' m64n128k8 products asked ~192 bytes per cycle of a shared memory that gives 128
-// (bench/NOTES.md, session 16). The twin lives and dies with its stage: written after full[s],
+// warpgroups' m64n128k8 products ask ~192 bytes per cycle of a shared memory that gives 128.
+// The twin lives and dies with its stage: written after full[s],
 // read by the products that release empty[s].
 //
 // PANEL > 0 (resident B): where a tile's whole k range of B is at most PANEL slices, the B
 // slices of one column tile (a "band" of tiles sharing it) stay in shared memory and the ring
 // streams A only; a persistent block runs the tiles of a band one after the other, so that one
-// B load serves them all (the K = 256 kernels were bound by the operands' L2 traffic, bench/
-// NOTES.md sessions 13 and 17). Two more mbarriers: bfull (the issuer's arrival + the band's B
+// B load serves them all (short-K kernels are bound by the operands' L2 traffic). Two more mbarriers: bfull (the issuer's arrival + the band's B
 // bytes) and bempty (one arrival per consumer warp once the band's last products are done).
 // PANEL = STAGES keeps the shared memory of the plain ring (STAGES A tiles + PANEL B tiles).
 //
 // EPI > 0 (epilogue warpgroups; the persistent resident-threshold kernel): EPI = THREADS more
 // threads, placed first, run the tile's outputs while the consumers run the next tile's
-// products, so that the tensor cores do not wait for the outputs (bench/NOTES.md, session 21):
+// products, so that the tensor cores do not wait for the outputs:
 //
 //   threads [0, EPI)                     epilogue: wait full, the outputs of the tile whose
 //                                        accumulators are in shared memory, signal empty
@@ -78,8 +77,7 @@ struct TmaOperand {
 // CLUSTER 2: the kernel runs in clusters of two blocks (__cluster_dims__(2, 1, 1)) on row tiles
 // 2p and 2p + 1 of one column tile; each block's producer loads its own A slice and half of the
 // shared B slice, multicast into both blocks' stages, so that L2 serves each B slice once for
-// two tiles (the 128 x 256 kernels at K = 256 were bound by L2 traffic, bench/NOTES.md session
-// 13). A stage is refilled only once the consumers of both blocks released it: each consumer
+// two tiles (short-K kernels are bound by L2 traffic). A stage is refilled only once the consumers of both blocks released it: each consumer
 // warp arrives on the empty barriers of both blocks.
 // A persistent block's count of the bands it loaded (issuer) or waited for (consumers), whose
 // parity is the phase of bfull / bempty (PANEL > 0).
@@ -105,7 +103,7 @@ struct WgmmaTmaMainloop {
   // the consumers in steps of 8 (two consumer warpgroups: 232; one already has 256 at launch).
   // With epilogue warpgroups, the launch's share (640 threads: 96 each): the consumers keep it
   // (64 accumulators and the ring's state), the epilogue takes what the producer gives up. (ptxas
-  // compiles every role to the launch's 96 all the same; bench/NOTES.md, session 21.)
+  // compiles every role to the launch's 96 all the same.)
   static constexpr int PRODUCER_REGS = 40;
   static constexpr int LAUNCH_REGS = 65536 / BLOCK_THREADS / 8 * 8 > 256 ? 256 : 65536 / BLOCK_THREADS / 8 * 8;
   static constexpr int CONSUMER_REGS = EPI > 0 ? LAUNCH_REGS
@@ -341,8 +339,7 @@ struct WgmmaTmaMainloop {
   }
 
   // tf32x3's consumers. The tensor cores add products into the accumulators rounding toward
-  // zero: summed over all of K, tf32x3's error grew with K to 20x SGEMM's at K = 16384 (H200,
-  // bench/NOTES.md, session 8). So each slice's products go into a fresh partial (its first
+  // zero: summed over all of K, tf32x3's error grows with K far past SGEMM's. So each slice's products go into a fresh partial (its first
   // product with scale-d 0), added to acc with f32 adds (to nearest). The two consumer
   // warpgroups meet at no barrier: one adds its partial while the other's products run.
   static_assert(!kSplit || BN == 128, "tf32x3: m64n128k8 products with A from registers");

@@ -21,8 +21,8 @@ struct GlobalSink {
 // mapped directly instead: one shared atomic per commit and no key CAS or probing, element e
 // at slot swizzle(e). The swizzle XORs each 128-byte row's index into the element's bank: a
 // warp's commits of one accumulator register cover 8 rows x 4 columns of the tile, and with a
-// power-of-two row stride (Q3's 16 x 16 counts) the plain layout put them in 8 banks (ncu: 6.9
-// shared wavefronts per atomic, bench/NOTES.md session 18). A value equal to the operator's
+// power-of-two row stride (Q3's 16 x 16 counts) the plain layout puts them in 8 banks. A value
+// equal to the operator's
 // identity changes nothing and is not committed (Q3's failed comparisons).
 // Protocol: init(); gm::tile_sync; commits; gm::tile_sync; flush().
 template <class T, int OP, int SLOTS, int THREADS>

@@ -20,8 +20,8 @@
 // A sweep takes up to CANDS candidates (staged in `stage`, one row each), offered in rounds
 // 0, 1, ... of their own before the next sweep: with one, every new row cost a sweep, and the
 // lanes of a warp sweep together (each map row's loop runs as long as its longest lane), so a
-// warp rendered ~156 rows per tile for ~32 marked pairs a lane (areas, 256 values; bench/NOTES.md
-// session 12); with several, the first sweep's candidates put most of a tile's values into
+// warp rendered several times as many rows as it had marked pairs; with several, the first
+// sweep's candidates put most of a tile's values into
 // the table and the next sweep drops the rest in one walk.
 //
 // In round x, every thread with an x-th candidate has staged its row in `stage`; after a barrier each

@@ -29,8 +29,7 @@
 //    from the accumulators, so the largest tiles (128 accumulators per thread) do not spill.
 //    gm::opaque keeps the compiler from hoisting the recomputation out of the rounds. Ranks
 //    read from shared memory (StashedRanks) let a global list's passes visit only the marked
-//    pairs, 8 at a time, in loops that are not unrolled: Q7's NVRTC compile 1.06 -> 0.91 s
-//    (session 22).
+//    pairs, 8 at a time, in loops that are not unrolled (a shorter compile).
 #pragma once
 #include "gamut_accumulator_map.cuh"
 #include "gamut_constants.cuh"
@@ -290,8 +289,7 @@ struct TileSelect {
 
   // count over the marked pairs only (indexed ranks, one group: a global list). Per-i / per-j
   // groups keep the unrolled passes: their rounds read every pair's group threshold, which the
-  // unrolled code loads once per row, and kNN's tile selection (tf32, K = 1024) ran 2.7 -> 3.7 ms
-  // on marked-pair loops (session 22).
+  // unrolled code loads once per row (marked-pair loops made kNN's tile selection slower).
   template <bool SPAN, class Rank>
   GM_DEV static void count_marked(const Rank& rank, const unsigned (&pres)[W], unsigned low, Smem& s) {
     static_assert(PER == kGroupAll, "one group");

@@ -9,8 +9,8 @@
 // threshold go into the group's candidate buffer (C slots); a warp per group with candidates
 // merges them into the sorted 32 and sets the new threshold; pairs that found the buffer full
 // try again against it. Finally the marks of pairs above the merged threshold are cleared: the
-// tile appends only rows at or below it. Profiles (bench/NOTES.md session 20): one loop that
-// tested and offered each pair kept the epilogue latency-bound (0.88 IPC); loops over the
+// tile appends only rows at or below it. Why this shape: one loop that tested and offered each
+// pair kept the epilogue latency-bound; loops over the
 // passed pairs that picked each one's accumulator at a run-time index spent most instructions
 // on the picks, and walks over the static pairs missed the instruction cache. So every key is
 // computed once in straight-line code, the accumulators are kept in shared memory for the

@@ -43,7 +43,7 @@ struct SeenCells {
   GM_DEV void ready() const { tile_sync<Shape::THREADS>(); }  // the bitmap is clear, the parts written
 
   // The pair at tile row r, column c. A reduction (the old value unused): a check before it
-  // (skipping set bits) was slower, its load's latency on every pair (bench/NOTES.md session 15).
+  // (skipping set bits) is slower: its load's latency on every pair.
   // Only where `p`: the loads are unconditional so that the atomic alone is predicated (a
   // branch around all of it cost a divergent region per pair).
   GM_DEV void mark(bool p, int r, int c) {

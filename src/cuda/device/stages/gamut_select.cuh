@@ -92,9 +92,8 @@ GM_DEV bool sel_find_digit(const unsigned (&v)[kSelChunks], unsigned bins, u64 l
 // A warp per group: the digit of T_g is the first whose running count (from below[g]) reaches
 // N; the first round also finds the groups with at most N candidates, which keep them all.
 // Lane l reads bins 32 c + l of every chunk c of 32 bins, all loads issued before any is used,
-// and zeroes them for the next round. (Each lane once read 8 consecutive bins: uncoalesced,
-// 87 % excess L2 sectors, 60-74 us per round for 16384 groups on the H200; chunks read one
-// after another were coalesced but latency-bound, 72 us. bench/NOTES.md session 12.)
+// and zeroes them for the next round. (Lanes reading 8 consecutive bins each are uncoalesced;
+// chunks read one after another are coalesced but latency-bound.)
 GM_DEV void sel_digit(const SelectArgs& a) {
   unsigned* thr = reinterpret_cast<unsigned*>(a.thr);
   unsigned* below = reinterpret_cast<unsigned*>(a.below);

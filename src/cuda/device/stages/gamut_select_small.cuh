@@ -1,7 +1,7 @@
 // The whole selection of a small global top / bottom list in one block (src/cuda/lists/select.cpp
-// drives it where the candidates are few: session 17, bench/NOTES.md). The multi-launch path of
-// gamut_select.cuh, then the rank sort and the row ordering, cost ~15 launches and two waits
-// after the main kernel, most of a Q7 call's 0.2 ms beyond its kernel; here one block of
+// drives it where the candidates are few). The multi-launch path of gamut_select.cuh, then the
+// rank sort and the row ordering, cost ~15 launches and two waits after the main kernel, most
+// of a small list's time beyond its kernel; here one block of
 // kSelSmallThreads does it all and leaves idx[0, m) = the kept candidates in the list's final
 // order, m = min(n, N):
 //   0. every candidate's rank (gm::rank32, smaller = better) into shared memory, in one pass of
@@ -47,8 +47,7 @@ GM_DEV unsigned sel_small_collect(const SelectArgs& a, const unsigned* rank, uns
 }
 
 // Entries that sel_small orders by counting (count^2 comparisons, no barrier); more: a bitonic
-// sort. At ~1000 entries, the threshold's usual count for Q7, counting took 84 us under ncu
-// (session 17).
+// sort: counting grows as count^2, too slow at the ~1000 entries a threshold usually keeps.
 constexpr unsigned kSelSmallCountSort = 256;
 
 // The N-th smallest of `count` ranks rank_of(0 .. count-1): a radix select in 4 rounds of 8-bit

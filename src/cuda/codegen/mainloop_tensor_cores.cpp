@@ -1,5 +1,5 @@
 // The tensor-core mainloop as a part of a generated kernel (mainloop.h): gm::tc::Mainloop
-// (device/mainloop/gamut_tc_mainloop.cuh, declared by mainloop_tensor.cpp) runs the plan's sum of
+// (device/mainloop/gamut_tc_mainloop.cuh, declared by tensor_shapes.cpp) runs the plan's sum of
 // products on the matrix units; the output operators get its fragment layout as the accumulator
 // map (TcMap below) and the value init + factor * sum (MathChoice::factor) at every pair.
 #include "cuda/codegen/mainloop.h"
@@ -223,8 +223,7 @@ class TensorMainloop final : public Mainloop {
   // compute ranks again from the accumulators, spilled at 128 registers per thread next to the
   // accumulators (ptxas, sm_90a, every math): those kernels get the whole register file. With
   // the ranks in shared memory (tile_ranks_offset) the selection fits, and a second block per
-  // SM runs its products while one selects (bench/NOTES.md, session 12); except tf32x3, whose
-  // split operands spilled 4 bytes there.
+  // SM runs its products while one selects; except tf32x3, whose split operands spill there.
   int min_blocks() const override {
     if (X.has_pass()) return 1;
     const bool ranks_fit = X.tile_ranks_offset() >= 0 && spec_.math != InnerMath::Tf32x3;

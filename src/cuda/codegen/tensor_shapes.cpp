@@ -1,13 +1,12 @@
 // The tensor-core mainloop's host side: its shapes and shared memory mirrored from
 // gamut_tc_mainloop.cuh (kept in step by a static_assert in every generated kernel), and the
 // lines that declare and run it.
-#include "cuda/codegen/mainloop_tensor.h"
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
 #include "core/error.h"
+#include "cuda/codegen/mainloop_tensor.h"
 
 namespace gamut::cuda {
 
@@ -15,11 +14,10 @@ using std::to_string;
 
 namespace {
 
-// Experiment (issue 12, bench/NOTES.md session 10): GAMUT_EXPERIMENT_WGMMA_TILE=BMxBNxSTAGESxBLOCKS
-// replaces the wgmma tile of every f16 / bf16 / tf32 kernel (bm, bn, stages, and the blocks per
-// SM asked of __launch_bounds__), to measure whether two resident blocks per SM hide one tile's
-// outputs behind another's products. Shapes the generated source, hence the cache key. tf32x3
-// keeps its own tile (its stages' twins).
+// GAMUT_EXPERIMENT_WGMMA_TILE=BMxBNxSTAGESxBLOCKS replaces the wgmma tile of every f16 / bf16 /
+// tf32 kernel (bm, bn, stages, and the blocks per SM asked of __launch_bounds__), for measuring
+// whether two resident blocks per SM hide one tile's outputs behind another's products. Shapes
+// the generated source, hence the cache key. tf32x3 keeps its own tile (its stages' twins).
 struct WgmmaExperiment {
   int bm = 0, bn = 0, stages = 0, blocks = 0;
 };
@@ -201,8 +199,8 @@ bool wgmma_needs_tma(InnerMath m) { return m == InnerMath::Tf32 || m == InnerMat
 TileConfig tc_kernel_tile(InnerMath m, bool wgmma, int64_t rows, int64_t cols, int64_t batch, int sm_count,
                           bool square) {
   if (wgmma && wgmma_math(m)) {
-    // 128 x 256 (the fastest of tc_wgmma_tiles at 4096..16384 on the H200, bench/NOTES.md)
-    // where its grid fills the SMs, else 128 x 128. The map's grid per thread: 2 x BN/4.
+    // 128 x 256 (the fastest of tc_wgmma_tiles on large problems) where its grid fills the SMs,
+    // else 128 x 128. The map's grid per thread: 2 x BN/4.
     const std::vector<TcTile> t = tc_wgmma_tiles(m, wgmma_needs_tma(m));
     if (const WgmmaExperiment* e = wgmma_experiment(m)) return TileConfig{e->bm, e->bn, t[0].bk, 2, e->bn / 4};
     const TcTile& big = t[0];
@@ -247,16 +245,16 @@ TcMainloopSpec tc_plan_spec(const Plan& plan, const TileConfig& t, InnerMath m, 
   TcTile tile = tc_tile_of(t, m, tma);
   // GAMUT_EXPERIMENT_CLUSTER=2: clusters of two blocks sharing the column operand's slices
   // (multicast) where TMA feeds plain tiles, not with `when` pass bits (a block may leave before
-  // the mainloop, its partner waiting on it). Measured 15-43 % slower than one block on an H200
-  // (bench/NOTES.md, session 13), so not the default; it shapes the source, hence the cache key.
+  // the mainloop, its partner waiting on it). Slower than one block where measured, so not the
+  // default; it shapes the source, hence the cache key.
   if (tile.tma && !plan.when.present()) {
     const char* e = std::getenv("GAMUT_EXPERIMENT_CLUSTER");
     tile.cluster = e && std::string(e) == "2" ? 2 : 1;
   }
   // Resident B (choose_kernel decides where the k range fits): as many B slices as stages.
   if (resident_b && tile.tma && tile.cluster == 1 && m != InnerMath::Tf32x3) tile.panel = tile.stages;
-  // Epilogue warpgroups run a tile's outputs while the consumers run the next tile's products
-  // (bench/NOTES.md, session 21).
+  // Epilogue warpgroups run a tile's outputs while the consumers run the next tile's products,
+  // so that the tensor cores do not wait for the outputs.
   if (epilogue_warpgroups && tile.tma && tile.wgmma && tile.cluster == 1 && tile.panel == 0 && m != InnerMath::Tf32x3)
     tile.epilogue = 128 * (tile.bm / 64);
   // tf32 wgmma reads k-major copies of operands that are not (the engine makes them).
@@ -269,8 +267,9 @@ std::string tc_mainloop_decls(const TcMainloopSpec& s, const std::string& in) {
   if (!tc_spec_valid(s, &why))
     throw Error(ExitCode::Query, "internal error: tensor-core tile " + s.tile.str() + ": " + why);
   const TcTile& t = s.tile;
-  const std::string orient =
-      std::string(s.a_kcontig ? "X[i,k]" : "X[k,i]") + " x " + (s.b_kcontig ? "Y[j,k]" : "Y[k,j]");
+  // (Neutral words: the query's operands may be named X and Y.)
+  const std::string orient = std::string("row operand as ") + (s.a_kcontig ? "[i,k]" : "[k,i]") +
+                             " x column operand as " + (s.b_kcontig ? "[j,k]" : "[k,j]");
   std::string r;
   r += in + "// Tensor-core mainloop (" +
        (t.tma     ? "wgmma fed by TMA"
@@ -285,10 +284,12 @@ std::string tc_mainloop_decls(const TcMainloopSpec& s, const std::string& in) {
        ", tile " + t.str() + ".\n";
   if (t.wgmma) {
     r += in + "typedef gm::tc::WgShape<" + to_string(t.bm) + ", " + to_string(t.bn) + ", " + to_string(t.stages) +
-         (element_bytes(s.math) == 4 ? ", 4" : "") + "> TcShapeT;\n";
+         (element_bytes(s.math) == 4 ? ", 4" : "") + "> TcShapeT;  // BM, BN, STAGES" +
+         (element_bytes(s.math) == 4 ? ", element bytes" : "") + "\n";
   } else {
     r += in + "typedef gm::tc::TcShape<" + to_string(t.bm) + ", " + to_string(t.bn) + ", " + to_string(t.bk) + ", " +
-         to_string(t.warps_m) + ", " + to_string(t.warps_n) + ", " + to_string(t.stages) + "> TcShapeT;\n";
+         to_string(t.warps_m) + ", " + to_string(t.warps_n) + ", " + to_string(t.stages) +
+         "> TcShapeT;  // BM, BN, BK, WARPS_M, WARPS_N, STAGES\n";
   }
   r += in + "typedef gm::tc::" +
        (t.tma     ? "WgmmaTmaMainloop<"
@@ -297,7 +298,10 @@ std::string tc_mainloop_decls(const TcMainloopSpec& s, const std::string& in) {
        math_cpp(s) + ", TcShapeT, " + (s.a_kcontig ? "true" : "false") + ", " + (s.b_kcontig ? "true" : "false") +
        (t.cluster > 1 || t.panel > 0 || t.epilogue > 0 ? ", " + to_string(t.cluster) : "") +
        (t.panel > 0 || t.epilogue > 0 ? ", " + to_string(t.panel) : "") +
-       (t.epilogue > 0 ? ", " + to_string(t.epilogue) : "") + "> Mainloop;\n";
+       (t.epilogue > 0 ? ", " + to_string(t.epilogue) : "") +
+       "> Mainloop;  // math, shape, row / column operand k-major" +
+       (t.cluster > 1 || t.panel > 0 || t.epilogue > 0 ? ", CLUSTER" : "") +
+       (t.panel > 0 || t.epilogue > 0 ? ", PANEL" : "") + (t.epilogue > 0 ? ", EPILOGUE warpgroups" : "") + "\n";
   r += in + "static_assert(Mainloop::SMEM_BYTES == " + to_string(tc_smem_bytes(s)) +
        ", \"shared memory as the host computed it\");\n";
   return r;
