@@ -17,9 +17,10 @@ import gamut
 
 mode = sys.argv[1]
 q = gamut.compile("where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } C[i, j] = a; }")
-# 1024 x 1024 x 20000 multiply-adds: several seconds on the CPU engine (it must not finish first).
-A = np.ones((1024, 20000), np.float32)
-B = np.ones((20000, 1024), np.float32)
+# 4096 x 4096 x 20000 multiply-adds: tens of seconds on the CPU engine of a 2-core machine, so that
+# the call cannot finish before the signal at 1 s even on a fast one (1024 x 1024 did on CI once).
+A = np.ones((4096, 20000), np.float32)
+B = np.ones((20000, 4096), np.float32)
 fired = []
 
 def fire(how):
