@@ -86,8 +86,11 @@ TEST(CodegenNames, CollidingNamesAreMangled) {
   tp::PlanBuilder b("collide");
   const int A = b.input("smem", DType::F32), B = b.input("gm", DType::F32);
   const int acc = b.accumulator("acc", CType::F32, 0, Monoid::Sum);
-  b.p.inner.push_back(tp::PlanBuilder::update(
-      acc, UpdateOp::Add, b.bin(BinOp::Mul, b.load(A, Pattern::RowRed), b.load(B, Pattern::RedCol))));
+  // (The loads in order: access 0 reads smem, access 1 gm; as arguments of one call their order
+  // would be the compiler's.)
+  const int load_a = b.load(A, Pattern::RowRed);
+  const int load_b = b.load(B, Pattern::RedCol);
+  b.p.inner.push_back(tp::PlanBuilder::update(acc, UpdateOp::Add, b.bin(BinOp::Mul, load_a, load_b)));
   const int l = b.new_local("i", CType::F32, false);
   b.p.outer.push_back(tp::PlanBuilder::let(l, b.bin(BinOp::Add, b.acc(acc), b.acc(acc))));
   const int C = b.output("a", StoreOp::Assign, CType::F32, {b.ax(AxisRole::Row), b.ax(AxisRole::Col)});
