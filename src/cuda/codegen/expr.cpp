@@ -162,6 +162,15 @@ std::string Renderer::binary(const Expr& e) const {
     t = CType::I32;
   }
   const bool fl = is_float(t);
+  // 0 - x and x * -1 on integers render as gm::neg: as sub / mul, NVVM turns them into the
+  // negations that ptxas loses inside min(min(x, -x), c) (gamut_math.cuh, neg).
+  auto int_literal = [&](ExprId id, int64_t v) {
+    const Expr& c = P.expr(id);
+    return !fl && c.kind == ExprKind::Const && !is_float(c.type) && c.value.i == v;
+  };
+  if (op == BinOp::Sub && int_literal(e.a, 0)) return convert("gm::neg(" + b + ")", t, e.type);
+  if (op == BinOp::Mul && int_literal(e.b, -1)) return convert("gm::neg(" + a + ")", t, e.type);
+  if (op == BinOp::Mul && int_literal(e.a, -1)) return convert("gm::neg(" + b + ")", t, e.type);
   std::string r;
   switch (op) {
     case BinOp::Add: r = fl ? "(" + a + " + " + b + ")" : "gm::add(" + a + ", " + b + ")"; break;
