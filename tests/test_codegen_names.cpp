@@ -14,9 +14,14 @@
 #include "codegen_plans.h"
 #include "cuda/codegen/codegen.h"
 #include "cuda/codegen/names.h"
+#include "cuda/codegen/kernel_spec.h"
+#include "driver/pipeline.h"
+#include "partition/partition.h"
+#include "rewrite/list_provenance.h"
 #include "cuda/codegen/tile_choice.h"
 #include "list_plans.h"
 #include "nvrtc_check.h"
+#include "partition_cases.h"
 
 using namespace gamut;
 using namespace gamut::cuda;
@@ -107,6 +112,28 @@ TEST(CodegenNames, CollidingNamesAreMangled) {
 #if GAMUT_HAVE_CUDA
   testnvrtc::compile(src, "sm_90a");
 #endif
+}
+
+// The plans the partitioned runs execute (rewrite/list_provenance.h): their top / bottom lists
+// carry hidden columns named "__key", "__b", "__i", "__j", which the policy must turn into legal
+// identifiers (claiming them once looped forever, appending "_q"). Each part's kernel compiles.
+TEST(CodegenNames, HiddenProvenanceColumnsOfPartPlans) {
+  int ranked = 0;
+  for (const partition_cases::Case& c : partition_cases::kCases) {
+    SCOPED_TRACE(c.name);
+    auto prep = prepare(Source{"q.mmlt", c.text}, partition_cases::bindings(c), false);
+    const Plan part_plan = with_list_provenance(*prep->instance.plan);
+    const Instance part = part_instance(prep->instance, choose_partition(prep->instance, 2), 0, &part_plan);
+    const KernelChoice k = choose_kernel(part, testnvrtc::kH100Sms, testnvrtc::kH100Smem);
+    std::string src;
+    ASSERT_NO_THROW(src = generate_source(part_plan, k.tile, k.options));
+    expect_names_from_policy(part_plan, src);
+    for (const ListOutput& l : part_plan.lists) ranked += l.mode == ListMode::Top || l.mode == ListMode::Bottom;
+#if GAMUT_HAVE_CUDA
+    testnvrtc::compile(src, "sm_90a");
+#endif
+  }
+  EXPECT_GT(ranked, 0);  // the cases include ranked lists
 }
 
 // The kernel declares only the argument fields it reads (kernel_args.h read_layout): the words

@@ -222,7 +222,15 @@ bool Names::reserved(const std::string& name) {
 
 bool Names::reserved_numbered(const std::string& name) { return numbered(name); }
 
-std::string Names::claim(const std::string& want, const std::vector<std::string>& suffixes) {
+std::string Names::claim(const std::string& wanted, const std::vector<std::string>& suffixes) {
+  // A name the implementation reserves by its form (a double underscore, _ and a capital: the
+  // hidden list columns "__key", "__i" of rewrite/list_provenance.h) stays reserved whatever is
+  // appended: make it legal first (runs of underscores as one, a leading _X as q_X).
+  std::string want;
+  for (char ch : wanted)
+    if (ch != '_' || want.empty() || want.back() != '_') want += ch;
+  if (want.empty() || (want.size() > 1 && want[0] == '_' && std::isupper(static_cast<unsigned char>(want[1]))))
+    want = "q" + want;
   auto free = [&](const std::string& b) {
     if (reserved(b) || taken_.count(b)) return false;
     for (const std::string& s : suffixes)
