@@ -57,18 +57,18 @@ def _host(x):
     """A block result on the host (NumPy): CuPy and torch arrays are copied there."""
     if isinstance(x, np.ndarray):
         return x
-    if hasattr(x, "get") and hasattr(x, "__cuda_array_interface__"):   # CuPy
+    if _is_cupy(x):
         return x.get()
     if hasattr(x, "cpu") and hasattr(x, "numpy"):                       # torch
         return x.cpu().numpy()
     return np.asarray(x)
 
 
-def _run_block(spec, inputs, options, row0, col0):
-    """One block: the query on its blocks of the inputs, lists in whole coordinates. Dense
-    outputs stay as the engine returned them (on the GPU for CuPy blocks)."""
+def _run_block(spec, names, options, row0, col0, *values):
+    """One block: the query on its blocks of the inputs (`names` bound to `values`), lists in
+    whole coordinates. Dense outputs stay as the engine returned them (on the GPU for CuPy)."""
     text, name, dtypes = spec
-    out, _ = _query(text, name).run(inputs, provenance=True, **options)
+    out, _ = _query(text, name).run(dict(zip(names, values)), provenance=True, **options)
     lists = {k: {c: _host(v) for c, v in cols.items()} for k, cols in out.items() if isinstance(cols, dict)}
     whole = _blocks(text, name, dtypes).to_whole(lists, row0, col0)
     dense = {k: v for k, v in out.items() if not isinstance(v, dict)}
@@ -76,20 +76,28 @@ def _run_block(spec, inputs, options, row0, col0):
 
 
 def _merge(spec, axis, keys, limits, *parts):
-    """Neighbouring blocks along `axis` ('i' or 'j') as one, for the outputs in `keys`."""
+    """Neighbouring blocks along `axis` ('i' or 'j') as one, for the outputs in `keys`. The merge
+    runs on the host; dense outputs that came from the GPU (CuPy) go back there."""
     text, name, dtypes = spec
-    picked = []
+    picked, on_gpu = [], False
     for p in parts:
         picked.append({k: (v if isinstance(v, dict) else _host(v)) for k, v in p.items() if k in keys})
-    return _blocks(text, name, dtypes).merge(axis, picked, list(limits))
+        on_gpu = on_gpu or any(_is_cupy(v) for v in p.values())
+    out = _blocks(text, name, dtypes).merge(axis, picked, list(limits))
+    return {k: (_as_framework(v, True) if on_gpu and not isinstance(v, dict) else v) for k, v in out.items()}
+
+
+def _is_cupy(x):
+    return type(x).__module__.split(".")[0] == "cupy"
 
 
 def _take(part, key):
     return part[key]
 
 
-def _own_columns(columns, names):
-    return {c: columns[c] for c in names}
+def _finish(merged, own):
+    """The merged outputs as q(...) gives them: lists without their provenance columns."""
+    return {k: ({c: v[c] for c in own[k]} if k in own else v) for k, v in merged.items()}
 
 
 def _as_framework(x, like_cupy):
@@ -169,8 +177,9 @@ class _Grid:
         self.arrays = {k: self._chunked(k, a, ops[k]) for k, a in arrays.items()}
         self.m = self._extent(ops, 0)
         self.n = self._extent(ops, 1)
-        self.row0 = np.concatenate([[0], np.cumsum(self.row_chunks)]).astype(int).tolist()
-        self.col0 = np.concatenate([[0], np.cumsum(self.col_chunks)]).astype(int).tolist()
+        # The first row (column) of each block of the grid.
+        self.row0 = [0] + np.cumsum(self.row_chunks or [0]).astype(int).tolist()
+        self.col0 = [0] + np.cumsum(self.col_chunks or [0]).astype(int).tolist()
 
     def _chunks(self, arrays, ops, which, splits):
         """The chunks of the first dask operand that the axis indexes, where the axis splits."""
@@ -260,13 +269,14 @@ def _graph(q, inputs, keywords, client):
     for r in range(R):
         line = []
         for c in range(C):
-            block_inputs = dict(g.scalars)
+            names, values = list(g.scalars), list(g.scalars.values())
             for k, blocks in delayed_of.items():
                 row_dim, col_dim = ops[k]
                 idx = tuple(r if d == row_dim and g.row_chunks is not None else
                             c if d == col_dim and g.col_chunks is not None else 0 for d in range(blocks.ndim))
-                block_inputs[k] = blocks[idx]
-            line.append(dask.delayed(_run_block, pure=True)(spec, block_inputs, options, g.row0[r], g.col0[c]))
+                names.append(k)
+                values.append(blocks[idx])
+            line.append(dask.delayed(_run_block, pure=True)(spec, names, options, g.row0[r], g.col0[c], *values))
         grid.append(line)
 
     # Dense outputs whose every dimension is an axis and that a split axis indexes: placed as a
@@ -302,14 +312,12 @@ def _graph(q, inputs, keywords, client):
 
     if merged_keys:
         lines = [_tree(spec, "j", merged_keys, g.limits, line) for line in grid]
-        whole = _tree(spec, "i", merged_keys, g.limits, lines)
+        whole = dask.delayed(_finish, pure=True)(_tree(spec, "i", merged_keys, g.limits, lines), lay["lists"])
         for name in merged_keys:
-            if name in lay["lists"]:
-                out[name] = dask.delayed(_own_columns)(dask.delayed(_take)(whole, name), lay["lists"][name])
-            else:
-                out[name] = dask.delayed(_take)(whole, name)
-    order = [k for k in q.outputs]
-    return {k: out[k] for k in order}, g
+            out[name] = dask.delayed(_take, pure=True)(whole, name)
+    else:
+        whole = None
+    return {k: out[k] for k in q.outputs}, whole, g
 
 
 _NUMPY = {"bool": "bool", "u8": "uint8", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
@@ -350,7 +358,7 @@ def submit(q, inputs=None, /, *, client=None, **keywords):
 
     Bindings and options as q(...) takes them (keywords), or a mapping and keyword options as
     q.run takes them. Options: backend, f32_math, threads, dims."""
-    out, _ = _graph(q, inputs, keywords, client)
+    out, _, _ = _graph(q, inputs, keywords, client)
     if client is not None:
         keys = list(out)
         return dict(zip(keys, client.persist([out[k] for k in keys])))
@@ -361,18 +369,23 @@ def run(q, inputs=None, /, *, client=None, **keywords):
     """What q(...) returns for the same data, computed over the blocks of the dask-array inputs
     on `client` (else Dask's current scheduler): a dict of outputs, lists as dicts of columns.
     Arrays come back as NumPy arrays (CuPy where the inputs' chunks are CuPy)."""
-    out, g = _graph(q, inputs, keywords, client)
-    keys = list(out)
+    out, whole, g = _graph(q, inputs, keywords, client)
+    # The placed dense outputs, and every merged output at once (one task, not one per output).
+    todo = {k: v for k, v in out.items() if isinstance(v, da.Array)}
+    if whole is not None:
+        todo[""] = whole
+    keys = list(todo)
     if client is not None:
-        values = client.gather(client.compute([out[k] for k in keys]))
+        values = client.gather(client.compute([todo[k] for k in keys]))
     else:
-        values = dask.compute(*[out[k] for k in keys])
+        values = dask.compute(*[todo[k] for k in keys])
+    got = dict(zip(keys, values))
+    merged = got.pop("", {})
+    cupy = g.cupy   # (q(...) returns CuPy arrays for CuPy inputs)
     result = {}
-    for k, v in zip(keys, values):
-        if isinstance(v, dict):
-            result[k] = {c: _as_framework(x, g.cupy) for c, x in v.items()}
-        else:
-            result[k] = _as_framework(v, g.cupy)
+    for k in out:
+        v = got[k] if k in got else merged[k]
+        result[k] = {c: _as_framework(x, cupy) for c, x in v.items()} if isinstance(v, dict) else _as_framework(v, cupy)
     return result
 
 
