@@ -2,9 +2,12 @@
 // grid of separate queries on blocks of the inputs (row blocks of A and g, column blocks of B
 // and h), moved to whole coordinates and merged (along j within each row of blocks, then along
 // i) gives exactly the whole run's result (integer-valued data: sums are exact in any order).
+// Options::list_provenance, which the blocks run with, returns the hidden columns.
 #include <gtest/gtest.h>
 
 #include <cstring>
+
+#include <gamut/gamut.h>
 
 #include "cpu/engine.h"
 #include "driver/pipeline.h"
@@ -155,4 +158,29 @@ TEST(Blocks, AxesThatCannotSplitSayWhy) {
   EXPECT_EQ(plain.list_row_columns[0], std::vector<int>{0});
   EXPECT_EQ(plain.operand_row_dim, (std::vector<int>{0, -1}));
   EXPECT_EQ(plain.operand_col_dim, (std::vector<int>{-1, 1}));
+}
+
+TEST(Blocks, TheLibraryReturnsProvenanceColumnsWhenAsked) {
+  const gamut::Query q = gamut::Query::compile(
+      "where (i, j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } emit L(j, s) top 5 by s; if (s > 0) emit P(i); }");
+  const Bindings b = bindings(kCases[0]);
+  gamut::Inputs in;
+  for (const char* n : {"A", "B"}) {
+    const NDArray& a = b.arrays.at(n);
+    in.array(n, gamut::ArrayRef::host(a.data.data(), a.dtype, a.shape));
+  }
+  gamut::Options o;
+  o.backend = "cpu";
+  const gamut::Result plain = q.run(in, o);
+  o.list_provenance = true;
+  const gamut::Result with = q.run(in, o);
+  ASSERT_EQ(plain["L"].columns.size(), 2u);
+  ASSERT_EQ(with["L"].columns.size(), 6u);
+  EXPECT_EQ(with["L"].columns[2].first, "__key");
+  EXPECT_EQ(with["L"].columns[4].first, "__i");
+  EXPECT_EQ(with["P"].columns.size(), 1u);  // plain lists have no provenance
+  // The hidden key is the key (s), the hidden j is column j, and the rows are the same.
+  EXPECT_EQ(std::memcmp(with["L"].columns[2].second.data, with["L"].columns[1].second.data, 5 * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(with["L"].columns[5].second.data, with["L"].columns[0].second.data, 5 * sizeof(int32_t)), 0);
+  EXPECT_EQ(std::memcmp(with["L"].columns[1].second.data, plain["L"].columns[1].second.data, 5 * sizeof(float)), 0);
 }

@@ -75,16 +75,18 @@ def _run_block(spec, names, options, row0, col0, *values):
     return {**dense, **whole}
 
 
-def _merge(spec, axis, keys, limits, *parts):
+def _merge(spec, axis, keys, limits, own, *parts):
     """Neighbouring blocks along `axis` ('i' or 'j') as one, for the outputs in `keys`. The merge
-    runs on the host; dense outputs that came from the GPU (CuPy) go back there."""
+    runs on the host; dense outputs that came from the GPU (CuPy) go back there. With `own`
+    (the last merge), lists keep only their own columns."""
     text, name, dtypes = spec
     picked, on_gpu = [], False
     for p in parts:
         picked.append({k: (v if isinstance(v, dict) else _host(v)) for k, v in p.items() if k in keys})
         on_gpu = on_gpu or any(_is_cupy(v) for v in p.values())
     out = _blocks(text, name, dtypes).merge(axis, picked, list(limits))
-    return {k: (_as_framework(v, True) if on_gpu and not isinstance(v, dict) else v) for k, v in out.items()}
+    out = {k: (_as_framework(v, True) if on_gpu and not isinstance(v, dict) else v) for k, v in out.items()}
+    return _finish(out, own) if own is not None else out
 
 
 def _is_cupy(x):
@@ -245,12 +247,16 @@ def _gamut_data_error(name, what):
     return DataError(f"data error: {name}: {what}")
 
 
-def _tree(spec, axis, keys, limits, items):
-    """Neighbours merged _FAN_IN at a time, in order, until one is left."""
+def _tree(spec, axis, keys, limits, items, own=None):
+    """Neighbours merged _FAN_IN at a time, in order, until one is left; the last merge (or a
+    task of its own, for a single item) applies `own` (see _merge)."""
     while len(items) > 1:
-        items = [dask.delayed(_merge, pure=True)(spec, axis, keys, limits, *items[at:at + _FAN_IN])
+        last = len(items) <= _FAN_IN
+        items = [dask.delayed(_merge, pure=True)(spec, axis, keys, limits, own if last else None, *items[at:at + _FAN_IN])
                  for at in range(0, len(items), _FAN_IN)]
-    return items[0]
+        if last:
+            return items[0]
+    return items[0] if own is None else dask.delayed(_finish, pure=True)(items[0], own)
 
 
 def _identity(x):
@@ -312,7 +318,7 @@ def _graph(q, inputs, keywords, client):
 
     if merged_keys:
         lines = [_tree(spec, "j", merged_keys, g.limits, line) for line in grid]
-        whole = dask.delayed(_finish, pure=True)(_tree(spec, "i", merged_keys, g.limits, lines), lay["lists"])
+        whole = _tree(spec, "i", merged_keys, g.limits, lines, own=lay["lists"])
         for name in merged_keys:
             out[name] = dask.delayed(_take, pure=True)(whole, name)
     else:
