@@ -233,13 +233,15 @@ class _Grid:
 
     def describe(self):
         lay = self.layout
-        def axis(letter, chunks, splits, why):
+
+        def axis(letter, what, chunks, splits, why):
             if chunks is not None:
-                return f"{len(chunks)} blocks along {letter} ({', '.join(map(str, chunks[:4]))}{', ...' if len(chunks) > 4 else ''} rows)"
+                shown = ", ".join(map(str, chunks[:4])) + (", ..." if len(chunks) > 4 else "")
+                return f"{len(chunks)} blocks along {letter} ({shown} {what})"
             return f"one block along {letter} ({why if not splits else 'no operand chunked along it'})"
         return (f"gamut.dask: {self.rows() * self.cols()} tasks; "
-                f"{axis('i', self.row_chunks, lay['row_splits'], lay['row_why'])}; "
-                f"{axis('j', self.col_chunks, lay['col_splits'], lay['col_why'])}")
+                f"{axis('i', 'rows', self.row_chunks, lay['row_splits'], lay['row_why'])}; "
+                f"{axis('j', 'columns', self.col_chunks, lay['col_splits'], lay['col_why'])}")
 
 
 def _gamut_data_error(name, what):
