@@ -8,9 +8,10 @@ kNN at M = N = 65536, K = 1024 (f32; --f32-math ieee,tf32), each run three ways 
             (gamut.dask.gpu_cluster: LocalCUDACluster with dask-cuda, else CUDA_VISIBLE_DEVICES)
 
 Inputs are NumPy arrays on the host in every case (the engine uploads them: the same work for
-all three). For Dask the row operand is split into one chunk per worker and persisted on the
-workers, and the column operand (R, X) is replicated to every worker before timing, so the time
-is that of a query on data already in the cluster: the blocks' uploads and runs, the merge tree
+all three; each Dask worker, like each part of the threaded runner, uploads its rows and the
+whole column operand). For Dask the data is made on the workers, the row operand a chunk per
+worker and the column operand (R, X) on every worker, so the time is that of a query on data
+already in the cluster: the blocks' uploads and runs, the merge tree
 and the gather of the result to the client. time: the median wall time of --repeat calls after a
 warm-up call (which compiles the kernels in every process). efficiency: t(1gpu) / (W t), W the
 GPUs used. The results are checked against the 1gpu run's (lists as sorted rows, floats to
@@ -106,17 +107,16 @@ def main():
     client.wait_for_workers(W, timeout=300)
     print(f"cluster: {W} workers; M = N = {a.n}, K = {a.k}, backend {backend}", flush=True)
 
-    rng = np.random.default_rng(40)
-    P = rng.standard_normal((a.n, a.k), dtype=np.float32)
-    R = rng.standard_normal((a.k, a.n), dtype=np.float32)
-    X = rng.standard_normal((a.n, a.k), dtype=np.float32)
+    # The data is made on the workers (the row operand a chunk per worker, the column operands
+    # one chunk each, replicated to every worker) and copied to this process for the baselines.
     chunk = (a.n + W - 1) // W
-    # In the cluster before timing: the row operand a chunk per worker, the column operands on every worker.
-    Pd = client.persist(da.from_array(P, chunks=(chunk, a.k)))
-    Rd = client.persist(da.from_array(R, chunks=(a.k, a.n)))
-    Xd = client.persist(da.from_array(X, chunks=(a.n, a.k)))
+    rng = da.random.default_rng(40)
+    Pd = client.persist(rng.standard_normal((a.n, a.k), chunks=(chunk, a.k)).astype(np.float32))
+    Rd = client.persist(rng.standard_normal((a.k, a.n), chunks=(a.k, a.n)).astype(np.float32))
+    Xd = client.persist(rng.standard_normal((a.n, a.k), chunks=(a.n, a.k)).astype(np.float32))
     wait([Pd, Rd, Xd])
     client.replicate(futures_of(Rd) + futures_of(Xd))
+    P, R, X = client.compute([Pd, Rd, Xd], sync=True)
     thres = 4.5 * float(np.sqrt(a.k))   # Q5 keeps about 3 pairs in a million
     cases = {
         "q5": ("q5_select", dict(P=P, R=R, thres=thres), dict(P=Pd, R=Rd, thres=thres)),
