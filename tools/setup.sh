@@ -29,14 +29,19 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$c
 cmake --build build -j"$(nproc)"
 
 # The Python package (docs/python.md): a virtual environment in build/venv with NumPy, pytest,
-# nanobind and scikit-build-core from PyPI, then `pip install .` of this checkout into it (the
-# extension is built in build-py with the same compiler and flags as build/).
+# nanobind and scikit-build-core from PyPI, and Dask (dask[array], distributed: the optional
+# extra `gamut[dask]` that tests/python/test_dask.py runs), then `pip install .` of this checkout
+# into it (the extension is built in build-py with the same compiler and flags as build/).
 if [ ! -x build/venv/bin/python ]; then
   python3 -m venv build/venv
 fi
 if ! build/venv/bin/python -c "import numpy, pytest, nanobind, scikit_build_core" >/dev/null 2>&1; then
   echo "setup: installing numpy pytest nanobind scikit-build-core into build/venv"
   build/venv/bin/pip install -q "numpy>=1.22" "pytest>=7" "nanobind>=2.2" "scikit-build-core>=0.10"
+fi
+if ! build/venv/bin/python -c "import dask.array, distributed" >/dev/null 2>&1; then
+  echo "setup: installing dask[array] distributed into build/venv"
+  build/venv/bin/pip install -q "dask[array]>=2023.1" "distributed>=2023.1"
 fi
 pyargs=(-C build-dir=build-py -C cmake.define.CMAKE_CXX_COMPILER="$cxx" -C cmake.define.CUDAToolkit_ROOT=/usr/local/cuda)
 if command -v ccache >/dev/null 2>&1; then

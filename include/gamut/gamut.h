@@ -166,6 +166,10 @@ struct Options {
   // list on the CPU engine is a usage error. Inputs are read on the host (device arrays are
   // copied there first) and the outputs go where a single run's would.
   Devices devices;
+  // Top/bottom lists also return their hidden provenance columns __key, __b, __i, __j (the key
+  // and the pair of each row, which decide ties): for merging the results of blocks of one query
+  // run elsewhere (docs/scale-out.md). Bound rewrites stay off for such queries.
+  bool list_provenance = false;
 };
 
 // How a run went (the CLI's --json fields).

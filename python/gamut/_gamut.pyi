@@ -26,13 +26,15 @@ class Query:
     def outputs(self) -> list[str]: ...
     def __call__(self, *, backend: str = "auto", f32_math: str = "ieee", threads: int = 0,
                  stream: Stream = None, devices: Devices = None,
-                 dims: Mapping[str, int | Sequence[int]] | None = None,
+                 dims: Mapping[str, int | Sequence[int]] | None = None, provenance: bool = False,
                  **bindings: Binding) -> dict[str, OutputValue]:
         """Run on the keyword arrays and scalars; returns outputs by name."""
     def run(self, inputs: Mapping[str, Binding], *, backend: str = "auto", f32_math: str = "ieee",
             threads: int = 0, stream: Stream = None, devices: Devices = None,
-            dims: Mapping[str, int | Sequence[int]] | None = None) -> tuple[dict[str, OutputValue], dict[str, Any]]:
-        """Run on a mapping of bindings (any names, also 'backend' ...); returns (outputs, stats)."""
+            dims: Mapping[str, int | Sequence[int]] | None = None,
+            provenance: bool = False) -> tuple[dict[str, OutputValue], dict[str, Any]]:
+        """Run on a mapping of bindings (any names, also 'backend' ...); returns (outputs, stats).
+        provenance=True: top/bottom lists also carry __key, __b, __i, __j (for merging blocks)."""
     def explain(self, inputs: Mapping[str, Binding] | None = None, /, *, backend: str = "auto",
                 f32_math: str = "ieee", devices: Devices = None,
                 dims: Mapping[str, int | Sequence[int]] | None = None, **bindings: Binding) -> str:
@@ -41,6 +43,26 @@ class Query:
     def kernel_source(self, inputs: Mapping[str, Binding] | None = None, /, *, backend: str = "auto",
                       **bindings: Binding) -> str:
         """The CUDA C++ the GPU backend compiles for these bindings."""
+
+class Blocks:
+    """A query split into blocks of its inputs (src/partition/blocks.h), for task schedulers
+    (gamut.dask): typed for `dtypes` (input name -> "f32", "i32", ...), with list provenance."""
+
+    def __init__(self, query: Query, dtypes: Mapping[str, str]) -> None: ...
+    def layout(self) -> dict[str, Any]:
+        """row_splits / col_splits and row_why / col_why; batched; operands: name -> (row_dim,
+        col_dim) (-1: not indexed); dense: name -> {row_dim, col_dim, axes ("b"/"i"/"j" per
+        dimension, or None where an index vector sets an extent), dtype, project}; lists: name ->
+        its own column names (without __key, __b, __i, __j)."""
+    def limits(self, scalars: Mapping[str, Any]) -> list[int]:
+        """N of each top/bottom list (0 for other lists), from its literal or bound parameter."""
+    def to_whole(self, outputs: Mapping[str, Any], row0: int, col0: int) -> dict[str, Any]:
+        """A block's outputs (q.run(..., provenance=True) on the block whose first row is row0 and
+        first column col0; NumPy) with list columns i and j moved to the whole run's coordinates."""
+    def merge(self, axis: str, blocks: Sequence[Mapping[str, Any]], limits: Sequence[int]) -> dict[str, Any]:
+        """Blocks next to each other along axis "i" or "j" (in order) as one, for the outputs the
+        blocks hold: dense outputs the axis indexes side by side, others by their operator,
+        lists merged (provenance kept, for the next merge)."""
 
 def compile(text: str, name: str = "<query>") -> Query:
     """Parse and check a query (QueryError names NAME:LINE:COL)."""

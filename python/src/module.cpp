@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "arrays.h"
+#include "blocks.h"
 #include "call.h"
 #include "errors.h"
 
@@ -261,4 +262,5 @@ NB_MODULE(_gamut, m) {
   });
   m.def("cache_dir", &gamut::kernel_cache_dir);
   m.def("clear_cache", &gamut::clear_kernel_cache);
+  gamut::py::register_blocks(m);
 }

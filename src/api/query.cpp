@@ -1,5 +1,6 @@
 // gamut::Query: the query text checked once, a typed plan per signature of input types, and per
 // call the same prepare() / execute() path as the command line.
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -18,6 +19,7 @@
 #include "driver/pipeline.h"
 #include "gamut/gamut.h"
 #include "partition/multi_device.h"
+#include "rewrite/list_provenance.h"
 #include "sema/analyze.h"
 
 namespace gamut {
@@ -33,6 +35,9 @@ struct Query::Impl {
   struct Typed {
     Plan plan;
     std::shared_ptr<void> kernel_memo;
+    // The plan with list provenance (Options::list_provenance) and its own kernel memo: made on
+    // first use, under `mu`.
+    std::shared_ptr<Typed> provenance;
   };
   std::map<std::string, std::shared_ptr<Typed>> typed;
 
@@ -41,10 +46,22 @@ struct Query::Impl {
     for (const auto& [name, a] : b.arrays) sig += name + ":" + std::to_string(int(a.dtype)) + ";";
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = typed.find(sig); it != typed.end()) return it->second;
-    auto t = std::make_shared<Typed>(Typed{plan_with_rewrites(source, type_env(b)), cuda::new_kernel_memo()});
+    auto t = std::make_shared<Typed>(Typed{plan_with_rewrites(source, type_env(b)), cuda::new_kernel_memo(), nullptr});
     if (typed.size() >= 64) typed.clear();
     typed.emplace(sig, t);
     return t;
+  }
+
+  // typed_plan's, with list provenance where the plan has top/bottom lists.
+  std::shared_ptr<Typed> provenance_plan(const std::shared_ptr<Typed>& t) {
+    const bool ranked = std::any_of(t->plan.lists.begin(), t->plan.lists.end(), [](const ListOutput& l) {
+      return l.mode == ListMode::Top || l.mode == ListMode::Bottom;
+    });
+    if (!ranked) return t;
+    std::lock_guard<std::mutex> lock(mu);
+    if (!t->provenance)
+      t->provenance = std::make_shared<Typed>(Typed{with_list_provenance(t->plan), cuda::new_kernel_memo(), nullptr});
+    return t->provenance;
   }
 
   // Bound for one call. Inputs the GPU engine reads in device memory are never read on the host,
@@ -275,12 +292,14 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
   api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu && !several, impl_->index_operands);
   // The cached typed plan is bound as it is (no copy); only where a bound rewrite applies does
   // the call go through a Prepared of its own (the rewrite's stage program).
-  const std::shared_ptr<Impl::Typed> typed = impl_->typed_plan(staged.bindings);
+  const std::shared_ptr<Impl::Typed> plain = impl_->typed_plan(staged.bindings);
+  const std::shared_ptr<Impl::Typed> typed = options.list_provenance ? impl_->provenance_plan(plain) : plain;
+  const bool provenance = typed != plain;
   const bool in_place = !staged.device.empty();
   Bindings bindings = std::move(staged.bindings);
   Instance bound = bind(typed->plan, bindings);
   std::unique_ptr<Prepared> prep;
-  if (options.rewrites && !in_place && bound_rewrite(typed->plan, bound, impl_->source, bindings))
+  if (options.rewrites && !in_place && !provenance && bound_rewrite(typed->plan, bound, impl_->source, bindings))
     prep = prepare(impl_->source, std::move(bindings), typed->plan, true);
   const Plan& plan = prep ? prep->plan : typed->plan;
   Instance& inst = prep ? prep->instance : bound;

@@ -80,11 +80,11 @@ bool groups_disjoint(const ListOutput& spec, const Partition& part) {
 // The parts' final rows of a list whose groups are disjoint, in the spec's order without a sort:
 // the groups of one batch b are ordered by the part ranges, so the result takes, for each b in
 // turn, every part's run of rows of that b (each part's rows are ordered by b first). The hidden
-// provenance columns are dropped.
-Table concatenate_groups(const ListOutput& spec, std::vector<Results>& parts, size_t l) {
-  const size_t own = spec.columns.size();
+// provenance columns (after the `own` columns) are dropped unless `spec` has them as its own.
+Table concatenate_groups(const ListOutput& spec, size_t own, std::vector<Results>& parts, size_t l) {
+  const size_t kept = spec.columns.size();
   Table out;
-  for (size_t c = 0; c < own; ++c) {
+  for (size_t c = 0; c < kept; ++c) {
     out.columns.push_back(parts[0].lists[l].columns[c]);
     out.columns.back().data.clear();
   }
@@ -107,7 +107,7 @@ Table concatenate_groups(const ListOutput& spec, std::vector<Results>& parts, si
     for (size_t p = 0; p < parts.size(); ++p) {
       int64_t end = at[p];
       while (end < parts[p].lists[l].rows && batch[p][size_t(end)] == b) ++end;
-      for (size_t c = 0; c < own; ++c) {
+      for (size_t c = 0; c < kept; ++c) {
         const Column& from = parts[p].lists[l].columns[c];
         const size_t w = dtype_size(from.dtype);
         out.columns[c].data.insert(out.columns[c].data.end(), from.data.begin() + int64_t(size_t(at[p]) * w),
@@ -121,6 +121,8 @@ Table concatenate_groups(const ListOutput& spec, std::vector<Results>& parts, si
 }
 
 }  // namespace
+
+int output_axis_dim(const Plan& plan, const DenseOutput& d, AxisRole axis) { return axis_dim(plan, d, axis); }
 
 SliceBytes projection_slice(const Plan& plan, size_t d, const std::vector<int64_t>& shape, const Partition& part,
                             int p) {
@@ -168,6 +170,40 @@ Instance part_instance(const Instance& inst, const Partition& part, int p, const
   return x;
 }
 
+Table merge_list(const Plan& P, size_t l, int64_t limit, std::vector<Results>& parts, bool disjoint) {
+  const ListOutput& spec = P.lists[l];
+  const bool ranked = spec.mode == ListMode::Top || spec.mode == ListMode::Bottom;
+  const CType key_type = ranked ? P.expr(spec.key).type : CType::I32;
+  ListCandidates all = cpu::empty_candidates(spec, key_type);
+  // A plan with list provenance keeps the hidden columns in the result (a merge of merges).
+  const size_t kept = spec.columns.size();
+  const size_t own = has_provenance(spec) ? kept - size_t(kProvenanceColumnCount) : kept;
+  for (const Results& r : parts)
+    if (r.lists.size() <= l || r.lists[l].columns.size() != own + (ranked ? size_t(kProvenanceColumnCount) : 0))
+      throw_internal_error("merge_list: list " + spec.name + " without its provenance columns");
+  if (ranked && disjoint) return concatenate_groups(spec, own, parts, l);
+  for (Results& r : parts) {
+    const Table& t = r.lists[l];
+    if (!ranked && all.table.rows > 0) all.sorted_runs.push_back(all.table.rows);  // each part's rows are final
+    for (size_t c = 0; c < kept; ++c) append_column(all.table.columns[c], t.columns[c]);
+    if (ranked) {
+      append_column(all.key, t.columns[own]);
+      const std::vector<int32_t> b = int32_column(t.columns[own + 1]), i = int32_column(t.columns[own + 2]),
+                                 j = int32_column(t.columns[own + 3]);
+      all.b.insert(all.b.end(), b.begin(), b.end());
+      all.i.insert(all.i.end(), i.begin(), i.end());
+      all.j.insert(all.j.end(), j.begin(), j.end());
+    } else {
+      all.b.resize(all.b.size() + size_t(t.rows), 0);
+      all.i.resize(all.i.size() + size_t(t.rows), 0);
+      all.j.resize(all.j.size() + size_t(t.rows), 0);
+    }
+    all.table.rows += t.rows;
+    r.lists[l] = Table{};  // its rows are in `all` now
+  }
+  return finalize_list(spec, limit, std::move(all));
+}
+
 Results merge_parts(const Instance& inst, const Partition& part, std::vector<Results>&& parts,
                     const std::vector<bool>* merged) {
   const Plan& P = *inst.plan;
@@ -187,40 +223,8 @@ Results merge_parts(const Instance& inst, const Partition& part, std::vector<Res
     }
     out.dense.push_back(std::move(whole));
   }
-  for (size_t l = 0; l < P.lists.size(); ++l) {
-    const ListOutput& spec = P.lists[l];
-    const bool ranked = spec.mode == ListMode::Top || spec.mode == ListMode::Bottom;
-    const CType key_type = ranked ? P.expr(spec.key).type : CType::I32;
-    ListCandidates all = cpu::empty_candidates(spec, key_type);
-    const size_t own = spec.columns.size();
-    for (const Results& r : parts)
-      if (r.lists[l].columns.size() != own + (ranked ? size_t(kProvenanceColumnCount) : 0))
-        throw_internal_error("merge_parts: list " + spec.name + " without its provenance columns");
-    if (ranked && groups_disjoint(spec, part)) {
-      out.lists.push_back(concatenate_groups(spec, parts, l));
-      continue;
-    }
-    for (Results& r : parts) {
-      const Table& t = r.lists[l];
-      if (!ranked && all.table.rows > 0) all.sorted_runs.push_back(all.table.rows);  // each part's rows are final
-      for (size_t c = 0; c < own; ++c) append_column(all.table.columns[c], t.columns[c]);
-      if (ranked) {
-        append_column(all.key, t.columns[own]);
-        const std::vector<int32_t> b = int32_column(t.columns[own + 1]), i = int32_column(t.columns[own + 2]),
-                                   j = int32_column(t.columns[own + 3]);
-        all.b.insert(all.b.end(), b.begin(), b.end());
-        all.i.insert(all.i.end(), i.begin(), i.end());
-        all.j.insert(all.j.end(), j.begin(), j.end());
-      } else {
-        all.b.resize(all.b.size() + size_t(t.rows), 0);
-        all.i.resize(all.i.size() + size_t(t.rows), 0);
-        all.j.resize(all.j.size() + size_t(t.rows), 0);
-      }
-      all.table.rows += t.rows;
-      r.lists[l] = Table{};  // its rows are in `all` now
-    }
-    out.lists.push_back(finalize_list(spec, inst.list_limits[l], std::move(all)));
-  }
+  for (size_t l = 0; l < P.lists.size(); ++l)
+    out.lists.push_back(merge_list(P, l, inst.list_limits[l], parts, groups_disjoint(P.lists[l], part)));
   return out;
 }
 

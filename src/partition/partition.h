@@ -26,6 +26,10 @@ struct Partition {
   int parts() const { return int(ranges.size()); }
 };
 
+// The dimension of dense output `d` (as the engines lay it out: a batched output without b takes
+// it first) that `axis` indexes directly, or -1.
+int output_axis_dim(const Plan& plan, const DenseOutput& d, AxisRole axis);
+
 // At most `parts` parts of about equal size along the row axis, or along the column axis where
 // N is at least 4x M or a `=` output is not indexed by the row axis. A single part (with `why`)
 // where neither axis can be split: a `=` output that does not index the axis (several pairs
@@ -51,6 +55,12 @@ SliceBytes projection_slice(const Plan& plan, size_t d, const std::vector<int64_
 // concatenated without a sort: their groups are disjoint and each part's rows are final.
 Results merge_parts(const Instance& inst, const Partition& part, std::vector<Results>&& parts,
                     const std::vector<bool>* merged = nullptr);
+
+// List l of the parts' results as one, by the rules above (`disjoint`: the split keeps the list's
+// groups whole). Each part's table holds the list's columns and, for top/bottom, the hidden
+// provenance columns; those stay in the result where `plan` is itself a plan with list provenance
+// (a merge whose result is merged again), and are dropped otherwise. The parts' tables are emptied.
+Table merge_list(const Plan& plan, size_t l, int64_t limit, std::vector<Results>& parts, bool disjoint);
 
 // The whole run as parts one after another through `run_part` (tests, and a single device
 // standing in for several): identical to running `inst` at once (float sums up to reordering).

@@ -16,6 +16,7 @@ CASES = {
     "zip_aggregate_pandas.py": ["--people", "500", "--restaurants", "200", "--dim", "8"],
     "shortest_paths.py": ["--nodes", "90", "--density", "0.03"],
     "topk_bf16.py": ["--queries", "20", "--database", "500", "--dim", "16"],
+    "dask_cluster.py": ["--queries", "200", "--database", "300", "--dim", "8", "--chunk", "70"],
 }
 
 

@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""gamut on Dask against one GPU and the threaded runner (issue 40, docs/scale-out.md): Q5, Q7 and
+kNN at M = N = 65536, K = 1024 (f32; --f32-math ieee,tf32), each run three ways in one process:
+
+  1gpu      q(...) on GPU 0 of this process
+  threaded  q(..., devices=[0, 1, ...]): the multi-GPU runner of one host (docs/multi-gpu.md)
+  dask      gamut.dask.run(q, ...) on a cluster of one worker process per GPU
+            (gamut.dask.gpu_cluster: LocalCUDACluster with dask-cuda, else CUDA_VISIBLE_DEVICES)
+
+Inputs are NumPy arrays on the host in every case (the engine uploads them: the same work for
+all three; each Dask worker, like each part of the threaded runner, uploads its rows and the
+whole column operand). For Dask the data is made on the workers, the row operand a chunk per
+worker and the column operand (R, X) on every worker, so the time is that of a query on data
+already in the cluster: the blocks' uploads and runs, the merge tree
+and the gather of the result to the client. time: the median wall time of --repeat calls after a
+warm-up call (which compiles the kernels in every process). efficiency: t(1gpu) / (W t), W the
+GPUs used. The results are checked against the 1gpu run's (lists as sorted rows, floats to
+1e-5 relative for ieee and 1e-3 for tf32; a near tie may swap a row: reported, not fatal).
+
+usage:
+  bench/dask_scale.py [--n 65536] [--k 1024] [--workers 2] [--repeat 3] [--queries q5,q7,knn]
+                      [--f32-math ieee,tf32] [--json OUT.json] [--dry-run]
+--dry-run: M = N = 512, K = 64, the CPU engine and a CPU LocalCluster of two workers, no
+threaded runs: the flow on a machine without a GPU.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXAMPLES = os.path.join(HERE, "..", "examples")
+
+
+def load(name):
+    import gamut
+    return gamut.load(os.path.join(EXAMPLES, name + ".mmlt"))
+
+
+def timed(fn, repeat):
+    fn()   # warm-up: kernels compiled (and cached) in every process
+    ts = []
+    out = None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts) * 1e3, out
+
+
+def rows(out):
+    got = {}
+    for name, v in out.items():
+        if isinstance(v, dict):
+            cols = [np.asarray(v[c]) for c in v]
+            got[name] = sorted(zip(*[c.tolist() for c in cols]))
+        else:
+            got[name] = np.asarray(v)
+    return got
+
+
+def close(a, b, rtol):
+    if a.keys() != b.keys():
+        return False
+    for k in a:
+        x, y = a[k], b[k]
+        if isinstance(x, list):
+            if len(x) != len(y):
+                return False
+            if x != y and not np.allclose(np.array(x, dtype=float), np.array(y, dtype=float), rtol=rtol, atol=rtol):
+                return False
+        elif not np.allclose(x, y, rtol=rtol, atol=rtol):
+            return False
+    return True
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=65536)
+    ap.add_argument("--k", type=int, default=1024)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--queries", default="q5,q7,knn")
+    ap.add_argument("--f32-math", default="ieee,tf32")
+    ap.add_argument("--json", default="")
+    ap.add_argument("--dry-run", action="store_true")
+    a = ap.parse_args()
+    backend = "gpu"
+    if a.dry_run:
+        a.n, a.k, backend = 512, 64, "cpu"
+
+    import dask.array as da
+    from distributed import Client, LocalCluster, futures_of, wait
+    import gamut
+    import gamut.dask
+
+    W = a.workers
+    if a.dry_run:
+        cluster = LocalCluster(n_workers=W, threads_per_worker=1, dashboard_address=":0", silence_logs=40)
+    else:
+        cluster = gamut.dask.gpu_cluster(W)
+    client = Client(cluster)
+    client.wait_for_workers(W, timeout=300)
+    print(f"cluster: {W} workers; M = N = {a.n}, K = {a.k}, backend {backend}", flush=True)
+
+    # The data is made on the workers (the row operand a chunk per worker, the column operands
+    # one chunk each, replicated to every worker) and copied to this process for the baselines.
+    chunk = (a.n + W - 1) // W
+    rng = da.random.default_rng(40)
+    Pd = client.persist(rng.standard_normal((a.n, a.k), chunks=(chunk, a.k)).astype(np.float32))
+    Rd = client.persist(rng.standard_normal((a.k, a.n), chunks=(a.k, a.n)).astype(np.float32))
+    Xd = client.persist(rng.standard_normal((a.n, a.k), chunks=(a.n, a.k)).astype(np.float32))
+    wait([Pd, Rd, Xd])
+    client.replicate(futures_of(Rd) + futures_of(Xd))
+    P, R, X = client.compute([Pd, Rd, Xd], sync=True)
+    thres = 4.5 * float(np.sqrt(a.k))   # Q5 keeps about 3 pairs in a million
+    cases = {
+        "q5": ("q5_select", dict(P=P, R=R, thres=thres), dict(P=Pd, R=Rd, thres=thres)),
+        "q7": ("q7_top128", dict(P=P, R=R), dict(P=Pd, R=Rd)),
+        "knn": ("knn", dict(Q=P, X=X), dict(Q=Pd, X=Xd)),
+    }
+    results = []
+    failed = False
+    for qname in a.queries.split(","):
+        path, host, dist = cases[qname]
+        q = load(path)
+        for math in a.f32_math.split(","):
+            opts = dict(backend=backend, f32_math=math)
+            rtol = 1e-5 if math == "ieee" else 1e-3
+            t1, base = timed(lambda: q(**host, **opts), a.repeat)
+            line = {"query": qname, "f32_math": math, "workers": W, "one_gpu_ms": t1}
+            if not a.dry_run:
+                tt, out = timed(lambda: q(**host, **opts, devices=list(range(W))), a.repeat)
+                line.update(threaded_ms=tt, threaded_efficiency=t1 / (W * tt), threaded_same=close(rows(base), rows(out), rtol))
+            td, out = timed(lambda: gamut.dask.run(q, **dist, **opts, client=client), a.repeat)
+            line.update(dask_ms=td, dask_efficiency=t1 / (W * td), dask_same=close(rows(base), rows(out), rtol),
+                        plan=gamut.dask.plan(q, **dist))
+            results.append(line)
+            failed = failed or not line["dask_same"] and a.dry_run
+            th = (f"threaded {line['threaded_ms']:9.2f} ms eff {line['threaded_efficiency']:4.2f} "
+                  f"{'same' if line['threaded_same'] else 'DIFFERENT'}  ") if "threaded_ms" in line else ""
+            print(f"{qname:4s} {math:5s} 1gpu {t1:9.2f} ms  {th}dask {td:9.2f} ms eff {line['dask_efficiency']:4.2f} "
+                  f"{'same' if line['dask_same'] else 'DIFFERENT'}", flush=True)
+    client.close()
+    cluster.close()
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"n": a.n, "k": a.k, "workers": W, "repeat": a.repeat, "rows": results}, f, indent=1)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,196 @@
+"""gamut.dask (issue 40, docs/scale-out.md) on a LocalCluster of two worker processes, CPU engine:
+every kind of output over dask arrays whose chunks do not divide the sizes equals one q(...)
+call on the whole data (integer-valued data: exact), also split along j and on a grid of both;
+plain arrays and scalars beside dask arrays; submit() leaves dask collections; queries that
+cannot split run as one block; a worker killed mid-run is survived. One cluster for the module
+(starting one takes seconds)."""
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+import gamut  # noqa: E402
+import gamut.dask  # noqa: E402
+
+S = "where (i, j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } "
+QUERIES = {
+    "project": S + "C[i, j] = s; }",
+    "project_transposed": S + "C[j, i] = s; }",
+    "row_and_scalar_aggregates": S + "R[i] += s; lo min= s; hi max= s; total += s; }",
+    "column_aggregate": S + "Col[j] max= s; }",
+    "groups": S + "T[g[i], h[j]] += s; }",
+    "any_all": S + "Any[g[i]] |= s > 4; All[h[j]] &= s > -30; }",
+    "join": "where (i, j) when (g[i] == h[j]) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } Area[g[i]] += s; }",
+    "select": S + "if (s > 3) emit L(i, j, s); }",
+    "top_ties": S + "emit L(j, s) top 17 by s; }",
+    "bottom_per_i": S + "emit L(i, j, s) bottom 3 by s per i; }",
+    "top_per_j": S + "emit L(i, s) top 2 by s per j; }",
+    "top_n_param": S + "emit L(i, j, s) top n by s; }",
+    "distinct": S + "emit D(g[i], h[j], s > 0) distinct; }",
+    "mixed": S + "C[i, j] = s; T[g[i]] += s; if (s > 5) emit L(i, j); emit B1(i, j, s) bottom 4 by s; }",
+}
+BATCHED = ("batch (b) where (i, j) { d = inf; reduce (k) { d min= A[b, i, k] + B[b, k, j]; } O[b, i, j] = d; "
+           "emit L(b, i, j, d) bottom 5 by d; }")
+M, N, K = 53, 41, 7
+
+
+def data(m=M, n=N, k=K, seed=7):
+    rng = np.random.default_rng(seed)
+    return dict(A=rng.integers(-3, 4, (m, k)).astype(np.float32), B=rng.integers(-2, 5, (k, n)).astype(np.float32),
+                g=rng.integers(0, 6, m).astype(np.int32), h=rng.integers(0, 6, n).astype(np.int32), n=9)
+
+
+def pick(q, d):
+    return {x: d[x] for x in q.inputs + q.params}
+
+
+def assert_same(got, want, what):
+    assert list(got) == list(want), what
+    for name, w in want.items():
+        g = got[name]
+        if isinstance(w, dict):
+            assert list(g) == list(w), f"{what}: columns of {name}"
+            for c in w:
+                assert g[c].dtype == w[c].dtype, f"{what}: {name}[{c}]"
+                np.testing.assert_array_equal(g[c], w[c], err_msg=f"{what}: {name}[{c}]")
+        else:
+            g = np.asarray(g)
+            assert g.dtype == w.dtype and g.shape == w.shape, f"{what}: {name} {g.dtype}{g.shape} vs {w.dtype}{w.shape}"
+            np.testing.assert_array_equal(g, w, err_msg=f"{what}: {name}")
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                                       silence_logs=40)
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def chunked(d, q, rows=None, cols=None):
+    """The inputs as dask arrays: A and g in row chunks, B and h in column chunks."""
+    out = dict(pick(q, d))
+    for name, dim, chunks in (("A", 0, rows), ("g", 0, rows), ("B", 1, cols), ("h", 0, cols)):
+        if name in out and chunks is not None:
+            c = tuple(chunks if k == dim else -1 for k in range(out[name].ndim))
+            out[name] = da.from_array(out[name], chunks=c)
+    return out
+
+
+@pytest.mark.parametrize("name", list(QUERIES))
+def test_every_output_kind_equals_one_call(client, name):
+    q = gamut.compile(QUERIES[name])
+    d = data()
+    want = q(**pick(q, d), backend="cpu")
+    # Rows in chunks of 17 (53 = 17 + 17 + 17 + 2), columns whole; then a grid with columns in 12s.
+    for rows, cols in ((17, None), (17, 12)):
+        got = gamut.dask.run(q, **chunked(d, q, rows, cols), backend="cpu", threads=1, client=client)
+        assert_same(got, want, f"{name} rows {rows} cols {cols}")
+
+
+def test_columns_alone_and_batches(client):
+    q = gamut.compile(QUERIES["bottom_per_i"])
+    d = data()
+    got = gamut.dask.run(q, **chunked(d, q, None, 9), backend="cpu", client=client)
+    assert_same(got, q(**pick(q, d), backend="cpu"), "columns only")
+    assert "5 blocks along j" in gamut.dask.plan(q, **chunked(d, q, None, 9))
+    qb = gamut.compile(BATCHED)
+    rng = np.random.default_rng(3)
+    A, B = rng.integers(0, 9, (3, 23, 5)).astype(np.int32), rng.integers(0, 9, (3, 5, 19)).astype(np.int32)
+    got = gamut.dask.run(qb, A=da.from_array(A, chunks=(3, 7, 5)), B=da.from_array(B, chunks=(3, 5, 8)),
+                         backend="cpu", client=client)
+    assert_same(got, qb(A=A, B=B, backend="cpu"), "batched")
+
+
+def test_plain_arrays_scalars_and_the_mapping_form(client):
+    q = gamut.compile(QUERIES["top_n_param"])
+    d = data()
+    # B is a NumPy array (sent once); n a NumPy integer.
+    got = gamut.dask.run(q, {"A": da.from_array(d["A"], chunks=(10, K)), "B": d["B"], "n": np.int64(9)},
+                         backend="cpu", client=client)
+    assert_same(got, q(A=d["A"], B=d["B"], n=9, backend="cpu"), "plain B")
+
+
+def test_submit_leaves_dask_collections(client):
+    q = gamut.compile(QUERIES["mixed"])
+    d = data()
+    out = gamut.dask.submit(q, **chunked(d, q, 20, 15), backend="cpu")
+    assert isinstance(out["C"], da.Array) and out["C"].chunks == ((20, 20, 13), (15, 15, 11))
+    want = q(**pick(q, d), backend="cpu")
+    np.testing.assert_array_equal(out["C"][5:30, 3:7].compute(scheduler=client.get), want["C"][5:30, 3:7])
+    kept = gamut.dask.submit(q, **chunked(d, q, 20, 15), backend="cpu", client=client)   # persisted
+    distributed.wait(list(kept.values()))
+    got = dict(zip(kept, client.compute(list(kept.values()), sync=True)))
+    assert_same(got, want, "submit")
+
+
+def test_queries_that_cannot_split_run_as_one_block(client):
+    q = gamut.compile("where (i, j) { s = 0; reduce (k) { s += A[i, k] * A[j, k]; } C[i, j] = s; emit L(i, j, s) top 5 by s; }")
+    A = data()["A"]
+    line = gamut.dask.plan(q, A=da.from_array(A, chunks=(10, K)))
+    assert "one block along i" in line and "A is read both along i" in line, line
+    assert_same(gamut.dask.run(q, A=da.from_array(A, chunks=(10, K)), backend="cpu", client=client),
+                q(A=A, backend="cpu"), "self-join")
+    masked = gamut.compile("where (i, j) when (i != j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } C[i, j] = s; }")
+    d = data()
+    assert "reads the value of i" in gamut.dask.plan(masked, **chunked(d, masked, 10, 10))
+    assert_same(gamut.dask.run(masked, **chunked(d, masked, 10, 10), backend="cpu", client=client),
+                masked(A=d["A"], B=d["B"], backend="cpu"), "mask on i != j")
+
+
+def test_errors_are_gamut_errors(client):
+    q = gamut.compile(QUERIES["project"])
+    d = data()
+    with pytest.raises(gamut.UsageError, match="devices="):
+        gamut.dask.run(q, **chunked(d, q, 10), devices=2, client=client)
+    with pytest.raises(gamut.UsageError, match="matches no input"):
+        gamut.dask.run(q, **chunked(d, q, 10), Z=d["A"], client=client)
+    # A block's own error (B's rows do not match A's columns) comes back as the library raised it.
+    with pytest.raises(gamut.DataError):
+        gamut.dask.run(q, A=da.from_array(d["A"], chunks=(10, K)), B=d["B"][:3], backend="cpu", client=client)
+
+
+def test_a_killed_worker_is_survived(client):
+    """A worker killed (SIGKILL) while blocks run: Dask reruns what it held and the result is
+    still the whole call's."""
+    q = gamut.compile(S + "T[g[i]] += s; if (s > 40) emit L(i, j, s); }")
+    d = data(m=1200, n=600, k=400, seed=11)
+    want = q(**pick(q, d), backend="cpu")
+    pids = client.run(os.getpid)
+    fut = client.compute(list(gamut.dask.submit(q, **chunked(d, q, 50), backend="cpu", threads=1).values()))
+    # Wait until a worker holds a finished block, then kill that worker.
+    victim = None
+    deadline = time.time() + 60
+    while victim is None and time.time() < deadline:
+        held = [w for w, keys in client.has_what().items() if any("run_block" in str(k) for k in keys)]
+        victim = held[0] if held else None
+        time.sleep(0.01)
+    assert victim is not None, "no block finished within 60 s"
+    assert not all(f.done() for f in fut), "the run ended before the kill: make it longer"
+    os.kill(pids[victim], signal.SIGKILL)
+    got = dict(zip(("T", "L"), client.gather(fut)))
+    assert_same(got, want, "after a killed worker")
+    client.wait_for_workers(2, timeout=60)   # (the nanny restarts it for the next tests)
+
+
+def test_gpu_cluster_pins_a_gpu_per_worker():
+    """Without dask-cuda, gamut.dask.gpu_cluster starts a worker process per GPU with
+    CUDA_VISIBLE_DEVICES set to it (what the device test and bench/dask_scale.py use); no GPU is
+    needed to start it."""
+    try:
+        import dask_cuda  # noqa: F401
+        pytest.skip("dask_cuda is installed: gpu_cluster is its LocalCUDACluster")
+    except ImportError:
+        pass
+    with gamut.dask.gpu_cluster(2, silence_logs=40) as cluster, distributed.Client(cluster) as c:
+        c.wait_for_workers(2, timeout=60)
+        seen = c.run(lambda: os.environ.get("CUDA_VISIBLE_DEVICES"))
+        assert sorted(seen.values()) == ["0", "1"], seen
+        assert all(w["nthreads"] == 1 for w in c.scheduler_info()["workers"].values())

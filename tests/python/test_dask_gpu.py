@@ -1,0 +1,75 @@
+"""gamut.dask on GPU workers (issue 40; the device machine, two GPUs): a cluster of one worker per
+GPU (gamut.dask.gpu_cluster: dask-cuda's LocalCUDACluster where it imports, else a worker process
+per GPU with CUDA_VISIBLE_DEVICES set), the GPU engine in every task; every kind of output over
+chunks that do not divide the sizes equals the CPU engine's one call (integer-valued data: exact).
+With CuPy, CuPy chunks are read in place and the placed outputs stay CuPy on the workers.
+Skips without dask/distributed (not installable there: carry them, tools/device_prebuild.sh
+WITH_DASK=1) and without two GPUs."""
+import os
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+import gamut  # noqa: E402
+import gamut.dask  # noqa: E402
+from test_dask import BATCHED, QUERIES, assert_same, chunked, data, pick  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def client():
+    if not gamut.gpu_available():
+        pytest.skip("no usable GPU: " + gamut.gpu_unavailable_reason())
+    if gamut.dask._device_count() < 2:
+        pytest.skip("needs two CUDA devices")
+    cluster = gamut.dask.gpu_cluster(2)
+    c = distributed.Client(cluster)
+    c.wait_for_workers(2, timeout=120)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def test_one_worker_per_gpu(client):
+    seen = client.run(lambda: os.environ.get("CUDA_VISIBLE_DEVICES", ""))
+    assert sorted(v.split(",")[0] for v in seen.values()) == ["0", "1"], seen
+
+
+@pytest.mark.parametrize("name", list(QUERIES))
+def test_every_output_kind_on_gpu_workers(client, name):
+    q = gamut.compile(QUERIES[name])
+    d = data(m=301, n=203, k=37)
+    want = q(**pick(q, d), backend="cpu")
+    for rows, cols in ((97, None), (97, 80)):
+        got = gamut.dask.run(q, **chunked(d, q, rows, cols), backend="gpu", client=client)
+        assert_same(got, want, f"{name} rows {rows} cols {cols}")
+
+
+def test_batched_on_gpu_workers(client):
+    qb = gamut.compile(BATCHED)
+    rng = np.random.default_rng(3)
+    A, B = rng.integers(0, 9, (3, 70, 5)).astype(np.int32), rng.integers(0, 9, (3, 5, 61)).astype(np.int32)
+    got = gamut.dask.run(qb, A=da.from_array(A, chunks=(3, 33, 5)), B=da.from_array(B, chunks=(3, 5, 40)),
+                         backend="gpu", client=client)
+    assert_same(got, qb(A=A, B=B, backend="cpu"), "batched")
+
+
+def test_cupy_chunks_stay_on_the_gpus(client):
+    cupy = pytest.importorskip("cupy")
+    q = gamut.compile(QUERIES["mixed"])
+    d = data(m=301, n=203, k=37)
+    want = q(**pick(q, d), backend="cpu")
+    A = da.from_array(d["A"], chunks=(97, 37)).map_blocks(cupy.asarray)
+    g = da.from_array(d["g"], chunks=97).map_blocks(cupy.asarray)
+    out = gamut.dask.submit(q, A=A, B=d["B"], g=g, backend="gpu", client=client)   # persisted on the workers
+    blocks = client.compute(list(out["C"].to_delayed().ravel()))
+    kinds = client.gather([client.submit(lambda x: type(x).__module__.split(".")[0], b) for b in blocks])
+    assert set(kinds) == {"cupy"}, kinds
+    got = gamut.dask.run(q, A=A, B=d["B"], g=g, backend="gpu", client=client)
+    assert isinstance(got["C"], cupy.ndarray)
+    assert_same({k: (v.get() if isinstance(v, cupy.ndarray) else {c: x.get() for c, x in v.items()} if isinstance(v, dict)
+                     else v) for k, v in got.items()}, want, "cupy")
