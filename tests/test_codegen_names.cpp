@@ -138,13 +138,15 @@ TEST(CodegenNames, EveryArgumentFieldIsRead) {
   EXPECT_GE(unread, 6);
 }
 
-// Every gm:: symbol named in the generator's string literals (src/cuda/codegen) is declared in
-// the device headers (src/cuda/device): a typo fails here, not only when NVRTC compiles.
+// Every gm:: symbol named in the generator's string literals (src/cuda/codegen and the output
+// kinds' outputs/*/codegen) is declared in the device headers (src/cuda/device and
+// outputs/*/device): a typo fails here, not only when NVRTC compiles.
 TEST(CodegenNames, DeviceSymbolsTheGeneratorNamesExist) {
   const fs::path root = fs::path(GAMUT_SOURCE_DIR) / "src" / "cuda";
   std::string device;
-  for (const auto& e : fs::recursive_directory_iterator(root / "device"))
-    if (e.path().extension() == ".cuh") device += read_text(e.path());
+  for (const char* dir : {"device", "outputs"})
+    for (const auto& e : fs::recursive_directory_iterator(root / dir))
+      if (e.path().extension() == ".cuh") device += read_text(e.path());
   std::set<std::string> declared;
   const std::regex decl(R"(\b([A-Za-z_][A-Za-z0-9_]*)\b)");
   const std::string dcode = code_of(device);
@@ -152,15 +154,19 @@ TEST(CodegenNames, DeviceSymbolsTheGeneratorNamesExist) {
     declared.insert((*it)[1].str());
   const std::regex literal(R"("(\\.|[^"\\])*")"), sym(R"(gm::(tc::)?([A-Za-z_][A-Za-z0-9_]*))");
   size_t checked = 0;
-  for (const auto& e : fs::recursive_directory_iterator(root / "codegen")) {
-    if (e.path().extension() != ".cpp" && e.path().extension() != ".h") continue;
-    const std::string src = read_text(e.path());
+  std::vector<fs::path> generator;
+  for (const auto& e : fs::recursive_directory_iterator(root / "codegen")) generator.push_back(e.path());
+  for (const auto& e : fs::recursive_directory_iterator(root / "outputs"))
+    if (e.path().parent_path().filename() == "codegen") generator.push_back(e.path());
+  for (const fs::path& path : generator) {
+    if (path.extension() != ".cpp" && path.extension() != ".h") continue;
+    const std::string src = read_text(path);
     for (auto l = std::sregex_iterator(src.begin(), src.end(), literal); l != std::sregex_iterator(); ++l) {
       const std::string text = l->str();
       for (auto s = std::sregex_iterator(text.begin(), text.end(), sym); s != std::sregex_iterator(); ++s) {
         ++checked;
-        EXPECT_TRUE(declared.count((*s)[2].str())) << e.path().filename().string() << ": gm::" << (*s)[1].str()
-                                                   << (*s)[2].str() << " is not in src/cuda/device";
+        EXPECT_TRUE(declared.count((*s)[2].str())) << path.filename().string() << ": gm::" << (*s)[1].str()
+                                                   << (*s)[2].str() << " is not in the device headers";
       }
     }
   }

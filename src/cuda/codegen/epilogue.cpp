@@ -4,7 +4,7 @@
 // direct-table loop applies, it runs instead of the pair loop where its run-time condition holds.
 #include "cuda/codegen/epilogue.h"
 
-#include "cuda/codegen/outputs/output_operator.h"
+#include "cuda/outputs/output_operator.h"
 
 namespace gamut::cuda::cg {
 

@@ -16,7 +16,7 @@
 #include "cuda/codegen/codegen.h"
 #include "cuda/codegen/epilogue.h"
 #include "cuda/codegen/mainloop.h"
-#include "cuda/codegen/outputs/output_operator.h"
+#include "cuda/outputs/output_operator.h"
 #include "cuda/codegen/tile_choice.h"
 #include "cuda/codegen/tiles.h"
 

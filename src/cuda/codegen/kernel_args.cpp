@@ -5,7 +5,7 @@
 
 #include "cuda/codegen/codegen.h"
 #include "cuda/codegen/internal.h"
-#include "cuda/codegen/outputs/output_operator.h"
+#include "cuda/outputs/output_operator.h"
 
 namespace gamut::cuda {
 

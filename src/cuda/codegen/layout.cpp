@@ -8,7 +8,7 @@
 #include "cuda/codegen/codegen.h"
 #include "cuda/codegen/internal.h"
 #include "cuda/codegen/mainloop_tensor.h"
-#include "cuda/codegen/outputs/output_operator.h"
+#include "cuda/outputs/output_operator.h"
 #include "plan/semiring.h"
 
 namespace gamut::cuda {

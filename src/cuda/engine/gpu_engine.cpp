@@ -18,9 +18,9 @@
 #include "cuda/codegen/join_groups.h"
 #include "cuda/codegen/mainloop_tensor.h"
 #include "cuda/codegen/tile_choice.h"
-#include "cuda/engine/dense_outputs.h"
+#include "cuda/outputs/dense/host/dense_outputs.h"
 #include "cuda/engine/input_args.h"
-#include "cuda/engine/launch_lists.h"
+#include "cuda/outputs/list/host/launch_lists.h"
 #include "cuda/engine/operand_copies.h"
 #include "cuda/runtime.h"
 
@@ -186,7 +186,7 @@ class GpuRun {
 
 // The kernel for this instance on this device (gpu_kernel_spec, as `explain --source` shows it).
 // Distinct lists of vector lookups whose values lie in a small box run on seen tables
-// (lists/seen.h); decided before the kernel, which takes wgmma when every distinct list has one.
+// (outputs/list/finish/seen.h); decided before the kernel, which takes wgmma when every distinct list has one.
 void GpuRun::choose() {
   for (int64_t end : {inst_.row.end, inst_.col.end, inst_.red.end})
     if (end > INT_MAX) throw_device_error("an axis range end above 2^31-1 is not supported on the GPU");

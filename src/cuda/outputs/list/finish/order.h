@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/types.h"
-#include "cuda/lists/sort.h"
+#include "cuda/outputs/list/finish/sort.h"
 #include "cuda/runtime.h"
 
 namespace gamut::cuda {

@@ -4,7 +4,7 @@
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_select.cuh>
 
-#include "cuda/lists/sort.h"
+#include "cuda/outputs/list/finish/sort.h"
 
 namespace gamut::cuda::sortdev {
 

@@ -1,5 +1,5 @@
 // The dense outputs of a GPU run (dense_outputs.h).
-#include "cuda/engine/dense_outputs.h"
+#include "cuda/outputs/dense/host/dense_outputs.h"
 
 #include <cstring>
 

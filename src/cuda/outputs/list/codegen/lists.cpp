@@ -1,9 +1,9 @@
-// List outputs (`emit`, outputs/lists.h): rows are appended to column buffers through one
+// List outputs (`emit`, outputs/list/codegen/lists.h): rows are appended to column buffers through one
 // global counter per list, with one reservation per block. Pass 1 (in the pair loop) only marks
 // the pairs whose row reached the emit; pass 2 (after it) renders the emit's columns again for
 // the marked pairs (no stores, no other lists) and stores them at consecutive rows. The counter
 // counts rows past the capacity too: the host grows the buffers and runs again.
-#include "cuda/codegen/outputs/lists.h"
+#include "cuda/outputs/list/codegen/lists.h"
 
 namespace gamut::cuda::cg {
 

@@ -4,7 +4,7 @@
 #include "core/error.h"
 #include "core/host_memory.h"
 #include "core/sizes.h"
-#include "cuda/engine/launch_lists.h"
+#include "cuda/outputs/list/host/launch_lists.h"
 #include "cuda/runtime/internal.h"
 #include "semantics/list_order.h"
 

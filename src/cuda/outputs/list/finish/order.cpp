@@ -1,9 +1,9 @@
-#include "cuda/lists/order.h"
+#include "cuda/outputs/list/finish/order.h"
 
 #include <algorithm>
 
 #include "core/error.h"
-#include "cuda/lists/sort.h"
+#include "cuda/outputs/list/finish/sort.h"
 #include "cuda/runtime/internal.h"
 
 namespace gamut::cuda {

@@ -1,4 +1,4 @@
-#include "cuda/lists/select.h"
+#include "cuda/outputs/list/finish/select.h"
 
 #include <algorithm>
 #include <map>

@@ -2,7 +2,7 @@
 // index is j (and positions are the indices themselves), collected over a run of the map's
 // consecutive columns and stored with one vector access (gm::store_run). Also the argument
 // words and kernel pointers of every dense output, project or aggregate.
-#include "cuda/codegen/outputs/output_operator.h"
+#include "cuda/outputs/output_operator.h"
 
 namespace gamut::cuda::cg {
 

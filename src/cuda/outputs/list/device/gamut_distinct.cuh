@@ -1,6 +1,6 @@
 // Per-tile pre-deduplication of `distinct` list rows (TileDistinct). Where a tile's pairs emit
 // few distinct rows (e.g. 16384 pairs, 20 values), the block appends each distinct row once
-// instead of once per pair; the device hash set and sort after the kernel (src/cuda/lists/sort.cu) still
+// instead of once per pair; the device hash set and sort after the kernel (src/cuda/outputs/list/finish/sort.cu) still
 // remove the repeats across tiles and any that get through here, so this only has to be exact
 // in one direction: a row is dropped only when a bit-identical row of the tile is appended.
 //

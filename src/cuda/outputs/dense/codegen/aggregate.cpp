@@ -11,7 +11,7 @@
 // or probing code is rendered per pair: the general loop's per-pair code (loads of g[i], h[j],
 // key compare, hashed commit) is large enough that the warps wait on the instruction cache.
 // The general loop stays for outputs larger than the table.
-#include "cuda/codegen/outputs/output_operator.h"
+#include "cuda/outputs/output_operator.h"
 
 namespace gamut::cuda::cg {
 

@@ -1,4 +1,4 @@
-// Lists (`emit`), shared by outputs/lists.cpp, top_bottom.cpp and distinct.cpp. The list
+// Lists (`emit`), shared by outputs/list/codegen/lists.cpp, top_bottom.cpp and distinct.cpp. The list
 // operator marks, in pass 1 of the pair loop, the pairs whose row reached the emit (one bit per
 // pair); after the loop each list appends its rows (pass 2) with a strategy of its own:
 //   ListRows         plain lists: one reservation per block (gm::BlockAppend), then the marked
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/codegen/outputs/output_operator.h"
+#include "cuda/outputs/output_operator.h"
 
 namespace gamut::cuda::cg {
 

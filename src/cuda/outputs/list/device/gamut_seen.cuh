@@ -9,7 +9,7 @@
 // and tile column's part once, into shared memory; in the pair loop each pair whose row reaches
 // the emit sets its cell's bit in a shared bitmap; after the loop the tile ORs the words it set
 // into the run's bitmap in global memory, and after the kernel the set cells become the list's
-// rows (src/cuda/lists/seen.cu). Nothing is appended, nothing sorted, and pairs with the same
+// rows (src/cuda/outputs/list/finish/seen.cu). Nothing is appended, nothing sorted, and pairs with the same
 // row cost one bit each.
 //
 // Protocol, every thread of the tile: clear(); the parts (row_part[r], col_part[c], written by

@@ -51,14 +51,14 @@ class OutputOperator {
   virtual void direct_loop(Code&) {}
 };
 
-// Project outputs (C[i, j] = v): runs of consecutive j stored as vectors (outputs/project.cpp).
+// Project outputs (C[i, j] = v): runs of consecutive j stored as vectors (outputs/dense/codegen/project.cpp).
 std::unique_ptr<OutputOperator> make_project_operator(KernelContext& ctx);
 // Lists (`emit`): pass 1 marks the pairs whose row reached the emit, pass 2 appends the rows with
-// one reservation per block (outputs/lists.cpp, top_bottom.cpp, distinct.cpp).
+// one reservation per block (outputs/list/codegen/lists.cpp, top_bottom.cpp, distinct.cpp).
 std::unique_ptr<OutputOperator> make_list_operator(KernelContext& ctx);
 
 // Aggregates (C[...] op= v): a per-thread run combiner into a sink per output, a shared-memory
-// table or global atomics (outputs/aggregate.cpp); with the direct-table loop as a second pair
+// table or global atomics (outputs/dense/codegen/aggregate.cpp); with the direct-table loop as a second pair
 // loop for outputs that fit their tables.
 std::unique_ptr<OutputOperator> make_aggregate_operator(KernelContext& ctx);
 

@@ -1,7 +1,7 @@
-#include "cuda/lists/seen.h"
+#include "cuda/outputs/list/finish/seen.h"
 
 #include "core/error.h"
-#include "cuda/lists/seen_kernels.h"
+#include "cuda/outputs/list/finish/seen_kernels.h"
 #include "cuda/runtime/internal.h"
 
 namespace gamut::cuda {

@@ -1,10 +1,10 @@
 // Device side of list outputs (`emit`) for run_gpu: column buffers with a row counter per list.
 // A kernel appends every row that reaches the emit; when a counter passes the capacity the
 // buffers grow and the kernel runs again (rows are never dropped). Plain and distinct lists are
-// then ordered on the device (lists/order.h), exactly as finalize_list orders them.
+// then ordered on the device (outputs/list/finish/order.h), exactly as finalize_list orders them.
 // top/bottom lists: the kernel appends only the rows its tile pre-selection keeps (about N per
 // group and tile, fewer once the per-group global thresholds fall, gm::TileSelect), and results() reduces those on the
-// device to each group's N best plus rank ties (lists/select.h) before downloading, so neither the device buffers nor
+// device to each group's N best plus rank ties (outputs/list/finish/select.h) before downloading, so neither the device buffers nor
 // the host ever hold M x N rows. (Results and downloads: list_results.cpp.)
 #pragma once
 #include <algorithm>
@@ -15,9 +15,9 @@
 
 #include "bind/instance.h"
 #include "cuda/codegen/codegen.h"
-#include "cuda/lists/order.h"
-#include "cuda/lists/seen.h"
-#include "cuda/lists/select.h"
+#include "cuda/outputs/list/finish/order.h"
+#include "cuda/outputs/list/finish/seen.h"
+#include "cuda/outputs/list/finish/select.h"
 #include "cuda/runtime.h"
 
 namespace gamut::cuda {
@@ -33,7 +33,7 @@ class DeviceLists {
  public:
   // `capacity`: rows per list to start with; `tile`: the launch's block tile (it sizes the
   // top/bottom reservoirs' refresh, gm::TileSelect::refresh).
-  // `boxes` (per list, seen_boxes): the lists that run on a seen table in this run (lists/seen.h).
+  // `boxes` (per list, seen_boxes): the lists that run on a seen table in this run (outputs/list/finish/seen.h).
   DeviceLists(const Instance& inst, int64_t capacity, const TileConfig& tile,
               const std::vector<std::optional<SeenBox>>& boxes = {});
   // For a later run of the same plan and tile (kept with the kernel memo): the buffers that are
@@ -56,11 +56,11 @@ class DeviceLists {
   // for all their rows (the caller resets, re-initialises the outputs and launches again).
   bool grow_if_overflowed();
   // Right after a launch, before anything waits: per-group top / bottom lists that finish in
-  // one pass (lists/top_of_groups.h) are selected in stream order, the kernels reading each
+  // one pass (outputs/list/finish/top_of_groups.h) are selected in stream order, the kernels reading each
   // list's row counter on the device, and the kept rows' numbers come down with the counts, so
   // that the run waits once (a kNN call waited for the counts, then enqueued ~8 launches while
   // the device idled, then waited again: bench/NOTES.md session 21). A plain list that
-  // appended rows in an earlier launch is ordered likewise (lists/order.h, enqueue_list_order):
+  // appended rows in an earlier launch is ordered likewise (outputs/list/finish/order.h, enqueue_list_order):
   // its first early_rows(last) rows are sorted, those past the count last; where the count
   // turns out larger, finalize_on_device orders the list after the count instead. Returns
   // whether any list was.
@@ -80,7 +80,7 @@ class DeviceLists {
   // The cells of list l's seen table in this run; 0 where it runs on the tile hash.
   int64_t seen_cells(size_t l) const { return lists_[l].box ? lists_[l].box->cells : 0; }
   // Finalise every list on the device after the last launch: plain and distinct lists are
-  // ordered (lists/order.h), top/bottom lists reduced to their best rows (lists/select.h).
+  // ordered (outputs/list/finish/order.h), top/bottom lists reduced to their best rows (outputs/list/finish/select.h).
   // Top/bottom rows whose key rank is exact (keys of 32 bits or fewer) are also ordered there,
   // and each group's rows past N that tie at the N-th dropped, so that the rows are final.
   // The rows stay on the device, so benchmark repetitions can time the whole pipeline.
@@ -136,7 +136,7 @@ class DeviceLists {
   // group's first `limit` rows: its final rows. The key's rank is exact; m > 0.
   void order_candidates(size_t l, const SelectInput& in, uint64_t m, int64_t limit);
   // A per-group list of N <= sortdev::kMaxGroupTopLimit with an exact rank: its final rows from
-  // all in.n candidates in one pass over the groups (lists/top_of_groups.h), as indices in
+  // all in.n candidates in one pass over the groups (outputs/list/finish/top_of_groups.h), as indices in
   // finished_[l].order for gather_final_rows; false (nothing done) where the list is not of that kind.
   bool top_of_groups_on_device(size_t l, const SelectInput& in);
   static bool top_of_groups_fits(const SelectInput& in);

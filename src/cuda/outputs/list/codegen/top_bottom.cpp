@@ -1,6 +1,6 @@
-// top/bottom lists (outputs/lists.h): before pass 2 the global thresholds gate the tile (a tile
+// top/bottom lists (outputs/list/codegen/lists.h): before pass 2 the global thresholds gate the tile (a tile
 // without a pair at or below them ends there), then the tile's candidates are selected per group
-// (gm::TileSelect, src/cuda/device/outputs/gamut_list.cuh): the tile's per-group thresholds
+// (gm::TileSelect, src/cuda/outputs/list/device/gamut_list.cuh): the tile's per-group thresholds
 // (from and into the global ones) clear the marks of the rows that cannot be among their
 // group's N best, and every kept row also goes into its group's reservoir. Each pair's rank
 // comes from the accumulators when the key reads nothing else, else from rendering the
@@ -17,7 +17,7 @@
 // global thresholds, reservoirs or stored ranks.
 #include <set>
 
-#include "cuda/codegen/outputs/lists.h"
+#include "cuda/outputs/list/codegen/lists.h"
 
 namespace gamut::cuda::cg {
 

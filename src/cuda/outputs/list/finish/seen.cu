@@ -4,7 +4,7 @@
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
-#include "cuda/lists/seen_kernels.h"
+#include "cuda/outputs/list/finish/seen_kernels.h"
 
 namespace gamut::cuda::seendev {
 

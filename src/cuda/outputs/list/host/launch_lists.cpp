@@ -1,4 +1,4 @@
-#include "cuda/engine/launch_lists.h"
+#include "cuda/outputs/list/host/launch_lists.h"
 
 #include <algorithm>
 #include <cstring>
@@ -8,9 +8,9 @@
 #include "core/host_memory.h"
 #include "core/sizes.h"
 #include "cuda/device/core/gamut_constants.cuh"
-#include "cuda/lists/order.h"
-#include "cuda/lists/select.h"
-#include "cuda/lists/top_of_groups.h"
+#include "cuda/outputs/list/finish/order.h"
+#include "cuda/outputs/list/finish/select.h"
+#include "cuda/outputs/list/finish/top_of_groups.h"
 #include "cuda/runtime/internal.h"
 
 namespace gamut::cuda {
@@ -328,7 +328,7 @@ void DeviceLists::finalize_on_device() {
       continue;
     }
     // Per-group lists of small N: every candidate bucketed by group and each group's N best kept
-    // in one pass (lists/top_of_groups.h), instead of the radix rounds and the sort below.
+    // in one pass (outputs/list/finish/top_of_groups.h), instead of the radix rounds and the sort below.
     if (top_of_groups_on_device(l, in)) continue;
     const DeviceBuffer idx = select_candidates(in, &F.rows);
     const size_t m = size_t(F.rows);

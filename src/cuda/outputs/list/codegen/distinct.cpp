@@ -1,14 +1,14 @@
-// Distinct lists (outputs/lists.h). Where every column is an integer lookup of a row or column
+// Distinct lists (outputs/list/codegen/lists.h). Where every column is an integer lookup of a row or column
 // vector (seen_table_columns) and the host found the values in a small box, the run's kernel
-// argument turns on a seen table (gm::SeenCells, src/cuda/device/outputs/gamut_seen.cuh): the
+// argument turns on a seen table (gm::SeenCells, src/cuda/outputs/list/device/gamut_seen.cuh): the
 // tile stages each row's and column's part of the cell in shared memory, pass 1 marks every
 // emitted pair's cell, and after the loop the tile ORs its bits into the run's bitmap; the set
-// cells are the list (lists/seen.h). Otherwise, and for every other distinct list:
+// cells are the list (outputs/list/finish/seen.h). Otherwise, and for every other distinct list:
 //
 // the block tile's rows are de-duplicated in shared memory
-// (gm::TileDistinct, src/cuda/device/outputs/gamut_distinct.cuh) before the block appends them,
+// (gm::TileDistinct, src/cuda/outputs/list/device/gamut_distinct.cuh) before the block appends them,
 // so a tile whose pairs emit few distinct rows appends each of them once instead of once per
-// pair. The device hash set after the kernel (lists/order.cpp) still removes repeats across
+// pair. The device hash set after the kernel (outputs/list/finish/order.cpp) still removes repeats across
 // tiles. A list whose table does not fit (rows too wide) appends its rows as a plain list does.
 //
 // Before each round of the table's claims, every thread sweeps its marked pairs: rows the table
@@ -23,7 +23,7 @@
 // rendered row on an 8 x 8 map).
 #include <algorithm>
 
-#include "cuda/codegen/outputs/lists.h"
+#include "cuda/outputs/list/codegen/lists.h"
 
 namespace gamut::cuda::cg {
 

@@ -3,7 +3,7 @@
 // tie-break (+0.0 before -0.0, NaNs by bits). That order is total over bit patterns and has one
 // element per pattern, so it is a bijection onto unsigned numbers of the column's width: one
 // key of 8 * bytes bits per column, the value order and the tie-break in one.
-// Plain C++17 with no gamut includes: nvcc compiles it into src/cuda/lists/sort.cu, and the CPU
+// Plain C++17 with no gamut includes: nvcc compiles it into src/cuda/outputs/list/finish/sort.cu, and the CPU
 // tests check it against cmp_row.
 #pragma once
 #include <cstdint>

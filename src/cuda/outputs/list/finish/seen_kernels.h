@@ -1,4 +1,4 @@
-// Device kernels behind seen.h, compiled by nvcc (src/cuda/lists/seen.cu). Plain pointers and
+// Device kernels behind seen.h, compiled by nvcc (src/cuda/outputs/list/finish/seen.cu). Plain pointers and
 // CUDA error codes only: seen.cpp owns the memory and turns errors into gamut errors.
 #pragma once
 #include <cuda_runtime_api.h>

@@ -1,4 +1,4 @@
-// Device kernels behind order.h, compiled by nvcc (src/cuda/lists/sort.cu; CUB's radix
+// Device kernels behind order.h, compiled by nvcc (src/cuda/outputs/list/finish/sort.cu; CUB's radix
 // sort cannot go through NVRTC's embedded headers). Plain pointers and CUDA error codes only:
 // order.cpp owns the memory and turns errors into gamut errors. Everything runs on
 // the default stream, like the rest of the engine.
@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "cuda/lists/order_keys.h"
+#include "cuda/outputs/list/finish/order_keys.h"
 
 namespace gamut::cuda::sortdev {
 

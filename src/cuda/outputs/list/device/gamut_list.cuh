@@ -1,7 +1,7 @@
 // List outputs (`emit`): rows are appended to column buffers through one global counter.
 // The counter counts every row that reached the emit, also past the capacity, so the host
 // sees how many there were, grows the buffers and runs again: no row is ever dropped.
-// Ordering, limits and de-duplication happen after the kernel, on the device (src/cuda/lists/),
+// Ordering, limits and de-duplication happen after the kernel, on the device (src/cuda/outputs/list/finish/),
 // as finalize_list on the host defines them.
 //
 // The kernel's epilogue appends in two passes over the thread's pairs (BlockAppend): pass 1

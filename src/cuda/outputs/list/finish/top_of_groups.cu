@@ -4,7 +4,7 @@
 
 #include <cub/device/device_scan.cuh>
 
-#include "cuda/lists/top_of_groups.h"
+#include "cuda/outputs/list/finish/top_of_groups.h"
 
 namespace gamut::cuda::sortdev {
 
