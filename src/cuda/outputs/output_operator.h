@@ -19,9 +19,9 @@
 // (accumulator_map.h), never the mainloop. Variants are strategies inside an operator (an
 // aggregate's shared table or global atomics and its direct-table loop; a list's rows plain,
 // pre-selected per tile (or against a persistent block's own thresholds) for top / bottom, or
-// de-duplicated per tile for distinct). The argument
-// words and shared memory each kind needs are laid out by its functions below, called in output
-// order by arg_layout (kernel_args.cpp) and smem_plan (layout.cpp).
+// de-duplicated per tile for distinct). The argument words and shared memory each kind needs
+// are laid out by its functions below, called in output order through its OutputKind
+// (output_kind.h) by arg_layout (kernel_args.cpp) and smem_plan (layout.cpp).
 #pragma once
 #include <memory>
 #include <string>
@@ -69,9 +69,10 @@ void list_output_args(ArgLayout& L, const Plan& plan, const Names& names, int l)
 // The dense outputs' pointers and strides in the kernel (C, C_stride<p>, C_vec4).
 void dense_output_pointers(const KernelContext& ctx, Code& c);
 
-// Shared memory after the mainloop (smem_plan): the aggregates' tables, then the distinct lists'
-// region (one list at a time). Each starts at `off` and returns where it ends.
-size_t plan_aggregate_tables(const Plan& plan, SmemPlan& s);
+// Shared memory after the mainloop (smem_plan, through OutputKind::smem): the aggregates'
+// tables, then the distinct lists' region (one list at a time). Each starts at `off` and
+// returns where it ends.
+size_t plan_aggregate_tables(const Plan& plan, size_t off, SmemPlan& s);
 size_t plan_distinct_tables(const Plan& plan, const TileConfig& tile, size_t off, SmemPlan& s);
 
 }  // namespace gamut::cuda::cg

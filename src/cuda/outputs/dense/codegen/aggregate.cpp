@@ -189,17 +189,17 @@ std::unique_ptr<OutputOperator> make_aggregate_operator(KernelContext& ctx) {
   return std::make_unique<Aggregates>(ctx);
 }
 
-size_t plan_aggregate_tables(const Plan& plan, SmemPlan& s) {
-  size_t off = 0;
+size_t plan_aggregate_tables(const Plan& plan, size_t from, SmemPlan& s) {
+  size_t off = from;
   for (s.table_slots = kTableSlots;; s.table_slots /= 2) {
     s.table_off.assign(plan.dense.size(), -1);
-    off = 0;
+    off = from;
     for (size_t d = 0; d < plan.dense.size(); ++d) {
       if (!output_uses_table(plan, int(d))) continue;
       s.table_off[d] = long(off);
       off += round16(size_t(s.table_slots) * (8 + ctype_bytes(plan.dense[d].type)));
     }
-    if (off <= kTableBudget || s.table_slots <= 32) break;
+    if (off - from <= kTableBudget || s.table_slots <= 32) break;
   }
   return off;
 }

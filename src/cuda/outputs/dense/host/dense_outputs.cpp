@@ -114,7 +114,7 @@ DeviceDenseOutputs::DeviceDenseOutputs(const Instance& inst, const DenseOutputFn
   for (size_t d = 0; d < n; ++d) needs_fill_[d] = !written_everywhere(inst, d);
 }
 
-void DeviceDenseOutputs::fill_args(const ArgLayout& layout, std::vector<uint64_t>& w) const {
+void DeviceDenseOutputs::bind(const ArgLayout& layout, std::vector<uint64_t>& w) const {
   const Plan& P = *inst_.plan;
   // (A layout leaves out the words its kernel does not read: slot -1.)
   auto put = [&w](int slot, uint64_t v) {
@@ -138,15 +138,16 @@ void DeviceDenseOutputs::fill_args(const ArgLayout& layout, std::vector<uint64_t
   }
 }
 
-void DeviceDenseOutputs::init() const {
+void DeviceDenseOutputs::before_launch() {
   const Plan& P = *inst_.plan;
   for (size_t d = 0; d < P.dense.size(); ++d)
     if (needs_fill_[d]) fill_identity(ptr_[d], P.dense[d].op, P.dense[d].type, rows_[d] * pitch_[d]);
 }
 
-std::vector<NDArray> DeviceDenseOutputs::results() const {
+void DeviceDenseOutputs::collect(Results& res) {
   const Plan& P = *inst_.plan;
-  std::vector<NDArray> out;
+  std::vector<NDArray>& out = res.dense;
+  out.clear();
   for (size_t d = 0; d < P.dense.size(); ++d) {
     if (caller_memory_) {  // stays where the caller wanted it
       NDArray a;
@@ -164,7 +165,6 @@ std::vector<NDArray> DeviceDenseOutputs::results() const {
     }
     out.push_back(std::move(a));
   }
-  return out;
 }
 
 }  // namespace gamut::cuda

@@ -9,6 +9,7 @@
 
 #include "bind/instance.h"
 #include "cuda/codegen/kernel_args.h"
+#include "cuda/outputs/output_kind.h"
 #include "cuda/runtime.h"
 #include "plan/plan.h"
 
@@ -27,16 +28,17 @@ using DenseOutputFn = std::function<void*(size_t d, size_t bytes)>;
 
 // The dense outputs of one run. gamut's own are padded like the inputs (rows of whole 4-element
 // chunks, so that row stores can be 16 bytes wide) and come back to the host; the caller's
-// (`caller_memory`) are C order and stay on the device, viewed by the results.
-class DeviceDenseOutputs {
+// (`caller_memory`) are C order and stay on the device, viewed by the results. Their steps in a
+// run are OutputBuffers' (outputs/output_kind.h); they never overflow.
+class DeviceDenseOutputs final : public OutputBuffers {
  public:
   DeviceDenseOutputs(const Instance& inst, const DenseOutputFn* caller_memory);
   // The outputs' words: pointer, strides per index position, vector stores, elements.
-  void fill_args(const ArgLayout& layout, std::vector<uint64_t>& w) const;
+  void bind(const ArgLayout& layout, std::vector<uint64_t>& w) const override;
   // Every output that needs it set to its identity, in stream order (before each launch).
-  void init() const;
-  // The outputs as the run's results: downloaded, or views of the caller's memory.
-  std::vector<NDArray> results() const;
+  void before_launch() override;
+  // The outputs as the run's results (Results::dense): downloaded, or views of the caller's memory.
+  void collect(Results& res) override;
 
  private:
   const Instance& inst_;

@@ -5,6 +5,8 @@
 // counts rows past the capacity too: the host grows the buffers and runs again.
 #include "cuda/outputs/list/codegen/lists.h"
 
+#include "cuda/outputs/output_kind.h"
+
 namespace gamut::cuda::cg {
 
 using std::to_string;
@@ -136,6 +138,30 @@ std::string seen_direct_condition(const KernelContext& ctx) {
 }
 
 std::unique_ptr<OutputOperator> make_list_operator(KernelContext& ctx) { return std::make_unique<ListOperator>(ctx); }
+
+namespace {
+
+// The lists' kind (outputs/output_kind.h): per list its words (list_output_args), the distinct
+// lists' region and seen tables (plan_distinct_tables), one operator for all lists.
+class ListKind final : public OutputKind {
+ public:
+  void args(ArgLayout& L, const Plan& plan, const Names& names) const override {
+    for (size_t l = 0; l < plan.lists.size(); ++l) list_output_args(L, plan, names, int(l));
+  }
+  size_t smem(const Plan& plan, const TileConfig& tile, size_t off, SmemPlan& s) const override {
+    return plan_distinct_tables(plan, tile, off, s);
+  }
+  void operators(KernelContext& ctx, std::vector<std::unique_ptr<OutputOperator>>& out) const override {
+    out.push_back(make_list_operator(ctx));
+  }
+};
+
+}  // namespace
+
+const OutputKind& list_kind() {
+  static const ListKind kind;
+  return kind;
+}
 
 void ListRows::mark(Code& c) {
   c.line(name("marks") + X.map.bit("", "m", "n") + " |= unsigned(" + name("emitted") + ") << " +

@@ -69,11 +69,11 @@ CType list_key_type(const Plan& p, const ListOutput& l) { return l.key != kNoExp
 
 DeviceLists::DeviceLists(const Instance& inst, int64_t capacity, const TileConfig& tile,
                          const std::vector<std::optional<SeenBox>>& boxes) {
-  bind(inst, capacity, tile, boxes);
+  reuse(inst, capacity, tile, boxes);
 }
 
-void DeviceLists::bind(const Instance& inst, int64_t capacity, const TileConfig& tile,
-                       const std::vector<std::optional<SeenBox>>& boxes) {
+void DeviceLists::reuse(const Instance& inst, int64_t capacity, const TileConfig& tile,
+                        const std::vector<std::optional<SeenBox>>& boxes) {
   inst_ = &inst;
   finalized_ = false;
   counts_.clear();

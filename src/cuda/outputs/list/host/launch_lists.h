@@ -4,8 +4,8 @@
 // then ordered on the device (outputs/list/finish/order.h), exactly as finalize_list orders them.
 // top/bottom lists: the kernel appends only the rows its tile pre-selection keeps (about N per
 // group and tile, fewer once the per-group global thresholds fall, gm::TileSelect), and results() reduces those on the
-// device to each group's N best plus rank ties (outputs/list/finish/select.h) before downloading, so neither the device buffers nor
-// the host ever hold M x N rows. (Results and downloads: list_results.cpp.)
+// device to each group's N best plus rank ties (outputs/list/finish/select.h) before downloading, so neither the device
+// buffers nor the host ever hold M x N rows. (Results and downloads: list_results.cpp.)
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -18,6 +18,7 @@
 #include "cuda/outputs/list/finish/order.h"
 #include "cuda/outputs/list/finish/seen.h"
 #include "cuda/outputs/list/finish/select.h"
+#include "cuda/outputs/output_kind.h"
 #include "cuda/runtime.h"
 
 namespace gamut::cuda {
@@ -29,7 +30,9 @@ using ListOutputFn = std::function<std::vector<void*>(size_t l, int64_t rows)>;
 // A list's key type (the rows' order for top / bottom lists; I32 where it has none).
 CType list_key_type(const Plan& p, const ListOutput& l);
 
-class DeviceLists {
+// The steps of a run (OutputBuffers, outputs/output_kind.h): bind is fill_args, before_launch
+// reset, after_launch select_before_count, finish_on_device finalize_on_device, collect results.
+class DeviceLists final : public OutputBuffers {
  public:
   // `capacity`: rows per list to start with; `tile`: the launch's block tile (it sizes the
   // top/bottom reservoirs' refresh, gm::TileSelect::refresh).
@@ -39,8 +42,8 @@ class DeviceLists {
   // For a later run of the same plan and tile (kept with the kernel memo): the buffers that are
   // large enough stay, with their rows' poison from their allocation (0xff: plausible rows of an
   // earlier run may show where a run reserved rows it did not store, never past its count).
-  void bind(const Instance& inst, int64_t capacity, const TileConfig& tile,
-            const std::vector<std::optional<SeenBox>>& boxes = {});
+  void reuse(const Instance& inst, int64_t capacity, const TileConfig& tile,
+             const std::vector<std::optional<SeenBox>>& boxes = {});
   // Device memory held (what keeping this between runs costs).
   size_t held_bytes() const;
   // Whether a run on the current device and stream may use these buffers.
@@ -54,7 +57,19 @@ class DeviceLists {
   void fill_args(const ArgLayout& layout, std::vector<uint64_t>& words) const;
   // After a launch: true when some list had more rows than room; those lists then have room
   // for all their rows (the caller resets, re-initialises the outputs and launches again).
-  bool grow_if_overflowed();
+  bool grow_if_overflowed() override;
+  // OutputBuffers' steps.
+  void bind(const ArgLayout& layout, std::vector<uint64_t>& words) const override { fill_args(layout, words); }
+  void before_launch() override { reset(); }
+  void after_launch() override { select_before_count(); }
+  void finish_on_device() override { finalize_on_device(); }
+  // Results::lists, with `device_out` (collect_into) as results() takes it.
+  void collect(Results& res) override {
+    res.lists = results(device_out_);
+    device_out_ = nullptr;  // (the caller's function is this run's; the buffers may serve the next)
+  }
+  // Where collect() puts final rows that are on the device (GpuRunOptions::list_output), or null.
+  void collect_into(const ListOutputFn* device_out) { device_out_ = device_out; }
   // Right after a launch, before anything waits: per-group top / bottom lists that finish in
   // one pass (outputs/list/finish/top_of_groups.h) are selected in stream order, the kernels reading each
   // list's row counter on the device, and the kept rows' numbers come down with the counts, so
@@ -108,6 +123,7 @@ class DeviceLists {
   };
   void allocate(size_t l, int64_t capacity);
   const Instance* inst_ = nullptr;
+  const ListOutputFn* device_out_ = nullptr;  // collect_into
   std::vector<List> lists_;
   // Every list's counter words (gm::kListCounterWords each); reset() writes them and count()
   // reads them through the thread's pinned scratch (thread_pinned_scratch: up, then down).
