@@ -23,6 +23,34 @@ size_t KernelContext::resident_accs_offset() const {
   return resident_top_offset + resident_top_bytes(T, P.lists[size_t(l)].per);
 }
 
+std::string KernelContext::smem_at(const std::string& name, size_t offset, const std::string& comment) {
+  for (const SmemField& f : smem_fields)
+    if (f.name == name) {
+      if (f.offset != offset) unsupported("internal error: two shared-memory offsets named " + name);
+      return "smem + Smem::" + name;
+    }
+  smem_fields.push_back({name, offset, comment});
+  return "smem + Smem::" + name;
+}
+
+std::string KernelContext::out_smem_at(const std::string& name, size_t offset, const std::string& comment) {
+  if (!persistent) return smem_at(name, offset, comment);
+  smem_at(name, offset, comment + " (from out_smem)");
+  return "out_smem + Smem::" + name;
+}
+
+std::string KernelContext::smem_struct() const {
+  if (smem_fields.empty()) return "";
+  Code c;
+  c.line("// Byte offsets of the regions of the dynamic shared memory (smem; the outputs reuse the");
+  c.line(persistent ? "// space from out_smem, after the stage ring)." : "// mainloop's space once it is done).");
+  c.open("struct Smem");
+  for (const SmemField& f : smem_fields)
+    c.line("static constexpr unsigned " + f.name + " = " + to_string(f.offset) + ";  // " + f.comment);
+  c.close(";");
+  return c.str();
+}
+
 void KernelContext::locals(bool inner, Code& out) const {
   for (size_t n = 0; n < P.locals.size(); ++n)
     if (P.locals[n].inner == inner)

@@ -85,6 +85,22 @@ struct KernelContext {
   size_t out_smem_offset = 0;
   std::string out_smem() const { return persistent ? "out_smem" : "smem"; }
 
+  // The kernel's `struct Smem` (rendered before it by kernel.cpp): one named byte offset per
+  // region of the dynamic shared memory that the parts address, in the order they named them.
+  struct SmemField {
+    std::string name;
+    size_t offset;
+    std::string comment;
+  };
+  std::vector<SmemField> smem_fields;
+  // The address of a mainloop region at byte `offset` of smem, `smem + Smem::NAME`; NAME
+  // recorded once (the same name at another offset is an internal error).
+  std::string smem_at(const std::string& name, size_t offset, const std::string& comment);
+  // The same for an output operator's region at byte `offset` of out_smem().
+  std::string out_smem_at(const std::string& name, size_t offset, const std::string& comment);
+  // The struct, or "" where no part named a region.
+  std::string smem_struct() const;
+
   // packed16: the SIMT mainloop steps on packed 16-bit lanes (its shared-memory plan differs).
   // args: the argument layout the kernel declares (kernel_layout).
   KernelContext(const Plan& plan, const TileConfig& tile, ArgLayout args, bool packed16 = false);

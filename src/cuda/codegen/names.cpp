@@ -48,6 +48,9 @@ const char* const kOwnNames[] = {"Args",
                                  "TcShapeT",
                                  "VN",
                                  "Smem",
+                                 "distinct",
+                                 "resident_accs",
+                                 "resident_top",
                                  "a",
                                  "acc",
                                  "accs",
@@ -201,8 +204,8 @@ std::string ctype_suffix(CType t) { return std::string(ctype_name(t)); }
 
 }  // namespace
 
-const std::vector<std::string> Names::kAccessSuffixes = {"ptr", "ld", "batch_stride", "vec4", "bs"};
-const std::vector<std::string> Names::kDenseSuffixes = {"ptr", "vec4", "elems", "run", "set"};
+const std::vector<std::string> Names::kAccessSuffixes = {"ptr", "ld", "batch_stride", "vec4", "bs", "tiles", "raw"};
+const std::vector<std::string> Names::kDenseSuffixes = {"ptr", "vec4", "elems", "run", "set", "table"};
 const std::vector<std::string> Names::kListSuffixes = {"counter", "capacity",  "rows_b",    "rows_i", "rows_j",
                                                        "key",     "threshold", "reservoir", "seen",   "seen_words",
                                                        "append",  "marks",     "emitted",   "ranks",  "cells"};

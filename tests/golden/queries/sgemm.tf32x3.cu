@@ -8,8 +8,9 @@
 // being appended (L_emitted, L_<column>, L_key). A query name that the kernel uses itself
 // gets _q appended. The kernel's own: the pair (i, j) of batch instance b; a thread's
 // accumulators as a grid (m, n) of the map; Shape the block tile (BM x BN, THREADS); smem the
-// dynamic shared memory; gm:: the device library (src/cuda/device); `// FILE:LINE:` the query
-// statement rendered below it.
+// dynamic shared memory, its regions at the offsets of struct Smem; gm:: the device library
+// (src/cuda/device, src/cuda/outputs/*/device); `// FILE:LINE:` the query statement rendered
+// below it.
 #include "gamut_math.cuh"
 #include "gamut_mainloop.cuh"
 #include "gamut_tc_wgmma_tma.cuh"

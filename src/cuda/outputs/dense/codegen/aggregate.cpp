@@ -48,8 +48,10 @@ class Aggregates final : public OutputOperator {
         tables_ = true;
         c.line("gm::TableSink<" + t + ", " + store_op_code(o.op) + ", " + to_string(X.S.table_slots) +
                ", Shape::THREADS> sk" + n + ";  // " + P.dense[d].name + ": (element, operator, table slots, threads)");
-        c.line("sk" + n + ".init(" + X.out_smem() + " + " + to_string(X.S.table_off[d]) + ", " + X.N.dense(int(d)) +
-               ", gm::u64(" + X.arg(X.A.dense[d].elems) + "));");
+        c.line("sk" + n + ".init(" +
+               X.out_smem_at(X.N.dense(int(d)) + "_table", size_t(X.S.table_off[d]),
+                             P.dense[d].name + "'s table (gm::TableSink)") +
+               ", " + X.N.dense(int(d)) + ", gm::u64(" + X.arg(X.A.dense[d].elems) + "));");
       } else {
         c.line("gm::GlobalSink<" + t + ", " + store_op_code(o.op) + "> sk" + n + "{" + X.N.dense(int(d)) + "};");
       }

@@ -47,7 +47,8 @@ class DistinctRows final : public ListRows {
     c.line("static_assert(gm::SeenCells<Shape>::BYTES == " + to_string(4 * (gm::kSeenWords + X.T.bm + X.T.bn)) +
            ", \"shared memory plan\");");
     c.line("const bool " + name("seen") + " = " + X.arg(ls.seen) + " != 0u;");
-    c.line("gm::SeenCells<Shape> " + name("cells") + "(" + X.out_smem() + " + " + to_string(X.S.seen_off[l_]) +
+    c.line("gm::SeenCells<Shape> " + name("cells") + "(" +
+           X.out_smem_at(name("cells"), size_t(X.S.seen_off[l_]), spec().name + "'s seen table (gm::SeenCells)") +
            ", int(" + X.arg(ls.seen_words) + "));");
     c.open("if (" + name("seen") + ")");
     c.line(name("cells") + ".clear();");
@@ -126,7 +127,10 @@ class DistinctRows final : public ListRows {
            (cands > 1 ? ", candidates per sweep)" : ")"));
     c.line("static_assert(TD::BYTES <= " + to_string(X.S.epilogue - size_t(X.S.distinct_off)) +
            ", \"shared memory plan\");");
-    c.line("TD td(" + X.out_smem() + " + " + to_string(X.S.distinct_off) + ");");
+    c.line(
+        "TD td(" +
+        X.out_smem_at("distinct", size_t(X.S.distinct_off), "the distinct lists' tables (gm::TileDistinct), in turn") +
+        ");");
     c.line("unsigned todo[TD::W], ov[TD::W];");
     c.line("#pragma unroll");
     c.line("for (int w = 0; w < TD::W; ++w) { todo[w] = " + name("marks") + "[w]; ov[w] = 0u; }");

@@ -78,8 +78,8 @@ class TopBottomRows final : public ListRows {
     const std::string rt = "gm::ResidentTop<Shape, " + std::string(per_row ? "gm::kGroupRow" : "gm::kGroupCol") + ">";
     c.open("");
     c.line("typedef " + rt + " Resident;");
-    c.line("Resident::Smem& rs = *reinterpret_cast<Resident::Smem*>(" + X.out_smem() + " + " +
-           to_string(X.resident_top_offset) + ");");
+    c.line("Resident::Smem& rs = *reinterpret_cast<Resident::Smem*>(" +
+           X.out_smem_at("resident_top", X.resident_top_offset, spec().name + "'s thresholds of the band") + ");");
     c.line(std::string("if (tile == tile_lo || ") + (per_row ? "tile_n" : "tile_m") +
            " == 0) Resident::reset(rs);  // a new band: nothing kept");
     key_lambdas(c);
@@ -98,8 +98,9 @@ class TopBottomRows final : public ListRows {
     const AccumulatorMap& M = X.map;
     const TileCoordinates& tc = *X.coords;
     const std::string kt = ctype_cpp(P.expr(spec().key).type);
-    c.line(X.acc_type(0) + "* const accs = reinterpret_cast<" + X.acc_type(0) + "*>(" + X.out_smem() + " + " +
-           to_string(X.resident_accs_offset()) + ");  // (" + M.rows + " * " + M.cols + ", Shape::THREADS)");
+    c.line(X.acc_type(0) + "* const accs = reinterpret_cast<" + X.acc_type(0) + "*>(" +
+           X.out_smem_at("resident_accs", X.resident_accs_offset(), "the tile's accumulators, pair-major") +
+           ");  // (" + M.rows + " * " + M.cols + ", Shape::THREADS)");
     c.open("const auto key = [&](int m, int n) -> " + kt);
     key_scope(c, false);  // (straight-line code, each key used once: nothing to keep apart)
     if (direct_ && !key_accs_.count(0)) c.line(X.acc_type(0) + " " + X.acc(0) + " = " + M.value(0) + ";");
@@ -202,8 +203,9 @@ class TopBottomRows final : public ListRows {
   void store_ranks(Code& c) {
     const AccumulatorMap& M = X.map;
     // (rows x cols, THREADS): a thread's ranks pair-major, so a warp's reads are consecutive words.
-    c.line("unsigned* const " + name("ranks") + " = reinterpret_cast<unsigned*>(" + X.out_smem() + " + " +
-           to_string(X.tile_ranks_offset()) + ");  // (" + M.rows + " * " + M.cols + ", Shape::THREADS)");
+    c.line("unsigned* const " + name("ranks") + " = reinterpret_cast<unsigned*>(" +
+           X.out_smem_at(name("ranks"), size_t(X.tile_ranks_offset()), spec().name + "'s ranks of the tile's pairs") +
+           ");  // (" + M.rows + " * " + M.cols + ", Shape::THREADS)");
     c.line("gm::tile_sync<Shape::THREADS>();  // earlier users of the space (mainloop, other lists) are done");
     c.line("#pragma unroll");
     c.open("for (int m = 0; m < " + M.rows + "; ++m)");
