@@ -112,6 +112,12 @@ struct KernelContext {
   std::string out_type(int d) const { return ctype_cpp(P.dense[size_t(d)].type); }
   // Declarations of the plan's locals of the inner op (inner) or of the output statements.
   void locals(bool inner, Code& out) const;
+  // Each `let` of the output statements rendered once, as a function `NAME_of` of the pair's
+  // values it reads (i, j, b, accumulators, other lets), which every rendering of the
+  // statements then calls (the pair loops, a list's pass 2, top / bottom keys): after the
+  // kernel's pointers and parameters, which it reads in place. A local assigned by two lets
+  // keeps its expression in place.
+  void let_functions(Code& c);
   // Linear element offset of dense output d at (b, i, jname).
   std::string out_offset(int d, const std::string& jname) const;
   // Accesses read outside the mainloop: `when`, output statements, list keys, output indices.

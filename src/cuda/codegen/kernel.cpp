@@ -93,6 +93,7 @@ class KernelGenerator {
            ")" + mainloop_->attributes() + " " + kMainKernelName +
            (options_.tma ? "(const __grid_constant__ Args a)" : "(const Args a)"));
     prologue(c);
+    X.let_functions(c);
     mainloop_->prologue(c);
     pass_bits(c);
     mainloop_->run(c);
@@ -110,15 +111,15 @@ class KernelGenerator {
     c.line("//");
     c.line("// Names: the query's own. An operand P is read through the pointer P (P_ld, P_bs: elements");
     c.line("// between rows, between batch instances; a.P_ptr ...: its argument words); an operand read");
-    c.line("// through two patterns is P_ik, P_jk. Parameters, accumulators and lets keep their names; a");
-    c.line("// dense output C is the pointer C (C_stride<p>); a list L has argument words L_counter,");
-    c.line("// L_<column> ..., per thread L_marks (one bit per pair whose row reached the emit) and the row");
-    c.line("// being appended (L_emitted, L_<column>, L_key). A query name that the kernel uses itself");
-    c.line("// gets _q appended. The kernel's own: the pair (i, j) of batch instance b; a thread's");
-    c.line("// accumulators as a grid (m, n) of the map; Shape the block tile (BM x BN, THREADS); smem the");
-    c.line("// dynamic shared memory, its regions at the offsets of struct Smem; gm:: the device library");
-    c.line("// (src/cuda/device, src/cuda/outputs/*/device); `// FILE:LINE:` the query statement rendered");
-    c.line("// below it.");
+    c.line("// through two patterns is P_ik, P_jk. Parameters, accumulators and lets keep their names (a");
+    c.line("// let x is rendered once, as the function x_of); a dense output C is the pointer C");
+    c.line("// (C_stride<p>); a list L has argument words L_counter, L_<column> ..., per thread L_marks (one");
+    c.line("// bit per pair whose row reached the emit) and the row being appended (L_emitted, L_<column>,");
+    c.line("// L_key). A query name that the kernel uses itself gets _q appended. The kernel's own: the pair");
+    c.line("// (i, j) of batch instance b; a thread's accumulators as a grid (m, n) of the map; Shape the");
+    c.line("// block tile (BM x BN, THREADS); smem the dynamic shared memory, its regions at the offsets of");
+    c.line("// struct Smem; gm:: the device library (src/cuda/device, src/cuda/outputs/*/device);");
+    c.line("// `// FILE:LINE:` the query statement rendered below it.");
   }
 
   // The tile, the parameters and the pointers the epilogue reads.

@@ -2,15 +2,15 @@
 //
 // Names: the query's own. An operand P is read through the pointer P (P_ld, P_bs: elements
 // between rows, between batch instances; a.P_ptr ...: its argument words); an operand read
-// through two patterns is P_ik, P_jk. Parameters, accumulators and lets keep their names; a
-// dense output C is the pointer C (C_stride<p>); a list L has argument words L_counter,
-// L_<column> ..., per thread L_marks (one bit per pair whose row reached the emit) and the row
-// being appended (L_emitted, L_<column>, L_key). A query name that the kernel uses itself
-// gets _q appended. The kernel's own: the pair (i, j) of batch instance b; a thread's
-// accumulators as a grid (m, n) of the map; Shape the block tile (BM x BN, THREADS); smem the
-// dynamic shared memory, its regions at the offsets of struct Smem; gm:: the device library
-// (src/cuda/device, src/cuda/outputs/*/device); `// FILE:LINE:` the query statement rendered
-// below it.
+// through two patterns is P_ik, P_jk. Parameters, accumulators and lets keep their names (a
+// let x is rendered once, as the function x_of); a dense output C is the pointer C
+// (C_stride<p>); a list L has argument words L_counter, L_<column> ..., per thread L_marks (one
+// bit per pair whose row reached the emit) and the row being appended (L_emitted, L_<column>,
+// L_key). A query name that the kernel uses itself gets _q appended. The kernel's own: the pair
+// (i, j) of batch instance b; a thread's accumulators as a grid (m, n) of the map; Shape the
+// block tile (BM x BN, THREADS); smem the dynamic shared memory, its regions at the offsets of
+// struct Smem; gm:: the device library (src/cuda/device, src/cuda/outputs/*/device);
+// `// FILE:LINE:` the query statement rendered below it.
 #include "gamut_math.cuh"
 #include "gamut_mainloop.cuh"
 #include "gamut_list.cuh"
@@ -117,6 +117,11 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   const int tiles_n = (col_end - col_begin + Shape::BN - 1) / Shape::BN;
   int b = int(blockIdx.x) / (tiles_m * tiles_n), tile_m, tile_n;
   gm::tile_coords_spread<true>(int(blockIdx.x) - b * tiles_m * tiles_n, tiles_m, tiles_n, tile_m, tile_n);
+  // The query's lets, each rendered once; the statements below call them.
+  // let t: f64 = f64(accum)
+  const auto t_q_of = [&](const float accum) -> double {
+    return gm::to_f64(accum);
+  };
   Stage st(int(threadIdx.x));
   st.i0 = row_begin + tile_m * Shape::BM;
   st.j0 = col_begin + tile_n * Shape::BN;
@@ -160,7 +165,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
           float accum = st.accum[m][n]; gm::opaque(accum);
           double t_q = double();
           // let t: f64 = f64(accum)
-          t_q = gm::to_f64(accum);
+          t_q = t_q_of(accum);
           // emit L(i, j, accum)
           L_emitted = true;
           L_marks[(m * Shape::TN + n) / 32] |= unsigned(L_emitted) << ((m * Shape::TN + n) % 32);
@@ -183,7 +188,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
             float accum = st.accum[m][n]; gm::opaque(accum);
             double t_q = double();
             // let t: f64 = f64(accum)
-            t_q = gm::to_f64(accum);
+            t_q = t_q_of(accum);
             // emit L(i, j, accum)
             L_emitted = true;
           }
@@ -208,7 +213,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
       double L_key = double();
       double t_q = double();
       // let t: f64 = f64(accum)
-      t_q = gm::to_f64(accum);
+      t_q = t_q_of(accum);
       // emit L(i, j, accum)
       L_key = t_q;
       return gm::rank32(L_key, true);
@@ -250,7 +255,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
             }
             double t_q = double();
             // let t: f64 = f64(accum)
-            t_q = gm::to_f64(accum);
+            t_q = t_q_of(accum);
             // emit L(i, j, accum)
             L_emitted = true;
             L_i = i;
