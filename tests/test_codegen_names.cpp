@@ -172,3 +172,76 @@ TEST(CodegenNames, DeviceSymbolsTheGeneratorNamesExist) {
   }
   EXPECT_GT(checked, 100u);
 }
+
+namespace {
+
+// A bottom list per row keyed by a let of the accumulator and a row vector: the let's value is
+// needed in the pair loops, the key lambdas and pass 2. With `twice`, a second let of the same
+// local under an if.
+Plan let_keyed_list(bool twice) {
+  tp::PlanBuilder b("let_keyed");
+  const int A = b.input("A", DType::F32), B = b.input("B", DType::F32), qn = b.input("qn", DType::F32);
+  const int acc = b.accumulator("dot", CType::F32, 0, Monoid::Sum);
+  const ExprId la = b.load(A, Pattern::RowRed), lb = b.load(B, Pattern::ColRed);
+  b.p.inner.push_back(tp::PlanBuilder::update(acc, UpdateOp::Add, b.bin(BinOp::Mul, la, lb)));
+  const int d = b.new_local("dist", CType::F32, false);
+  const ExprId value =
+      b.bin(BinOp::Sub, b.load(qn, Pattern::RowVec), b.bin(BinOp::Mul, b.lit(CType::F32, 3), b.acc(acc)));
+  b.p.outer.push_back(tp::PlanBuilder::let(d, value));
+  if (twice)
+    b.p.outer.push_back(tp::PlanBuilder::if_(b.bin(BinOp::Lt, b.acc(acc), b.lit(CType::F32, 0)),
+                                             {tp::PlanBuilder::let(d, b.un(UnOp::Neg, b.acc(acc)))}));
+  const int L =
+      b.list("Near", {{"j", CType::I32}, {"dist", CType::F32}}, ListMode::Bottom, 8, b.local(d), PerGroup::Row);
+  b.p.outer.push_back(tp::PlanBuilder::emit(L, {b.axis(AxisRole::Col), b.local(d)}));
+  return b.done();
+}
+
+size_t occurrences(const std::string& src, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = src.find(what); p != std::string::npos; p = src.find(what, p + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+// Each let of the output statements is rendered once, as dist_of, and called wherever the
+// statements are rendered; a local assigned by two lets keeps its expressions in place.
+TEST(CodegenNames, EachLetIsRenderedOnce) {
+  const std::string expr = "(3.0f * dot)";
+  for (const char* tile : {"64x64x8/4x4", "128x128x8/8x8"}) {
+    SCOPED_TRACE(tile);
+    const Plan p = let_keyed_list(false);
+    const std::string src = generate_source(p, parse_tile(tile));
+    EXPECT_EQ(occurrences(src, expr), 1u) << src;
+    EXPECT_EQ(occurrences(src, "const auto dist_of = [&](const int i, const float dot) -> float {"), 1u) << src;
+    EXPECT_GE(occurrences(src, "dist = dist_of(i, dot);"), 3u) << src;
+    expect_names_from_policy(p, src);
+#if GAMUT_HAVE_CUDA
+    testnvrtc::compile(src, "sm_90a");
+#endif
+  }
+  const std::string twice = generate_source(let_keyed_list(true), parse_tile("64x64x8/4x4"));
+  EXPECT_EQ(occurrences(twice, "dist_of"), 0u);
+  EXPECT_GE(occurrences(twice, expr), 3u);
+}
+
+// Shared memory is addressed through the named offsets of struct Smem, never by a literal.
+TEST(CodegenNames, SharedMemoryThroughStructSmem) {
+  const std::regex literal(R"(smem \+ [0-9])");
+  size_t named = 0;
+  auto check = [&](const std::string& src) {
+    EXPECT_FALSE(std::regex_search(src, literal)) << src;
+    named += occurrences(src, "smem + Smem::");
+  };
+  for (const auto& [name, make] : tp::all_plans()) {
+    SCOPED_TRACE(name);
+    const Plan p = make();
+    check(generate_source(p, choose_tile(p, testnvrtc::kH100Sms, testnvrtc::kH100Smem)));
+  }
+  for (const auto& [name, p] : tp::list_plans()) {
+    SCOPED_TRACE(name);
+    check(generate_source(p, parse_tile("64x64x8/4x4")));
+  }
+  EXPECT_GT(named, 20u);
+}
