@@ -204,7 +204,7 @@ TEST(TileChoice, ParseTile) {
 }
 
 #if GAMUT_HAVE_CUDA
-#include "cuda/lists/select.h"
+#include "cuda/outputs/list/finish/select.h"
 #endif
 
 // top/bottom lists pre-select per tile (gm::TileSelect) and reduce on the device

@@ -202,7 +202,8 @@ TEST(ListCodegen, DistinctSharedMemory) {
         count(src, "gm::TileDistinct<Shape, " + std::to_string(words) + ", " + std::to_string(s.distinct_slots[0]) +
                        (cands > 1 ? ", " + std::to_string(cands) : std::string()) + "> TD;"),
         1u);
-    EXPECT_EQ(count(src, "TD td(smem + " + std::to_string(s.distinct_off) + ");"), p.lists.size());
+    EXPECT_EQ(count(src, "static constexpr unsigned distinct = " + std::to_string(s.distinct_off) + ";"), 1u);
+    EXPECT_EQ(count(src, "TD td(smem + Smem::distinct);"), p.lists.size());
   }
   // Small tiles get fewer slots: a quarter of their pairs.
   EXPECT_EQ(cg::smem_plan(tp::distinct_query({}), parse_tile("32x32x8/4x4")).distinct_slots[0], 256);

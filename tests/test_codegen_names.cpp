@@ -165,13 +165,15 @@ TEST(CodegenNames, EveryArgumentFieldIsRead) {
   EXPECT_GE(unread, 6);
 }
 
-// Every gm:: symbol named in the generator's string literals (src/cuda/codegen) is declared in
-// the device headers (src/cuda/device): a typo fails here, not only when NVRTC compiles.
+// Every gm:: symbol named in the generator's string literals (src/cuda/codegen and the output
+// kinds' outputs/*/codegen) is declared in the device headers (src/cuda/device and
+// outputs/*/device): a typo fails here, not only when NVRTC compiles.
 TEST(CodegenNames, DeviceSymbolsTheGeneratorNamesExist) {
   const fs::path root = fs::path(GAMUT_SOURCE_DIR) / "src" / "cuda";
   std::string device;
-  for (const auto& e : fs::recursive_directory_iterator(root / "device"))
-    if (e.path().extension() == ".cuh") device += read_text(e.path());
+  for (const char* dir : {"device", "outputs"})
+    for (const auto& e : fs::recursive_directory_iterator(root / dir))
+      if (e.path().extension() == ".cuh") device += read_text(e.path());
   std::set<std::string> declared;
   const std::regex decl(R"(\b([A-Za-z_][A-Za-z0-9_]*)\b)");
   const std::string dcode = code_of(device);
@@ -179,17 +181,94 @@ TEST(CodegenNames, DeviceSymbolsTheGeneratorNamesExist) {
     declared.insert((*it)[1].str());
   const std::regex literal(R"("(\\.|[^"\\])*")"), sym(R"(gm::(tc::)?([A-Za-z_][A-Za-z0-9_]*))");
   size_t checked = 0;
-  for (const auto& e : fs::recursive_directory_iterator(root / "codegen")) {
-    if (e.path().extension() != ".cpp" && e.path().extension() != ".h") continue;
-    const std::string src = read_text(e.path());
+  std::vector<fs::path> generator;
+  for (const auto& e : fs::recursive_directory_iterator(root / "codegen")) generator.push_back(e.path());
+  for (const auto& e : fs::recursive_directory_iterator(root / "outputs"))
+    if (e.path().parent_path().filename() == "codegen") generator.push_back(e.path());
+  for (const fs::path& path : generator) {
+    if (path.extension() != ".cpp" && path.extension() != ".h") continue;
+    const std::string src = read_text(path);
     for (auto l = std::sregex_iterator(src.begin(), src.end(), literal); l != std::sregex_iterator(); ++l) {
       const std::string text = l->str();
       for (auto s = std::sregex_iterator(text.begin(), text.end(), sym); s != std::sregex_iterator(); ++s) {
         ++checked;
-        EXPECT_TRUE(declared.count((*s)[2].str())) << e.path().filename().string() << ": gm::" << (*s)[1].str()
-                                                   << (*s)[2].str() << " is not in src/cuda/device";
+        EXPECT_TRUE(declared.count((*s)[2].str())) << path.filename().string() << ": gm::" << (*s)[1].str()
+                                                   << (*s)[2].str() << " is not in the device headers";
       }
     }
   }
   EXPECT_GT(checked, 100u);
+}
+
+namespace {
+
+// A bottom list per row keyed by a let of the accumulator and a row vector: the let's value is
+// needed in the pair loops, the key lambdas and pass 2. With `twice`, a second let of the same
+// local under an if.
+Plan let_keyed_list(bool twice) {
+  tp::PlanBuilder b("let_keyed");
+  const int A = b.input("A", DType::F32), B = b.input("B", DType::F32), qn = b.input("qn", DType::F32);
+  const int acc = b.accumulator("dot", CType::F32, 0, Monoid::Sum);
+  const ExprId la = b.load(A, Pattern::RowRed), lb = b.load(B, Pattern::ColRed);
+  b.p.inner.push_back(tp::PlanBuilder::update(acc, UpdateOp::Add, b.bin(BinOp::Mul, la, lb)));
+  const int d = b.new_local("dist", CType::F32, false);
+  const ExprId value =
+      b.bin(BinOp::Sub, b.load(qn, Pattern::RowVec), b.bin(BinOp::Mul, b.lit(CType::F32, 3), b.acc(acc)));
+  b.p.outer.push_back(tp::PlanBuilder::let(d, value));
+  if (twice)
+    b.p.outer.push_back(tp::PlanBuilder::if_(b.bin(BinOp::Lt, b.acc(acc), b.lit(CType::F32, 0)),
+                                             {tp::PlanBuilder::let(d, b.un(UnOp::Neg, b.acc(acc)))}));
+  const int L =
+      b.list("Near", {{"j", CType::I32}, {"dist", CType::F32}}, ListMode::Bottom, 8, b.local(d), PerGroup::Row);
+  b.p.outer.push_back(tp::PlanBuilder::emit(L, {b.axis(AxisRole::Col), b.local(d)}));
+  return b.done();
+}
+
+size_t occurrences(const std::string& src, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = src.find(what); p != std::string::npos; p = src.find(what, p + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+// Each let of the output statements is rendered once, as dist_of, and called wherever the
+// statements are rendered; a local assigned by two lets keeps its expressions in place.
+TEST(CodegenNames, EachLetIsRenderedOnce) {
+  const std::string expr = "(3.0f * dot)";
+  for (const char* tile : {"64x64x8/4x4", "128x128x8/8x8"}) {
+    SCOPED_TRACE(tile);
+    const Plan p = let_keyed_list(false);
+    const std::string src = generate_source(p, parse_tile(tile));
+    EXPECT_EQ(occurrences(src, expr), 1u) << src;
+    EXPECT_EQ(occurrences(src, "const auto dist_of = [&](const int i, const float dot) -> float {"), 1u) << src;
+    EXPECT_GE(occurrences(src, "dist = dist_of(i, dot);"), 3u) << src;
+    expect_names_from_policy(p, src);
+#if GAMUT_HAVE_CUDA
+    testnvrtc::compile(src, "sm_90a");
+#endif
+  }
+  const std::string twice = generate_source(let_keyed_list(true), parse_tile("64x64x8/4x4"));
+  EXPECT_EQ(occurrences(twice, "dist_of"), 0u);
+  EXPECT_GE(occurrences(twice, expr), 3u);
+}
+
+// Shared memory is addressed through the named offsets of struct Smem, never by a literal.
+TEST(CodegenNames, SharedMemoryThroughStructSmem) {
+  const std::regex literal(R"(smem \+ [0-9])");
+  size_t named = 0;
+  auto check = [&](const std::string& src) {
+    EXPECT_FALSE(std::regex_search(src, literal)) << src;
+    named += occurrences(src, "smem + Smem::");
+  };
+  for (const auto& [name, make] : tp::all_plans()) {
+    SCOPED_TRACE(name);
+    const Plan p = make();
+    check(generate_source(p, choose_tile(p, testnvrtc::kH100Sms, testnvrtc::kH100Smem)));
+  }
+  for (const auto& [name, p] : tp::list_plans()) {
+    SCOPED_TRACE(name);
+    check(generate_source(p, parse_tile("64x64x8/4x4")));
+  }
+  EXPECT_GT(named, 20u);
 }

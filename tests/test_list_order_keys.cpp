@@ -1,4 +1,4 @@
-// The radix keys of the device list finaliser (src/cuda/lists/order_keys.h) against
+// The radix keys of the device list finaliser (src/cuda/outputs/list/finish/order_keys.h) against
 // finalize_list, on the host: the GPU sorts with exactly these keys and word packing, so a
 // host LSD sort over them must give finalize_list's rows bit for bit. No GPU needed.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <numeric>
 #include <set>
 
-#include "cuda/lists/order_keys.h"
+#include "cuda/outputs/list/finish/order_keys.h"
 #include "list_rows_data.h"
 
 using namespace gamut;

@@ -25,7 +25,7 @@ struct GpuRunOptions {
   int repeats = 0;                 // benchmarks: timed launches, each in GpuRunStats::runs_ms
   bool masked_joins = false;       // run `when` keys as a mask over every tile (no key grouping)
   // Distinct lists of vector lookups (Areas(Pzip[i], Rzip[j])) on a seen table of their value
-  // box where it is small (lists/seen.h); false: the tile hash and the device hash set (tests).
+  // box where it is small (outputs/list/finish/seen.h); false: the tile hash and the device hash set (tests).
   bool seen_tables = true;
   // Persistent kernels (KernelInfo::persistent): blocks launched, each looping over tiles; 0 is
   // one per SM. Tests launch a few to give each block many tiles.

@@ -4,7 +4,7 @@
 // none selected, -0.0 / 0.0 and NaN payloads as different rows, odd sizes, batch, joins, two
 // distinct lists and an aggregate table in one kernel, and a list that outgrows its buffers.
 // GpuRunStats::list_rows_appended shows what the kernel appended before the device hash set.
-// Lists of vector lookups with values in a small box run on seen tables (lists/seen.h): check()
+// Lists of vector lookups with values in a small box run on seen tables (outputs/list/finish/seen.h): check()
 // runs every case both ways; the Seen* tests check the boxes, device vectors and neighbours.
 #include <gtest/gtest.h>
 
@@ -304,7 +304,7 @@ TEST(GpuDistinct, JoinKeys) {
   }
 }
 
-// Seen tables (lists/seen.h): the box of the columns' values decides per run. Vectors of every
+// Seen tables (outputs/list/finish/seen.h): the box of the columns' values decides per run. Vectors of every
 // integer type with negative values; boxes of exactly 32768 cells (a seen table) and just over
 // (the tile hash); one column spanning the whole table; 64-bit extremes (spans beyond int64).
 TEST(GpuDistinct, SeenTableBoxes) {

@@ -263,7 +263,7 @@ TEST(GpuEngine, AggregatesAndJoins) {
 }
 
 // Aggregate outputs small enough for the direct block tables take the compact pair loop
-// (outputs/aggregate.cpp): every operator and type of tp::aggregates with 1, 3 and 16 groups
+// (outputs/dense/codegen/aggregate.cpp): every operator and type of tp::aggregates with 1, 3 and 16 groups
 // (all outputs direct; 16 x 16 elements move through the table's bank swizzle), 25 groups (some
 // outputs too large: the general loop), with a `when` mask, batched (the batch index in the row
 // part), on tiles wholly inside the ranges and on tiles with partial edges.

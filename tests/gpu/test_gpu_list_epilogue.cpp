@@ -332,7 +332,7 @@ TEST(GpuListEpilogue, Batch) {
       }
 }
 
-// Per-group lists at the one-pass selection's limit (N <= 32: lists/top_of_groups.h) and just
+// Per-group lists at the one-pass selection's limit (N <= 32: outputs/list/finish/top_of_groups.h) and just
 // past it (N = 33: the radix select and sort): batch, ranges off 0, groups of hundreds of
 // candidates (many chunks of 32) whose keys tie heavily (data in [-3, 3]: ties broken by the
 // other axis across chunks) or hardly (wide data).

@@ -1,4 +1,4 @@
-// Device finalisation of plain and distinct lists (src/cuda/lists/order.h) against
+// Device finalisation of plain and distinct lists (src/cuda/outputs/list/finish/order.h) against
 // finalize_list, the reference: the same rows in the same order, bit for bit. Directly on
 // uploaded columns (every storage type, NaNs of both signs and several payloads, -0.0, ties,
 // empty, one row, 2^20+ rows) and through run_gpu (against run_cpu, also with benchmark
@@ -17,7 +17,7 @@
 #include "../list_rows_data.h"
 #include "cpu/engine.h"
 #include "cuda/gpu_engine.h"
-#include "cuda/lists/order.h"
+#include "cuda/outputs/list/finish/order.h"
 #include "cuda/runtime.h"
 
 using namespace gamut;

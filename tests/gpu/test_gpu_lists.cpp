@@ -1,4 +1,4 @@
-// top/bottom lists on the GPU (tile pre-selection + device selection, src/cuda/lists/select.h),
+// top/bottom lists on the GPU (tile pre-selection + device selection, src/cuda/outputs/list/finish/select.h),
 // and plain lists ordered behind the kernel, against run_cpu on the same Instance: every row must be identical. Data are small integers,
 // so sums are exact and keys tie a lot; some cases put NaN into the inputs.
 #include <gtest/gtest.h>
@@ -148,7 +148,7 @@ TEST(GpuLists, OverflowAndRunAgain) {
 }
 
 // Plain lists ordered behind the kernel before the host knows their count
-// (DeviceLists::select_before_count, lists/order.h enqueue_list_order) once an earlier launch
+// (DeviceLists::select_before_count, outputs/list/finish/order.h enqueue_list_order) once an earlier launch
 // told how many rows to expect: about twice that many are sorted, the rows past the count
 // last; where more came, the list is ordered after the count. Runs of one query one after the
 // other (its list buffers and their last count kept with the kernel): a first run of a room of

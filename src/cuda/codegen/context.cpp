@@ -2,11 +2,44 @@
 #include "cuda/codegen/context.h"
 
 #include <algorithm>
+#include <cctype>
+#include <map>
 #include <utility>
 
 namespace gamut::cuda::cg {
 
 using std::to_string;
+
+namespace {
+
+// The identifiers of rendered C++ text that stand alone (not after `.`, `::` or `->`, not a
+// number's suffix).
+std::set<std::string> plain_identifiers(const std::string& text) {
+  std::set<std::string> out;
+  auto ident = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
+  for (size_t p = 0; p < text.size();) {
+    if (!ident(text[p])) {
+      ++p;
+      continue;
+    }
+    size_t e = p;
+    while (e < text.size() && ident(text[e])) ++e;
+    const bool qualified = p > 0 && (text[p - 1] == '.' || text[p - 1] == ':' || text[p - 1] == '>');
+    if (!qualified && !std::isdigit(static_cast<unsigned char>(text[p]))) out.insert(text.substr(p, e - p));
+    p = e;
+  }
+  return out;
+}
+
+// The Let statements of `body` and of the bodies of its ifs, per local.
+void lets_in(const std::vector<Stmt>& body, std::map<int, std::vector<const Stmt*>>& out) {
+  for (const Stmt& s : body) {
+    if (s.kind == StmtKind::Let) out[s.target].push_back(&s);
+    lets_in(s.body, out);
+  }
+}
+
+}  // namespace
 
 KernelContext::KernelContext(const Plan& plan, const TileConfig& tile, ArgLayout args, bool packed16)
     : P(plan),
@@ -21,6 +54,64 @@ size_t KernelContext::resident_accs_offset() const {
   const int l = resident_top_form(P);
   if (!resident_top || l < 0) unsupported("internal error: no resident top / bottom list");
   return resident_top_offset + resident_top_bytes(T, P.lists[size_t(l)].per);
+}
+
+std::string KernelContext::smem_at(const std::string& name, size_t offset, const std::string& comment) {
+  for (const SmemField& f : smem_fields)
+    if (f.name == name) {
+      if (f.offset != offset) unsupported("internal error: two shared-memory offsets named " + name);
+      return "smem + Smem::" + name;
+    }
+  smem_fields.push_back({name, offset, comment});
+  return "smem + Smem::" + name;
+}
+
+std::string KernelContext::out_smem_at(const std::string& name, size_t offset, const std::string& comment) {
+  if (!persistent) return smem_at(name, offset, comment);
+  smem_at(name, offset, comment + " (from out_smem)");
+  return "out_smem + Smem::" + name;
+}
+
+std::string KernelContext::smem_struct() const {
+  if (smem_fields.empty()) return "";
+  Code c;
+  c.line("// Byte offsets of the regions of the dynamic shared memory (smem; the outputs reuse the");
+  c.line(persistent ? "// space from out_smem, after the stage ring)." : "// mainloop's space once it is done).");
+  c.open("struct Smem");
+  for (const SmemField& f : smem_fields)
+    c.line("static constexpr unsigned " + f.name + " = " + to_string(f.offset) + ";  // " + f.comment);
+  c.close(";");
+  return c.str();
+}
+
+void KernelContext::let_functions(Code& c) {
+  std::map<int, std::vector<const Stmt*>> lets;
+  lets_in(P.outer, lets);
+  std::map<int, std::string> calls;
+  for (const auto& [n, stmts] : lets) {
+    if (stmts.size() != 1 || P.locals[size_t(n)].inner) continue;
+    if (calls.empty()) c.line("// The query's lets, each rendered once; the statements below call them.");
+    const Stmt& s = *stmts[0];
+    const std::string type = ctype_cpp(P.locals[size_t(n)].type);
+    const std::string value = outer_r.expr_as(s.value, P.locals[size_t(n)].type);
+    const std::set<std::string> used = plain_identifiers(value);
+    std::string params, args;
+    auto pass = [&](const std::string& t, const std::string& name) {
+      if (!used.count(name)) return;
+      params += (params.empty() ? "const " : ", const ") + t + " " + name;
+      args += (args.empty() ? "" : ", ") + name;
+    };
+    for (const char* axis : {"i", "j", "b"}) pass("int", axis);
+    for (size_t a = 0; a < P.accs.size(); ++a) pass(acc_type(int(a)), acc(int(a)));
+    for (size_t m = 0; m < P.locals.size(); ++m)
+      if (int(m) != n && !P.locals[m].inner) pass(ctype_cpp(P.locals[m].type), N.local(int(m)));
+    c.line(outer_r.echo(s));
+    c.open("const auto " + N.local(n, "of") + " = [&](" + params + ") -> " + type);
+    c.line("return " + value + ";");
+    c.close(";");
+    calls[n] = N.local(n, "of") + "(" + args + ")";
+  }
+  outer_r.set_let_calls(std::move(calls));
 }
 
 void KernelContext::locals(bool inner, Code& out) const {

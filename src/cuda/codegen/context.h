@@ -85,6 +85,22 @@ struct KernelContext {
   size_t out_smem_offset = 0;
   std::string out_smem() const { return persistent ? "out_smem" : "smem"; }
 
+  // The kernel's `struct Smem` (rendered before it by kernel.cpp): one named byte offset per
+  // region of the dynamic shared memory that the parts address, in the order they named them.
+  struct SmemField {
+    std::string name;
+    size_t offset;
+    std::string comment;
+  };
+  std::vector<SmemField> smem_fields;
+  // The address of a mainloop region at byte `offset` of smem, `smem + Smem::NAME`; NAME
+  // recorded once (the same name at another offset is an internal error).
+  std::string smem_at(const std::string& name, size_t offset, const std::string& comment);
+  // The same for an output operator's region at byte `offset` of out_smem().
+  std::string out_smem_at(const std::string& name, size_t offset, const std::string& comment);
+  // The struct, or "" where no part named a region.
+  std::string smem_struct() const;
+
   // packed16: the SIMT mainloop steps on packed 16-bit lanes (its shared-memory plan differs).
   // args: the argument layout the kernel declares (kernel_layout).
   KernelContext(const Plan& plan, const TileConfig& tile, ArgLayout args, bool packed16 = false);
@@ -96,6 +112,12 @@ struct KernelContext {
   std::string out_type(int d) const { return ctype_cpp(P.dense[size_t(d)].type); }
   // Declarations of the plan's locals of the inner op (inner) or of the output statements.
   void locals(bool inner, Code& out) const;
+  // Each `let` of the output statements rendered once, as a function `NAME_of` of the pair's
+  // values it reads (i, j, b, accumulators, other lets), which every rendering of the
+  // statements then calls (the pair loops, a list's pass 2, top / bottom keys): after the
+  // kernel's pointers and parameters, which it reads in place. A local assigned by two lets
+  // keeps its expression in place.
+  void let_functions(Code& c);
   // Linear element offset of dense output d at (b, i, jname).
   std::string out_offset(int d, const std::string& jname) const;
   // Accesses read outside the mainloop: `when`, output statements, list keys, output indices.

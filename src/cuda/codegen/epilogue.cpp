@@ -4,7 +4,8 @@
 // direct-table loop applies, it runs instead of the pair loop where its run-time condition holds.
 #include "cuda/codegen/epilogue.h"
 
-#include "cuda/codegen/outputs/output_operator.h"
+#include "cuda/outputs/output_kind.h"
+#include "cuda/outputs/output_operator.h"
 
 namespace gamut::cuda::cg {
 
@@ -13,10 +14,8 @@ namespace {
 class OperatorEpilogue final : public Epilogue {
  public:
   explicit OperatorEpilogue(KernelContext& ctx) : X(ctx), P(ctx.P) {
-    project_ = make_project_operator(ctx);
-    aggregates_ = make_aggregate_operator(ctx);
-    lists_ = make_list_operator(ctx);
-    ops_ = {project_.get(), aggregates_.get(), lists_.get()};
+    for (const OutputKind* kind : output_kinds()) kind->operators(ctx, owned_);
+    for (const auto& op : owned_) ops_.push_back(op.get());
   }
 
   std::vector<std::string> headers() const override {
@@ -104,7 +103,7 @@ class OperatorEpilogue final : public Epilogue {
 
   KernelContext& X;
   const Plan& P;
-  std::unique_ptr<OutputOperator> project_, aggregates_, lists_;
+  std::vector<std::unique_ptr<OutputOperator>> owned_;  // project, aggregate, list
   std::vector<OutputOperator*> ops_;
 };
 

@@ -263,7 +263,10 @@ void Renderer::stmts(const std::vector<Stmt>& body, Code& out,
     const size_t after = out.mark();
     switch (s.kind) {
       case StmtKind::Let:
-        out.line(cat(N.local(s.target), " = ", expr_as(s.value, P.locals[size_t(s.target)].type), ";"));
+        if (const auto call = let_calls_.find(s.target); call != let_calls_.end())
+          out.line(N.local(s.target) + " = " + call->second + ";");
+        else
+          out.line(cat(N.local(s.target), " = ", expr_as(s.value, P.locals[size_t(s.target)].type), ";"));
         break;
       case StmtKind::If:
         out.open("if (" + cond(expr(s.cond), P.expr(s.cond).type) + ")");

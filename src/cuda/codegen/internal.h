@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -140,6 +141,9 @@ class Renderer {
   static std::string cond(const std::string& e, CType t);  // as a C++ condition
   // Statement s as a comment line: FILE:LINE (where the plan has its position) and its printed form.
   std::string echo(const Stmt& s) const;
+  // Lets rendered as calls of functions defined once (KernelContext::let_functions): per local,
+  // the call that computes its value; the others render their expression in place.
+  void set_let_calls(std::map<int, std::string> calls) { let_calls_ = std::move(calls); }
 
  private:
   std::string call(const Expr& e) const;
@@ -147,6 +151,7 @@ class Renderer {
   const Plan& P;
   const Names& N;
   Ctx ctx_;
+  std::map<int, std::string> let_calls_;
 };
 
 }  // namespace gamut::cuda::cg

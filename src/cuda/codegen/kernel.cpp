@@ -1,5 +1,6 @@
 // The kernel generator: plan -> CUDA C++ for NVRTC. The generated source instantiates the device
-// header library (src/cuda/device) and is composed of parts behind small interfaces:
+// header library (src/cuda/device, src/cuda/outputs/*/device) and is composed of parts behind
+// small interfaces:
 //   tile coordinates (tiles.h)     which tile a block runs: plain tiles or a grouped join's;
 //   the mainloop (mainloop.h)      the k loop and the accumulators, handed on as a map;
 //   the `when` passes (here)       which pairs of the tile exist;
@@ -16,9 +17,9 @@
 #include "cuda/codegen/codegen.h"
 #include "cuda/codegen/epilogue.h"
 #include "cuda/codegen/mainloop.h"
-#include "cuda/codegen/outputs/output_operator.h"
 #include "cuda/codegen/tile_choice.h"
 #include "cuda/codegen/tiles.h"
+#include "cuda/outputs/output_operator.h"
 
 namespace gamut::cuda {
 
@@ -83,6 +84,7 @@ class KernelGenerator {
     c.line("");
     mainloop_->declare(c);
     c.line("");
+    const size_t smem_struct_at = c.str().size();  // (struct Smem: known once the body is rendered)
     c.line("}  // namespace");
     c.line("");
     const int min_blocks = mainloop_->min_blocks();
@@ -91,13 +93,16 @@ class KernelGenerator {
            ")" + mainloop_->attributes() + " " + kMainKernelName +
            (options_.tma ? "(const __grid_constant__ Args a)" : "(const Args a)"));
     prologue(c);
+    X.let_functions(c);
     mainloop_->prologue(c);
     pass_bits(c);
     mainloop_->run(c);
     outputs_->render(c);
     mainloop_->finish(c);
     c.close();
-    return c.str();
+    std::string src = c.str();
+    if (const std::string s = X.smem_struct(); !s.empty()) src.insert(smem_struct_at, s + "\n");
+    return src;
   }
 
  private:
@@ -106,14 +111,15 @@ class KernelGenerator {
     c.line("//");
     c.line("// Names: the query's own. An operand P is read through the pointer P (P_ld, P_bs: elements");
     c.line("// between rows, between batch instances; a.P_ptr ...: its argument words); an operand read");
-    c.line("// through two patterns is P_ik, P_jk. Parameters, accumulators and lets keep their names; a");
-    c.line("// dense output C is the pointer C (C_stride<p>); a list L has argument words L_counter,");
-    c.line("// L_<column> ..., per thread L_marks (one bit per pair whose row reached the emit) and the row");
-    c.line("// being appended (L_emitted, L_<column>, L_key). A query name that the kernel uses itself");
-    c.line("// gets _q appended. The kernel's own: the pair (i, j) of batch instance b; a thread's");
-    c.line("// accumulators as a grid (m, n) of the map; Shape the block tile (BM x BN, THREADS); smem the");
-    c.line("// dynamic shared memory; gm:: the device library (src/cuda/device); `// FILE:LINE:` the query");
-    c.line("// statement rendered below it.");
+    c.line("// through two patterns is P_ik, P_jk. Parameters, accumulators and lets keep their names (a");
+    c.line("// let x is rendered once, as the function x_of); a dense output C is the pointer C");
+    c.line("// (C_stride<p>); a list L has argument words L_counter, L_<column> ..., per thread L_marks (one");
+    c.line("// bit per pair whose row reached the emit) and the row being appended (L_emitted, L_<column>,");
+    c.line("// L_key). A query name that the kernel uses itself gets _q appended. The kernel's own: the pair");
+    c.line("// (i, j) of batch instance b; a thread's accumulators as a grid (m, n) of the map; Shape the");
+    c.line("// block tile (BM x BN, THREADS); smem the dynamic shared memory, its regions at the offsets of");
+    c.line("// struct Smem; gm:: the device library (src/cuda/device, src/cuda/outputs/*/device);");
+    c.line("// `// FILE:LINE:` the query statement rendered below it.");
   }
 
   // The tile, the parameters and the pointers the epilogue reads.

@@ -5,7 +5,7 @@
 
 #include "cuda/codegen/codegen.h"
 #include "cuda/codegen/internal.h"
-#include "cuda/codegen/outputs/output_operator.h"
+#include "cuda/outputs/output_kind.h"
 
 namespace gamut::cuda {
 
@@ -54,9 +54,8 @@ ArgLayout arg_layout(const Plan& plan, bool tma) {
         {param, type,
          L.add(N.param(param, type), "parameter " + plan.params[size_t(param)].name + ", the bits of its " +
                                          std::string(ctype_name(type)) + " value")});
-  // The output operators' words, in output order (outputs/output_operator.h).
-  for (size_t d = 0; d < plan.dense.size(); ++d) cg::dense_output_args(L, plan, N, int(d));
-  for (size_t l = 0; l < plan.lists.size(); ++l) cg::list_output_args(L, plan, N, int(l));
+  // The output kinds' words, in output order (outputs/output_kind.h).
+  for (const cg::OutputKind* kind : cg::output_kinds()) kind->args(L, plan, N);
   if (!plan.when.keys.empty()) {  // key-grouped joins (codegen/join_groups.h); unused by masked launches
     L.join_tiles = L.add("join_tiles", "int32 [blocks][4]: row and column position ranges of each tile");
     L.join_rows = L.add("join_rows", "int32: key-ordered position -> row index");

@@ -8,7 +8,8 @@
 #include "cuda/codegen/codegen.h"
 #include "cuda/codegen/internal.h"
 #include "cuda/codegen/mainloop_tensor.h"
-#include "cuda/codegen/outputs/output_operator.h"
+#include "cuda/outputs/output_kind.h"
+#include "cuda/outputs/output_operator.h"
 #include "plan/semiring.h"
 
 namespace gamut::cuda {
@@ -150,9 +151,9 @@ SmemPlan smem_plan(const Plan& plan, const TileConfig& t, bool packed16) {
     off += s.stage_bytes[size_t(a)];
   }
   s.mainloop = off;
-  // The output operators' regions, after the mainloop's (whose space they reuse).
-  s.epilogue = plan_aggregate_tables(plan, s);
-  s.epilogue = plan_distinct_tables(plan, t, s.epilogue, s);
+  // The output kinds' regions, after the mainloop's (whose space they reuse from its start).
+  s.epilogue = 0;
+  for (const OutputKind* kind : output_kinds()) s.epilogue = kind->smem(plan, t, s.epilogue, s);
   return s;
 }
 

@@ -113,16 +113,21 @@ class SimtMainloop final : public Mainloop {
     for (int a : inner_acc)
       if (X.S.inner_off[size_t(a)] >= 0) {
         const std::string ct = step_->smem_type(a);
-        c.line("st.sm" + to_string(a) + " = reinterpret_cast<" + ct + "*>(smem + " +
-               to_string(X.S.inner_off[size_t(a)]) + ");");
+        c.line("st.sm" + to_string(a) + " = reinterpret_cast<" + ct + "*>(" +
+               X.smem_at(X.N.access(a) + "_tiles", size_t(X.S.inner_off[size_t(a)]),
+                         "loader " + to_string(a) + ": " + to_string(kStages) + " slices of " + X.N.access(a)) +
+               ");");
         c.line("static_assert(" + to_string(kStages) + " * Stage::" + loader(a) + "::BUF * sizeof(" + ct +
                ") <= " + to_string(X.S.inner_bytes[size_t(a)]) + ", \"shared memory plan\");");
       }
     for (int a : inner_acc)
       if (staged(a)) {
         const std::string st = dtype_cpp(access_dtype(P, a));
-        c.line("st.sg" + to_string(a) + " = reinterpret_cast<" + st + "*>(smem + " +
-               to_string(X.S.stage_off[size_t(a)]) + ");");
+        c.line("st.sg" + to_string(a) + " = reinterpret_cast<" + st + "*>(" +
+               X.smem_at(X.N.access(a) + "_raw", size_t(X.S.stage_off[size_t(a)]),
+                         "loader " + to_string(a) + ": " + X.N.access(a) + "'s raw slices, widened into " +
+                             X.N.access(a) + "_tiles") +
+               ");");
         c.line("static_assert(" + to_string(kStages) + " * Stage::" + loader(a) + "::SBUF * sizeof(" + st +
                ") <= " + to_string(X.S.stage_bytes[size_t(a)]) + ", \"shared memory plan\");");
       }

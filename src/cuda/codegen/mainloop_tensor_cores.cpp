@@ -124,8 +124,9 @@ class TensorMainloop final : public Mainloop {
     c.line("(void)out_smem;");
     const bool handoff = X.epilogue_warpgroups;
     if (handoff)
-      c.line(n.acc_type + "* const tc_accs = reinterpret_cast<" + n.acc_type + "*>(out_smem + " +
-             to_string(X.resident_accs_offset()) + ");  // (TcMap::kRows * TcMap::kCols, Shape::THREADS)");
+      c.line(n.acc_type + "* const tc_accs = reinterpret_cast<" + n.acc_type + "*>(" +
+             X.out_smem_at("resident_accs", X.resident_accs_offset(), "the tile's accumulators, pair-major") +
+             ");  // (TcMap::kRows * TcMap::kCols, Shape::THREADS)");
     c.line("unsigned slice = 0;  // slices of this block's tiles before the current one");
     c.open("if (Mainloop::producer())");
     c.open("if (Mainloop::feeds())");

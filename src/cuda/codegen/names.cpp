@@ -48,6 +48,9 @@ const char* const kOwnNames[] = {"Args",
                                  "TcShapeT",
                                  "VN",
                                  "Smem",
+                                 "distinct",
+                                 "resident_accs",
+                                 "resident_top",
                                  "a",
                                  "acc",
                                  "accs",
@@ -201,8 +204,9 @@ std::string ctype_suffix(CType t) { return std::string(ctype_name(t)); }
 
 }  // namespace
 
-const std::vector<std::string> Names::kAccessSuffixes = {"ptr", "ld", "batch_stride", "vec4", "bs"};
-const std::vector<std::string> Names::kDenseSuffixes = {"ptr", "vec4", "elems", "run", "set"};
+const std::vector<std::string> Names::kAccessSuffixes = {"ptr", "ld", "batch_stride", "vec4", "bs", "tiles", "raw"};
+const std::vector<std::string> Names::kDenseSuffixes = {"ptr", "vec4", "elems", "run", "set", "table"};
+const std::vector<std::string> Names::kLocalSuffixes = {"of"};
 const std::vector<std::string> Names::kListSuffixes = {"counter", "capacity",  "rows_b",    "rows_i", "rows_j",
                                                        "key",     "threshold", "reservoir", "seen",   "seen_words",
                                                        "append",  "marks",     "emitted",   "ranks",  "cells"};
@@ -256,6 +260,9 @@ std::string Names::access(int a, const std::string& suffix) const {
 std::string Names::dense(int d, const std::string& suffix) const {
   return derive(dense_[size_t(d)], dense_suffixes_[size_t(d)], suffix);
 }
+std::string Names::local(int n, const std::string& suffix) const {
+  return derive(local_[size_t(n)], kLocalSuffixes, suffix);
+}
 std::string Names::list(int l, const std::string& suffix) const {
   return derive(list_[size_t(l)], list_suffixes_[size_t(l)], suffix);
 }
@@ -285,7 +292,7 @@ Names::Names(const Plan& plan) {
     param_[pt] = claim(plan.params[size_t(p)].name + (several ? "_" + ctype_suffix(pt.second) : ""), {});
   }
   for (const Accumulator& a : plan.accs) acc_.push_back(claim(a.name, {}));
-  for (const Local& l : plan.locals) local_.push_back(claim(l.name, {}));
+  for (const Local& l : plan.locals) local_.push_back(claim(l.name, kLocalSuffixes));
   for (size_t d = 0; d < plan.dense.size(); ++d) {
     std::vector<std::string> s = kDenseSuffixes;
     for (size_t p = 0; p < output_index(plan, int(d)).size(); ++p) s.push_back("stride" + std::to_string(p));

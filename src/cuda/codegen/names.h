@@ -50,6 +50,7 @@ class Names {
   std::string access(int a, const std::string& suffix) const;
   std::string dense(int d, const std::string& suffix) const;
   std::string list(int l, const std::string& suffix) const;
+  std::string local(int n, const std::string& suffix) const;
   // List l's column k: the value of the row being appended, and its buffer's argument field.
   const std::string& column(int l, int k) const { return column_[size_t(l)][size_t(k)]; }
 
@@ -61,7 +62,7 @@ class Names {
   // The generator's numbered identifiers: letters then digits, with _digits groups (`os0_1`).
   static bool reserved_numbered(const std::string& name);
 
-  static const std::vector<std::string> kAccessSuffixes, kDenseSuffixes, kListSuffixes;
+  static const std::vector<std::string> kAccessSuffixes, kDenseSuffixes, kListSuffixes, kLocalSuffixes;
 
  private:
   // `want`, mangled until it and its derived names (base + "_" + each of `suffixes`) are free;

@@ -21,7 +21,7 @@ std::string bit_pack_source(DType t);
 std::string k_major_copy_source(int element_bytes);
 // The top/bottom selection kernels for a key stored as `key`, top or bottom, grouped by `per`:
 // gm_sel_hist, gm_sel_digit, gm_sel_keep, gm_sel_sort_rank (the kept rows' columns are
-// gathered by sortdev::gather_columns, src/cuda/lists/sort.h).
+// gathered by sortdev::gather_columns, src/cuda/outputs/list/finish/sort.h).
 std::string select_source(DType key, bool top, PerGroup per);
 
 }  // namespace gamut::cuda

@@ -18,10 +18,10 @@
 #include "cuda/codegen/join_groups.h"
 #include "cuda/codegen/mainloop_tensor.h"
 #include "cuda/codegen/tile_choice.h"
-#include "cuda/engine/dense_outputs.h"
 #include "cuda/engine/input_args.h"
-#include "cuda/engine/launch_lists.h"
 #include "cuda/engine/operand_copies.h"
+#include "cuda/outputs/dense/host/dense_outputs.h"
+#include "cuda/outputs/list/host/launch_lists.h"
 #include "cuda/runtime.h"
 
 namespace gamut::cuda {
@@ -159,6 +159,7 @@ class GpuRun {
   void repeat();
   Results collect();
   void launch();  // the operand copies and the kernel, in stream order
+  void outputs_before_launch();
 
   const Instance& inst_;
   const Plan& P_;
@@ -180,13 +181,14 @@ class GpuRun {
   std::vector<uint64_t> words_;  // the kernel's argument (ArgLayout)
   InputArgs inputs_;
   std::optional<DeviceDenseOutputs> dense_;
+  std::vector<OutputBuffers*> outputs_;  // every kind's host side (outputs/output_kind.h): dense_, lists_
   // launch_until_fits
   int64_t blocks_ = 0;
 };
 
 // The kernel for this instance on this device (gpu_kernel_spec, as `explain --source` shows it).
 // Distinct lists of vector lookups whose values lie in a small box run on seen tables
-// (lists/seen.h); decided before the kernel, which takes wgmma when every distinct list has one.
+// (outputs/list/finish/seen.h); decided before the kernel, which takes wgmma when every distinct list has one.
 void GpuRun::choose() {
   for (int64_t end : {inst_.row.end, inst_.col.end, inst_.red.end})
     if (end > INT_MAX) throw_device_error("an axis range end above 2^31-1 is not supported on the GPU");
@@ -276,14 +278,24 @@ void GpuRun::bind_inputs() {
 }
 
 // The dense outputs (gamut's memory or the caller's) and the list buffers (the memo's kept ones
-// bound to this run, or new ones). The lists' words are written before each launch.
+// reused for this run, or new ones). Their words are written before each launch (a list that
+// grew has new buffers).
 void GpuRun::bind_outputs() {
   dense_.emplace(inst_, options_.dense_output ? &options_.dense_output : nullptr);
-  dense_->fill_args(compiled_.info.args, words_);
   if (lists_)
-    lists_->bind(inst_, list_rows_, spec_.tile, boxes_);
+    lists_->reuse(inst_, list_rows_, spec_.tile, boxes_);
   else
     lists_ = std::make_unique<DeviceLists>(inst_, list_rows_, spec_.tile, boxes_);
+  lists_->collect_into(options_.list_output ? &options_.list_output : nullptr);
+  outputs_ = {&*dense_, lists_.get()};
+}
+
+// Every output kind's starting values and words, before a launch.
+void GpuRun::outputs_before_launch() {
+  for (OutputBuffers* o : outputs_) {
+    o->before_launch();
+    o->bind(compiled_.info.args, words_);
+  }
 }
 
 void GpuRun::launch() {
@@ -309,29 +321,29 @@ void GpuRun::launch_until_fits() {
   blocks_ = info.persistent ? std::max<int64_t>(std::min<int64_t>(tile_blocks, resident) / info.cluster * info.cluster,
                                                 std::min<int64_t>(tile_blocks, info.cluster))
                             : tile_blocks;
-  DeviceLists& lists = *lists_;
   double ms = 0;
   int launches = 0;
   while (true) {
     throw_if_cancelled(options_.cancel);
     launches += blocks_ > 0;
-    dense_->init();
-    lists.reset();
-    lists.fill_args(info.args, words_);
+    outputs_before_launch();
     if (blocks_ > 0 && options_.asynchronous) {  // in stream order, nothing waits
       launch();
-      lists.select_before_count();  // (the overflow check below waits once for both)
+      for (OutputBuffers* o : outputs_) o->after_launch();  // (the overflow check below waits once for both)
     } else if (blocks_ > 0) {
       EventTimer timer;
       timer.start();
       launch();
       timer.stop();
-      lists.select_before_count();  // (in stream order behind the kernel: one wait for both)
+      for (OutputBuffers* o : outputs_) o->after_launch();  // (in stream order behind the kernel: one wait for both)
       ms += timer.elapsed_ms();
       synchronize();
     }
-    if (!lists.grow_if_overflowed()) break;
+    bool grew = false;
+    for (OutputBuffers* o : outputs_) grew = o->grow_if_overflowed() || grew;
+    if (!grew) break;
   }
+  const DeviceLists& lists = *lists_;
   if (options_.progress) options_.progress(2, steps_);
   if (!stats_) return;
   stats_->kernel_ms = ms;
@@ -354,15 +366,13 @@ void GpuRun::repeat() {
   if (stats_) stats_->runs_ms.clear();
   for (int r = 0; r < options_.warmup + options_.repeats; ++r) {
     throw_if_cancelled(options_.cancel);
-    dense_->init();
-    lists_->reset();
-    lists_->fill_args(compiled_.info.args, words_);
+    outputs_before_launch();
     EventTimer timer;
     timer.start();
     launch();
     const double tk = timer.stop_ms();  // the kernel (and operand copies) alone (this waits for it)
     timer.start();
-    lists_->finalize_on_device();
+    for (OutputBuffers* o : outputs_) o->finish_on_device();
     const double t = tk + timer.stop_ms();
     if (r >= options_.warmup && stats_) {
       stats_->runs_ms.push_back(t);
@@ -385,9 +395,8 @@ void GpuRun::repeat() {
 // before the memo is.
 Results GpuRun::collect() {
   Results res;
-  res.dense = dense_->results();
-  const ListOutputFn* list_out = options_.list_output ? &options_.list_output : nullptr;
-  res.lists = lists_->results(list_out);
+  for (OutputBuffers* o : outputs_) o->collect(res);
+  outputs_.clear();  // (lists_ may go to the memo)
   if (memo_ && !P_.lists.empty() && lists_->held_bytes() <= kKeptListBytes && current_stream() == nullptr) {
     std::lock_guard<std::mutex> lock(memo_->mu);
     memo_->put(spec_.variant, std::move(lists_));

@@ -1,4 +1,4 @@
-// The device headers (src/cuda/device/**/*.cuh), embedded at build time for NVRTC.
+// The device headers (src/cuda/device/**/*.cuh, src/cuda/outputs/*/device/*.cuh), embedded at build time for NVRTC.
 #pragma once
 
 namespace gamut::cuda {

@@ -2,14 +2,15 @@
 //
 // Names: the query's own. An operand P is read through the pointer P (P_ld, P_bs: elements
 // between rows, between batch instances; a.P_ptr ...: its argument words); an operand read
-// through two patterns is P_ik, P_jk. Parameters, accumulators and lets keep their names; a
-// dense output C is the pointer C (C_stride<p>); a list L has argument words L_counter,
-// L_<column> ..., per thread L_marks (one bit per pair whose row reached the emit) and the row
-// being appended (L_emitted, L_<column>, L_key). A query name that the kernel uses itself
-// gets _q appended. The kernel's own: the pair (i, j) of batch instance b; a thread's
-// accumulators as a grid (m, n) of the map; Shape the block tile (BM x BN, THREADS); smem the
-// dynamic shared memory; gm:: the device library (src/cuda/device); `// FILE:LINE:` the query
-// statement rendered below it.
+// through two patterns is P_ik, P_jk. Parameters, accumulators and lets keep their names (a
+// let x is rendered once, as the function x_of); a dense output C is the pointer C
+// (C_stride<p>); a list L has argument words L_counter, L_<column> ..., per thread L_marks (one
+// bit per pair whose row reached the emit) and the row being appended (L_emitted, L_<column>,
+// L_key). A query name that the kernel uses itself gets _q appended. The kernel's own: the pair
+// (i, j) of batch instance b; a thread's accumulators as a grid (m, n) of the map; Shape the
+// block tile (BM x BN, THREADS); smem the dynamic shared memory, its regions at the offsets of
+// struct Smem; gm:: the device library (src/cuda/device, src/cuda/outputs/*/device);
+// `// FILE:LINE:` the query statement rendered below it.
 #include "gamut_math.cuh"
 #include "gamut_mainloop.cuh"
 #include "gamut_project.cuh"
@@ -119,6 +120,14 @@ struct Stage {
   }
 };
 
+// Byte offsets of the regions of the dynamic shared memory (smem; the outputs reuse the
+// mainloop's space once it is done).
+struct Smem {
+  static constexpr unsigned P_tiles = 0;  // loader 0: 3 slices of P
+  static constexpr unsigned R_tiles = 3456;  // loader 1: 3 slices of R
+  static constexpr unsigned distinct = 0;  // the distinct lists' tables (gm::TileDistinct), in turn
+};
+
 }  // namespace
 
 // dynamic shared memory: 6528 bytes; estimated registers: 68
@@ -141,9 +150,9 @@ extern "C" __global__ void __launch_bounds__(64, 8) gamut_main(const Args a) {
   Stage st(int(threadIdx.x));
   st.i0 = row_begin + tile_m * Shape::BM;
   st.j0 = col_begin + tile_n * Shape::BN;
-  st.sm0 = reinterpret_cast<float*>(smem + 0);
+  st.sm0 = reinterpret_cast<float*>(smem + Smem::P_tiles);
   static_assert(3 * Stage::L0::BUF * sizeof(float) <= 3456, "shared memory plan");
-  st.sm1 = reinterpret_cast<float*>(smem + 3456);
+  st.sm1 = reinterpret_cast<float*>(smem + Smem::R_tiles);
   static_assert(3 * Stage::L1::BUF * sizeof(float) <= 3072, "shared memory plan");
   st.f.b = b;
   st.ld0.init(reinterpret_cast<const float*>(a.P_ptr) + gm::i64(b) * gm::arg_i64(a.P_batch_stride), gm::arg_i32(a.P_ld), st.i0, row_end, a.P_vec4 != 0);
@@ -373,7 +382,7 @@ extern "C" __global__ void __launch_bounds__(64, 8) gamut_main(const Args a) {
     // found no room in the table.
     typedef gm::TileDistinct<Shape, 2, 256, 4> TD;  // (shape, row words, table slots, candidates per sweep)
     static_assert(TD::BYTES <= 5120, "shared memory plan");
-    TD td(smem + 0);
+    TD td(smem + Smem::distinct);
     unsigned todo[TD::W], ov[TD::W];
 #pragma unroll
     for (int w = 0; w < TD::W; ++w) { todo[w] = Values_marks[w]; ov[w] = 0u; }

@@ -2,14 +2,15 @@
 //
 // Names: the query's own. An operand P is read through the pointer P (P_ld, P_bs: elements
 // between rows, between batch instances; a.P_ptr ...: its argument words); an operand read
-// through two patterns is P_ik, P_jk. Parameters, accumulators and lets keep their names; a
-// dense output C is the pointer C (C_stride<p>); a list L has argument words L_counter,
-// L_<column> ..., per thread L_marks (one bit per pair whose row reached the emit) and the row
-// being appended (L_emitted, L_<column>, L_key). A query name that the kernel uses itself
-// gets _q appended. The kernel's own: the pair (i, j) of batch instance b; a thread's
-// accumulators as a grid (m, n) of the map; Shape the block tile (BM x BN, THREADS); smem the
-// dynamic shared memory; gm:: the device library (src/cuda/device); `// FILE:LINE:` the query
-// statement rendered below it.
+// through two patterns is P_ik, P_jk. Parameters, accumulators and lets keep their names (a
+// let x is rendered once, as the function x_of); a dense output C is the pointer C
+// (C_stride<p>); a list L has argument words L_counter, L_<column> ..., per thread L_marks (one
+// bit per pair whose row reached the emit) and the row being appended (L_emitted, L_<column>,
+// L_key). A query name that the kernel uses itself gets _q appended. The kernel's own: the pair
+// (i, j) of batch instance b; a thread's accumulators as a grid (m, n) of the map; Shape the
+// block tile (BM x BN, THREADS); smem the dynamic shared memory, its regions at the offsets of
+// struct Smem; gm:: the device library (src/cuda/device, src/cuda/outputs/*/device);
+// `// FILE:LINE:` the query statement rendered below it.
 #include "gamut_math.cuh"
 #include "gamut_mainloop.cuh"
 #include "gamut_list.cuh"
@@ -97,6 +98,13 @@ struct Stage {
   }
 };
 
+// Byte offsets of the regions of the dynamic shared memory (smem; the outputs reuse the
+// mainloop's space once it is done).
+struct Smem {
+  static constexpr unsigned A_ik_tiles = 0;  // loader 0: 3 slices of A_ik
+  static constexpr unsigned A_jk_tiles = 12672;  // loader 1: 3 slices of A_jk
+};
+
 }  // namespace
 
 // dynamic shared memory: 19200 bytes; estimated registers: 96
@@ -114,9 +122,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   Stage st(int(threadIdx.x));
   st.i0 = row_begin + tile_m * Shape::BM;
   st.j0 = col_begin + tile_n * Shape::BN;
-  st.sm0 = reinterpret_cast<float*>(smem + 0);
+  st.sm0 = reinterpret_cast<float*>(smem + Smem::A_ik_tiles);
   static_assert(3 * Stage::L0::BUF * sizeof(float) <= 12672, "shared memory plan");
-  st.sm1 = reinterpret_cast<float*>(smem + 12672);
+  st.sm1 = reinterpret_cast<float*>(smem + Smem::A_jk_tiles);
   static_assert(3 * Stage::L1::BUF * sizeof(float) <= 6528, "shared memory plan");
   st.f.b = b;
   st.ld0.init(reinterpret_cast<const float*>(a.A_ik_ptr) + gm::i64(b) * gm::arg_i64(a.A_ik_batch_stride), gm::arg_i32(a.A_ik_ld), st.i0, row_end, a.A_ik_vec4 != 0);

@@ -2,14 +2,15 @@
 //
 // Names: the query's own. An operand P is read through the pointer P (P_ld, P_bs: elements
 // between rows, between batch instances; a.P_ptr ...: its argument words); an operand read
-// through two patterns is P_ik, P_jk. Parameters, accumulators and lets keep their names; a
-// dense output C is the pointer C (C_stride<p>); a list L has argument words L_counter,
-// L_<column> ..., per thread L_marks (one bit per pair whose row reached the emit) and the row
-// being appended (L_emitted, L_<column>, L_key). A query name that the kernel uses itself
-// gets _q appended. The kernel's own: the pair (i, j) of batch instance b; a thread's
-// accumulators as a grid (m, n) of the map; Shape the block tile (BM x BN, THREADS); smem the
-// dynamic shared memory; gm:: the device library (src/cuda/device); `// FILE:LINE:` the query
-// statement rendered below it.
+// through two patterns is P_ik, P_jk. Parameters, accumulators and lets keep their names (a
+// let x is rendered once, as the function x_of); a dense output C is the pointer C
+// (C_stride<p>); a list L has argument words L_counter, L_<column> ..., per thread L_marks (one
+// bit per pair whose row reached the emit) and the row being appended (L_emitted, L_<column>,
+// L_key). A query name that the kernel uses itself gets _q appended. The kernel's own: the pair
+// (i, j) of batch instance b; a thread's accumulators as a grid (m, n) of the map; Shape the
+// block tile (BM x BN, THREADS); smem the dynamic shared memory, its regions at the offsets of
+// struct Smem; gm:: the device library (src/cuda/device, src/cuda/outputs/*/device);
+// `// FILE:LINE:` the query statement rendered below it.
 #include "gamut_math.cuh"
 #include "gamut_mainloop.cuh"
 #include "gamut_tc_wgmma_tma.cuh"
@@ -74,6 +75,13 @@ struct Args {
   alignas(64) unsigned long long tma_b[16];  // CUtensorMap of the column operand (TMA)
 };
 
+
+// Byte offsets of the regions of the dynamic shared memory (smem; the outputs reuse the
+// space from out_smem, after the stage ring).
+struct Smem {
+  static constexpr unsigned resident_top = 0;  // Closest's thresholds of the band (from out_smem)
+  static constexpr unsigned resident_accs = 33792;  // the tile's accumulators, pair-major (from out_smem)
+};
 
 }  // namespace
 
@@ -180,9 +188,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_con
     }
      {
       typedef gm::ResidentTop<Shape, gm::kGroupCol> Resident;
-      Resident::Smem& rs = *reinterpret_cast<Resident::Smem*>(out_smem + 0);
+      Resident::Smem& rs = *reinterpret_cast<Resident::Smem*>(out_smem + Smem::resident_top);
       if (tile == tile_lo || tile_m == 0) Resident::reset(rs);  // a new band: nothing kept
-      float* const accs = reinterpret_cast<float*>(out_smem + 33792);  // (TcMap::kRows * TcMap::kCols, Shape::THREADS)
+      float* const accs = reinterpret_cast<float*>(out_smem + Smem::resident_accs);  // (TcMap::kRows * TcMap::kCols, Shape::THREADS)
       const auto key = [&](int m, int n) -> float {
         const int i = tc_i0 + tc_map.row(m), j = tc_j0 + tc_map.col(n);
         (void)i; (void)j;

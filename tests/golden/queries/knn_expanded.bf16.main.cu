@@ -2,14 +2,15 @@
 //
 // Names: the query's own. An operand P is read through the pointer P (P_ld, P_bs: elements
 // between rows, between batch instances; a.P_ptr ...: its argument words); an operand read
-// through two patterns is P_ik, P_jk. Parameters, accumulators and lets keep their names; a
-// dense output C is the pointer C (C_stride<p>); a list L has argument words L_counter,
-// L_<column> ..., per thread L_marks (one bit per pair whose row reached the emit) and the row
-// being appended (L_emitted, L_<column>, L_key). A query name that the kernel uses itself
-// gets _q appended. The kernel's own: the pair (i, j) of batch instance b; a thread's
-// accumulators as a grid (m, n) of the map; Shape the block tile (BM x BN, THREADS); smem the
-// dynamic shared memory; gm:: the device library (src/cuda/device); `// FILE:LINE:` the query
-// statement rendered below it.
+// through two patterns is P_ik, P_jk. Parameters, accumulators and lets keep their names (a
+// let x is rendered once, as the function x_of); a dense output C is the pointer C
+// (C_stride<p>); a list L has argument words L_counter, L_<column> ..., per thread L_marks (one
+// bit per pair whose row reached the emit) and the row being appended (L_emitted, L_<column>,
+// L_key). A query name that the kernel uses itself gets _q appended. The kernel's own: the pair
+// (i, j) of batch instance b; a thread's accumulators as a grid (m, n) of the map; Shape the
+// block tile (BM x BN, THREADS); smem the dynamic shared memory, its regions at the offsets of
+// struct Smem; gm:: the device library (src/cuda/device, src/cuda/outputs/*/device);
+// `// FILE:LINE:` the query statement rendered below it.
 #include "gamut_math.cuh"
 #include "gamut_mainloop.cuh"
 #include "gamut_tc_wgmma_tma.cuh"
@@ -83,6 +84,13 @@ struct Args {
 };
 
 
+// Byte offsets of the regions of the dynamic shared memory (smem; the outputs reuse the
+// space from out_smem, after the stage ring).
+struct Smem {
+  static constexpr unsigned resident_top = 0;  // Nearest's thresholds of the band (from out_smem)
+  static constexpr unsigned resident_accs = 33792;  // the tile's accumulators, pair-major (from out_smem)
+};
+
 }  // namespace
 
 // dynamic shared memory: 231552 bytes; tensor-core mainloop 128x128x64/wgmma-tma/s4
@@ -98,6 +106,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_con
   gm::tile_coords_spread<true>(int(blockIdx.x) - b * tiles_m * tiles_n, tiles_m, tiles_n, tile_m, tile_n);
   const float* qn = reinterpret_cast<const float*>(a.qn_ptr);
   const float* xn = reinterpret_cast<const float*>(a.xn_ptr);
+  // The query's lets, each rendered once; the statements below call them.
+  // tests/golden/knn_expanded.mmlt:9: let dist: f32 = ((qn[i] + xn[j]) - (2:f32 * dot))
+  const auto dist_of = [&](const int i, const int j, const float dot) -> float {
+    return ((gm::widen(qn[gm::i64(i)]) + gm::widen(xn[gm::i64(j)])) - (2.0f * dot));
+  };
   int tc_i0 = row_begin + tile_m * Shape::BM, tc_j0 = col_begin + tile_n * Shape::BN;
   TcMap tc_map(int(threadIdx.x));
   // Persistent tiles, resident thresholds: this block runs tiles [tile_lo, tile_hi) of the grid's
@@ -162,7 +175,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_con
             float dot = (0.0f + acc[TcMap::index(m, n)]); gm::opaque(dot);
             float dist = float();
             // tests/golden/knn_expanded.mmlt:9: let dist: f32 = ((qn[i] + xn[j]) - (2:f32 * dot))
-            dist = ((gm::widen(qn[gm::i64(i)]) + gm::widen(xn[gm::i64(j)])) - (2.0f * dot));
+            dist = dist_of(i, j, dot);
             // tests/golden/knn_expanded.mmlt:10: emit Nearest(i, j, dist)
             Nearest_emitted = true;
             Nearest_marks[(m * TcMap::kCols + n) / 32] |= unsigned(Nearest_emitted) << ((m * TcMap::kCols + n) % 32);
@@ -185,7 +198,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_con
               float dot = (0.0f + acc[TcMap::index(m, n)]); gm::opaque(dot);
               float dist = float();
               // tests/golden/knn_expanded.mmlt:9: let dist: f32 = ((qn[i] + xn[j]) - (2:f32 * dot))
-              dist = ((gm::widen(qn[gm::i64(i)]) + gm::widen(xn[gm::i64(j)])) - (2.0f * dot));
+              dist = dist_of(i, j, dot);
               // tests/golden/knn_expanded.mmlt:10: emit Nearest(i, j, dist)
               Nearest_emitted = true;
             }
@@ -196,9 +209,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_con
     }
      {
       typedef gm::ResidentTop<Shape, gm::kGroupRow> Resident;
-      Resident::Smem& rs = *reinterpret_cast<Resident::Smem*>(out_smem + 0);
+      Resident::Smem& rs = *reinterpret_cast<Resident::Smem*>(out_smem + Smem::resident_top);
       if (tile == tile_lo || tile_n == 0) Resident::reset(rs);  // a new band: nothing kept
-      float* const accs = reinterpret_cast<float*>(out_smem + 33792);  // (TcMap::kRows * TcMap::kCols, Shape::THREADS)
+      float* const accs = reinterpret_cast<float*>(out_smem + Smem::resident_accs);  // (TcMap::kRows * TcMap::kCols, Shape::THREADS)
       const auto key = [&](int m, int n) -> float {
         const int i = min(tc_i0 + tc_map.row(m), row_end - 1), j = min(tc_j0 + tc_map.col(n), col_end - 1);
         (void)i; (void)j;
@@ -207,7 +220,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_con
         float Nearest_key = float();
         float dist = float();
         // tests/golden/knn_expanded.mmlt:9: let dist: f32 = ((qn[i] + xn[j]) - (2:f32 * dot))
-        dist = ((gm::widen(qn[gm::i64(i)]) + gm::widen(xn[gm::i64(j)])) - (2.0f * dot));
+        dist = dist_of(i, j, dot);
         // tests/golden/knn_expanded.mmlt:10: emit Nearest(i, j, dist)
         Nearest_key = dist;
         return Nearest_key;
@@ -220,7 +233,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_con
         float Nearest_key = float();
         float dist = float();
         // tests/golden/knn_expanded.mmlt:9: let dist: f32 = ((qn[i] + xn[j]) - (2:f32 * dot))
-        dist = ((gm::widen(qn[gm::i64(i)]) + gm::widen(xn[gm::i64(j)])) - (2.0f * dot));
+        dist = dist_of(i, j, dot);
         // tests/golden/knn_expanded.mmlt:10: emit Nearest(i, j, dist)
         Nearest_key = dist;
         return Nearest_key;
@@ -249,7 +262,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_con
               float dot = accs[e * Shape::THREADS + int(threadIdx.x)];
               float dist = float();
               // tests/golden/knn_expanded.mmlt:9: let dist: f32 = ((qn[i] + xn[j]) - (2:f32 * dot))
-              dist = ((gm::widen(qn[gm::i64(i)]) + gm::widen(xn[gm::i64(j)])) - (2.0f * dot));
+              dist = dist_of(i, j, dot);
               // tests/golden/knn_expanded.mmlt:10: emit Nearest(i, j, dist)
               Nearest_emitted = true;
               Nearest_i = i;

@@ -2,14 +2,15 @@
 //
 // Names: the query's own. An operand P is read through the pointer P (P_ld, P_bs: elements
 // between rows, between batch instances; a.P_ptr ...: its argument words); an operand read
-// through two patterns is P_ik, P_jk. Parameters, accumulators and lets keep their names; a
-// dense output C is the pointer C (C_stride<p>); a list L has argument words L_counter,
-// L_<column> ..., per thread L_marks (one bit per pair whose row reached the emit) and the row
-// being appended (L_emitted, L_<column>, L_key). A query name that the kernel uses itself
-// gets _q appended. The kernel's own: the pair (i, j) of batch instance b; a thread's
-// accumulators as a grid (m, n) of the map; Shape the block tile (BM x BN, THREADS); smem the
-// dynamic shared memory; gm:: the device library (src/cuda/device); `// FILE:LINE:` the query
-// statement rendered below it.
+// through two patterns is P_ik, P_jk. Parameters, accumulators and lets keep their names (a
+// let x is rendered once, as the function x_of); a dense output C is the pointer C
+// (C_stride<p>); a list L has argument words L_counter, L_<column> ..., per thread L_marks (one
+// bit per pair whose row reached the emit) and the row being appended (L_emitted, L_<column>,
+// L_key). A query name that the kernel uses itself gets _q appended. The kernel's own: the pair
+// (i, j) of batch instance b; a thread's accumulators as a grid (m, n) of the map; Shape the
+// block tile (BM x BN, THREADS); smem the dynamic shared memory, its regions at the offsets of
+// struct Smem; gm:: the device library (src/cuda/device, src/cuda/outputs/*/device);
+// `// FILE:LINE:` the query statement rendered below it.
 #include "gamut_math.cuh"
 #include "gamut_mainloop.cuh"
 #include "gamut_tc_wgmma_tma.cuh"
@@ -81,6 +82,12 @@ struct Args {
   alignas(64) unsigned long long tma_b[16];  // CUtensorMap of the column operand (TMA)
 };
 
+
+// Byte offsets of the regions of the dynamic shared memory (smem; the outputs reuse the
+// space from out_smem, after the stage ring).
+struct Smem {
+  static constexpr unsigned Top_ranks = 0;  // Top's ranks of the tile's pairs (from out_smem)
+};
 
 }  // namespace
 
@@ -201,7 +208,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_con
       };
       // Every thread, together; false in all of them when no pair of the block can be kept.
       if (gm::TileSelect<Shape, 0>::gate(tc_map, within, Top_marks, Top_append.limit(), gthr, at, ss)) {
-        unsigned* const Top_ranks = reinterpret_cast<unsigned*>(out_smem + 0);  // (TcMap::kRows * TcMap::kCols, Shape::THREADS)
+        unsigned* const Top_ranks = reinterpret_cast<unsigned*>(out_smem + Smem::Top_ranks);  // (TcMap::kRows * TcMap::kCols, Shape::THREADS)
         gm::tile_sync<Shape::THREADS>();  // earlier users of the space (mainloop, other lists) are done
 #pragma unroll
         for (int m = 0; m < TcMap::kRows; ++m) {

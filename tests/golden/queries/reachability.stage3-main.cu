@@ -2,14 +2,15 @@
 //
 // Names: the query's own. An operand P is read through the pointer P (P_ld, P_bs: elements
 // between rows, between batch instances; a.P_ptr ...: its argument words); an operand read
-// through two patterns is P_ik, P_jk. Parameters, accumulators and lets keep their names; a
-// dense output C is the pointer C (C_stride<p>); a list L has argument words L_counter,
-// L_<column> ..., per thread L_marks (one bit per pair whose row reached the emit) and the row
-// being appended (L_emitted, L_<column>, L_key). A query name that the kernel uses itself
-// gets _q appended. The kernel's own: the pair (i, j) of batch instance b; a thread's
-// accumulators as a grid (m, n) of the map; Shape the block tile (BM x BN, THREADS); smem the
-// dynamic shared memory; gm:: the device library (src/cuda/device); `// FILE:LINE:` the query
-// statement rendered below it.
+// through two patterns is P_ik, P_jk. Parameters, accumulators and lets keep their names (a
+// let x is rendered once, as the function x_of); a dense output C is the pointer C
+// (C_stride<p>); a list L has argument words L_counter, L_<column> ..., per thread L_marks (one
+// bit per pair whose row reached the emit) and the row being appended (L_emitted, L_<column>,
+// L_key). A query name that the kernel uses itself gets _q appended. The kernel's own: the pair
+// (i, j) of batch instance b; a thread's accumulators as a grid (m, n) of the map; Shape the
+// block tile (BM x BN, THREADS); smem the dynamic shared memory, its regions at the offsets of
+// struct Smem; gm:: the device library (src/cuda/device, src/cuda/outputs/*/device);
+// `// FILE:LINE:` the query statement rendered below it.
 #include "gamut_math.cuh"
 #include "gamut_mainloop.cuh"
 #include "gamut_project.cuh"
@@ -89,6 +90,13 @@ struct Stage {
   }
 };
 
+// Byte offsets of the regions of the dynamic shared memory (smem; the outputs reuse the
+// mainloop's space once it is done).
+struct Smem {
+  static constexpr unsigned bp_X_tiles = 0;  // loader 0: 3 slices of bp_X
+  static constexpr unsigned bp_Y_tiles = 12672;  // loader 1: 3 slices of bp_Y
+};
+
 }  // namespace
 
 // dynamic shared memory: 19200 bytes; estimated registers: 94
@@ -106,12 +114,17 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   const gm::i64 Reach_stride0 = gm::arg_i64(a.Reach_stride0);
   const gm::i64 Reach_stride1 = gm::arg_i64(a.Reach_stride1);
   const bool Reach_vec4 = a.Reach_vec4 != 0;
+  // The query's lets, each rendered once; the statements below call them.
+  // examples/reachability.mmlt [bit-pack: or-and over 32-bit words]:6: let r: i32 = i32((bp_r != 0:i32))
+  const auto r_of = [&](const int bp_r) -> int {
+    return gm::to_i32((bp_r != 0));
+  };
   Stage st(int(threadIdx.x));
   st.i0 = row_begin + tile_m * Shape::BM;
   st.j0 = col_begin + tile_n * Shape::BN;
-  st.sm0 = reinterpret_cast<int*>(smem + 0);
+  st.sm0 = reinterpret_cast<int*>(smem + Smem::bp_X_tiles);
   static_assert(3 * Stage::L0::BUF * sizeof(int) <= 12672, "shared memory plan");
-  st.sm1 = reinterpret_cast<int*>(smem + 12672);
+  st.sm1 = reinterpret_cast<int*>(smem + Smem::bp_Y_tiles);
   static_assert(3 * Stage::L1::BUF * sizeof(int) <= 6528, "shared memory plan");
   st.f.b = b;
   st.ld0.init(reinterpret_cast<const int*>(a.bp_X_ptr) + gm::i64(b) * gm::arg_i64(a.bp_X_batch_stride), gm::arg_i32(a.bp_X_ld), st.i0, row_end, a.bp_X_vec4 != 0);
@@ -145,7 +158,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
           const int bp_r = st.bp_r[m][n];
           int r = int();
           // examples/reachability.mmlt [bit-pack: or-and over 32-bit words]:6: let r: i32 = i32((bp_r != 0:i32))
-          r = gm::to_i32((bp_r != 0));
+          r = r_of(bp_r);
           // examples/reachability.mmlt [bit-pack: or-and over 32-bit words]:7: Reach[i, j] = r
           Reach_run[v] = r;
           Reach_set[v] = true;

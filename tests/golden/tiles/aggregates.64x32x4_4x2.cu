@@ -2,14 +2,15 @@
 //
 // Names: the query's own. An operand P is read through the pointer P (P_ld, P_bs: elements
 // between rows, between batch instances; a.P_ptr ...: its argument words); an operand read
-// through two patterns is P_ik, P_jk. Parameters, accumulators and lets keep their names; a
-// dense output C is the pointer C (C_stride<p>); a list L has argument words L_counter,
-// L_<column> ..., per thread L_marks (one bit per pair whose row reached the emit) and the row
-// being appended (L_emitted, L_<column>, L_key). A query name that the kernel uses itself
-// gets _q appended. The kernel's own: the pair (i, j) of batch instance b; a thread's
-// accumulators as a grid (m, n) of the map; Shape the block tile (BM x BN, THREADS); smem the
-// dynamic shared memory; gm:: the device library (src/cuda/device); `// FILE:LINE:` the query
-// statement rendered below it.
+// through two patterns is P_ik, P_jk. Parameters, accumulators and lets keep their names (a
+// let x is rendered once, as the function x_of); a dense output C is the pointer C
+// (C_stride<p>); a list L has argument words L_counter, L_<column> ..., per thread L_marks (one
+// bit per pair whose row reached the emit) and the row being appended (L_emitted, L_<column>,
+// L_key). A query name that the kernel uses itself gets _q appended. The kernel's own: the pair
+// (i, j) of batch instance b; a thread's accumulators as a grid (m, n) of the map; Shape the
+// block tile (BM x BN, THREADS); smem the dynamic shared memory, its regions at the offsets of
+// struct Smem; gm:: the device library (src/cuda/device, src/cuda/outputs/*/device);
+// `// FILE:LINE:` the query statement rendered below it.
 #include "gamut_math.cuh"
 #include "gamut_mainloop.cuh"
 #include "gamut_aggregate.cuh"
@@ -107,6 +108,19 @@ struct Stage {
   }
 };
 
+// Byte offsets of the regions of the dynamic shared memory (smem; the outputs reuse the
+// mainloop's space once it is done).
+struct Smem {
+  static constexpr unsigned P_tiles = 0;  // loader 0: 3 slices of P
+  static constexpr unsigned R_tiles = 3264;  // loader 1: 3 slices of R
+  static constexpr unsigned Cnt_table = 0;  // Cnt's table (gm::TableSink)
+  static constexpr unsigned Mx_table = 3072;  // Mx's table (gm::TableSink)
+  static constexpr unsigned Mn_table = 6144;  // Mn's table (gm::TableSink)
+  static constexpr unsigned Or_table = 10240;  // Or's table (gm::TableSink)
+  static constexpr unsigned And_table = 13312;  // And's table (gm::TableSink)
+  static constexpr unsigned Total_table = 16384;  // Total's table (gm::TableSink)
+};
+
 }  // namespace
 
 // dynamic shared memory: 20480 bytes; estimated registers: 58
@@ -139,9 +153,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   Stage st(int(threadIdx.x));
   st.i0 = row_begin + tile_m * Shape::BM;
   st.j0 = col_begin + tile_n * Shape::BN;
-  st.sm0 = reinterpret_cast<float*>(smem + 0);
+  st.sm0 = reinterpret_cast<float*>(smem + Smem::P_tiles);
   static_assert(3 * Stage::L0::BUF * sizeof(float) <= 3264, "shared memory plan");
-  st.sm1 = reinterpret_cast<float*>(smem + 3264);
+  st.sm1 = reinterpret_cast<float*>(smem + Smem::R_tiles);
   static_assert(3 * Stage::L1::BUF * sizeof(float) <= 1536, "shared memory plan");
   st.f.b = b;
   st.ld0.init(reinterpret_cast<const float*>(a.P_ptr) + gm::i64(b) * gm::arg_i64(a.P_batch_stride), gm::arg_i32(a.P_ld), st.i0, row_end, a.P_vec4 != 0);
@@ -161,17 +175,17 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
   st.i0 = row_begin + tile_m * Shape::BM;
   st.j0 = col_begin + tile_n * Shape::BN;
   gm::TableSink<int, gm::kAdd, 256, Shape::THREADS> sk0;  // Cnt: (element, operator, table slots, threads)
-  sk0.init(smem + 0, Cnt, gm::u64(a.Cnt_elems));
+  sk0.init(smem + Smem::Cnt_table, Cnt, gm::u64(a.Cnt_elems));
   gm::TableSink<float, gm::kMax, 256, Shape::THREADS> sk1;  // Mx: (element, operator, table slots, threads)
-  sk1.init(smem + 3072, Mx, gm::u64(a.Mx_elems));
+  sk1.init(smem + Smem::Mx_table, Mx, gm::u64(a.Mx_elems));
   gm::TableSink<gm::i64, gm::kMin, 256, Shape::THREADS> sk2;  // Mn: (element, operator, table slots, threads)
-  sk2.init(smem + 6144, Mn, gm::u64(a.Mn_elems));
+  sk2.init(smem + Smem::Mn_table, Mn, gm::u64(a.Mn_elems));
   gm::TableSink<int, gm::kOr, 256, Shape::THREADS> sk3;  // Or: (element, operator, table slots, threads)
-  sk3.init(smem + 10240, Or, gm::u64(a.Or_elems));
+  sk3.init(smem + Smem::Or_table, Or, gm::u64(a.Or_elems));
   gm::TableSink<int, gm::kAnd, 256, Shape::THREADS> sk4;  // And: (element, operator, table slots, threads)
-  sk4.init(smem + 13312, And, gm::u64(a.And_elems));
+  sk4.init(smem + Smem::And_table, And, gm::u64(a.And_elems));
   gm::TableSink<double, gm::kAdd, 256, Shape::THREADS> sk5;  // Total: (element, operator, table slots, threads)
-  sk5.init(smem + 16384, Total, gm::u64(a.Total_elems));
+  sk5.init(smem + Smem::Total_table, Total, gm::u64(a.Total_elems));
   gm::AggRun<int, gm::kAdd> ar0;
   ar0.reset();
   gm::AggRun<float, gm::kMax> ar1;

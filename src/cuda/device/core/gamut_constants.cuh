@@ -42,7 +42,7 @@ constexpr int kDistinctCandidates = 4;
 // Distinct lists whose columns are integer lookups of row / column vectors (g[i], h[j]): where
 // the host finds the columns' values in a box of at most kSeenWords * 32 cells, the tiles mark
 // the cells their pairs reach (gm::SeenCells) instead of de-duplicating rows, and the set cells
-// are the list (lists/seen.cu). At most kSeenColumns such columns.
+// are the list (outputs/list/finish/seen.cu). At most kSeenColumns such columns.
 constexpr int kSeenWords = 1024;
 constexpr int kSeenColumns = 4;
 // Groups of a top/bottom list (gm::TileSelect's PER): the whole list, each row (per i), each

@@ -1,4 +1,4 @@
-// Device-side selection of top/bottom list candidates (src/cuda/lists/select.cpp drives it;
+// Device-side selection of top/bottom list candidates (src/cuda/outputs/list/finish/select.cpp drives it;
 // the kernels are instantiated by src/cuda/codegen/stage_sources.cpp). Arguments: gm::SelectArgs.
 // The candidates are the rows the main kernel appended (unordered). Per group (the whole list,
 // each (b, i) for `per i`, each (b, j) for `per j`) a radix select over gm::rank32 finds T_g,

@@ -1,4 +1,4 @@
-// The whole selection of a small global top / bottom list in one block (src/cuda/lists/select.cpp
+// The whole selection of a small global top / bottom list in one block (src/cuda/outputs/list/finish/select.cpp
 // drives it where the candidates are few). The multi-launch path of gamut_select.cuh, then the
 // rank sort and the row ordering, cost ~15 launches and two waits after the main kernel, most
 // of a small list's time beyond its kernel; here one block of
