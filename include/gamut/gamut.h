@@ -188,6 +188,11 @@ struct RunStats {
   std::vector<int64_t> list_seen_cells;         // GPU: per list output, the cells of its seen table
                                                 // (a distinct list of vector lookups; 0: none)
   std::vector<std::string> copies;              // inputs gamut had to copy, and why
+  // Options given that do not apply to the engine that ran ("tile", "repeats", "f32_math" on the
+  // CPU engine), and why that engine ran ("backend cpu asked", "no NVIDIA GPU found"): the CLI's
+  // summary and Python's stats name them, each in its own spelling.
+  std::vector<std::string> ignored_options;
+  std::string engine_reason;
   // Several GPUs: each part's GPU, the partition ("partition: 2 parts along i (0..512, 512..1024)
   // on GPUs 0,1"), how the parts merged ("nccl", or "host" and why) and the merge's share of
   // `seconds` (which is the slowest part's engine time plus the merge).

@@ -192,11 +192,25 @@ bool has_binding(const Query& q, const std::string& name) {
   return false;
 }
 
+bool is_param(const Query& q, const std::string& name) {
+  for (const std::string& n : q.info().params)
+    if (n == name) return true;
+  return false;
+}
+
 bool is_float_type(DType t) { return t == DType::F16 || t == DType::BF16 || t == DType::F32 || t == DType::F64; }
 
 void bind_value(Call& c, const Query& q, const std::string& name, nb::handle v, bool options_too) {
   const gamut::BindingInfo& info = binding_info(q, name, options_too);
+  // Text for a scalar parameter: the command line's data error for `thres=abc`, in its words.
+  if (nb::isinstance<nb::str>(v) && is_param(q, name))
+    throw Error(ExitCode::Data, "data error: " + name + ": the str '" + nb::cast<std::string>(v) +
+                                    "' is not a number (" + name + " is a scalar parameter of the query, " +
+                                    info.location + ")");
   Value val = classify(name, v);
+  if (val.kind == Value::Array && is_param(q, name))   // (the command line: `thres=x.npy`)
+    throw Error(ExitCode::Data, "data error: " + name + ": an array is not a number (" + name +
+                                    " is a scalar parameter of the query, " + info.location + ")");
   if (val.kind == Value::Int) {
     c.inputs.scalar(name, val.i);
     return;

@@ -164,7 +164,12 @@ std::string Renderer::binary(const Expr& e) const {
   const bool fl = is_float(t);
   std::string r;
   switch (op) {
-    case BinOp::Add: r = fl ? "(" + a + " + " + b + ")" : "gm::add(" + a + ", " + b + ")"; break;
+    case BinOp::Add:
+      if (e.inf_sum != InfSum::None && !fl)  // an integer tropical step: the limits are infinities
+        r = std::string(e.inf_sum == InfSum::MaxPlus ? "gm::inf_sum_max(" : "gm::inf_sum_min(") + a + ", " + b + ")";
+      else
+        r = fl ? "(" + a + " + " + b + ")" : "gm::add(" + a + ", " + b + ")";
+      break;
     case BinOp::Sub: r = fl ? "(" + a + " - " + b + ")" : "gm::sub(" + a + ", " + b + ")"; break;
     case BinOp::Mul: r = fl ? "(" + a + " * " + b + ")" : "gm::mul(" + a + ", " + b + ")"; break;
     case BinOp::Div: r = fl ? "(" + a + " / " + b + ")" : "gm::div(" + a + ", " + b + ")"; break;
