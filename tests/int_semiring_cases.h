@@ -17,8 +17,8 @@ namespace gamut::int_semiring_test {
 struct Case {
   const char* name;
   const char* text;
-  bool max_plus;    // max= (else min=)
-  bool b_jk;        // B[j, k] (else B[k, j])
+  bool max_plus;  // max= (else min=)
+  bool b_jk;      // B[j, k] (else B[k, j])
 };
 
 inline const Case kCases[] = {
@@ -73,11 +73,16 @@ std::vector<T> weights(size_t n, bool max_plus, double absent, std::mt19937_64& 
   std::uniform_int_distribution<int> small(-50, 50);
   for (T& x : v) {
     const double r = u(rng);
-    if (r < absent) x = max_plus ? Limits<T>::lo : Limits<T>::hi;
-    else if (r < absent + 0.03) x = max_plus ? Limits<T>::hi : Limits<T>::lo;   // the other infinity
-    else if (r < absent + 0.10) x = T(Limits<T>::hi - T(small(rng) + 60));     // near the top
-    else if (r < absent + 0.17) x = T(Limits<T>::lo + T(small(rng) + 60));     // near the bottom
-    else x = T(small(rng));
+    if (r < absent)
+      x = max_plus ? Limits<T>::lo : Limits<T>::hi;
+    else if (r < absent + 0.03)
+      x = max_plus ? Limits<T>::hi : Limits<T>::lo;  // the other infinity
+    else if (r < absent + 0.10)
+      x = T(Limits<T>::hi - T(small(rng) + 60));  // near the top
+    else if (r < absent + 0.17)
+      x = T(Limits<T>::lo + T(small(rng) + 60));  // near the bottom
+    else
+      x = T(small(rng));
   }
   return v;
 }
@@ -94,7 +99,8 @@ std::vector<T> run(const Case& c, const std::vector<T>& A, const std::vector<T>&
   Query q = Query::compile(c.text);
   Inputs in;
   in.array("A", ArrayRef::host(A.data(), dtype_of<T>(), {M, K}));
-  in.array("B", ArrayRef::host(B.data(), dtype_of<T>(), c.b_jk ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}));
+  in.array("B",
+           ArrayRef::host(B.data(), dtype_of<T>(), c.b_jk ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}));
   Options o;
   o.backend = backend;
   const Result r = q.run(in, o);

@@ -26,7 +26,8 @@ struct Data {
   std::string A, B;
   Data() {
     fs::create_directories(dir);
-    gamut::NDArray a = gamut::NDArray::zeros(gamut::DType::BF16, {8, 4}), b = gamut::NDArray::zeros(gamut::DType::BF16, {4, 6});
+    gamut::NDArray a = gamut::NDArray::zeros(gamut::DType::BF16, {8, 4}),
+                   b = gamut::NDArray::zeros(gamut::DType::BF16, {4, 6});
     A = (dir / "a.npy").string();
     B = (dir / "b.npy").string();
     gamut::write_npy(A, a);
@@ -55,7 +56,7 @@ TEST(CliEngine, ExplainSaysFirstWhichEngineRuns) {
     EXPECT_NE(autod.out.find("math: bf16 on the wgmma mainloop"), std::string::npos) << autod.out;
     return;
   }
-  const std::string lead = "no usable CUDA device: ";   // (the probe's lead; explain leaves it out)
+  const std::string lead = "no usable CUDA device: ";  // (the probe's lead; explain leaves it out)
   if (why.rfind(lead, 0) == 0) why = why.substr(lead.size());
   EXPECT_EQ(first_line(autod.out), "engine: cpu (" + why + ")") << autod.out;
   // Without a GPU: no GPU plan presented as what runs, no advice to run `gamut peak`.
@@ -74,8 +75,8 @@ TEST(CliEngine, ExplainSaysFirstWhichEngineRuns) {
 
 TEST(CliEngine, OptionsTheCpuEngineIgnoresAreNamed) {
   Data d;
-  const Exit o = run_gamut({"run", example("sgemm"), "A=" + d.A, "B=" + d.B, "--backend", "cpu", "--tile", "64x64x8/4x4",
-                            "--repeat", "3", "--f32-math", "tf32"});
+  const Exit o = run_gamut({"run", example("sgemm"), "A=" + d.A, "B=" + d.B, "--backend", "cpu", "--tile",
+                            "64x64x8/4x4", "--repeat", "3", "--f32-math", "tf32"});
   ASSERT_EQ(o.code, 0) << o.err;
   EXPECT_NE(o.out.find("\n  ignored: --tile, --repeat, --f32-math (they apply to the GPU engine; the CPU engine ran: "
                        "backend cpu asked)\n"),
@@ -83,14 +84,15 @@ TEST(CliEngine, OptionsTheCpuEngineIgnoresAreNamed) {
       << o.out;
   const Exit one = run_gamut({"run", example("sgemm"), "A=" + d.A, "B=" + d.B, "--backend", "cpu", "--repeat", "2"});
   ASSERT_EQ(one.code, 0) << one.err;
-  EXPECT_NE(one.out.find("\n  ignored: --repeat (it applies to the GPU engine; the CPU engine ran: backend cpu asked)\n"),
-            std::string::npos)
+  EXPECT_NE(
+      one.out.find("\n  ignored: --repeat (it applies to the GPU engine; the CPU engine ran: backend cpu asked)\n"),
+      std::string::npos)
       << one.out;
   const Exit none = run_gamut({"run", example("sgemm"), "A=" + d.A, "B=" + d.B, "--backend", "cpu"});
   ASSERT_EQ(none.code, 0) << none.err;
   EXPECT_EQ(none.out.find("ignored"), std::string::npos) << none.out;
-  const Exit j = run_gamut({"run", example("sgemm"), "A=" + d.A, "B=" + d.B, "--backend", "cpu", "--f32-math", "tf32x3",
-                            "--json"});
+  const Exit j = run_gamut(
+      {"run", example("sgemm"), "A=" + d.A, "B=" + d.B, "--backend", "cpu", "--f32-math", "tf32x3", "--json"});
   ASSERT_EQ(j.code, 0) << j.err;
   const auto js = nlohmann::json::parse(j.out);
   EXPECT_EQ(js["ignored"], nlohmann::json::array({"--f32-math"}));

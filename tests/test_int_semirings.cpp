@@ -27,7 +27,7 @@ TEST(IntSemirings, SentinelsAbsorbAndSumsSaturateI32) {
   check_all<int32_t>(1, 1, 1, 0.3, 1);
   check_all<int32_t>(7, 5, 3, 0.3, 2);
   check_all<int32_t>(33, 65, 19, 0.5, 3);
-  check_all<int32_t>(40, 3, 200, 0.9, 4);   // sparse: most pairs have no path
+  check_all<int32_t>(40, 3, 200, 0.9, 4);  // sparse: most pairs have no path
 }
 
 TEST(IntSemirings, SentinelsAbsorbAndSumsSaturateI64) {

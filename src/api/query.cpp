@@ -167,9 +167,9 @@ bool gpu_engine(const RunOptions& r) {
 
 // The engine a run with these options takes, as explain's first line says it.
 struct EngineChoice {
-  bool gpu = false;          // the GPU engine runs
-  std::string no_gpu;        // why no GPU is usable ("no NVIDIA GPU found"); empty where one is
-  std::string line;          // "engine: cpu (no NVIDIA GPU found)\n"
+  bool gpu = false;    // the GPU engine runs
+  std::string no_gpu;  // why no GPU is usable ("no NVIDIA GPU found"); empty where one is
+  std::string line;    // "engine: cpu (no NVIDIA GPU found)\n"
 };
 
 // Why no GPU can be used, without the probe's lead ("no usable CUDA device: no NVIDIA GPU found

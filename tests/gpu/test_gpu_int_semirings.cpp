@@ -52,23 +52,24 @@ TEST(GpuIntSemirings, SmallIntegerInputsKeepOrdinarySums) {
   gamut::Query q = gamut::Query::compile(kCases[0].text);
   // Small sums (packed DPX steps), then the i16 minimum, an ordinary value in i32 (no packed steps).
   for (const int16_t first : {int16_t(7), std::numeric_limits<int16_t>::min()})
-  for (const char* backend : {"cpu", "gpu"}) {
-    SCOPED_TRACE(std::string(backend) + " A[0, 0] = " + std::to_string(first));
-    A[0] = first;
-    gamut::Inputs in;
-    in.array("A", gamut::ArrayRef::host(A.data(), gamut::DType::I16, {M, K}));
-    in.array("B", gamut::ArrayRef::host(B.data(), gamut::DType::I16, {K, N}));
-    gamut::Options o;
-    o.backend = backend;
-    const gamut::Result r = q.run(in, o);
-    const auto* C = static_cast<const int32_t*>(r["C"].array.data);
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j) {
-        int32_t want = std::numeric_limits<int32_t>::min();
-        for (int64_t k = 0; k < K; ++k) want = std::max(want, int32_t(A[size_t(i * K + k)]) + int32_t(B[size_t(k * N + j)]));
-        ASSERT_EQ(C[i * N + j], want) << i << ", " << j;
-      }
-  }
+    for (const char* backend : {"cpu", "gpu"}) {
+      SCOPED_TRACE(std::string(backend) + " A[0, 0] = " + std::to_string(first));
+      A[0] = first;
+      gamut::Inputs in;
+      in.array("A", gamut::ArrayRef::host(A.data(), gamut::DType::I16, {M, K}));
+      in.array("B", gamut::ArrayRef::host(B.data(), gamut::DType::I16, {K, N}));
+      gamut::Options o;
+      o.backend = backend;
+      const gamut::Result r = q.run(in, o);
+      const auto* C = static_cast<const int32_t*>(r["C"].array.data);
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          int32_t want = std::numeric_limits<int32_t>::min();
+          for (int64_t k = 0; k < K; ++k)
+            want = std::max(want, int32_t(A[size_t(i * K + k)]) + int32_t(B[size_t(k * N + j)]));
+          ASSERT_EQ(C[i * N + j], want) << i << ", " << j;
+        }
+    }
 }
 
 }  // namespace

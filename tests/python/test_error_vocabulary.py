@@ -22,6 +22,7 @@ GROUPED = "where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } Hist[g[i
 CLI_TO_PY = [
     (r"; pass (\w+)=FILE\.npy", r"; pass an array as the keyword argument \1"),
     (r"; pass (\w+)=VALUE", r"; pass a number as the keyword argument \1"),
+    (r"; bind a \.npy file", "; pass an array"),
     (r"--backend (\w+)", r"backend='\1'"),
     (r"--dim (\w+):", r"dims['\1']:"),
     (r"'(\w+)' is not a number", r"the str '\1' is not a number"),
@@ -83,6 +84,7 @@ CASES = {
     # (the command line names the file, Python the array: the rest of the sentence is the same)
     "array for a parameter": (SELECT, ["A={a}", "B={b}", "thres={b1}"], {"A": "a", "B": "b", "thres": "b1"}, 3,
                               "is not a number (thres is a scalar parameter of the query"),
+    "number for an array": (SGEMM, ["A={a}", "B=2.0"], {"A": "a", "B": 2.0}, 3, "B: is an array in the query"),
     "wrong rank": (SGEMM, ["A={a}", "B={b1}"], {"A": "a", "B": "b1"}, 3, "expected 2 dimensions"),
     "negative index": (GROUPED, ["A={a}", "B={b}", "g={gneg}"], {"A": "a", "B": "b", "g": "gneg"}, 3,
                        "index value -1 at position 1 is negative"),
