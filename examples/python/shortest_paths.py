@@ -56,12 +56,14 @@ def main():
     squarings = max(1, math.ceil(math.log2(max(n - 1, 2))))
     t0 = time.perf_counter()
     for _ in range(squarings):
-        D = step(A=D, B=D)["D2"]
+        out, stats = step.run({"A": D, "B": D})
+        D = out["D2"]
     if hasattr(D, "cpu"):
         D = D.cpu().numpy()
     ms = (time.perf_counter() - t0) * 1e3
     reachable = np.isfinite(D).mean()
-    print(f"{n} nodes: {squarings} min-plus squarings in {ms:.1f} ms; {reachable:.1%} of pairs connected")
+    print(f"{n} nodes: {squarings} min-plus squarings in {ms:.1f} ms; {reachable:.1%} of pairs connected; "
+          f"engine: {stats['backend']}")
 
     if n <= 1024:
         ok = np.array_equal(D, floyd_warshall(W).astype(np.float32))

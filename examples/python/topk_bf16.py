@@ -40,9 +40,10 @@ def main():
     E, Q = E.to(device, torch.bfloat16), Q.to(device, torch.bfloat16)
 
     search = gamut.compile(TOPK, "topk")
-    best = search(Q=Q, E=E)["Best"]                 # i, j, score: 5 rows per query, best first
+    out, stats = search.run({"Q": Q, "E": E})
+    best = out["Best"]                              # i, j, score: 5 rows per query, best first
     print(f"{args.queries} queries x {args.database} bf16 embeddings (d={args.dim}) on {device}: "
-          f"{len(best['j'])} results; query 0 -> {best['j'][:5].tolist()}")
+          f"{len(best['j'])} results; query 0 -> {best['j'][:5].tolist()}; engine: {stats['backend']}")
 
     want = (Q.float() @ E.float().T).topk(5, dim=1).values
     got = best["score"].reshape(args.queries, 5)

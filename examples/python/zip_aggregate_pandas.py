@@ -54,8 +54,10 @@ def main():
     q3 = gamut.load(os.path.join(HERE, "..", "q3_count_pairs.mmlt"))
     C = q2(P=P, R=R, Pzip=Pzip, Rzip=Rzip)["C"]
     thres = 0.3 * args.dim
-    Cnt = q3(P=P, R=R, Pzip=Pzip, Rzip=Rzip, thres=thres)["Cnt"]
-    print(f"Q2: C {C.shape} summed preferences; Q3: Cnt {Cnt.shape}, {int(Cnt.sum())} pairs above {thres:g}")
+    out3, stats = q3.run({"P": P, "R": R, "Pzip": Pzip, "Rzip": Rzip, "thres": thres})
+    Cnt = out3["Cnt"]
+    print(f"Q2: C {C.shape} summed preferences; Q3: Cnt {Cnt.shape}, {int(Cnt.sum())} pairs above {thres:g}; "
+          f"engine: {stats['backend']}")
 
     # Check against NumPy on the same ids.
     acc = P.astype(np.float64) @ R.astype(np.float64)

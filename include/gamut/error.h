@@ -1,5 +1,5 @@
 // gamut's one exception type, shared by the engine, the command line and the library: it carries
-// the exit status of spec section 9 (its category) and the message the CLI prints.
+// the exit status of docs/language.md section 16 (its category) and the message the CLI prints.
 #pragma once
 #include <stdexcept>
 #include <string>
@@ -8,7 +8,7 @@
 
 namespace gamut {
 
-// The exit status of `gamut` for each category of failure (spec section 9).
+// The exit status of `gamut` for each category of failure (docs/language.md section 16).
 enum class ExitCode : int { Ok = 0, Query = 1, Usage = 2, Data = 3, Device = 4 };
 
 // what(): the first line is the one-line summary (query errors: `FILE:LINE:COL: error: ...`,

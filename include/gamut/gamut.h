@@ -1,5 +1,5 @@
-// gamut as a C++ library (spec section 11): compile a query once, run it many times on host or
-// device arrays, on the CPU engine or the GPU.
+// gamut as a C++ library (docs/language.md section 17, docs/python.md): compile a query once,
+// run it many times on host or device arrays, on the CPU engine or the GPU.
 //
 //   gamut::Query q = gamut::Query::compile("where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } C[i, j] = a; }");
 //   gamut::Inputs in;
@@ -9,8 +9,8 @@
 //   const float* c = r["C"].array.as<float>();   // r (or a copy of the Array) owns the memory
 //
 // Errors are gamut::Error exceptions with the command line's categories (code(): the exit
-// status of spec section 9) and messages. A Query is cheap to copy (copies share the compiled
-// state) and may be run from several threads at once.
+// status of docs/language.md section 16) and messages. A Query is cheap to copy (copies share
+// the compiled state) and may be run from several threads at once.
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -132,7 +132,7 @@ struct Devices {
 
 struct Options {
   std::string backend = "auto";     // auto (the GPU when one is usable) | cpu | gpu
-  std::string f32_math = "ieee";    // sums of f32 products (spec section 10)
+  std::string f32_math = "ieee";    // sums of f32 products (docs/language.md section 14)
   int threads = 0;                  // CPU engine threads (0: one per hardware thread)
   // The CUDA stream (cudaStream_t) the GPU work and the device outputs are ordered on;
   // nullptr: the legacy default stream.
@@ -185,13 +185,18 @@ struct RunStats {
   size_t device_peak_bytes = 0;     // GPU: most device memory gamut held at once
   int64_t m = 0, n = 0, k = 0, batch = 1;       // axis extents
   bool batched = false;                         // the query has a batch axis
-  std::string math;                             // the math that ran (spec section 10): "ieee", "bf16", "i8", ...
+  std::string math;                             // the math that ran (docs/language.md section 14): "ieee", "bf16", "i8", ...
   std::string mainloop;                         // "wgmma+tma", "wgmma", "mma.sync" or "simt" on the GPU, "cpu" on the CPU
   std::vector<std::string> rewrites;            // rewrites applied, in order
   std::vector<uint64_t> list_rows_appended;     // GPU: per list output, rows the kernel appended
   std::vector<int64_t> list_seen_cells;         // GPU: per list output, the cells of its seen table
                                                 // (a distinct list of vector lookups; 0: none)
   std::vector<std::string> copies;              // inputs gamut had to copy, and why
+  // Options given that do not apply to the engine that ran ("tile", "repeats", "f32_math" on the
+  // CPU engine), and why that engine ran ("backend cpu asked", "no NVIDIA GPU found"): the CLI's
+  // summary and Python's stats name them, each in its own spelling.
+  std::vector<std::string> ignored_options;
+  std::string engine_reason;
   // Several GPUs: each part's GPU, the partition ("partition: 2 parts along i (0..512, 512..1024)
   // on GPUs 0,1"), how the parts merged ("nccl", or "host" and why) and the merge's share of
   // `seconds` (which is the slowest part's engine time plus the merge).

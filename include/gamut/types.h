@@ -1,4 +1,4 @@
-// Element types of gamut arrays (spec section 3): shared by the engine and the library.
+// Element types of gamut arrays (docs/language.md section 5): shared by the engine and the library.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -9,7 +9,7 @@
 
 namespace gamut {
 
-// Storage types of inputs and outputs (spec section 3).
+// Storage types of inputs and outputs (docs/language.md section 5).
 enum class DType : uint8_t { Bool, U8, I8, I16, I32, I64, F16, BF16, F32, F64 };
 
 GAMUT_API size_t dtype_size(DType t);                           // bytes per element

@@ -1,4 +1,4 @@
-"""gamut's exceptions: one class per category of the command line's exit status (spec section 9)."""
+"""gamut's exceptions: one class per category of the command line's exit status (docs/cli.md)."""
 
 
 class GamutError(Exception):

@@ -196,10 +196,21 @@ bool has_binding(const Query& q, const std::string& name) {
   return false;
 }
 
+bool is_param(const Query& q, const std::string& name) {
+  for (const std::string& n : q.info().params)
+    if (n == name) return true;
+  return false;
+}
+
 bool is_float_type(DType t) { return t == DType::F16 || t == DType::BF16 || t == DType::F32 || t == DType::F64; }
 
 void bind_value(Call& c, const Query& q, const std::string& name, nb::handle v, bool options_too) {
   const gamut::BindingInfo& info = binding_info(q, name, options_too);
+  // Text for a scalar parameter: the command line's data error for `thres=abc`, in its words.
+  if (PyUnicode_CheckExact(v.ptr()) && is_param(q, name))
+    throw Error(ExitCode::Data, "data error: " + name + ": the str '" + nb::cast<std::string>(v) +
+                                    "' is not a number (" + name + " is a scalar parameter of the query, " +
+                                    info.location + ")");
   Value val = classify(name, v);
   if (val.kind == Value::Int) {
     c.inputs.scalar(name, val.i);
@@ -210,6 +221,9 @@ void bind_value(Call& c, const Query& q, const std::string& name, nb::handle v, 
     return;
   }
   gamut::ArrayRef a = import_array(name, std::move(val.nd), c.keep, val.bf16);
+  if (is_param(q, name))   // (after the element type's own errors; the command line: `thres=x.npy`)
+    throw Error(ExitCode::Data, "data error: " + name + ": an array is not a number (" + name +
+                                    " is a scalar parameter of the query, " + info.location + ")");
   if (!val.note.empty()) c.notes.push_back(val.note);
   if (val.made) c.relaid.push_back(val.object);
   // An output index must hold integers: a data error before the query is typed for it (as the

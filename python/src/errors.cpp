@@ -23,6 +23,9 @@ std::string python_words(std::string m) {
       {std::regex(R"(; bind a \.npy file)"), "; pass an array"},
       {std::regex(R"(\(bind arrays as \w+=FILE\.npy\))"), "(an input array takes an array)"},
       {std::regex(R"(--backend (\w+))"), "backend='$1'"},
+      {std::regex(R"(--dim (gives|extent|extents)\b)"), "dims= $1"},
+      {std::regex(R"(from --dim\b)"), "from dims="},
+      {std::regex(R"(--dim (\w+):)"), "dims['$1']:"},
       {std::regex(R"(devices= (\w+))"), "devices=$1"},   // (the library's "devices= 2")
   };
   if (m.find('=') == std::string::npos && m.find("--") == std::string::npos && m.find(".npy") == std::string::npos) return m;

@@ -51,6 +51,14 @@ nb::dict stats_dict(const gamut::RunStats& s) {
   d["list_rows_appended"] = s.list_rows_appended;
   d["list_seen_cells"] = s.list_seen_cells;
   d["copies"] = s.copies;
+  // Options that did not apply to the engine that ran, in one line as the CLI's summary says it
+  // ("" when none).
+  std::string ignored;
+  for (const std::string& o : s.ignored_options) ignored += (ignored.empty() ? "ignored: " : ", ") + o + "=";
+  if (!ignored.empty())
+    ignored += std::string(s.ignored_options.size() == 1 ? " (it applies" : " (they apply") +
+               " to the GPU engine; the CPU engine ran: " + s.engine_reason + ")";
+  d["ignored"] = ignored;
   return d;
 }
 

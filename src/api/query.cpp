@@ -182,6 +182,39 @@ bool gpu_engine(const RunOptions& r) {
   return r.backend == Backend::Gpu || (r.backend == Backend::Auto && cuda::gpu_available(nullptr));
 }
 
+// The engine a run with these options takes, as explain's first line says it.
+struct EngineChoice {
+  bool gpu = false;    // the GPU engine runs
+  std::string no_gpu;  // why no GPU is usable ("no NVIDIA GPU found"); empty where one is
+  std::string line;    // "engine: cpu (no NVIDIA GPU found)\n"
+};
+
+// Why no GPU can be used, without the probe's lead ("no usable CUDA device: no NVIDIA GPU found
+// (...)" -> "no NVIDIA GPU found (...)"); "" where one can.
+std::string no_gpu_reason() {
+  std::string why;
+  if (cuda::gpu_available(&why)) return "";
+  const std::string lead = "no usable CUDA device: ";
+  return why.rfind(lead, 0) == 0 ? why.substr(lead.size()) : why;
+}
+
+EngineChoice explained_engine(const RunOptions& r) {
+  EngineChoice c;
+  c.no_gpu = no_gpu_reason();
+  const bool present = c.no_gpu.empty();
+  if (r.backend == Backend::Cpu) {
+    c.line = "engine: cpu (backend cpu asked)\n";
+  } else if (present) {
+    c.gpu = true;
+    c.line = "engine: gpu (" + cuda::device().name + ")\n";
+  } else if (r.backend == Backend::Gpu) {
+    c.line = "engine: none: backend gpu asked, but " + c.no_gpu + " (a run fails with a device error)\n";
+  } else {
+    c.line = "engine: cpu (" + c.no_gpu + ")\n";
+  }
+  return c;
+}
+
 std::string shape_text(const std::vector<int64_t>& s) {
   std::string t = "(";
   for (size_t k = 0; k < s.size(); ++k) t += (k ? ", " : "") + std::to_string(s[k]);
@@ -385,6 +418,13 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
   s.math = math.math_name();
   s.rewrites = plan.rewrites;
   s.copies = std::move(staged.copies);
+  if (!gpu) {
+    const std::string why = ro.backend == Backend::Cpu ? "" : no_gpu_reason();
+    s.engine_reason = why.empty() ? "backend cpu asked" : why;
+    if (!options.tile.empty()) s.ignored_options.push_back("tile");
+    if (options.repeats > 0) s.ignored_options.push_back("repeats");
+    if (ro.f32_math != F32Math::Ieee) s.ignored_options.push_back("f32_math");
+  }
   if (several && prep) {
     s.devices = {devices[0]};
     s.partition = "partition: one part (the rewritten program " + (plan.rewrites.empty() ? "" : plan.rewrites.back()) +
@@ -395,7 +435,8 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
 }
 
 std::string Query::explain(const Inputs& inputs, const Options& options) const {
-  if (inputs.empty()) return print_plan(plan_with_rewrites(impl_->source, {}));
+  const EngineChoice engine = explained_engine(engine_options(options));
+  if (inputs.empty()) return engine.line + print_plan(plan_with_rewrites(impl_->source, {}));
   const bool gpu = gpu_engine(engine_options(options));
   api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu, impl_->index_operands);
   const std::vector<std::string> copies = staged.copies;
@@ -404,6 +445,7 @@ std::string Query::explain(const Inputs& inputs, const Options& options) const {
   const Plan& plan = prep->plan;
   const Instance& inst = prep->instance;
   std::ostringstream out;
+  out << engine.line;
   out << print_plan(plan);
   out << "bound: M=" << inst.row.size() << " N=" << inst.col.size() << " K=" << inst.red.size();
   if (plan.batched) out << " batch=" << inst.batch;
@@ -416,7 +458,8 @@ std::string Query::explain(const Inputs& inputs, const Options& options) const {
         << " stages:\n";
     for (const auto& st : prep->program->stages) out << "# " << st.name << "\n" << st.text;
   }
-  out << api::roofline(plan, inst);
+  // The roofline is the GPU's (its measured ceilings): it says nothing about a CPU run.
+  if (engine.gpu) out << api::roofline(plan, inst);
   {
     // The math line names what the GPU kernel this instance gets would run: a forced tile, a
     // key-grouped join or packed 16-bit steps keep the SIMT mainloop.
@@ -428,7 +471,11 @@ std::string Query::explain(const Inputs& inputs, const Options& options) const {
                  "keeps SIMT";
       math.math = InnerMath::Simt;
     }
-    out << explain_math(math);
+    if (engine.gpu)
+      out << explain_math(math);
+    else  // what runs is the CPU engine; the GPU's choice is only what it would be
+      out << "math: the CPU engine's (each operation in the query's types); on a GPU it would be "
+          << explain_math(math).substr(std::string("math: ").size());
   }
   out << "inputs:\n";
   for (const auto& [name, a] : inputs.arrays) {
@@ -447,11 +494,13 @@ std::string Query::explain(const Inputs& inputs, const Options& options) const {
     else
       out << describe_devices(choose_partition(inst, int(devices.size())), devices);
   }
-  std::string why;
-  if (cuda::gpu_available(&why))
-    out << "gpu: " << cuda::device().name << ", tile " << kernel_for(inst, engine_options(options)).label << "\n";
+  const std::string tile = kernel_for(inst, engine_options(options)).label;
+  if (engine.gpu)
+    out << "gpu: " << cuda::device().name << ", tile " << tile << "\n";
+  else if (engine.no_gpu.empty())  // (a GPU is present, but backend cpu was asked)
+    out << "gpu: " << cuda::device().name << " (not used); on it the kernel would take tile " << tile << "\n";
   else
-    out << "gpu: none (" << why << "); the CPU engine would run this\n";
+    out << "gpu: none (" << engine.no_gpu << "); on an H100 the kernel would take tile " << tile << "\n";
   return out.str();
 }
 

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/sizes.h"
+#include "lang/diagnostics.h"
 
 namespace gamut {
 
@@ -97,8 +98,17 @@ Instance bind(const Plan& plan, const Bindings& b) {
     if (!known.count(n)) throw_usage_error("binding '" + n + "' matches no input or parameter of the query");
   for (const auto& [n, _] : b.dims) {
     bool ok = false;
-    for (const DenseOutput& d : plan.dense) ok |= d.name == n && !d.is_project();
-    if (!ok) throw_usage_error("--dim " + n + ": the query has no aggregate output named '" + n + "'");
+    std::vector<std::string> aggregates;
+    for (const DenseOutput& d : plan.dense)
+      if (!d.is_project()) {
+        ok |= d.name == n;
+        aggregates.push_back(d.name);
+      }
+    if (!ok) {
+      const std::string near = closest_name(n, aggregates);
+      throw_usage_error("--dim " + n + ": the query has no aggregate output named '" + n + "'" +
+                        (near.empty() ? "" : " (did you mean '" + near + "'?)"));
+    }
   }
 
   // Inputs: bound, with the right number of dimensions.

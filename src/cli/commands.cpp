@@ -86,6 +86,13 @@ std::vector<std::string> write_outputs(OutputCommit& commit, const RunOutputs& o
   return paths;
 }
 
+// The command line's flag for an option of the library (RunStats::ignored_options).
+std::string option_flag(const std::string& option) {
+  if (option == "repeats") return "--repeat";
+  if (option == "f32_math") return "--f32-math";
+  return "--" + option;
+}
+
 nlohmann::json run_json(const std::string& query, const RunStats& st, const RunOutputs& res,
                         const std::vector<std::string>& paths, const ShowLimits& limits) {
   nlohmann::json j;
@@ -116,6 +123,12 @@ nlohmann::json run_json(const std::string& query, const RunStats& st, const RunO
   } else {
     j["threads"] = st.threads;
   }
+  if (!st.ignored_options.empty()) {
+    std::vector<std::string> flags;
+    for (const std::string& o : st.ignored_options) flags.push_back(option_flag(o));
+    j["ignored"] = flags;
+    j["engine_reason"] = st.engine_reason;
+  }
   j["outputs"] = nlohmann::json::array();
   const bool written = !paths.empty();
   for (size_t d = 0; d < res.dense.size(); ++d) {
@@ -145,6 +158,12 @@ std::string run_summary(const std::string& query, const RunStats& st) {
   line << ", M=" << st.m << " N=" << st.n << " K=" << st.k;
   if (st.batched) line << " batch=" << st.batch;
   line << ", " << st.seconds * 1e3 << " ms, SPR " << std::setprecision(2) << steps_per_second(st) << "\n";
+  if (!st.ignored_options.empty()) {
+    line << "  ignored: ";
+    for (size_t k = 0; k < st.ignored_options.size(); ++k) line << (k ? ", " : "") << option_flag(st.ignored_options[k]);
+    line << " (" << (st.ignored_options.size() == 1 ? "it applies" : "they apply") << " to the GPU engine; the CPU engine ran: "
+         << st.engine_reason << ")\n";
+  }
   if (!st.partition.empty()) line << "  " << st.partition << "  merge: " << st.merge << ", " << st.merge_seconds * 1e3 << " ms\n";
   return line.str();
 }
@@ -214,7 +233,7 @@ int cmd_explain(const QueryArgs& q, const Options& opt, bool print_source) {
   if (print_source && !bound) throw_usage_error("'explain --source' needs the inputs bound (their types shape the kernel)");
   const Query query = load_query(q);
   if (!bound) {
-    std::cout << query.explain();
+    std::cout << query.explain(Inputs{}, opt);
     return 0;
   }
   const CliInputs in = read_inputs(q, query);

@@ -188,7 +188,9 @@ struct Compiler {
     else if (e.binop == BinOp::LogAnd || e.binop == BinOp::LogOr) t = CType::Bool;
     else if (e.type == CType::Bool && !is_bitwise(e.binop)) t = CType::I32;
     else t = e.type;
-    return cast(out, binary(out, kern_of(e.binop), t, a, b), e.type);
+    Kern k = kern_of(e.binop);
+    if (e.inf_sum != InfSum::None) k = e.inf_sum == InfSum::MaxPlus ? Kern::AddInfMax : Kern::AddInfMin;
+    return cast(out, binary(out, k, t, a, b), e.type);
   }
 
   int call_expr(const Expr& e, Steps& out) {

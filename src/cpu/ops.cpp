@@ -58,6 +58,19 @@ template <class T> inline T shr(T a, T b) {
 }
 
 
+// The `+` of an integer tropical step (InfSum, docs/language.md section 3): the type's limits are
+// -inf and +inf. The semiring's zero (-inf in max-plus, +inf in min-plus) absorbs everything, the
+// other infinity absorbs finite values, and a finite sum saturates at the limits instead of wrapping.
+template <bool kMaxPlus, class T> inline T inf_sum(T a, T b) {
+  if constexpr (!std::is_signed_v<T>) return add(a, b);  // (bool lanes: never a tropical sum)
+  constexpr T lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
+  constexpr T zero = kMaxPlus ? lo : hi, other = kMaxPlus ? hi : lo;
+  T s;
+  if (__builtin_add_overflow(a, b, &s)) s = a < 0 ? lo : hi;
+  s = a == other || b == other ? other : s;
+  return a == zero || b == zero ? zero : s;
+}
+
 // Conversions: float -> int truncates, saturates, NaN -> 0; int -> int wraps; -> bool is != 0.
 template <class F, class T> inline T conv(F x) {
   if constexpr (kBool<T>) {
@@ -74,8 +87,9 @@ template <class F, class T> inline T conv(F x) {
 
 // ---- binary -------------------------------------------------------------------------------
 
-template <Kern K> constexpr bool kIntOnly =
-    K == Kern::Shl || K == Kern::Shr || K == Kern::BitAnd || K == Kern::BitOr || K == Kern::BitXor;
+template <Kern K> constexpr bool kIntOnly = K == Kern::Shl || K == Kern::Shr || K == Kern::BitAnd ||
+                                           K == Kern::BitOr || K == Kern::BitXor || K == Kern::AddInfMax ||
+                                           K == Kern::AddInfMin;
 
 template <Kern K, class T> inline auto bin(T a, T b) {
   if constexpr (K == Kern::Add) return add(a, b);
@@ -98,6 +112,8 @@ template <Kern K, class T> inline auto bin(T a, T b) {
   else if constexpr (K == Kern::LogOr) return uint8_t((a != 0) | (b != 0));
   else if constexpr (K == Kern::Min) return vmin(a, b);
   else if constexpr (K == Kern::Max) return vmax(a, b);
+  else if constexpr (K == Kern::AddInfMax) return inf_sum<true>(a, b);
+  else if constexpr (K == Kern::AddInfMin) return inf_sum<false>(a, b);
   else return T(std::pow(a, b));  // Pow: floats only
 }
 

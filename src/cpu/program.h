@@ -137,7 +137,9 @@ void run_steps(Ctx& c, const std::vector<Step>& steps);
 // Kernels (ops.cpp). Each returns the instantiation for the given types and uniformity.
 enum class Kern : uint8_t {
   Add, Sub, Mul, Div, Mod, Shl, Shr, BitAnd, BitOr, BitXor,
-  Lt, Le, Gt, Ge, Eq, Ne, LogAnd, LogOr, Min, Max, Pow
+  Lt, Le, Gt, Ge, Eq, Ne, LogAnd, LogOr, Min, Max,
+  AddInfMax, AddInfMin,   // the `+` of an integer tropical step (InfSum); integers only
+  Pow                     // last (the dispatch counts up to it)
 };
 enum class UKern : uint8_t { Neg, Not, BitNot, Abs, Sqrt, Exp, Log, Floor, Ceil, Tanh };
 OpFn binary_fn(Kern k, CType t, bool ua, bool ub);   // operands of type t

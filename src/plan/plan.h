@@ -104,9 +104,15 @@ const char* unop_symbol(UnOp op);
 const char* binop_symbol(BinOp op);
 const char* fn_name(Fn fn);
 
+// The `+` of an integer tropical step (`acc max= x + y`, `acc min= x + y`): the sum type's
+// limits are -inf and +inf, the semiring's zero absorbs, other sums saturate (docs/language.md,
+// section 3). Set by build_plan on typed plans whose semiring form is add-max / add-min.
+enum class InfSum : uint8_t { None, MaxPlus, MinPlus };
+
 struct Expr {
   ExprKind kind;
   CType type;                      // result type
+  InfSum inf_sum = InfSum::None;   // Binary Add only
   int index = -1;                  // see ExprKind
   UnOp unop = UnOp::Neg;
   BinOp binop = BinOp::Add;

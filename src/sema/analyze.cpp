@@ -4,6 +4,7 @@
 #include <limits>
 #include <set>
 
+#include "plan/semiring.h"
 #include "sema/sema_impl.h"
 
 namespace gamut::sema {
@@ -396,12 +397,39 @@ Plan analyze(const AstQuery& ast, const Source& src, const TypeEnv& env, Diagnos
   return p;
 }
 
+// Whether an operand of an integer sum of `bytes` bytes holds integers of a narrower storage
+// type (widened through casts): then it never equals the sum type's limits.
+static bool narrower_integer(const Plan& p, ExprId id, size_t bytes) {
+  const Expr& e = p.expr(id);
+  if (e.kind == ExprKind::Cast) return narrower_integer(p, e.a, bytes);
+  if (e.kind != ExprKind::Load) return false;
+  const std::optional<DType>& t = p.operands[size_t(p.accesses[size_t(e.index)].operand)].dtype;
+  return t && !is_float(*t) && dtype_size(*t) < bytes;
+}
+
+// An integer tropical step gets the sum of infinities (InfSum): `-inf + w` is -inf in max-plus,
+// `+inf + w` is +inf in min-plus, so that the type's limit can stand for "no edge". Where both
+// operands are narrower integers (i8, u8, i16 into i32; i32 into i64) no sum reaches a limit or
+// wraps, the plain `+` is the same function, and the step keeps it (and its DPX forms).
+static void mark_integer_tropical_sum(Plan& p) {
+  if (!p.typed) return;
+  const SemiringForm f = semiring_form(p);
+  if (f.op != "add-max" && f.op != "add-min") return;
+  Expr& sum = p.exprs[size_t(p.inner[0].value)];
+  if (sum.kind != ExprKind::Binary || sum.binop != BinOp::Add) return;
+  if (sum.type != CType::I32 && sum.type != CType::I64) return;
+  const size_t bytes = sum.type == CType::I32 ? 4 : 8;
+  if (narrower_integer(p, sum.a, bytes) && narrower_integer(p, sum.b, bytes)) return;
+  sum.inf_sum = f.op == "add-max" ? InfSum::MaxPlus : InfSum::MinPlus;
+}
+
 Plan build_plan(const Source& src, const TypeEnv& env) {
   Diagnostics diags(src);
   AstQuery ast = parse(src, diags);
   diags.throw_if_any();
   Plan p = analyze(ast, src, env, diags);
   diags.throw_if_any();
+  mark_integer_tropical_sum(p);
   return p;
 }
 

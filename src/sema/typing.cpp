@@ -69,6 +69,10 @@ CType Analyzer::common(ExprId a, ExprId b, bool* weak_out) const {
   if (wa != wb) {
     CType strong = wa ? tb : ta, weakt = wa ? ta : tb;
     if (!is_float(weakt)) return strong;               // weak int adopts the strong type
+    // The literal inf / -inf with a strong int: that type's limit (docs/language.md section 5).
+    const Expr& w = plan_.exprs[size_t(wa ? a : b)];
+    if (!is_float(strong) && w.kind == ExprKind::Const && is_float(w.value.type) && std::isinf(w.value.f))
+      return strong;
     return is_float(strong) ? strong : CType::F64;     // weak float with a strong int: f64
   }
   return of_rank(std::max(rank_of(ta), rank_of(tb)));

@@ -1,13 +1,15 @@
 """The Python examples (examples/python) run and pass their own checks, at small sizes (CPU engine
 and NumPy where torch or pandas are missing; they say so). An example that cannot run here prints
 "skipped: WHY" and exits 0: that is a pytest skip, not a pass; a pass needs the example's own
-"check against ...: ok" line."""
+"check against ...: ok" line, and it names the engine that ran ("engine: cpu" or "engine: gpu")."""
 import os
 import re
 import subprocess
 import sys
 
 import pytest
+
+import gamut
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "python")
 
@@ -30,3 +32,5 @@ def test_example_runs(script):
         pytest.skip(f"{script}: {skipped.group(1)}")
     assert re.search(r"^check against [^:\n]+: ok$", p.stdout, re.MULTILINE), p.stdout
     assert "MISMATCH" not in p.stdout, p.stdout
+    engine = "gpu" if gamut.gpu_available() else "cpu"
+    assert re.search(rf"engine: {engine}\b", p.stdout), p.stdout

@@ -175,7 +175,8 @@ def test_messages_use_keywords_not_command_line_words():
         (dict(A=A, t=1.0), gamut.DataError, "B: input array is not bound; pass an array as the keyword argument B"),
         (dict(A=A, B=B), gamut.DataError, "t: parameter is not bound; pass a number as the keyword argument t"),
         (dict(A=A, B=2.0, t=1.0), gamut.DataError, "B: is an array in the query"),
-        (dict(A=A, B=B, t=np.ones(2)), gamut.DataError, "t: is a scalar parameter in the query"),
+        (dict(A=A, B=B, t=np.ones(2)), gamut.DataError,
+         "t: an array is not a number (t is a scalar parameter of the query"),
         (dict(A=A, B=B, t=1.0, backend="gpu"), None, None),
     ]
     for kw, cls, text in cases:

@@ -173,7 +173,12 @@ std::string Renderer::binary(const Expr& e) const {
   if (op == BinOp::Mul && int_literal(e.a, -1)) return convert("gm::neg(" + b + ")", t, e.type);
   std::string r;
   switch (op) {
-    case BinOp::Add: r = fl ? "(" + a + " + " + b + ")" : "gm::add(" + a + ", " + b + ")"; break;
+    case BinOp::Add:
+      if (e.inf_sum != InfSum::None && !fl)  // an integer tropical step: the limits are infinities
+        r = std::string(e.inf_sum == InfSum::MaxPlus ? "gm::inf_sum_max(" : "gm::inf_sum_min(") + a + ", " + b + ")";
+      else
+        r = fl ? "(" + a + " + " + b + ")" : "gm::add(" + a + ", " + b + ")";
+      break;
     case BinOp::Sub: r = fl ? "(" + a + " - " + b + ")" : "gm::sub(" + a + ", " + b + ")"; break;
     case BinOp::Mul: r = fl ? "(" + a + " * " + b + ")" : "gm::mul(" + a + ", " + b + ")"; break;
     case BinOp::Div: r = fl ? "(" + a + " / " + b + ")" : "gm::div(" + a + ", " + b + ")"; break;

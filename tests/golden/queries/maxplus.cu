@@ -47,7 +47,7 @@ struct Inner {
   int b;
   __device__ __forceinline__ void operator()(int i, int j, int k, int& accum, int A, int B) const {
     // examples/maxplus.mmlt:6: accum max= (A[i,k] + B[k,j])
-    accum = gm::max_(accum, gm::add(A, B));
+    accum = gm::max_(accum, gm::inf_sum_max(A, B));
   }
 };
 

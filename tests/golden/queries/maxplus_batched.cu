@@ -48,7 +48,7 @@ struct Inner {
   int b;
   __device__ __forceinline__ void operator()(int i, int j, int k, int& accum, int A, int B) const {
     // bench/maxplus_batched.mmlt:7: accum max= (A[b,i,k] + B[b,k,j])
-    accum = gm::max_(accum, gm::add(A, B));
+    accum = gm::max_(accum, gm::inf_sum_max(A, B));
   }
 };
 

@@ -44,6 +44,23 @@ GM_DEV int add(int a, int b) { return int(unsigned(a) + unsigned(b)); }
 GM_DEV i64 add(i64 a, i64 b) { return i64(u64(a) + u64(b)); }
 GM_DEV float add(float a, float b) { return a + b; }
 GM_DEV double add(double a, double b) { return a + b; }
+// The `+` of an integer tropical step (`acc max= x + y`, `acc min= x + y`; docs/language.md
+// section 3): the limits are -inf and +inf. The semiring's zero (-inf in max-plus, +inf in
+// min-plus) absorbs everything, the other infinity absorbs finite values, and a finite sum
+// saturates at the limits instead of wrapping. The CPU engine's inf_sum is the same function.
+template <bool MAX_PLUS, class T>
+GM_DEV T inf_sum(T a, T b, T lo, T hi) {
+  const T zero = MAX_PLUS ? lo : hi, other = MAX_PLUS ? hi : lo;
+  const T w = add(a, b);  // wrapped: it overflowed where its sign differs from both operands'
+  const bool over = ((a ^ w) & (b ^ w)) < 0;
+  T s = over ? (a < 0 ? lo : hi) : w;
+  s = (a == other || b == other) ? other : s;
+  return (a == zero || b == zero) ? zero : s;
+}
+GM_DEV int inf_sum_max(int a, int b) { return inf_sum<true>(a, b, kI32Min, kI32Max); }
+GM_DEV int inf_sum_min(int a, int b) { return inf_sum<false>(a, b, kI32Min, kI32Max); }
+GM_DEV i64 inf_sum_max(i64 a, i64 b) { return inf_sum<true>(a, b, kI64Min, kI64Max); }
+GM_DEV i64 inf_sum_min(i64 a, i64 b) { return inf_sum<false>(a, b, kI64Min, kI64Max); }
 GM_DEV int sub(int a, int b) { return int(unsigned(a) - unsigned(b)); }
 GM_DEV i64 sub(i64 a, i64 b) { return i64(u64(a) - u64(b)); }
 GM_DEV int mul(int a, int b) { return int(unsigned(a) * unsigned(b)); }
