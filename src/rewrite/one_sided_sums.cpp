@@ -312,6 +312,8 @@ std::optional<OneSidedRewrite> one_sided_sums(const Plan& p, const Instance& ins
     updates[size_t(s.target)].push_back(&s);
     side[size_t(s.target)] |= t;
   }
+  for (const auto& u : updates)
+    if (u.empty()) return std::nullopt;  // (an accumulator the reduce body never updates)
 
   // Expansion (b): every two-sided accumulator as terms, their cross products one product of a
   // row-side and a column-side factor (per-k weights inside a cross product are not expanded).
