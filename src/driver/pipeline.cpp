@@ -268,7 +268,6 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
     }
     for (const std::string& n : st.from_stages) b.arrays[n] = produced.at(n);
     for (const auto& [n, d] : st.dims) b.dims[n] = d;
-    // (No bound rewrite of a stage reads device memory: on device inputs they stay off.)
     std::shared_ptr<std::shared_ptr<void>> memo;
     if (options.stage_memo) {
       std::string key = st.text;
@@ -276,6 +275,7 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
       memo = options.stage_memo(key);
       stage_options.kernel_memo = memo.get();
     }
+    // (No bound rewrite of a stage reads device memory: on device inputs they stay off.)
     auto stage = prepare(Source{p.source.name + " [" + st.name + "]", st.text}, std::move(b), !on_device);
     if (on_device) {
       Instance& si = stage->instance;
