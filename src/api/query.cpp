@@ -317,8 +317,10 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
       if (auto it = staged.device.find(plan.operands[o].name); it != staged.device.end())
         inst.device_inputs[o] = it->second;
   }
-  if (!prep) ro.kernel_memo = &typed->kernel_memo;  // (`typed` keeps it alive for this call)
-  else ro.stage_memo = [impl = impl_](const std::string& key) { return impl->stage_memo(key); };
+  if (!prep)
+    ro.kernel_memo = &typed->kernel_memo;  // (`typed` keeps it alive for this call)
+  else
+    ro.stage_memo = [impl = impl_](const std::string& key) { return impl->stage_memo(key); };
   // A rewritten program (a few small stages) runs whole, on the first GPU asked.
   std::optional<CurrentDeviceScope> on_first;
   if (several && prep) on_first.emplace(devices[0]);

@@ -82,8 +82,8 @@ bool looks_numeric(const std::string& value);
 std::vector<int64_t> parse_dim_extents(const std::string& name, const std::string& text);
 // Which bound rewrites may apply.
 struct RewriteChoice {
-  bool data = true;        // aggregate push-down, bit packing: they read the data on the host
-  bool one_sided = true;   // hoist-one-sided / expand-squares (rewrite/one_sided_sums.h): types only
+  bool data = true;                  // aggregate push-down, bit packing: they read the data on the host
+  bool one_sided = true;             // hoist-one-sided / expand-squares (rewrite/one_sided_sums.h): types only
   F32Math f32_math = F32Math::Ieee;  // the run's math, which expand-squares depends on
 };
 // Typed plan from source + bindings, with the rewrite passes applied; then bind. A bool is
