@@ -35,7 +35,7 @@ const char* kCosine =
     " emit Similar(i, j, dot / sqrt(nq * nx) as cos) top 10 by dot / sqrt(nq * nx) per i; }";
 
 // One operand: the values as stored (bf16-rounded for bf16) and its bytes.
-struct Operand {
+struct Stored {
   DType t;
   int64_t rows, k;
   std::vector<double> v;            // the stored values, exactly
@@ -45,8 +45,8 @@ struct Operand {
   size_t bytes() const { return size_t(rows * k) * (t == DType::BF16 ? 2 : 4); }
 };
 
-Operand make(DType t, int64_t rows, int64_t k, const std::vector<double>& values) {
-  Operand o{t, rows, k, {}, {}, {}};
+Stored make(DType t, int64_t rows, int64_t k, const std::vector<double>& values) {
+  Stored o{t, rows, k, {}, {}, {}};
   for (double x : values) {
     if (t == DType::BF16) {
       o.b16.push_back(float_to_bf16(float(x)));
@@ -149,7 +149,7 @@ struct Figures {
 // Runs `text` on Q, X and scores it against the fp64 values `exact(i, j)` with error `bound(i, j)`.
 template <class Exact, class Bound>
 Figures score(const std::string& text, const std::string& list, const std::string& value, bool smallest,
-              const Operand& Q, const Operand& X, const Options& o, bool on_device, Exact exact, Bound bound,
+              const Stored& Q, const Stored& X, const Options& o, bool on_device, Exact exact, Bound bound,
               std::string* rewrite) {
   Inputs in;
   std::unique_ptr<DeviceCopy> dq, dx;
@@ -201,7 +201,7 @@ void knn(Data d, double min_recall, bool on_device = false) {
   std::vector<double> q, x;
   make_data(d, m, n, k, 11, q, x);
   for (const Case& c : kCases) {
-    const Operand Q = make(c.t, m, k, q), X = make(c.t, n, k, x);
+    const Stored Q = make(c.t, m, k, q), X = make(c.t, n, k, x);
     auto exact = [&](int64_t i, int64_t j) {
       double s = 0;
       for (int64_t t = 0; t < k; ++t) {
@@ -266,7 +266,7 @@ TEST(GpuDistances, AsWrittenKeepsTheSimtForm) {
   const int64_t m = 64, n = 300, k = 32;
   std::vector<double> q, x;
   make_data(Data::Random, m, n, k, 3, q, x);
-  const Operand Q = make(DType::BF16, m, k, q), X = make(DType::BF16, n, k, x);
+  const Stored Q = make(DType::BF16, m, k, q), X = make(DType::BF16, n, k, x);
   Inputs in;
   in.array("Q", ArrayRef::host(Q.data(), Q.t, {m, k})).array("X", ArrayRef::host(X.data(), X.t, {n, k}));
   Options o;
@@ -289,8 +289,8 @@ TEST(GpuDistances, CosineTopK) {
     for (const Case& c : kCases) {
       std::vector<double> q, x;
       make_data(Data::Random, m, n, k, 5, q, x);
-      const Operand Q = make(c.t, m, k, q), X = make(c.t, n, k, x);
-      std::vector<double> nq(size_t(m)), nx(size_t(n));
+      const Stored Q = make(c.t, m, k, q), X = make(c.t, n, k, x);
+      std::vector<double> nq(static_cast<size_t>(m), 0.0), nx(static_cast<size_t>(n), 0.0);
       for (int64_t i = 0; i < m; ++i)
         for (int64_t t = 0; t < k; ++t) nq[size_t(i)] += Q.v[size_t(i * k + t)] * Q.v[size_t(i * k + t)];
       for (int64_t j = 0; j < n; ++j)
