@@ -12,6 +12,10 @@ row), the ratio torch / gamut (> 1: gamut is faster):
               the composition a user writes (product, then index_add / nonzero / topk / unique),
               which materialises the M x N scores; and gamut's own product of the same operands
               (the issue's bound: a query at most 1.3x it), printed as "ours/prod"
+  kNN natural kNN as users write it, sum of (Q - X)^2 (gamut: the expand-squares program), against
+              torch's norms + addmm + topk in the call
+  cosine      cosine similarity top 10 per i (gamut: hoist-one-sided), against torch's normalize +
+              matmul + topk
 
 Also `explain`'s math and mainloop line, so a row that ran on SIMT says so; and, on a line
 below each row, device memory (the issue's "peak device memory = inputs + outputs + O(tiles)"),
@@ -33,7 +37,7 @@ gamut_device_peak_bytes, torch_alloc_peak_bytes, peak_over_in_out.
 
     python bench/tensor_queries.py [--n 16384] [--ks 256,1024] [--product-sizes 4096,8192] [--json out.json]
         [--repeat 5] [--rounds 3]
-        [--queries product,Q3,Q5,Q7,areas,kNN] [--data bf16,tf32]
+        [--queries product,Q3,Q5,Q7,areas,kNN,kNN-natural,cosine] [--data bf16,tf32]
 """
 import argparse
 import json
@@ -53,6 +57,16 @@ AREAS = ("where (i, j) { a = 0; reduce (k) { a += P[i, k] * R[k, j]; }"
 GROUPS = 16   # Pzip, Rzip in [0, GROUPS), as bench/relational.py
 KNN = ("where (i, j) { dot = 0; reduce (k) { dot += Q[i, k] * X[j, k]; } let dist = qn[i] + xn[j] - 2 * dot;"
        " emit Nearest(i, j, dist) bottom 10 by dist per i; }")
+# kNN as users write it (README, examples/knn.mmlt): gamut runs it as expand-squares (the norms in
+# two small stages, the product on the tensor cores); torch is timed on the same composition as
+# the expanded row, which a user of torch writes by hand.
+KNN_NATURAL = ("where (i, j) { dist = 0; reduce (k) { let t = Q[i, k] - X[j, k]; dist += t * t; }"
+               " emit Nearest(i, j, dist) bottom 10 by dist per i; }")
+# Cosine similarity top 10 per i (hoist-one-sided: nq, nx once per row and column); torch:
+# normalize + matmul + topk.
+COSINE = ("where (i, j) { dot = 0; nq = 0; nx = 0;"
+          " reduce (k) { dot += Q[i, k] * X[j, k]; nq += Q[i, k] * Q[i, k]; nx += X[j, k] * X[j, k]; }"
+          " emit Similar(i, j, dot / sqrt(nq * nx) as cos) top 10 by dot / sqrt(nq * nx) per i; }")
 
 
 def timed(fn, repeat):
@@ -115,7 +129,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=3, help="gamut and torch take turns this many times")
     ap.add_argument("--json", default="")
-    ap.add_argument("--queries", default="product,Q3,Q5,Q7,areas,kNN", help="which rows of the query table")
+    ap.add_argument("--queries", default="product,Q3,Q5,Q7,areas,kNN,kNN-natural,cosine",
+                    help="which rows of the query table")
     ap.add_argument("--data", default="bf16,tf32", help="the query table's data: bf16 and / or f32 under tf32")
     a = ap.parse_args()
     qs = set(a.queries.split(","))
@@ -164,6 +179,7 @@ def main():
         report(f"product i8 {n}^3 (torch _int_mm)", g, t, math_line(i8, A=A8, B=B8), **memory(i8, {"A": A8, "B": B8}))
 
     q5, q7, knn = gamut.compile(Q5), gamut.compile(Q7), gamut.compile(KNN)
+    knn_natural, cosine = gamut.compile(KNN_NATURAL), gamut.compile(COSINE)
     q3, areas = gamut.compile(Q3), gamut.compile(AREAS)
     N = a.n
     for K in [int(x) for x in a.ks.split(",") if x]:
@@ -240,6 +256,26 @@ def main():
                 g, t = paired(lambda: knn(Q=Q, X=X, qn=qn, xn=xn, f32_math=mode), torch_knn, a.repeat, a.rounds)
                 report(f"kNN expanded {name} {N}x{N} K={K}", g, t, math_line(knn, Q=Q, X=X, qn=qn, xn=xn, f32_math=mode),
                        **over(g), **memory(knn, {"Q": Q, "X": X, "qn": qn, "xn": xn}, f32_math=mode))
+            def torch_knn_norms():  # the norms inside the call, as gamut's stages compute them
+                q2 = (Q.float() * Q.float()).sum(1)
+                x2 = (X.float() * X.float()).sum(1)
+                d = torch.addmm((q2[:, None] + x2[None, :]).to(dt), Q, X.t(), beta=1.0, alpha=-2.0)
+                return torch.topk(d, 10, dim=1, largest=False)
+
+            if "kNN-natural" in qs:
+                g, t = paired(lambda: knn_natural(Q=Q, X=X, f32_math=mode), torch_knn_norms, a.repeat, a.rounds)
+                report(f"kNN natural {name} {N}x{N} K={K}", g, t, math_line(knn_natural, Q=Q, X=X, f32_math=mode),
+                       **over(g), **memory(knn_natural, {"Q": Q, "X": X}, f32_math=mode))
+
+            def torch_cosine():
+                qn1 = torch.nn.functional.normalize(Q.float(), dim=1).to(dt)
+                xn1 = torch.nn.functional.normalize(X.float(), dim=1).to(dt)
+                return torch.topk(qn1 @ xn1.t(), 10, dim=1)
+
+            if "cosine" in qs:
+                g, t = paired(lambda: cosine(Q=Q, X=X, f32_math=mode), torch_cosine, a.repeat, a.rounds)
+                report(f"cosine top10 {name} {N}x{N} K={K}", g, t, math_line(cosine, Q=Q, X=X, f32_math=mode),
+                       **over(g), **memory(cosine, {"Q": Q, "X": X}, f32_math=mode))
             del P, R, Q, X
             torch.cuda.empty_cache()
     if a.json:

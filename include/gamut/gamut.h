@@ -142,7 +142,10 @@ struct Options {
   // Wait for the run's device work on `stream` before returning: for a consumer of device
   // outputs that is not ordered on that stream (the Python package sets it for JAX arrays).
   bool synchronize = false;
-  bool rewrites = true;             // bound rewrites (aggregate push-down, bit packing)
+  bool rewrites = true;             // bound rewrites (aggregate push-down, bit packing, one-sided sums)
+  // Keep the arithmetic as written: no hoisting of one-sided sums and no expansion of squared
+  // differences (hoist-one-sided / expand-squares; docs/tensor-cores.md, "Distances").
+  bool as_written = false;
   std::string tile;                 // benchmarks: GPU tile "BMxBNxBK[/TMxTN]" ("" = chosen)
   int repeats = 0;                  // benchmarks: time this many launches after a warm-up
   // Called with the fraction of the run done (0..1): CPU row tiles, GPU launches, rewritten

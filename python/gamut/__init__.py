@@ -13,7 +13,7 @@ GPU kernels (NVRTC) or run on the CPU engine.
 
 Arrays come in through DLPack (PyTorch, CuPy, JAX, NumPy) without a copy where they already
 are where the engine reads them; scalars as Python numbers. Options: backend="auto"|"cpu"|"gpu",
-f32_math="ieee", threads=, stream=. Errors raise QueryError, UsageError, DataError, DeviceError
+f32_math="ieee", threads=, stream=, as_written=False. Errors raise QueryError, UsageError, DataError, DeviceError
 (all GamutError). See docs/python.md.
 """
 

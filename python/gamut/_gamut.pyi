@@ -27,17 +27,19 @@ class Query:
     def __call__(self, *, backend: str = "auto", f32_math: str = "ieee", threads: int = 0,
                  stream: Stream = None, devices: Devices = None,
                  dims: Mapping[str, int | Sequence[int]] | None = None, provenance: bool = False,
+                 as_written: bool = False,
                  **bindings: Binding) -> dict[str, OutputValue]:
         """Run on the keyword arrays and scalars; returns outputs by name."""
     def run(self, inputs: Mapping[str, Binding], *, backend: str = "auto", f32_math: str = "ieee",
             threads: int = 0, stream: Stream = None, devices: Devices = None,
             dims: Mapping[str, int | Sequence[int]] | None = None,
-            provenance: bool = False) -> tuple[dict[str, OutputValue], dict[str, Any]]:
+            provenance: bool = False, as_written: bool = False) -> tuple[dict[str, OutputValue], dict[str, Any]]:
         """Run on a mapping of bindings (any names, also 'backend' ...); returns (outputs, stats).
         provenance=True: top/bottom lists also carry __key, __b, __i, __j (for merging blocks)."""
     def explain(self, inputs: Mapping[str, Binding] | None = None, /, *, backend: str = "auto",
                 f32_math: str = "ieee", devices: Devices = None,
-                dims: Mapping[str, int | Sequence[int]] | None = None, **bindings: Binding) -> str:
+                dims: Mapping[str, int | Sequence[int]] | None = None, as_written: bool = False,
+                **bindings: Binding) -> str:
         """The plan; with bindings (keywords, or a mapping and keyword options) also extents,
         rewrites, the GPU kernel and input placement."""
     def kernel_source(self, inputs: Mapping[str, Binding] | None = None, /, *, backend: str = "auto",

@@ -24,6 +24,21 @@
 
 namespace gamut {
 
+// Which bound rewrites a call may take: those that read the data only on host inputs; the
+// one-sided sums (types and math only) on device inputs too.
+static RewriteChoice rewrite_choice(const Options& o, bool in_place) {
+  RewriteChoice c;
+  c.data = o.rewrites && !in_place;
+  c.one_sided = o.rewrites && !o.as_written;
+  c.f32_math = f32_math_from_name(o.f32_math).value_or(F32Math::Ieee);
+  return c;
+}
+
+// The plan whose math a run reports: a rewritten program's last stage where it keeps one.
+static const Plan& math_plan(const Plan& plan, const Prepared* prep) {
+  return prep && prep->program && prep->program->main_plan ? *prep->program->main_plan : plan;
+}
+
 struct Query::Impl {
   Source source;
   QueryInfo info;
@@ -40,6 +55,17 @@ struct Query::Impl {
     std::shared_ptr<Typed> provenance;
   };
   std::map<std::string, std::shared_ptr<Typed>> typed;
+  // Rewritten programs' stages: a kernel memo per stage plan (RunOptions::stage_memo).
+  std::map<std::string, std::shared_ptr<std::shared_ptr<void>>> stage_memos;
+
+  std::shared_ptr<std::shared_ptr<void>> stage_memo(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = stage_memos.find(key); it != stage_memos.end()) return it->second;
+    if (stage_memos.size() >= 64) stage_memos.clear();
+    auto m = std::make_shared<std::shared_ptr<void>>(cuda::new_kernel_memo());
+    stage_memos.emplace(key, m);
+    return m;
+  }
 
   std::shared_ptr<Typed> typed_plan(const Bindings& b) {
     std::string sig;
@@ -65,11 +91,11 @@ struct Query::Impl {
   }
 
   // Bound for one call. Inputs the GPU engine reads in device memory are never read on the host,
-  // so the bound rewrites, which read the data, stay off for them.
+  // so the bound rewrites that read the data stay off for them (rewrite_choice).
   std::unique_ptr<Prepared> prepare_call(api::StagedInputs& staged, const Options& options) {
     std::shared_ptr<Typed> t = typed_plan(staged.bindings);
     const bool in_place = !staged.device.empty();
-    auto prep = prepare(source, std::move(staged.bindings), t->plan, options.rewrites && !in_place);
+    auto prep = prepare(source, std::move(staged.bindings), t->plan, rewrite_choice(options, in_place));
     if (in_place) {
       prep->instance.device_inputs.resize(prep->plan.operands.size());
       for (size_t o = 0; o < prep->plan.operands.size(); ++o)
@@ -332,8 +358,10 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
   Bindings bindings = std::move(staged.bindings);
   Instance bound = bind(typed->plan, bindings);
   std::unique_ptr<Prepared> prep;
-  if (options.rewrites && !in_place && !provenance && bound_rewrite(typed->plan, bound, impl_->source, bindings))
-    prep = prepare(impl_->source, std::move(bindings), typed->plan, true);
+  RewriteChoice rewrites = rewrite_choice(options, in_place);
+  if (provenance) rewrites.data = rewrites.one_sided = false;  // a block's plan keeps its hidden columns
+  if (bound_rewrite(typed->plan, bound, impl_->source, bindings, rewrites))
+    prep = prepare(impl_->source, std::move(bindings), typed->plan, rewrites);
   const Plan& plan = prep ? prep->plan : typed->plan;
   Instance& inst = prep ? prep->instance : bound;
   if (in_place) {
@@ -342,7 +370,10 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
       if (auto it = staged.device.find(plan.operands[o].name); it != staged.device.end())
         inst.device_inputs[o] = it->second;
   }
-  if (!prep) ro.kernel_memo = &typed->kernel_memo;  // (`typed` keeps it alive for this call)
+  if (!prep)
+    ro.kernel_memo = &typed->kernel_memo;  // (`typed` keeps it alive for this call)
+  else
+    ro.stage_memo = [impl = impl_](const std::string& key) { return impl->stage_memo(key); };
   // A rewritten program (a few small stages) runs whole, on the first GPU asked.
   std::optional<CurrentDeviceScope> on_first;
   if (several && prep) on_first.emplace(devices[0]);
@@ -412,7 +443,7 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
   // or a grouped join keeps SIMT), and the math is SIMT's unless a tensor-core mainloop ran.
   // (A rewritten program's CPU stages name none.)
   s.mainloop = s.backend != "gpu" ? "cpu" : s.mainloop.empty() ? "simt" : s.mainloop;
-  MathChoice math = executed_math(plan, ro.f32_math);
+  MathChoice math = executed_math(math_plan(plan, prep.get()), ro.f32_math);
   // ("wgmma+tma": the wgmma mainloop fed by TMA)
   if (math.tensor_cores() && s.mainloop.rfind("wgmma", 0) != 0 && s.mainloop != "mma.sync") math.math = InnerMath::Simt;
   s.math = math.math_name();
@@ -464,7 +495,7 @@ std::string Query::explain(const Inputs& inputs, const Options& options) const {
     // The math line names what the GPU kernel this instance gets would run: a forced tile, a
     // key-grouped join or packed 16-bit steps keep the SIMT mainloop.
     const F32Math f32 = engine_options(options).f32_math;
-    MathChoice math = executed_math(plan, f32);
+    MathChoice math = executed_math(math_plan(plan, prep.get()), f32);
     if (math.tensor_cores() && !prep->program && !kernel_for(inst, engine_options(options)).options.tensor_cores()) {
       math.why = std::string("could run as ") + math.math_name() +
                  " on tensor cores; this kernel variant (a forced --tile, a key-grouped join or packed 16-bit steps) "
@@ -486,8 +517,8 @@ std::string Query::explain(const Inputs& inputs, const Options& options) const {
         << ", " << how << "\n";
   }
   if (in_place)
-    out << "  (inputs read in device memory: no bound rewrites, packed 16-bit steps or key-grouped joins, which read "
-           "the data on the host)\n";
+    out << "  (inputs read in device memory: no aggregate push-down, bit packing, packed 16-bit steps or key-grouped "
+           "joins, which read the data on the host)\n";
   if (const std::vector<int> devices = explained_devices(options.devices); devices.size() > 1) {
     if (prep->program)
       out << "partition: one part (the rewritten program runs whole) on GPU " << devices[0] << "\n";

@@ -107,15 +107,19 @@ ParsedArgs parse_command_line(int argc, const char* const* argv) {
   run->add_flag("--json", inv.json, "print the summary (and errors) as JSON");
   run->add_flag("--quiet", inv.output.quiet, "no progress bar on a terminal");
   run->add_option("--repeat", inv.options.repeats, "GPU: time this many launches after a warm-up and report the median");
-  bool no_rewrite = false;
-  run->add_flag("--no-rewrite", no_rewrite, "run the query as written (no aggregate push-down)");
+  bool no_rewrite = false, as_written = false;
+  run->add_flag("--no-rewrite", no_rewrite, "run the query as written (no bound rewrite)");
+  run->add_flag("--as-written", as_written,
+                "keep the query's arithmetic: no hoisted one-sided sums, no expanded squared differences");
 
   CLI::App* explain = app.add_subcommand("explain", "print the plan (typed when inputs are bound)");
   add_query(explain, true);
   add_backend(explain);
   add_gpus(explain);
   explain->add_option("--dim", inv.query.dims, "extents of an aggregate output, NAME=D1[,D2]");
-  explain->add_flag("--no-rewrite", no_rewrite, "show the plan as written (no aggregate push-down)");
+  explain->add_flag("--no-rewrite", no_rewrite, "show the plan as written (no bound rewrite)");
+  explain->add_flag("--as-written", as_written,
+                    "keep the query's arithmetic: no hoisted one-sided sums, no expanded squared differences");
   explain->add_flag("--source", inv.print_source, "also print the generated CUDA kernel (needs the inputs bound)");
 
   CLI::App* check = app.add_subcommand("check", "check a query without data");
@@ -158,6 +162,7 @@ ParsedArgs parse_command_line(int argc, const char* const* argv) {
   inv.options.backend = backend;     // both checked by CLI11 above
   inv.options.f32_math = f32_math;
   inv.options.rewrites = !no_rewrite;
+  inv.options.as_written = as_written;
   const bool text_given = run->count("-e") + explain->count("-e") + check->count("-e") > 0;
   if (text_given) {
     inv.query.text = expr_text;

@@ -27,6 +27,7 @@
 
 #include "data/npy.h"
 #include "rewrite/bitpack_orand.h"
+#include "rewrite/one_sided_sums.h"
 #include "rewrite/passes.h"
 
 namespace gamut {
@@ -97,18 +98,24 @@ Bindings parse_bindings(const std::vector<std::string>& args, const std::vector<
 }
 
 // Bound rewrites: push-down depends on the group counts, bit packing on the data's values,
-// known only now.
+// known only now; one-sided sums on the input types and the math.
 std::optional<BoundRewrite> bound_rewrite(const Plan& plan, const Instance& inst, const Source& source,
-                                          const Bindings& b) {
-  if (auto prog = aggregate_pushdown(plan, inst)) return BoundRewrite{std::move(*prog), "aggregate-pushdown"};
-  // Boolean products: exact only on 0/1 data, which is known only now.
-  if (auto bits = bitpack_orand(plan, inst, source, b)) return BoundRewrite{std::move(*bits), "bitpack-orand"};
+                                          const Bindings& b, const RewriteChoice& rewrites) {
+  if (rewrites.data) {
+    if (auto prog = aggregate_pushdown(plan, inst)) return BoundRewrite{std::move(*prog), "aggregate-pushdown"};
+    // Boolean products: exact only on 0/1 data, which is known only now.
+    if (auto bits = bitpack_orand(plan, inst, source, b)) return BoundRewrite{std::move(*bits), "bitpack-orand"};
+  }
+  if (rewrites.one_sided)
+    if (auto os = one_sided_sums(plan, inst, source, b, rewrites.f32_math))
+      return BoundRewrite{std::move(os->program), os->name};
   return std::nullopt;
 }
 
-static void apply_bound_rewrites(Prepared* p, bool bound_rewrites) {
-  if (!bound_rewrites) return;
-  if (auto rw = bound_rewrite(p->plan, p->instance, p->source, p->bindings)) {
+static RewriteChoice all_or_none(bool bound_rewrites) { return RewriteChoice{bound_rewrites, bound_rewrites}; }
+
+static void apply_bound_rewrites(Prepared* p, const RewriteChoice& rewrites) {
+  if (auto rw = bound_rewrite(p->plan, p->instance, p->source, p->bindings, rewrites)) {
     p->program = std::move(rw->program);
     p->plan.rewrites.push_back(rw->name);
   }
@@ -121,23 +128,31 @@ Plan plan_with_rewrites(const Source& source, const TypeEnv& env) {
 }
 
 std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, bool bound_rewrites) {
+  return prepare(std::move(source), std::move(bindings), all_or_none(bound_rewrites));
+}
+
+std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, const RewriteChoice& rewrites) {
   auto p = std::make_unique<Prepared>();
   p->source = std::move(source);
   p->bindings = std::move(bindings);
   p->plan = build_plan(p->source, type_env(p->bindings));
   p->instance = bind(p->plan, p->bindings);
   if (apply_rewrites(p->plan)) p->instance = bind(p->plan, p->bindings);
-  apply_bound_rewrites(p.get(), bound_rewrites);
+  apply_bound_rewrites(p.get(), rewrites);
   return p;
 }
 
 std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, const Plan& typed, bool bound_rewrites) {
+  return prepare(std::move(source), std::move(bindings), typed, all_or_none(bound_rewrites));
+}
+
+std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, const Plan& typed, const RewriteChoice& rewrites) {
   auto p = std::make_unique<Prepared>();
   p->source = std::move(source);
   p->bindings = std::move(bindings);
   p->plan = typed;
   p->instance = bind(p->plan, p->bindings);
-  apply_bound_rewrites(p.get(), bound_rewrites);
+  apply_bound_rewrites(p.get(), rewrites);
   return p;
 }
 
@@ -161,6 +176,15 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
   if (be == Backend::Auto) be = cuda::gpu_available() ? Backend::Gpu : Backend::Cpu;
   [[maybe_unused]] const bool gpu_segments = be == Backend::Gpu && cuda::gpu_available();
   const size_t stages = p.program->stages.size();
+  // A program on the caller's device inputs (the library's): its stage queries read those in
+  // place and keep their outputs in device memory (`kept`, freed in stream order after the last
+  // stage is enqueued). Bit-pack and segment-sum stages read the data on the host: the library
+  // does not apply those rewrites to device inputs.
+  const bool on_device = !p.instance.device_inputs.empty();
+  std::map<std::string, Instance::DeviceInput> device;
+  for (size_t o = 0; o < p.plan.operands.size(); ++o)
+    if (p.instance.on_device(o)) device[p.plan.operands[o].name] = p.instance.device_inputs[o];
+  std::vector<std::shared_ptr<cuda::DeviceBuffer>> kept;
   for (size_t s = 0; s < stages; ++s) {
     throw_if_cancelled(options.cancel);
     if (options.progress && s > 0) options.progress(double(s) / double(stages));
@@ -216,11 +240,25 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
       continue;
     }
 #endif
-    RunOptions stage_options = options;  // intermediate results stay gamut's, on the host
-    stage_options.dense_output = nullptr;
-    stage_options.list_output = nullptr;
-    stage_options.asynchronous = false;
+    // Intermediate results stay gamut's: on the host, or for a program on device inputs in
+    // device memory that the next stages read in place; the last stage writes the caller's outputs.
+    const bool last_stage = s + 1 == stages;
+    RunOptions stage_options = options;
+    if (!(on_device && last_stage)) {
+      stage_options.dense_output = nullptr;
+      stage_options.list_output = nullptr;
+      stage_options.asynchronous = false;
+    }
     stage_options.kernel_memo = nullptr;
+    std::vector<std::shared_ptr<cuda::DeviceBuffer>> outs;
+    if (on_device && !last_stage) {
+      stage_options.asynchronous = true;
+      stage_options.dense_output = [&outs](size_t d, size_t bytes) -> void* {
+        if (outs.size() <= d) outs.resize(d + 1);
+        outs[d] = std::make_shared<cuda::DeviceBuffer>(bytes);
+        return outs[d]->get();
+      };
+    }
     Bindings b;
     for (const std::string& n : st.inputs) {
       if (auto it = p.bindings.arrays.find(n); it != p.bindings.arrays.end())
@@ -230,7 +268,21 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
     }
     for (const std::string& n : st.from_stages) b.arrays[n] = produced.at(n);
     for (const auto& [n, d] : st.dims) b.dims[n] = d;
-    auto stage = prepare(Source{p.source.name + " [" + st.name + "]", st.text}, std::move(b));
+    std::shared_ptr<std::shared_ptr<void>> memo;
+    if (options.stage_memo) {
+      std::string key = st.text;
+      for (const auto& [n, a] : b.arrays) key += "|" + n + ":" + std::to_string(int(a.dtype));
+      memo = options.stage_memo(key);
+      stage_options.kernel_memo = memo.get();
+    }
+    // (No bound rewrite of a stage reads device memory: on device inputs they stay off.)
+    auto stage = prepare(Source{p.source.name + " [" + st.name + "]", st.text}, std::move(b), !on_device);
+    if (on_device) {
+      Instance& si = stage->instance;
+      si.device_inputs.resize(stage->plan.operands.size());
+      for (size_t o = 0; o < stage->plan.operands.size(); ++o)
+        if (auto it = device.find(stage->plan.operands[o].name); it != device.end()) si.device_inputs[o] = it->second;
+    }
     RunReport sr;
     if (options.progress)  // the stage's own progress is its share of the whole
       stage_options.progress = [&options, s, stages](double f) { options.progress((double(s) + f) / double(stages)); };
@@ -243,7 +295,22 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
     r.mainloop = sr.mainloop;
     r.cache = sr.cache;
     r.device_peak_bytes = std::max(r.device_peak_bytes, sr.device_peak_bytes);
-    for (size_t d = 0; d < stage->plan.dense.size(); ++d) produced[stage->plan.dense[d].name] = last.dense[d];
+    for (size_t d = 0; d < stage->plan.dense.size(); ++d) {
+      const std::string& name = stage->plan.dense[d].name;
+      if (on_device && !last_stage && d < outs.size() && outs[d]) {
+        NDArray x;
+        x.dtype = storage_type_of(stage->plan.dense[d].type);
+        x.shape = stage->instance.dense_shapes[d];
+        x.data = Bytes::view(outs[d]->get(), outs[d]->size());
+        std::vector<int64_t> strides(x.shape.size(), 1);
+        for (size_t k = x.shape.size(); k-- > 1;) strides[k - 1] = strides[k] * x.shape[k];
+        device[name] = Instance::DeviceInput{outs[d]->get(), strides};
+        kept.push_back(outs[d]);
+        produced[name] = std::move(x);
+      } else {
+        produced[name] = last.dense[d];
+      }
+    }
   }
   if (options.progress) options.progress(1.0);
   r.seconds = seconds;

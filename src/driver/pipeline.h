@@ -34,6 +34,10 @@ struct RunOptions {
   std::function<std::vector<void*>(size_t l, int64_t rows)> list_output;
   bool asynchronous = false;
   std::shared_ptr<void>* kernel_memo = nullptr;  // cuda::GpuRunOptions::kernel_memo, for this plan only
+  // A rewritten program's stage queries: the kernel memo of one stage by a key naming its plan
+  // (its text and input types); the library keeps them per query so that a repeated call
+  // generates no code. Empty: none.
+  std::function<std::shared_ptr<std::shared_ptr<void>>(const std::string& key)> stage_memo;
   // Called with the fraction of the run done (0..1): CPU row tiles, GPU launches, push-down
   // stages. The CPU engine calls it from its worker threads, concurrently: it must be
   // thread-safe and cheap (a progress bar checks the clock and returns).
@@ -76,20 +80,29 @@ Bindings parse_bindings(const std::vector<std::string>& args, const std::vector<
 // `-inf`), and the extents of `--dim NAME=TEXT` (usage errors name the option).
 bool looks_numeric(const std::string& value);
 std::vector<int64_t> parse_dim_extents(const std::string& name, const std::string& text);
-// Typed plan from source + bindings, with the rewrite passes applied; then bind.
+// Which bound rewrites may apply.
+struct RewriteChoice {
+  bool data = true;                  // aggregate push-down, bit packing: they read the data on the host
+  bool one_sided = true;             // hoist-one-sided / expand-squares (rewrite/one_sided_sums.h): types only
+  F32Math f32_math = F32Math::Ieee;  // the run's math, which expand-squares depends on
+};
+// Typed plan from source + bindings, with the rewrite passes applied; then bind. A bool is
+// every bound rewrite (under f32_math ieee) or none.
 std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, bool bound_rewrites = true);
+std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, const RewriteChoice& rewrites);
 // prepare() for a plan already typed for these bindings' element types (plan_with_rewrites of
 // type_env(bindings)): the library builds that once per signature of input types and binds it
 // for every call.
 std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, const Plan& typed, bool bound_rewrites = true);
-// The bound rewrite (aggregate push-down, then bit packing) of a plan bound to data, if one
-// applies; prepare() records it in Prepared::program. They read the data on the host.
+std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, const Plan& typed, const RewriteChoice& rewrites);
+// The bound rewrite (aggregate push-down, then bit packing, then one-sided sums) of a plan bound
+// to data, if one applies; prepare() records it in Prepared::program.
 struct BoundRewrite {
   PushdownProgram program;
   std::string name;
 };
 std::optional<BoundRewrite> bound_rewrite(const Plan& plan, const Instance& inst, const Source& source,
-                                          const Bindings& b);
+                                          const Bindings& b, const RewriteChoice& rewrites = {});
 // Plan with the rewrite passes applied (also used by `explain` without data).
 Plan plan_with_rewrites(const Source& source, const TypeEnv& env);
 // Why no GPU can be used, as "no usable CUDA device: REASON" (said once); "" when one can.

@@ -8,6 +8,7 @@
 // arithmetic (a ring: integer wrap-around or float sums, which engines may reassociate anyway)
 // and cheaper than the original product.
 #pragma once
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,6 +44,9 @@ struct StageQuery {
 struct PushdownProgram {
   std::vector<StageQuery> stages;         // the last stage writes the original output
   double original_work = 0, rewritten_work = 0;  // multiply-adds
+  // The last stage's typed plan where the rewrite keeps it: the math explain and the run
+  // statistics report is that stage's (rewrite/one_sided_sums.h puts it on the tensor cores).
+  std::shared_ptr<const Plan> main_plan;
 };
 
 // The rewritten program for a bound plan, or nothing when the rewrite does not apply.
