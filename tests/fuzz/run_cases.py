@@ -3,7 +3,8 @@
 with its inputs and the expected outputs (or exit status), run end to end through `gamut run`.
 
 A case: {"about": ..., "query": TEXT, "inputs": {NAME: {"dtype": D, "values": nested list}},
-"params": {NAME: number}, "dims": {NAME: [extents]}, "expect": {OUTPUT: {"dtype": D, "values":
+"params": {NAME: number}, "dims": {NAME: [extents]}, "gpu_args": [more `gamut run` arguments on the GPU,
+e.g. "--gpus", "0,0"], "expect": {OUTPUT: {"dtype": D, "values":
 nested list} or, for a list, {"fields": [[NAME, DTYPE]...], "rows": [[...]...]}} or {"exit": STATUS}}
 (JSON with NaN and Infinity as Python writes them). Dense outputs compare exactly (the cases use integer data).
 A case with "known_defect" documents an open defect (strict xfail): it must fail, and fail the way
@@ -53,6 +54,8 @@ def run_case(gamut, path, backend):
         args += [f"{n}={v}" for n, v in case.get("params", {}).items()]
         for n, ext in case.get("dims", {}).items():
             args += ["--dim", f"{n}={','.join(str(e) for e in ext)}"]
+        if backend == "gpu":
+            args += case.get("gpu_args", [])
         p = subprocess.run(args, capture_output=True, text=True)
         want_exit = case["expect"].get("exit", 0) if isinstance(case["expect"].get("exit"), int) else 0
         if p.returncode != want_exit:
