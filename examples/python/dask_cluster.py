@@ -50,6 +50,9 @@ def main():
         cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0", silence_logs=40)
         client = Client(cluster)
     print(f"cluster: {len(client.scheduler_info()['workers'])} workers")
+    # The engine each block runs on: the workers' (a worker without a GPU runs the CPU engine).
+    engines = set(client.run(lambda: "gpu" if gamut.gpu_available() else "cpu").values())
+    print(f"engine: {', '.join(sorted(engines))} (on the workers)")
 
     rng = np.random.default_rng(1)
     # Small integers: distances are exact, so the check is exact too.
