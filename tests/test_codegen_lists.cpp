@@ -305,6 +305,30 @@ TEST(ListCodegen, SeenTableColumns) {
             0u);
 }
 
+// A list on a seen table beside one on the tile hash only: the seen table is flushed after the
+// pair loop, when the other list's table has had its turn, so the two regions must not overlap
+// (they did: the hash's empty slots, all ones, became 32 set cells; fuzz seeds 635180867, 568071701).
+TEST(ListCodegen, SeenTablesFollowTheHashTables) {
+  using C = tp::DistinctCol;
+  tp::DistinctQuery q;
+  q.cols = {C::G};
+  q.second = {C::I, C::J};  // axis values: the hash only
+  const Plan p = tp::distinct_query(q);
+  ASSERT_EQ(p.lists.size(), 2u);
+  ASSERT_FALSE(seen_table_columns(p, 0).empty());
+  ASSERT_TRUE(seen_table_columns(p, 1).empty());
+  for (const char* tile : {"128x128x8/8x8", "64x32x8/4x4", "32x32x8/4x4"}) {
+    SCOPED_TRACE(tile);
+    const cg::SmemPlan s = cg::smem_plan(p, parse_tile(tile));
+    ASSERT_GT(s.distinct_slots[1], 0);
+    ASSERT_GE(s.seen_off[0], 0);
+    EXPECT_GE(size_t(s.seen_off[0]), size_t(s.distinct_off) + s.distinct_bytes);
+    const size_t seen_bytes = 4 * size_t(gm::kSeenWords + parse_tile(tile).bm + parse_tile(tile).bn);
+    EXPECT_LE(size_t(s.seen_off[0]) + seen_bytes, s.epilogue);
+    EXPECT_EQ(s.seen_off[1], -1);
+  }
+}
+
 // The value box (codegen/seen_box.h): row-major strides, the 32768-cell limit exactly, spans
 // beyond int64 and products that would overflow never multiplied past the limit.
 TEST(ListCodegen, SeenBoxOfRanges) {

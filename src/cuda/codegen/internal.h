@@ -85,6 +85,7 @@ struct SmemPlan {
   // lists take turns in one region at distinct_off, after the tables.
   std::vector<int> distinct_slots, distinct_words, distinct_cands;
   long distinct_off = -1;
+  size_t distinct_bytes = 0;  // the tables' region; the seen tables follow it
   // Per list: the byte offset of its seen table (gm::SeenCells) in the same region, -1: none.
   // Seen tables live through the pair loop together, so each list has its own.
   std::vector<long> seen_off;

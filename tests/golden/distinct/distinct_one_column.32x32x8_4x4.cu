@@ -258,7 +258,7 @@ extern "C" __global__ void __launch_bounds__(64, 8) gamut_main(const Args a) {
       // S: each distinct row of the tile once (gm::TileDistinct), then the rows that
       // found no room in the table.
       typedef gm::TileDistinct<Shape, 1, 256, 4> TD;  // (shape, row words, table slots, candidates per sweep)
-      static_assert(TD::BYTES <= 4352, "shared memory plan");
+      static_assert(TD::BYTES <= 3072, "shared memory plan");
       TD td(smem + Smem::distinct);
       unsigned todo[TD::W], ov[TD::W];
 #pragma unroll

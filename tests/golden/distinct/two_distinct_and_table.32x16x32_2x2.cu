@@ -120,7 +120,7 @@ struct Smem {
   static constexpr unsigned P_tiles = 0;  // loader 0: 3 slices of P
   static constexpr unsigned R_tiles = 13824;  // loader 1: 3 slices of R
   static constexpr unsigned Cnt_table = 0;  // Cnt's table (gm::TableSink)
-  static constexpr unsigned S_cells = 6144;  // S's seen table (gm::SeenCells)
+  static constexpr unsigned S_cells = 11776;  // S's seen table (gm::SeenCells)
   static constexpr unsigned distinct = 6144;  // the distinct lists' tables (gm::TileDistinct), in turn
 };
 

@@ -125,7 +125,7 @@ class DistinctRows final : public ListRows {
     c.line("typedef gm::TileDistinct<Shape, " + words + ", " + to_string(slots) +
            (cands > 1 ? ", " + to_string(cands) : std::string()) + "> TD;  // (shape, row words, table slots" +
            (cands > 1 ? ", candidates per sweep)" : ")"));
-    c.line("static_assert(TD::BYTES <= " + to_string(X.S.epilogue - size_t(X.S.distinct_off)) +
+    c.line("static_assert(TD::BYTES <= " + to_string(X.S.distinct_bytes) +
            ", \"shared memory plan\");");
     c.line(
         "TD td(" +
@@ -274,15 +274,25 @@ size_t plan_distinct_tables(const Plan& plan, const TileConfig& t, size_t off, S
     s.distinct_cands[l] = cands;
     region = std::max(region, bytes(slots, cands));
   }
-  // Seen tables: one each (they live through the pair loop together), from the same offset.
+  // Seen tables: one each (they live through the pair loop together). A lone distinct list uses
+  // either its seen table or its tile hash, so both may start at the region's offset; with other
+  // distinct lists, the seen tables follow the tables' region: they are flushed after the pair
+  // loop, when the other lists' tables have had their turns, and a hash table's empty slots
+  // (all ones) would become set cells.
   s.seen_off.assign(plan.lists.size(), -1);
+  size_t users = 0;
+  for (size_t l = 0; l < plan.lists.size(); ++l)
+    users += s.distinct_slots[l] > 0 || !seen_table_columns(plan, l).empty();
+  region = round16(region);
+  s.distinct_bytes = region;
+  const size_t seen_at = users > 1 ? region : 0;
   size_t seen = 0;
   for (size_t l = 0; l < plan.lists.size(); ++l)
     if (!seen_table_columns(plan, l).empty()) {
-      s.seen_off[l] = long(seen);
+      s.seen_off[l] = long(seen_at + seen);
       seen += round16(size_t(4) * size_t(gm::kSeenWords + t.bm + t.bn));
     }
-  region = std::max(region, seen);
+  region = std::max(region, seen_at + seen);
   if (region == 0) return off;
   s.distinct_off = long(round16(off));
   for (long& o : s.seen_off)
