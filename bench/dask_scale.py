@@ -94,7 +94,7 @@ def main():
         a.n, a.k, backend = 512, 64, "cpu"
 
     import dask.array as da
-    from distributed import Client, LocalCluster, futures_of, wait
+    from distributed import Client, LocalCluster, futures_of, get_task_stream, wait
     import gamut
     import gamut.dask
 
@@ -136,15 +136,24 @@ def main():
             if not a.dry_run:
                 tt, out = timed(lambda: q(**host, **opts, devices=list(range(W))), a.repeat)
                 line.update(threaded_ms=tt, threaded_efficiency=t1 / (W * tt), threaded_same=close(rows(base), rows(out), rtol))
-            td, out = timed(lambda: gamut.dask.run(q, **dist, **opts, client=client), a.repeat)
+            with get_task_stream(client) as ts:
+                td, out = timed(lambda: gamut.dask.run(q, **dist, **opts, client=client), a.repeat)
+            # The blocks that ran (warm-up and repeats): each call must run its own, and their
+            # compute time says how much of a call the workers' gamut runs were.
+            blocks = [t for t in ts.data if "_run_block" in str(t["key"])]
+            block_s = [sum(x["stop"] - x["start"] for x in t.get("startstops", ()) if x.get("action") == "compute")
+                       for t in blocks]
             line.update(dask_ms=td, dask_efficiency=t1 / (W * td), dask_same=close(rows(base), rows(out), rtol),
-                        plan=gamut.dask.plan(q, **dist))
+                        plan=gamut.dask.plan(q, **dist), dask_blocks_run=len(blocks),
+                        dask_block_ms_median=statistics.median(block_s) * 1e3 if block_s else None)
             results.append(line)
             failed = failed or not line["dask_same"] and a.dry_run
             th = (f"threaded {line['threaded_ms']:9.2f} ms eff {line['threaded_efficiency']:4.2f} "
                   f"{'same' if line['threaded_same'] else 'DIFFERENT'}  ") if "threaded_ms" in line else ""
+            bm = line["dask_block_ms_median"]
             print(f"{qname:4s} {math:5s} 1gpu {t1:9.2f} ms  {th}dask {td:9.2f} ms eff {line['dask_efficiency']:4.2f} "
-                  f"{'same' if line['dask_same'] else 'DIFFERENT'}", flush=True)
+                  f"{'same' if line['dask_same'] else 'DIFFERENT'} ({len(blocks)} blocks ran, "
+                  f"block {bm if bm is None else round(bm, 2)} ms)", flush=True)
     client.close()
     cluster.close()
     if a.json:

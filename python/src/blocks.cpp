@@ -132,8 +132,9 @@ class Blocks {
     const ArrayRef a = import_array(name, v, keep);
     if (a.device.is_gpu()) usage(name + ": block results are merged on the host (copy device arrays there first)");
     NDArray x = NDArray::zeros(a.dtype, a.shape);
+    // (An empty block result has no layout to check: NumPy gives 0 rows stride 0.)
     int64_t expect = 1;
-    for (size_t d = a.shape.size(); d-- > 0;) {
+    for (size_t d = a.shape.size(); d-- > 0 && x.nbytes() > 0;) {
       if (a.shape[d] != 1 && a.strides[d] != expect) usage(name + ": a block result must be C-contiguous");
       expect *= a.shape[d];
     }
