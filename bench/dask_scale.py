@@ -41,6 +41,10 @@ def load(name):
     return gamut.load(os.path.join(EXAMPLES, name + ".mmlt"))
 
 
+def _rows_of_normals(seed, rows, k):
+    return np.random.default_rng(seed).standard_normal((rows, k)).astype(np.float32)
+
+
 def timed(fn, repeat):
     fn()   # warm-up: kernels compiled (and cached) in every process
     ts = []
@@ -111,7 +115,13 @@ def main():
     # one chunk each, replicated to every worker) and copied to this process for the baselines.
     chunk = (a.n + W - 1) // W
     rng = da.random.default_rng(40)
-    Pd = client.persist(rng.standard_normal((a.n, a.k), chunks=(chunk, a.k)).astype(np.float32))
+    # The row operand's chunks made one on each worker (a persisted random array may put both
+    # on one worker, and a block then runs where its chunk is: the blocks ran one after another).
+    addrs = sorted(client.scheduler_info()["workers"])[:W]
+    sizes = [min(chunk, a.n - w * chunk) for w in range(W)]
+    parts = [client.submit(_rows_of_normals, 40 + w, sz, a.k, workers=[addr], pure=False)
+             for w, (sz, addr) in enumerate(zip(sizes, addrs))]
+    Pd = da.concatenate([da.from_delayed(f, (sz, a.k), dtype=np.float32) for f, sz in zip(parts, sizes)])
     Rd = client.persist(rng.standard_normal((a.k, a.n), chunks=(a.k, a.n)).astype(np.float32))
     Xd = client.persist(rng.standard_normal((a.n, a.k), chunks=(a.n, a.k)).astype(np.float32))
     wait([Pd, Rd, Xd])
@@ -145,14 +155,16 @@ def main():
                        for t in blocks]
             line.update(dask_ms=td, dask_efficiency=t1 / (W * td), dask_same=close(rows(base), rows(out), rtol),
                         plan=gamut.dask.plan(q, **dist), dask_blocks_run=len(blocks),
-                        dask_block_ms_median=statistics.median(block_s) * 1e3 if block_s else None)
+                        dask_block_ms_median=statistics.median(block_s) * 1e3 if block_s else None,
+                        dask_block_workers=len({t.get("worker") for t in blocks}))
             results.append(line)
             failed = failed or not line["dask_same"] and a.dry_run
             th = (f"threaded {line['threaded_ms']:9.2f} ms eff {line['threaded_efficiency']:4.2f} "
                   f"{'same' if line['threaded_same'] else 'DIFFERENT'}  ") if "threaded_ms" in line else ""
             bm = line["dask_block_ms_median"]
             print(f"{qname:4s} {math:5s} 1gpu {t1:9.2f} ms  {th}dask {td:9.2f} ms eff {line['dask_efficiency']:4.2f} "
-                  f"{'same' if line['dask_same'] else 'DIFFERENT'} ({len(blocks)} blocks ran, "
+                  f"{'same' if line['dask_same'] else 'DIFFERENT'} ({len(blocks)} blocks ran on "
+                  f"{line['dask_block_workers']} workers, "
                   f"block {bm if bm is None else round(bm, 2)} ms)", flush=True)
     client.close()
     cluster.close()
