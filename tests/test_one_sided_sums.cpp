@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "driver/pipeline.h"
@@ -246,4 +247,47 @@ TEST(OneSidedSums, ExplainNamesTheRewriteAndTheMainStageMath) {
   const Result r = query.run(in, o);
   ASSERT_FALSE(r.stats.rewrites.empty());
   EXPECT_EQ(r.stats.rewrites.back(), "expand-squares");
+}
+
+// A library Query keeps the one-sided rewrite and its stages' plans per shape (query.cpp,
+// pipeline.cpp's StageMemo): calls that alternate shapes and ranges must each get their own
+// program, equal to the query as written (integer-valued data: exact), and report the rewrite.
+TEST(OneSidedSums, RepeatedLibraryCallsAcrossShapes) {
+  const Query query = Query::compile(
+      "where (i in [a, M), j) { dist = 0; reduce (k) { let t = Q[i, k] - X[j, k]; dist += t * t; }"
+      " D[i, j] = dist; emit Nearest(i, j, dist) bottom 3 by dist per i; }",
+      "knn_ranges.mmlt");
+  struct Shape {
+    int64_t m, n, k, a;
+  };
+  const Shape shapes[] = {{13, 17, 5, 0}, {9, 4, 11, 2}, {13, 17, 5, 3}, {13, 17, 5, 0}, {21, 8, 2, 20}};
+  for (const Shape& s : shapes) {
+    SCOPED_TRACE("M " + std::to_string(s.m) + " N " + std::to_string(s.n) + " K " + std::to_string(s.k) + " a " +
+                 std::to_string(s.a));
+    NDArray q = ints(DType::BF16, {s.m, s.k}, -6, 6, int(s.m + s.k)), x = ints(DType::BF16, {s.n, s.k}, -6, 6, 7);
+    Inputs in;
+    in.array("Q", ArrayRef::host(q.data.data(), DType::BF16, q.shape));
+    in.array("X", ArrayRef::host(x.data.data(), DType::BF16, x.shape));
+    in.scalar("a", s.a).scalar("M", s.m);
+    Options o;
+    o.backend = "cpu";
+    const Result got = query.run(in, o);
+    ASSERT_FALSE(got.stats.rewrites.empty());
+    EXPECT_EQ(got.stats.rewrites.back(), "expand-squares");
+    o.as_written = true;
+    const Result want = query.run(in, o);
+    const Array &gd = got["D"].array, &wd = want["D"].array;
+    ASSERT_EQ(gd.shape, wd.shape);
+    ASSERT_EQ(gd.nbytes(), wd.nbytes());
+    EXPECT_EQ(0, std::memcmp(gd.data, wd.data, gd.nbytes()));
+    const Output &gl = got["Nearest"], &wl = want["Nearest"];
+    ASSERT_EQ(gl.rows, wl.rows);
+    ASSERT_GT(wl.rows, 0);
+    ASSERT_EQ(gl.columns.size(), wl.columns.size());
+    for (size_t c = 0; c < wl.columns.size(); ++c) {
+      ASSERT_EQ(gl.columns[c].second.nbytes(), wl.columns[c].second.nbytes()) << wl.columns[c].first;
+      EXPECT_EQ(0, std::memcmp(gl.columns[c].second.data, wl.columns[c].second.data, wl.columns[c].second.nbytes()))
+          << wl.columns[c].first;
+    }
+  }
 }

@@ -53,16 +53,33 @@ struct Query::Impl {
     // The plan with list provenance (Options::list_provenance) and its own kernel memo: made on
     // first use, under `mu`.
     std::shared_ptr<Typed> provenance;
+    // The one-sided rewrite (or none) per one_sided_key, under `mu`; bounded.
+    std::map<std::string, std::shared_ptr<const std::optional<BoundRewrite>>> one_sided;
   };
   std::map<std::string, std::shared_ptr<Typed>> typed;
   // Rewritten programs' stages: a kernel memo per stage plan (RunOptions::stage_memo).
-  std::map<std::string, std::shared_ptr<std::shared_ptr<void>>> stage_memos;
+  std::map<std::string, std::shared_ptr<StageMemo>> stage_memos;
 
-  std::shared_ptr<std::shared_ptr<void>> stage_memo(const std::string& key) {
+  std::optional<BoundRewrite> one_sided(Typed& t, const Instance& inst, const Bindings& b, F32Math math) {
+    const std::string key = one_sided_key(inst, math);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (auto it = t.one_sided.find(key); it != t.one_sided.end()) return *it->second;
+    }
+    auto made = std::make_shared<const std::optional<BoundRewrite>>(
+        bound_rewrite(t.plan, inst, source, b, RewriteChoice{false, true, math}));
+    std::lock_guard<std::mutex> lock(mu);
+    if (t.one_sided.size() >= 16) t.one_sided.clear();
+    t.one_sided.emplace(key, made);
+    return *made;
+  }
+
+  std::shared_ptr<StageMemo> stage_memo(const std::string& key) {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = stage_memos.find(key); it != stage_memos.end()) return it->second;
     if (stage_memos.size() >= 64) stage_memos.clear();
-    auto m = std::make_shared<std::shared_ptr<void>>(cuda::new_kernel_memo());
+    auto m = std::make_shared<StageMemo>();
+    m->kernel_memo = cuda::new_kernel_memo();
     stage_memos.emplace(key, m);
     return m;
   }
@@ -360,8 +377,13 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
   std::unique_ptr<Prepared> prep;
   RewriteChoice rewrites = rewrite_choice(options, in_place);
   if (provenance) rewrites.data = rewrites.one_sided = false;  // a block's plan keeps its hidden columns
-  if (bound_rewrite(typed->plan, bound, impl_->source, bindings, rewrites))
-    prep = prepare(impl_->source, std::move(bindings), typed->plan, rewrites);
+  // Data rewrites read the data on every call; the one-sided rewrite, which only the types,
+  // math and shape decide, is made once per shape (making it plans its stages: about as long
+  // as the rest of a small call).
+  std::optional<BoundRewrite> rewrite;
+  if (rewrites.data) rewrite = bound_rewrite(typed->plan, bound, impl_->source, bindings, {true, false, rewrites.f32_math});
+  if (!rewrite && rewrites.one_sided) rewrite = impl_->one_sided(*typed, bound, bindings, rewrites.f32_math);
+  if (rewrite) prep = prepare(impl_->source, std::move(bindings), typed->plan, std::move(*rewrite));
   const Plan& plan = prep ? prep->plan : typed->plan;
   Instance& inst = prep ? prep->instance : bound;
   if (in_place) {

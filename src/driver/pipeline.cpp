@@ -156,6 +156,27 @@ std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, const Plan& 
   return p;
 }
 
+std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, const Plan& typed, BoundRewrite rewrite) {
+  auto p = std::make_unique<Prepared>();
+  p->source = std::move(source);
+  p->bindings = std::move(bindings);
+  p->plan = typed;
+  p->instance = bind(p->plan, p->bindings);
+  p->program = std::move(rewrite.program);
+  p->plan.rewrites.push_back(rewrite.name);
+  return p;
+}
+
+std::string one_sided_key(const Instance& inst, F32Math f32_math) {
+  std::string k = std::to_string(int(f32_math)) + "|" + std::to_string(inst.batch);
+  for (const AxisRange& r : {inst.row, inst.col, inst.red}) k += "|" + std::to_string(r.begin) + "," + std::to_string(r.end);
+  for (const std::vector<int64_t>& shape : inst.dense_shapes) {
+    k += "|";
+    for (int64_t e : shape) k += std::to_string(e) + ",";
+  }
+  return k;
+}
+
 // Stages that are not queries allocate their output directly: check it first.
 static void require_host_bytes(const std::string& what, int64_t bytes) {
   const HostMemory host = host_memory();
@@ -268,15 +289,23 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
     }
     for (const std::string& n : st.from_stages) b.arrays[n] = produced.at(n);
     for (const auto& [n, d] : st.dims) b.dims[n] = d;
-    std::shared_ptr<std::shared_ptr<void>> memo;
+    std::shared_ptr<StageMemo> memo;
+    std::shared_ptr<const Plan> typed;
+    Source stage_source{p.source.name + " [" + st.name + "]", st.text};
     if (options.stage_memo) {
       std::string key = st.text;
       for (const auto& [n, a] : b.arrays) key += "|" + n + ":" + std::to_string(int(a.dtype));
       memo = options.stage_memo(key);
-      stage_options.kernel_memo = memo.get();
+      stage_options.kernel_memo = &memo->kernel_memo;
+      // Parsing and planning a stage cost more than its kernel (tenths of a millisecond on the
+      // host against microseconds): once per stage and signature of input types.
+      std::lock_guard<std::mutex> lock(memo->mu);
+      if (!memo->plan) memo->plan = std::make_shared<const Plan>(plan_with_rewrites(stage_source, type_env(b)));
+      typed = memo->plan;
     }
     // (No bound rewrite of a stage reads device memory: on device inputs they stay off.)
-    auto stage = prepare(Source{p.source.name + " [" + st.name + "]", st.text}, std::move(b), !on_device);
+    auto stage = typed ? prepare(std::move(stage_source), std::move(b), *typed, !on_device)
+                       : prepare(std::move(stage_source), std::move(b), !on_device);
     if (on_device) {
       Instance& si = stage->instance;
       si.device_inputs.resize(stage->plan.operands.size());

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,14 @@ struct GpuRunOptions;
 
 enum class Backend { Auto, Cpu, Gpu };
 
+// What a repeated call keeps of one stage query (RunOptions::stage_memo): its plan for the
+// input types (made on first use, under `mu`) and the GPU engine's kernel memo.
+struct StageMemo {
+  std::mutex mu;
+  std::shared_ptr<const Plan> plan;
+  std::shared_ptr<void> kernel_memo;
+};
+
 struct RunOptions {
   Backend backend = Backend::Auto;
   int threads = 0;   // CPU engine threads (0: all)
@@ -34,10 +43,10 @@ struct RunOptions {
   std::function<std::vector<void*>(size_t l, int64_t rows)> list_output;
   bool asynchronous = false;
   std::shared_ptr<void>* kernel_memo = nullptr;  // cuda::GpuRunOptions::kernel_memo, for this plan only
-  // A rewritten program's stage queries: the kernel memo of one stage by a key naming its plan
-  // (its text and input types); the library keeps them per query so that a repeated call
-  // generates no code. Empty: none.
-  std::function<std::shared_ptr<std::shared_ptr<void>>(const std::string& key)> stage_memo;
+  // A rewritten program's stage queries: the memo of one stage by a key naming its plan (its
+  // text and input types); the library keeps them per query so that a repeated call neither
+  // plans the stage again nor generates code. Empty: none.
+  std::function<std::shared_ptr<StageMemo>(const std::string& key)> stage_memo;
   // Called with the fraction of the run done (0..1): CPU row tiles, GPU launches, push-down
   // stages. The CPU engine calls it from its worker threads, concurrently: it must be
   // thread-safe and cheap (a progress bar checks the clock and returns).
@@ -103,6 +112,12 @@ struct BoundRewrite {
 };
 std::optional<BoundRewrite> bound_rewrite(const Plan& plan, const Instance& inst, const Source& source,
                                           const Bindings& b, const RewriteChoice& rewrites = {});
+// prepare() of a typed plan whose bound rewrite the caller already made (bound_rewrite of the
+// same plan and bindings; a library call keeps the one-sided rewrite per shape, query.cpp).
+std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, const Plan& typed, BoundRewrite rewrite);
+// What the one-sided rewrite of a bound plan depends on besides the plan's input types: the
+// math and the instance's ranges and output extents (its stage texts name them).
+std::string one_sided_key(const Instance& inst, F32Math f32_math);
 // Plan with the rewrite passes applied (also used by `explain` without data).
 Plan plan_with_rewrites(const Source& source, const TypeEnv& env);
 // Why no GPU can be used, as "no usable CUDA device: REASON" (said once); "" when one can.
