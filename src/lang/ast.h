@@ -90,6 +90,10 @@ struct AstQuery {
   std::vector<AstAccDecl> accs;
   std::vector<AstStmt> inner;
   std::vector<AstStmt> outer;
+  // `finish { NAME[x, y] = EXPR; ... }` after the query body: Update statements with `=`
+  // (docs/language.md section 9, "Finishing steps").
+  std::vector<AstStmt> finish;
+  Span finish_span;              // the word `finish`; line 0 when there is no block
 };
 
 // Parse a whole query. Syntax errors go to diags (parsing resumes at the next statement, so
