@@ -54,6 +54,11 @@ TEST(FinishErrors, EachBadFormAtItsPlace) {
        "q.mmlt:2:24: error: accumulator 'd' exists per pair, not in 'finish'; read the output it is stored into"},
       {"finish { M[x] = S[x] + e; }",
        "q.mmlt:2:24: error: 'e' is a 'let' of the query body (per pair), not visible in 'finish'"},
+      {"finish { scale = S[0 + 0] * 0 + scale; }",
+       "q.mmlt:2:20: error: an output in 'finish' is indexed by the step's own index names (this step has none), not by "
+       "'0 + 0'"},
+      {"finish { scale = total * scale; }",
+       "q.mmlt:2:10: error: 'scale' is a parameter; a finishing step makes a new output, name it anew"},
       {"finish { M[x] = S[x] + i; }",
        "q.mmlt:2:24: error: axis 'i' has no value in 'finish'; a step runs over its own indices, named in its target"},
       {"finish { M[x] = S[x] + x; }",

@@ -43,9 +43,6 @@ void Analyzer::lower_finish() {
       clash("an input");
     else if (acc_index_.count(t.name))
       clash("an accumulator");
-    else
-      for (const Param& p : plan_.params)
-        if (p.name == t.name) clash("a parameter");
     for (const Axis& a : plan_.axes)
       if (a.name == t.name && ok) clash("an axis");
     step_index_.clear();
@@ -83,6 +80,8 @@ void Analyzer::lower_finish() {
     const int id = int(plan_.finish.size());
     plan_.finish.push_back(step);  // (reads record the step they belong to)
     const ExprId v = lower(*s.value, Ctx::Finish);
+    for (const Param& p : plan_.params)  // (after the value, which may read it)
+      if (p.name == t.name && ok) clash("a parameter");
     for (size_t x = 0; x < step_index_.size(); ++x)
       if (!step_index_read_[x]) {
         diags_.error(index_span[x], "index '" + step_index_[x] + "' of '" + t.name +
