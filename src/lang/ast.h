@@ -93,7 +93,6 @@ struct AstQuery {
   // `finish { NAME[x, y] = EXPR; ... }` after the query body: Update statements with `=`
   // (docs/language.md section 9, "Finishing steps").
   std::vector<AstStmt> finish;
-  Span finish_span;              // the word `finish`; line 0 when there is no block
 };
 
 // Parse a whole query. Syntax errors go to diags (parsing resumes at the next statement, so

@@ -337,7 +337,7 @@ class Parser {
 
   // `finish { TARGET = EXPR; ... }`: each statement an Update with `=` (sema checks the forms).
   void finish_block(AstQuery& q) {
-    q.finish_span = next().span;
+    next();
     try {
       expect(Tok::LBrace, "after 'finish'");
     } catch (SyntaxError&) {
