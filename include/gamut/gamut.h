@@ -173,6 +173,10 @@ struct Options {
   // and the pair of each row, which decide ties): for merging the results of blocks of one query
   // run elsewhere (docs/scale-out.md). Bound rewrites stay off for such queries.
   bool list_provenance = false;
+  // Run the query's finishing steps (`finish { ... }`, docs/language.md section 9, "Finishing
+  // steps") and return their outputs after the dense ones. false: only the run's own outputs
+  // (blocks whose results merge elsewhere and are finished there, as gamut.dask does).
+  bool finish = true;
 };
 
 // How a run went (the CLI's --json fields).
@@ -218,7 +222,8 @@ struct Output {
 };
 
 struct Result {
-  std::vector<Output> outputs;      // dense outputs first, then lists, each in query order
+  // Dense outputs first (the finishing steps' after the others), then lists, each in query order.
+  std::vector<Output> outputs;
   RunStats stats;
   const Output* find(std::string_view name) const {
     for (const Output& o : outputs)

@@ -27,15 +27,17 @@ class Query:
     def __call__(self, *, backend: str = "auto", f32_math: str = "ieee", threads: int = 0,
                  stream: Stream = None, devices: Devices = None,
                  dims: Mapping[str, int | Sequence[int]] | None = None, provenance: bool = False,
-                 as_written: bool = False,
+                 as_written: bool = False, finish: bool = True,
                  **bindings: Binding) -> dict[str, OutputValue]:
         """Run on the keyword arrays and scalars; returns outputs by name."""
     def run(self, inputs: Mapping[str, Binding], *, backend: str = "auto", f32_math: str = "ieee",
             threads: int = 0, stream: Stream = None, devices: Devices = None,
             dims: Mapping[str, int | Sequence[int]] | None = None,
-            provenance: bool = False, as_written: bool = False) -> tuple[dict[str, OutputValue], dict[str, Any]]:
+            provenance: bool = False, as_written: bool = False,
+            finish: bool = True) -> tuple[dict[str, OutputValue], dict[str, Any]]:
         """Run on a mapping of bindings (any names, also 'backend' ...); returns (outputs, stats).
-        provenance=True: top/bottom lists also carry __key, __b, __i, __j (for merging blocks)."""
+        provenance=True: top/bottom lists also carry __key, __b, __i, __j (for merging blocks).
+        finish=False: without the finishing steps' outputs (blocks finished after merging)."""
     def explain(self, inputs: Mapping[str, Binding] | None = None, /, *, backend: str = "auto",
                 f32_math: str = "ieee", devices: Devices = None,
                 dims: Mapping[str, int | Sequence[int]] | None = None, as_written: bool = False,
@@ -65,6 +67,9 @@ class Blocks:
         """Blocks next to each other along axis "i" or "j" (in order) as one, for the outputs the
         blocks hold: dense outputs the axis indexes side by side, others by their operator,
         lists merged (provenance kept, for the next merge)."""
+    def finish(self, outputs: Mapping[str, Any], scalars: Mapping[str, Any]) -> dict[str, Any]:
+        """The query's finishing steps (`finish { ... }`) on its merged dense outputs (NumPy, by
+        name) and its scalar bindings: the finished outputs by name (empty without a block)."""
 
 def compile(text: str, name: str = "<query>") -> Query:
     """Parse and check a query (QueryError names NAME:LINE:COL)."""

@@ -33,7 +33,7 @@ except ImportError as e:  # pragma: no cover - depends on the installation
 __all__ = ["run", "submit", "plan", "gpu_cluster"]
 
 _OPTIONS = ("backend", "f32_math", "threads", "dims")
-_NOT_HERE = ("stream", "devices", "provenance")
+_NOT_HERE = ("stream", "devices", "provenance", "finish")
 _FAN_IN = 4   # blocks merged by one task of the tree
 
 _DTYPES = {"bool": "bool", "uint8": "u8", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
@@ -68,7 +68,7 @@ def _run_block(spec, names, options, row0, col0, *values):
     """One block: the query on its blocks of the inputs (`names` bound to `values`), lists in
     whole coordinates. Dense outputs stay as the engine returned them (on the GPU for CuPy)."""
     text, name, dtypes = spec
-    out, _ = _query(text, name).run(dict(zip(names, values)), provenance=True, **options)
+    out, _ = _query(text, name).run(dict(zip(names, values)), provenance=True, finish=False, **options)
     lists = {k: {c: _host(v) for c, v in cols.items()} for k, cols in out.items() if isinstance(cols, dict)}
     whole = _blocks(text, name, dtypes).to_whole(lists, row0, col0)
     dense = {k: v for k, v in out.items() if not isinstance(v, dict)}
@@ -87,6 +87,15 @@ def _merge(spec, axis, keys, limits, own, *parts):
     out = _blocks(text, name, dtypes).merge(axis, picked, list(limits))
     out = {k: (_as_framework(v, True) if on_gpu and not isinstance(v, dict) else v) for k, v in out.items()}
     return _finish(out, own) if own is not None else out
+
+
+def _finish_steps(spec, scalars, names, *values):
+    """The query's finishing steps (`finish { ... }`) on its whole dense outputs, once they are
+    merged: on the host, as q(...) runs them; back on the GPU where the outputs came from it."""
+    text, name, dtypes = spec
+    on_gpu = any(_is_cupy(v) for v in values)
+    out = _blocks(text, name, dtypes).finish({k: _host(v) for k, v in zip(names, values)}, scalars)
+    return {k: (_as_framework(v, True) if on_gpu else v) for k, v in out.items()}
 
 
 def _is_cupy(x):
@@ -327,6 +336,12 @@ def _graph(q, inputs, keywords, client):
             out[name] = dask.delayed(_take, pure=True)(whole, name)
     else:
         whole = None
+    # Finishing steps: one task on the whole dense outputs, after every merge.
+    if lay["finish"]:
+        dense = list(lay["dense"])
+        done = dask.delayed(_finish_steps, pure=True)(spec, dict(g.scalars), dense, *[out[k] for k in dense])
+        for name in lay["finish"]:
+            out[name] = dask.delayed(_take, pure=True)(done, name)
     return {k: out[k] for k in q.outputs}, whole, g
 
 
@@ -380,8 +395,9 @@ def run(q, inputs=None, /, *, client=None, **keywords):
     on `client` (else Dask's current scheduler): a dict of outputs, lists as dicts of columns.
     Arrays come back as NumPy arrays (CuPy where the inputs' chunks are CuPy)."""
     out, whole, g = _graph(q, inputs, keywords, client)
-    # The placed dense outputs, and every merged output at once (one task, not one per output).
-    todo = {k: v for k, v in out.items() if isinstance(v, da.Array)}
+    # The placed dense outputs, the finished ones, and every merged output at once (one task, not
+    # one per output).
+    todo = {k: v for k, v in out.items() if isinstance(v, da.Array) or k in g.layout["finish"]}
     if whole is not None:
         todo[""] = whole
     keys = list(todo)

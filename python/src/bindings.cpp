@@ -17,7 +17,7 @@ namespace gamut::py {
 namespace {
 
 constexpr int kMaxThreads = 1024;   // as the command line's --threads (src/cli/args.h)
-const char* const kOptions[] = {"backend", "f32_math", "threads", "stream", "devices", "dims", "provenance", "as_written"};
+const char* const kOptions[] = {"backend", "f32_math", "threads", "stream", "devices", "dims", "provenance", "as_written", "finish"};
 
 [[noreturn]] void usage(const std::string& m) { throw Error(ExitCode::Usage, "usage error: " + m); }
 
@@ -142,6 +142,10 @@ bool set_option(Call& c, const std::string& key, nb::handle v) {
   else if (key == "provenance") {
     if (!PyBool_Check(v.ptr())) usage("provenance=" + shown(v) + ": give True or False");
     o.list_provenance = v.ptr() == Py_True;
+  }
+  else if (key == "finish") {
+    if (!PyBool_Check(v.ptr())) usage("finish=" + shown(v) + ": give True or False");
+    o.finish = v.ptr() == Py_True;
   }
   else if (key == "as_written") {
     if (!nb::isinstance<nb::bool_>(v)) usage("as_written=" + shown(v) + ": give True or False");
@@ -302,7 +306,7 @@ void set_options(Call& c, nb::handle options) {
   for (auto [k, v] : nb::borrow<nb::dict>(options)) {
     const std::string key = key_of(k);
     if (!set_option(c, key, v))
-      usage("unknown option '" + key + "' (backend, f32_math, threads, stream, devices, dims, provenance, as_written); bindings go in the mapping");
+      usage("unknown option '" + key + "' (backend, f32_math, threads, stream, devices, dims, provenance, as_written, finish); bindings go in the mapping");
   }
 }
 

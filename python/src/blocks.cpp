@@ -16,6 +16,7 @@
 
 #include "arrays.h"
 #include "blocks.h"
+#include "cpu/finish.h"
 #include "driver/pipeline.h"
 #include "partition/blocks.h"
 #include "rewrite/list_provenance.h"
@@ -68,6 +69,9 @@ class Blocks {
       one["project"] = plan_.dense[d].is_project();
       dense[plan_.dense[d].name.c_str()] = one;
     }
+    nb::list finish;
+    for (const FinishStep& f : plan_.finish) finish.append(f.name);
+    out["finish"] = finish;
     for (const ListOutput& l : plan_.lists) {
       nb::list own;
       const size_t n = l.columns.size() - (has_provenance(l) ? size_t(kProvenanceColumnCount) : 0);
@@ -124,6 +128,39 @@ class Blocks {
       out = merge_blocks(plan_, layout_, limits, axis == "i" ? AxisRole::Row : AxisRole::Col, std::move(rs), dense);
     }
     return dict_of(std::move(out), present);
+  }
+
+  // The finishing steps on the merged dense outputs, with the call's scalars as the parameters.
+  nb::dict finish(nb::dict outputs, nb::dict scalars) const {
+    nb::dict out;
+    if (plan_.finish.empty()) return out;
+    std::vector<NDArray> dense;
+    dense.reserve(plan_.dense.size());
+    for (const DenseOutput& d : plan_.dense) {
+      if (!outputs.contains(d.name.c_str())) usage("finish: the merged outputs lack '" + d.name + "'");
+      dense.push_back(host_copy(d.name, outputs[d.name.c_str()]));
+      if (dense.back().dtype != storage_type_of(d.type)) usage("finish: " + d.name + " is not of the output's type");
+    }
+    std::vector<Scalar> params;
+    for (const Param& p : plan_.params) {
+      if (!scalars.contains(p.name.c_str())) usage("finish: parameter '" + p.name + "' is not bound");
+      nb::handle v = scalars[p.name.c_str()];
+      if (PyLong_Check(v.ptr()) && !PyBool_Check(v.ptr()))
+        params.push_back(Scalar::of_int(CType::I64, nb::cast<int64_t>(v)));
+      else if (PyFloat_Check(v.ptr()))
+        params.push_back(Scalar::of_float(CType::F64, nb::cast<double>(v)));
+      else
+        throw Error(ExitCode::Data, "data error: " + p.name + ": a parameter is a Python int or float");
+    }
+    std::vector<const NDArray*> at;
+    for (const NDArray& a : dense) at.push_back(&a);
+    std::vector<NDArray> done;
+    {
+      nb::gil_scoped_release nogil;
+      done = run_finish(plan_, params, at);
+    }
+    for (size_t f = 0; f < done.size(); ++f) out[plan_.finish[f].name.c_str()] = numpy_of(std::move(done[f]));
+    return out;
   }
 
  private:
@@ -217,7 +254,8 @@ void register_blocks(nb::module_& m) {
       .def("layout", &Blocks::layout)
       .def("limits", &Blocks::limits, "scalars"_a)
       .def("to_whole", &Blocks::to_whole, "outputs"_a, "row0"_a, "col0"_a)
-      .def("merge", &Blocks::merge, "axis"_a, "blocks"_a, "limits"_a);
+      .def("merge", &Blocks::merge, "axis"_a, "blocks"_a, "limits"_a)
+      .def("finish", &Blocks::finish, "outputs"_a, "scalars"_a);
 }
 
 }  // namespace gamut::py

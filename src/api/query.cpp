@@ -12,6 +12,7 @@
 #include "api/roofline.h"
 #include "api/staging.h"
 #include "core/error.h"
+#include "cpu/finish.h"
 #include "cuda/codegen/seen_box.h"
 #include "cuda/gpu_engine.h"
 #include "cuda/runtime.h"
@@ -346,6 +347,7 @@ Query Query::compile(const std::string& text, const std::string& name) {
     info.param_info.push_back(BindingInfo{p.name, location(plan, p.span), 0, false, false});
   }
   for (const DenseOutput& d : plan.dense) info.outputs.emplace_back(d.name, false);
+  for (const FinishStep& f : plan.finish) info.outputs.emplace_back(f.name, false);
   for (const ListOutput& l : plan.lists) info.outputs.emplace_back(l.name, true);
   return Query(std::move(impl));
 }
@@ -450,9 +452,35 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
     throw_device_error("internal error: the engine returned " + std::to_string(res.dense.size() + res.lists.size()) +
                        " outputs for " + std::to_string(plan.dense.size() + plan.lists.size()));
 
+  // Finishing steps, once every output is final (merged over GPUs or a program's stages): on the
+  // host, whichever engine ran; outputs in device memory come down for it first.
+  std::vector<NDArray> finished;
+  if (!plan.finish.empty() && options.finish) {
+    std::vector<NDArray> downloaded(plan.dense.size());
+    std::vector<const NDArray*> dense(plan.dense.size());
+    std::vector<bool> read(plan.dense.size(), false);
+    for (const OutputRead& x : plan.output_reads)
+      if (!x.finished) read[size_t(x.output)] = true;
+    for (size_t d = 0; d < plan.dense.size(); ++d) {
+      dense[d] = &res.dense[d];
+      if (!ro.dense_output || !read[d]) continue;
+      NDArray& h = downloaded[d];
+      h.dtype = res.dense[d].dtype;
+      h.shape = res.dense[d].shape;
+      h.data = std::vector<std::byte>(size_t(h.size()) * dtype_size(h.dtype));
+      api::copy_bytes(h.data.data(), written[d].data, h.data.size(), options.stream, true);
+      dense[d] = &h;
+    }
+    finished = run_finish(plan, inst.params, dense);
+  }
   Result r;
   r.outputs = api::make_outputs(plan, std::move(res), staged.output_device, options,
                                 ro.dense_output ? &written : nullptr, ro.list_output ? &written_lists : nullptr);
+  if (!finished.empty()) {
+    std::vector<Output> f = api::finished_outputs(plan, std::move(finished), staged.output_device, options);
+    r.outputs.insert(r.outputs.begin() + std::ptrdiff_t(plan.dense.size()), std::make_move_iterator(f.begin()),
+                     std::make_move_iterator(f.end()));
+  }
   if (options.synchronize && (gpu || staged.output_device.is_gpu())) api::synchronize_stream(options.stream);
   RunStats& s = r.stats;
   s = std::move(rep);  // what the engines recorded; the instance and the call add the rest

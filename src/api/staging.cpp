@@ -234,6 +234,19 @@ Array place(DType t, std::vector<int64_t> shape, std::byte* host, std::shared_pt
 
 }  // namespace
 
+std::vector<Output> finished_outputs(const Plan& plan, std::vector<NDArray>&& finished, Device device,
+                                     const Options& options) {
+  std::vector<Output> out;
+  for (size_t f = 0; f < finished.size(); ++f) {
+    auto keep = std::make_shared<NDArray>(std::move(finished[f]));
+    Output o;
+    o.name = plan.finish[f].name;
+    o.array = place(keep->dtype, keep->shape, keep->data.data(), keep, device, options);
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
 std::vector<Output> make_outputs(const Plan& plan, Results&& results, Device device, const Options& options,
                                  const std::vector<Allocation>* written,
                                  const std::vector<std::vector<Allocation>>* written_lists) {

@@ -36,4 +36,9 @@ std::vector<Output> make_outputs(const Plan& plan, Results&& results, Device dev
                                  const std::vector<Allocation>* written = nullptr,
                                  const std::vector<std::vector<Allocation>>* written_lists = nullptr);
 
+// The finishing steps' arrays (cpu/finish.h) as the library's outputs, on `device` as
+// make_outputs places dense outputs (the caller's allocator, else gamut's memory).
+std::vector<Output> finished_outputs(const Plan& plan, std::vector<NDArray>&& finished, Device device,
+                                     const Options& options);
+
 }  // namespace gamut::api

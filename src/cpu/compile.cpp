@@ -75,6 +75,7 @@ struct Compiler {
   const Plan& P;
   Module& M;
   std::vector<int> local_slot;
+  const std::vector<FinishRead>* reads = nullptr;  // compile_finish: per Plan::output_reads
 
   using Steps = std::vector<Step>;
 
@@ -128,6 +129,24 @@ struct Compiler {
     return out.back().op.dst;
   }
 
+  // An output element (a load over the finishing step's b, i, j) or a sum (a constant).
+  int output_read(int id, Steps& out) {
+    if (!reads || size_t(id) >= reads->size()) internal_error("an output read outside a finishing step");
+    const OutputRead& r = P.output_reads[size_t(id)];
+    const FinishRead& f = (*reads)[size_t(id)];
+    if (r.sum) return constant(f.sum, f.sum.type);
+    if (!f.data && !r.dims.empty()) internal_error("output read without its array");
+    const bool u = f.st.j == 0;
+    Step s;
+    s.kind = StepKind::Op;
+    s.op.fn = load_fn(f.dtype, u);
+    s.op.dst = slot(compute_type_of(f.dtype), u);
+    s.op.data = f.data;
+    s.op.st = f.st;
+    out.push_back(std::move(s));
+    return out.back().op.dst;
+  }
+
   int binary(Steps& out, Kern k, CType t, int a, int b) {
     a = cast(out, a, t);
     b = cast(out, b, t);
@@ -169,6 +188,7 @@ struct Compiler {
       }
       case ExprKind::Call: return call_expr(e, out);
       case ExprKind::Cast: return cast(out, expr(e.a, out), e.type);
+      case ExprKind::Output: return cast(out, output_read(e.index, out), e.type);
     }
     internal_error("unknown expression kind");
   }
@@ -351,6 +371,18 @@ Module compile_module(const Instance& inst) {
   if (P.when.mask != kNoExpr) M.mask_value = C.cast(M.mask, C.expr(P.when.mask, M.mask), CType::Bool);
   for (const Stmt& s : P.inner) C.stmt(s, M.inner);
   for (const Stmt& s : P.outer) C.stmt(s, M.outer);
+  return M;
+}
+
+Module compile_finish(const Instance& inst, const FinishStep& step, const std::vector<FinishRead>& reads, int* value) {
+  const Plan& P = *inst.plan;
+  Module M;
+  Compiler C{inst, P, M, {}, &reads};
+  M.row = C.slot(CType::I32, true, SlotKind::Row);
+  M.col = C.slot(CType::I32, false, SlotKind::Col);
+  M.red = C.slot(CType::I32, true, SlotKind::Red);
+  M.batch = C.slot(CType::I32, true, SlotKind::Batch);
+  *value = C.cast(M.outer, C.expr(step.value, M.outer), step.type);
   return M;
 }
 

@@ -129,6 +129,17 @@ struct Ctx {
 };
 
 Module compile_module(const Instance& inst);
+
+// Finishing steps (cpu/finish.cpp): what each Plan::output_reads entry of one step reads.
+struct FinishRead {
+  const std::byte* data = nullptr;  // the output's elements (unused for a sum)
+  DType dtype = DType::F32;
+  Strides st;                       // per element of the step: b and i its leading indices, j its last
+  Scalar sum;                       // sum(OUT), in the read's type
+};
+// The program of one finishing step's value over a block of its elements (one b, one i, lanes
+// of j): Module::outer computes it into the slot *value, of the step's type.
+Module compile_finish(const Instance& inst, const FinishStep& step, const std::vector<FinishRead>& reads, int* value);
 // Strides of Plan::accesses[access] over its bound array (checks the rank).
 Strides access_strides(const Instance& inst, int access);
 [[noreturn]] void internal_error(const std::string& what);

@@ -90,6 +90,9 @@ struct AstQuery {
   std::vector<AstAccDecl> accs;
   std::vector<AstStmt> inner;
   std::vector<AstStmt> outer;
+  // `finish { NAME[x, y] = EXPR; ... }` after the query body: Update statements with `=`
+  // (docs/language.md section 9, "Finishing steps").
+  std::vector<AstStmt> finish;
 };
 
 // Parse a whole query. Syntax errors go to diags (parsing resumes at the next statement, so

@@ -79,6 +79,9 @@ class Parser {
     expect_soft(Tok::RBrace, "to close the 'reduce' body");
     q.outer = block_body();
     expect_soft(Tok::RBrace, "to close the query body");
+    // `finish` is a word only here (a name elsewhere), so no query that names something
+    // `finish` changes meaning.
+    if (at(Tok::Ident) && peek().text == "finish" && !stopped()) finish_block(q);
     if (!at(Tok::End) && !stopped())
       diags_.error(peek().span, "unexpected " + describe(peek()) + " after the end of the query");
     return q;
@@ -330,6 +333,38 @@ class Parser {
     s.value = expr();
     expect_semi("after the statement");
     return s;
+  }
+
+  // `finish { TARGET = EXPR; ... }`: each statement an Update with `=` (sema checks the forms).
+  void finish_block(AstQuery& q) {
+    next();
+    try {
+      expect(Tok::LBrace, "after 'finish'");
+    } catch (SyntaxError&) {
+      return;
+    }
+    while (!at(Tok::RBrace) && !at(Tok::End)) {
+      if (stopped()) { while (!at(Tok::End)) next(); return; }
+      try {
+        AstStmt s;
+        s.span = peek().span;
+        if (!at(Tok::Ident))
+          fail(peek().span, "expected a finishing step (NAME[x, ...] = EXPR;), found " + describe(peek()));
+        s.kind = AstStmt::Update;
+        s.target = postfix();
+        if (!at(Tok::Assign))
+          fail(peek().span, "expected '=' after the finishing step's target (a step is NAME[x, ...] = EXPR;), found " +
+                                describe(peek()));
+        s.op = Tok::Assign;
+        s.op_span = next().span;
+        s.value = expr();
+        expect_semi("after the finishing step");
+        q.finish.push_back(std::move(s));
+      } catch (SyntaxError&) {
+        recover();
+      }
+    }
+    expect_soft(Tok::RBrace, "to close the 'finish' block");
   }
 
   AstStmt emit() {

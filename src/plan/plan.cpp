@@ -106,6 +106,7 @@ struct Printer {
       case ExprKind::Binary: return "(" + expr(e.a) + " " + binop_symbol(e.binop) + " " + expr(e.b) + ")";
       case ExprKind::Select: return "(" + expr(e.a) + " ? " + expr(e.b) + " : " + expr(e.c) + ")";
       case ExprKind::Cast: return std::string(ctype_name(e.type)) + "(" + expr(e.a) + ")";
+      case ExprKind::Output: return output_read(e.index);
       case ExprKind::Call: {
         std::string s = std::string(fn_name(e.fn)) + "(";
         for (size_t k = 0; k < e.args.size(); ++k) s += (k ? ", " : "") + expr(e.args[k]);
@@ -113,6 +114,16 @@ struct Printer {
       }
     }
     return "?";
+  }
+
+  std::string output_read(int id) const {
+    const OutputRead& r = p.output_reads[size_t(id)];
+    const std::string& name = r.finished ? p.finish[size_t(r.output)].name : p.dense[size_t(r.output)].name;
+    if (r.sum) return "sum(" + name + ")";
+    if (r.dims.empty()) return name;
+    std::string s = name + "[";
+    for (size_t k = 0; k < r.dims.size(); ++k) s += (k ? ", " : "") + p.finish[size_t(r.step)].index[size_t(r.dims[k])];
+    return s + "]";
   }
 
   std::string out_index(const DenseOutput& d) const {
@@ -221,6 +232,14 @@ struct Printer {
           break;
       }
       out << "\n";
+    }
+    if (!p.finish.empty()) {
+      out << "finish (per element, on the host once every output is final):\n";
+      for (const FinishStep& f : p.finish) {
+        out << "  " << f.name;
+        for (size_t k = 0; k < f.index.size(); ++k) out << (k ? ", " : "[") << f.index[k];
+        out << (f.index.empty() ? "" : "]") << ": " << ctype_name(f.type) << " = " << expr(f.value) << "\n";
+      }
     }
     if (!p.rewrites.empty()) {
       out << "rewrites applied:";

@@ -93,6 +93,7 @@ enum class ExprKind : uint8_t {
   Select,    // a ? b : c
   Call,      // fn, args
   Cast,      // a converted to type
+  Output,    // Expr::index: Plan::output_reads (only in finishing steps)
 };
 enum class UnOp : uint8_t { Neg, Not, BitNot };
 enum class BinOp : uint8_t {
@@ -169,6 +170,31 @@ struct DenseOutput {
   Span span;
 };
 
+// Finishing steps (docs/language.md section 9, "Finishing steps"): `finish { Mean[g] = S[g] /
+// max(C[g], 1); }` after the query body. A step is a dense output computed element by element once every output
+// of the run is final (merged over parts, blocks or stages): on the host, by the CPU engine's
+// operations (cpu/finish.cpp), whichever engine ran. The steps are no part of the plan's
+// statements, so no rewrite, stage program or partition sees them.
+//
+// One read of an output in a step's value (ExprKind::Output): OUT[x, y] with the step's index
+// names, or sum(OUT).
+struct OutputRead {
+  int step = -1;                   // the Plan::finish step whose value reads it
+  bool finished = false;           // reads Plan::finish[output] (an earlier step), else Plan::dense
+  int output = -1;
+  std::vector<int> dims;           // per dimension of the output as laid out: the step's index
+  bool sum = false;                // sum(OUT): the sum of all its elements (i64 for integers)
+  Span span;
+};
+
+struct FinishStep {
+  std::string name;
+  CType type;                      // the value's type
+  std::vector<std::string> index;  // one name per dimension (empty: a 0-dimensional output)
+  ExprId value = kNoExpr;
+  Span span;
+};
+
 enum class ListMode : uint8_t { Plain, Top, Bottom, Distinct };
 enum class PerGroup : uint8_t { None, Row, Col };
 
@@ -227,6 +253,8 @@ struct Plan {
   std::vector<Stmt> outer;         // output statements, per (i,j)
   std::vector<DenseOutput> dense;
   std::vector<ListOutput> lists;
+  std::vector<FinishStep> finish;         // after the run, in order
+  std::vector<OutputRead> output_reads;   // of the finishing steps' values
   bool k_sequential = false;       // some accumulator must see k in increasing order
   bool typed = false;              // every CType known (no Unknown)
   std::vector<std::string> rewrites;  // names of rewrite passes applied, in order

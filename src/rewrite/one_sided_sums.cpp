@@ -113,6 +113,7 @@ class InnerText {
         }
         return s + ")";
       }
+      case ExprKind::Output: return "";  // (finishing steps only)
     }
     return "";
   }

@@ -45,6 +45,7 @@ Plan Analyzer::run() {
   plan_.outer = lower_outer(ast_.outer);
   classify_monoids();
   finish_output_types();
+  lower_finish();
   classify_operands();
   bool typed = true;
   for (const Operand& o : plan_.operands) typed &= o.dtype.has_value();

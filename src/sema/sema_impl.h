@@ -11,7 +11,7 @@
 namespace gamut::sema {
 
 // Where an expression is evaluated: decides which names and access patterns are allowed.
-enum class Ctx { When, Inner, Outer, Bound, Init };
+enum class Ctx { When, Inner, Outer, Bound, Init, Finish };
 
 class Analyzer {
  public:
@@ -63,6 +63,16 @@ class Analyzer {
   void finish_output_types();
   void classify_operands();
 
+  // ---- finish.cpp: finishing steps ----
+  void lower_finish();
+  ExprId lower_finish_ident(const AstExpr& e);
+  ExprId lower_finish_read(const AstExpr& e);
+  ExprId lower_finish_sum(const AstExpr& e);
+  // The output a finishing step may read by this name: (finished, index), or (false, -1) after
+  // reporting why it cannot be read.
+  std::pair<bool, int> finish_source(const AstExpr& e);
+  ExprId output_read(OutputRead r, CType t, Span span);
+
  public:
   const AstQuery& ast_;
   const Source& src_;
@@ -81,7 +91,12 @@ class Analyzer {
   std::map<std::string, Span> operand_first_;
   std::vector<std::vector<UpdateOp>> acc_updates_;
   std::vector<bool> acc_read_inner_;
-  int canonical_self_ = -1;                        // acc whose self-read is being canonicalised
+  int canonical_self_ = -1;
+  // The finishing step being lowered: its index names and whether an output read uses each.
+  std::map<std::string, int> finish_index_;       // earlier steps by name
+  std::vector<std::string> step_index_;
+  std::vector<bool> step_index_read_;
+  int canonical_self_unused_ = 0;                        // acc whose self-read is being canonicalised
   std::vector<std::string> axis_names() const;
 };
 

@@ -140,6 +140,7 @@ ExprId Analyzer::lower(const AstExpr& e, Ctx ctx) {
                                               : "a range bound must be a literal or a parameter");
         return error_expr(e.span);
       }
+      if (ctx == Ctx::Finish) return lower_finish_read(e);
       int acc = resolve_access(e, ctx);
       if (acc < 0) return error_expr(e.span);
       const Operand& op = plan_.operands[size_t(plan_.accesses[size_t(acc)].operand)];
@@ -178,6 +179,7 @@ ExprId Analyzer::lower_ident(const AstExpr& e, Ctx ctx) {
   const std::string& n = e.name;
   if (n == "inf")
     return constant(CType::F64, Scalar::of_float(CType::F64, std::numeric_limits<double>::infinity()), true, e.span);
+  if (ctx == Ctx::Finish) return lower_finish_ident(e);
   for (const Axis& ax : plan_.axes) {
     if (ax.name != n) continue;
     if (ctx == Ctx::Bound || ctx == Ctx::Init) {
@@ -360,6 +362,7 @@ ExprId Analyzer::lower_call(const AstExpr& e, Ctx ctx) {
                              std::to_string(e.args.size()));
     return false;
   };
+  if (ctx == Ctx::Finish && n == "sum") return lower_finish_sum(e);
   std::optional<CType> cast;
   if (n == "f32") cast = CType::F32;
   if (n == "f64") cast = CType::F64;

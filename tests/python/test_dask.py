@@ -35,6 +35,9 @@ QUERIES = {
     "top_n_param": S + "emit L(i, j, s) top n by s; }",
     "distinct": S + "emit D(g[i], h[j], s > 0) distinct; }",
     "mixed": S + "C[i, j] = s; T[g[i]] += s; if (s > 5) emit L(i, j); emit B1(i, j, s) bottom 4 by s; }",
+    # Finishing steps run once on the merged outputs (a placed one, C, among them).
+    "finish": S + "C[i, j] = s; R[i] += s; T[g[i]] += s; Cnt[g[i]] += 1; } finish { Mean[x] = T[x] / max(Cnt[x], 1); "
+              "Share[x] = f64(T[x]) / sum(T); Norm[r, c] = C[r, c] / (R[r] + 1000); Pairs = sum(Cnt) * n; }",
 }
 BATCHED = ("batch (b) where (i, j) { d = inf; reduce (k) { d min= A[b, i, k] + B[b, k, j]; } O[b, i, j] = d; "
            "emit L(b, i, j, d) bottom 5 by d; }")

@@ -136,6 +136,7 @@ std::string Renderer::expr(ExprId id) const {
       return cat("(", cond(expr(e.a), P.expr(e.a).type), " ? ", expr_as(e.b, e.type), " : ", expr_as(e.c, e.type), ")");
     case ExprKind::Call: return call(e);
     case ExprKind::Cast: return expr_as(e.a, e.type);
+    case ExprKind::Output: break;  // (finishing steps run on the host: cpu/finish.cpp)
   }
   unsupported("an unknown expression kind");
 }
