@@ -16,7 +16,7 @@ bool Analyzer::computed_index(const AstExpr& ix) const {
   };
   if (axis(ix)) return false;
   // g[r] (with a batch axis g[b, r]): an index vector, looked up by an axis.
-  if (ix.kind == AstExpr::Index && operand_rank_.count(ix.name)) {
+  if (ix.kind == AstExpr::Index) {
     size_t spatial = ix.args.size() - (plan_.batched ? 1 : 0);
     return !(ix.args.size() > (plan_.batched ? 1u : 0u) && spatial == 1 && axis(*ix.args.back()));
   }
