@@ -142,8 +142,7 @@ std::vector<QuerySpec> query_specs() {
       else if (w.rfind("--dim=", 0) == 0) {
         const std::string d = w.substr(6), name = d.substr(0, d.find('='));
         q.dims[name] = parse_dim_extents(name, d.substr(d.find('=') + 1));
-      }
-      else
+      } else
         q.bindings.push_back({w.substr(0, w.find('=')), w.substr(w.find('=') + 1)});
     }
     out.push_back(q);

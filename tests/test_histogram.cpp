@@ -164,6 +164,34 @@ TEST(Histogram, DistanceHistogramExample) {
   EXPECT_EQ(values_of(r, "Hist"), want);
 }
 
+// With a batch axis the output starts with it; --dim may leave the batch extent out.
+TEST(Histogram, BatchedOneHistogramPerInstance) {
+  const int64_t B = 3, M = 9, N = 14, K = 4;
+  std::mt19937_64 rng(21);
+  std::uniform_int_distribution<int> v(-3, 3);
+  std::vector<int32_t> A(size_t(B * M * K)), X(size_t(B * K * N));
+  for (int32_t& x : A) x = v(rng);
+  for (int32_t& x : X) x = v(rng);
+  std::vector<int64_t> want(size_t(B * 7), 0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        int64_t s = 0;
+        for (int64_t k = 0; k < K; ++k) s += int64_t(A[size_t((b * M + i) * K + k)]) * X[size_t((b * K + k) * N + j)];
+        want[size_t(b * 7 + s % 4 + 3)] += 1;
+      }
+  for (const std::vector<int64_t>& dims : {std::vector<int64_t>{7}, std::vector<int64_t>{B, 7}}) {
+    Inputs in;
+    in.array("A", ArrayRef::host(A.data(), DType::I32, {B, M, K}));
+    in.array("X", ArrayRef::host(X.data(), DType::I32, {B, K, N}));
+    in.extent("H", dims);
+    const Result r = run_cpu(
+        "batch (bb) where (i, j) { s = 0; reduce (k) { s += A[bb, i, k] * X[bb, k, j]; } H[bb, s % 4 + 3] += 1; }", in);
+    EXPECT_EQ(r["H"].array.shape, (std::vector<int64_t>{B, 7}));
+    EXPECT_EQ(values(r), want);
+  }
+}
+
 // `explain` names the output's kind and prints the computed index.
 TEST(Histogram, ExplainShowsTheComputedIndex) {
   const Query q = Query::compile("where (i, j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } let b = s % 4; H[b] += 1; }");

@@ -35,6 +35,35 @@ TEST(GpuHistogram, EveryCaseMatchesTheLoops) {
   }
 }
 
+// A batch axis (one histogram per instance) and f32 values summed per computed bin: the GPU
+// against the CPU engine (integer-valued sums: exact in any order).
+TEST(GpuHistogram, BatchedAndFloatSumsAgreeWithTheCpuEngine) {
+  SKIP_WITHOUT_GPU();
+  const int64_t B = 3, M = 300, N = 517, K = 8;
+  std::mt19937_64 rng(23);
+  std::uniform_int_distribution<int> v(-3, 3);
+  std::vector<float> A(size_t(B * M * K)), X(size_t(B * K * N));
+  for (float& x : A) x = float(v(rng));
+  for (float& x : X) x = float(v(rng));
+  Inputs in;
+  in.array("A", ArrayRef::host(A.data(), DType::F32, {B, M, K}));
+  in.array("X", ArrayRef::host(X.data(), DType::F32, {B, K, N}));
+  in.extent("H", {B, 9});
+  const char* text =
+      "batch (bb) where (i, j) { s = 0; reduce (k) { s += A[bb, i, k] * X[bb, k, j]; }"
+      " H[bb, clamp(i32(floor(s / 8)), -4, 4) + 4] += s; }";
+  const Result a = run_on("cpu", text, in), b = run_on("gpu", text, in);
+  ASSERT_EQ(a["H"].array.dtype, DType::F32);
+  const auto* x = static_cast<const float*>(a["H"].array.data);
+  const auto* y = static_cast<const float*>(b["H"].array.data);
+  bool any = false;
+  for (int64_t e = 0; e < B * 9; ++e) {
+    EXPECT_EQ(x[e], y[e]) << "element " << e;
+    any = any || x[e] != 0;
+  }
+  EXPECT_TRUE(any);
+}
+
 // The same error, word for word, on both engines: counts and value ranges are exact.
 TEST(GpuHistogram, OutOfRangeIsTheCpuEnginesDataError) {
   SKIP_WITHOUT_GPU();

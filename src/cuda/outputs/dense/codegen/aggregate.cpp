@@ -169,8 +169,8 @@ class Aggregates final : public OutputOperator {
     }
   }
 
-  // Store s's computed indices as locals `ki<s>_<q>` (s: its run combiner's number), and an open block that runs where all are in
-  // their extents (closed by the caller); none: no names, no block.
+  // Store s's computed indices as locals `ki<s>_<q>` (s: its run combiner's number), and an open block that runs where
+  // all are in their extents (closed by the caller); none: no names, no block.
   std::vector<std::string> computed_keys(const Stmt& s, Code& out) const {
     const int d = s.target;
     const std::vector<OutIndex> idx = output_index(P, d);

@@ -98,8 +98,8 @@ void dense_output_pointers(const KernelContext& X, Code& c) {
         c.line("const gm::i64 " + X.N.dense(int(d), "extent" + to_string(p)) + " = gm::arg_i64(" + X.arg(s.extent[p]) +
                ");");
     if (s.misses >= 0)
-      c.line("gm::KeyMisses* " + X.N.dense(int(d), "misses") + " = reinterpret_cast<gm::KeyMisses*>(" + X.arg(s.misses) +
-             ");");
+      c.line("gm::KeyMisses* " + X.N.dense(int(d), "misses") + " = reinterpret_cast<gm::KeyMisses*>(" +
+             X.arg(s.misses) + ");");
   }
 }
 
