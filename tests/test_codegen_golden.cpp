@@ -113,12 +113,13 @@ NDArray make_array(const std::string& spec) {
   return a;
 }
 
-// One line of queries.txt: NAME FILE [--no-rewrites] [--masked-joins] [--f32-math=M] BINDING...
+// One line of queries.txt: NAME FILE [--no-rewrites] [--masked-joins] [--f32-math=M] [--dim=OUT=D1[,D2]] BINDING...
 struct QuerySpec {
   std::string name, file;
   bool rewrites = true, masked_joins = false;
   F32Math f32_math = F32Math::Ieee;
   std::vector<std::pair<std::string, std::string>> bindings;
+  std::map<std::string, std::vector<int64_t>> dims;  // --dim=NAME=D1[,D2]
 };
 
 std::vector<QuerySpec> query_specs() {
@@ -138,7 +139,10 @@ std::vector<QuerySpec> query_specs() {
         q.masked_joins = true;
       else if (w.rfind("--f32-math=", 0) == 0)
         q.f32_math = f32_math_from_name(w.substr(11)).value();
-      else
+      else if (w.rfind("--dim=", 0) == 0) {
+        const std::string d = w.substr(6), name = d.substr(0, d.find('='));
+        q.dims[name] = parse_dim_extents(name, d.substr(d.find('=') + 1));
+      } else
         q.bindings.push_back({w.substr(0, w.find('=')), w.substr(w.find('=') + 1)});
     }
     out.push_back(q);
@@ -168,6 +172,7 @@ std::unique_ptr<Prepared> prepare_spec(const QuerySpec& q) {
     else
       b.arrays[name] = make_array(value);
   }
+  b.dims = q.dims;
   // A relative name: generated sources carry it, and golden files hold no machine paths.
   return prepare(Source{q.file, read_text(fs::path(GAMUT_SOURCE_DIR) / q.file)}, std::move(b), q.rewrites);
 }

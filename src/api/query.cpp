@@ -90,7 +90,7 @@ struct Query::Impl {
     for (const auto& [name, a] : b.arrays) sig += name + ":" + std::to_string(int(a.dtype)) + ";";
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = typed.find(sig); it != typed.end()) return it->second;
-    auto t = std::make_shared<Typed>(Typed{plan_with_rewrites(source, type_env(b)), cuda::new_kernel_memo(), nullptr});
+    auto t = std::make_shared<Typed>(Typed{plan_with_rewrites(source, type_env(b)), cuda::new_kernel_memo(), nullptr, {}});
     if (typed.size() >= 64) typed.clear();
     typed.emplace(sig, t);
     return t;
@@ -104,7 +104,7 @@ struct Query::Impl {
     if (!ranked) return t;
     std::lock_guard<std::mutex> lock(mu);
     if (!t->provenance)
-      t->provenance = std::make_shared<Typed>(Typed{with_list_provenance(t->plan), cuda::new_kernel_memo(), nullptr});
+      t->provenance = std::make_shared<Typed>(Typed{with_list_provenance(t->plan), cuda::new_kernel_memo(), nullptr, {}});
     return t->provenance;
   }
 

@@ -243,6 +243,15 @@ Instance bind(const Plan& plan, const Bindings& b) {
         shape.push_back(dim ? *dim : need);
         continue;
       }
+      if (x.kind == OutIndex::Key) {
+        // No data holds a computed index before the run: its extent is given.
+        if (!dim)
+          throw_data_error(d.name, "an index computed in the query" + at(plan, d.span) +
+                                       " has no extent before the run; give it: --dim " + d.name +
+                                       "=D (Python: dims={\"" + d.name + "\": [D]}, C++: Inputs::extent)");
+        shape.push_back(*dim);
+        continue;
+      }
       const Access& acc = plan.accesses[size_t(x.access)];
       const Operand& g = plan.operands[size_t(acc.operand)];
       const NDArray& ga = *inst.inputs[size_t(acc.operand)];

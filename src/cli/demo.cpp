@@ -1,6 +1,7 @@
 // `gamut demo`: every example query on generated data. Data specs come from each example's
 // `# demo:` comment (NAME=f32, f32:LO..HI, i32:LO..HI, u8:LO..HI, bernoulli:P, index:G,
-// batch=B, a number for a scalar, or scaled:A,B for A*K + B*sqrt(K)); unnamed inputs are f32 in [-1, 1), index vectors index:16.
+// batch=B, a number for a scalar, or scaled:A,B for A*K + B*sqrt(K); OUTPUT=extent:D1[,D2] for an
+// aggregate's extents, as --dim); unnamed inputs are f32 in [-1, 1), index vectors index:16.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -12,6 +13,7 @@
 
 #include "cli/bindings.h"
 #include "core/error.h"
+#include "driver/pipeline.h"  // parse_dim_extents: the --dim syntax
 
 namespace gamut::cli {
 
@@ -129,6 +131,9 @@ int cmd_demo(const Options& opt, int size, const std::string& examples_dir, bool
         }
         in.scalar_text(p, v);
       }
+      for (const auto& [out, is_list] : info.outputs)
+        if (!is_list && specs.count(out) && specs[out].rfind("extent:", 0) == 0)
+          in.extent(out, parse_dim_extents(out, specs[out].substr(7)));
       const Result res = query.run(in, opt);
       const RunStats& st = res.stats;
       std::ostringstream outs;

@@ -246,7 +246,9 @@ struct Compiler {
     return cast(out, unary(out, k, ft, expr(args[0], out)), e.type);
   }
 
-  std::vector<OutDim> out_dims(int d) {
+  // The positions of output d's target; a computed one's slot is evaluated into `out` from the
+  // Store `s` (null: the positions' shape only).
+  std::vector<OutDim> out_dims(int d, const Stmt* s = nullptr, Steps* out = nullptr) {
     const DenseOutput& o = P.dense[size_t(d)];
     const std::vector<int64_t>& shape = I.dense_shapes[size_t(d)];
     std::vector<OutIndex> idx = o.index;
@@ -257,11 +259,23 @@ struct Compiler {
     if (idx.size() != shape.size()) internal_error("output " + o.name + " has the wrong rank");
     std::vector<OutDim> dims(idx.size());
     int64_t stride = 1;
+    int keys = 0, slot0 = first_key_slot(P, d);
+    for (const OutIndex& x : idx) keys += x.kind == OutIndex::Key;
     for (size_t n = idx.size(); n-- > 0;) {
       OutDim& od = dims[n];
       od.stride = stride;
       stride *= shape[n];
-      if (idx[n].kind == OutIndex::Axis) {
+      if (idx[n].kind == OutIndex::Key) {
+        // (positions run backwards here: this is computed index number --keys)
+        --keys;
+        od.axis = SlotKind::Temp;
+        od.extent = shape[n];
+        od.key_slot = slot0 + keys;
+        if (s && out) {
+          if (size_t(keys) >= s->columns.size()) internal_error("store of " + o.name + " lacks a computed index");
+          od.key = cast(*out, expr(s->columns[size_t(keys)], *out), CType::I64);
+        }
+      } else if (idx[n].kind == OutIndex::Axis) {
         od.axis = idx[n].axis == AxisRole::Row ? SlotKind::Row
                 : idx[n].axis == AxisRole::Col ? SlotKind::Col : SlotKind::Batch;
       } else {
@@ -325,7 +339,8 @@ struct Compiler {
         st.kind = StepKind::Store;
         st.target = s.target;
         st.value = cast(out, expr(s.value, out), o.type);
-        st.dims = out_dims(s.target);
+        st.dims = out_dims(s.target, &s, &out);
+        st.computed = std::any_of(st.dims.begin(), st.dims.end(), [](const OutDim& x) { return x.key >= 0; });
         st.store = store_fn(o.op, o.type);
         if (!st.store) internal_error("store op " + std::to_string(int(o.op)) + " on " + std::string(ctype_name(o.type)));
         out.push_back(std::move(st));
@@ -359,6 +374,7 @@ Module compile_module(const Instance& inst) {
   M.red = C.slot(CType::I32, true, SlotKind::Red);
   M.batch = C.slot(CType::I32, true, SlotKind::Batch);
   for (const Accumulator& a : P.accs) M.acc_slot.push_back(C.slot(a.type, false, SlotKind::Acc));
+  M.key_slots = key_slots(P).size();
   for (const ListOutput& l : P.lists)
     M.key_type.push_back(l.key != kNoExpr ? P.expr(l.key).type : CType::I32);
   for (size_t d = 0; d < P.dense.size(); ++d) {

@@ -479,6 +479,11 @@ Results run_cpu(const Instance& query, int threads, ListMemoryGuard* lists_guard
   run_on_threads(T, 1, body);
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
+  // A computed output index out of range is a data error: no partial result.
+  std::vector<KeyMisses> misses(m.key_slots);
+  for (auto& w : workers)
+    for (size_t k = 0; k < misses.size(); ++k) misses[k].merge(w->c.misses[k]);
+  check_key_misses(inst, misses);
 
   for (size_t d = 0; d < P.dense.size(); ++d)
     for (auto& w : workers)

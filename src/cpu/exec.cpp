@@ -21,11 +21,41 @@ void write_scalar(void* dst, CType t, const Scalar& v) {
   }
 }
 
+// The store's computed indices (docs/language.md section 9): an active lane whose value lies
+// outside its position's extent stores nothing and is recorded in c.misses. Adds each value's
+// offsets to off (every lane); returns the lanes that store (c.keep), or c.mask when all do.
+const uint8_t* computed_offsets(Ctx& c, const Step& s, int64_t* off) {
+  bool dropped = false;
+  uint8_t* keep = c.keep.data();
+  for (int l = 0; l < c.n; ++l) keep[l] = c.mask ? c.mask[l] : 1;
+  for (const OutDim& d : s.dims) {
+    if (d.key < 0) continue;
+    const int64_t* v = static_cast<const int64_t*>(c.ptr[size_t(d.key)]);
+    const bool uniform = c.mod->slots[size_t(d.key)].uniform;
+    KeyMisses& miss = c.misses[size_t(d.key_slot)];
+    for (int l = 0; l < c.n; ++l) {
+      const int64_t key = v[uniform ? 0 : l];
+      if (key >= 0 && key < d.extent) {
+        off[l] += key * d.stride;
+      } else if (keep[l]) {
+        miss.add(key);
+        keep[l] = 0;
+        dropped = true;
+      }
+    }
+  }
+  return dropped ? keep : c.mask;
+}
+
 void run_store(Ctx& c, const Step& s) {
   int64_t* off = c.off.data();
   int64_t base = 0;
   bool varying = false;
   for (const OutDim& d : s.dims) {
+    if (d.key >= 0) {
+      varying = true;
+      continue;
+    }
     switch (d.axis) {
       case SlotKind::Row: base += int64_t(c.i) * d.stride; break;
       case SlotKind::Batch: base += int64_t(c.b) * d.stride; break;
@@ -39,6 +69,7 @@ void run_store(Ctx& c, const Step& s) {
   if (varying) {
     for (int l = 0; l < c.n; ++l) off[l] = base;
     for (const OutDim& d : s.dims) {
+      if (d.key >= 0) continue;
       if (d.axis == SlotKind::Col) {
         for (int l = 0; l < c.n; ++l) off[l] += int64_t(c.jv[l]) * d.stride;
       } else if (d.axis == SlotKind::Temp && d.st.j != 0) {
@@ -47,8 +78,9 @@ void run_store(Ctx& c, const Step& s) {
       }
     }
   }
+  const uint8_t* mask = s.computed ? computed_offsets(c, s, off) : c.mask;
   const SlotInfo& v = c.mod->slots[size_t(s.value)];
-  s.store(c.out[size_t(s.target)], off, !varying, c.ptr[size_t(s.value)], v.uniform, c.mask, c.n);
+  s.store(c.out[size_t(s.target)], off, !varying, c.ptr[size_t(s.value)], v.uniform, mask, c.n);
 }
 
 void append_lanes(Ctx& c, std::vector<std::byte>& col, int slot, int count) {
@@ -93,6 +125,8 @@ Ctx::Ctx(const Module& m) : mod(&m) {
     if (m.slots[s].kind == SlotKind::Const) write_scalar(buf[s], m.slots[s].type, m.slots[s].value);
   }
   off.resize(size_t(kLanes));
+  keep.resize(size_t(kLanes));
+  misses.resize(m.key_slots);
   active.resize(size_t(kLanes));
 }
 

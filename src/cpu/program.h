@@ -13,6 +13,7 @@
 
 #include "bind/instance.h"
 #include "plan/list_rows.h"
+#include "semantics/computed_index.h"
 #include "semantics/store_ops.h"
 
 namespace gamut::cpu {
@@ -69,10 +70,13 @@ using IndexFn = int64_t (*)(const std::byte* data, int64_t elem);
 // One position of a store target.
 struct OutDim {
   int64_t stride = 0;          // elements, C order of the output
-  SlotKind axis = SlotKind::Row;  // Row/Col/Batch: the axis value; Temp: a lookup
+  SlotKind axis = SlotKind::Row;  // Row/Col/Batch: the axis value; Temp: a lookup or a computed index
   const std::byte* data = nullptr;  // lookup: the index vector
   IndexFn read = nullptr;
   Strides st;
+  int key = -1;                // computed index: its I64 slot (then data is null)
+  int key_slot = -1;           // computed index: its KeyMisses entry (semantics/computed_index.h)
+  int64_t extent = 0;          // computed index: values outside [0, extent) store nothing
 };
 
 enum class StepKind : uint8_t { Op, Update, MulAdd, If, Store, Emit };
@@ -88,6 +92,7 @@ struct Step {
   int cond = -1, mask = -1;    // If: Bool condition slot, slot for the combined lane mask
   std::vector<Step> body;      // If
   std::vector<OutDim> dims;    // Store
+  bool computed = false;       // Store: some position is a computed index
   StoreFn store = nullptr;
   std::vector<int> cols;       // Emit: one slot per column, of the column's type
   int key = -1;                // Emit: key slot (top/bottom)
@@ -101,6 +106,7 @@ struct Module {
   int row = -1, col = -1, red = -1, batch = -1;  // axis slots
   std::vector<bool> dense_unique;        // per output: each (b,i,j) writes its own elements
   std::vector<CType> key_type;           // per list
+  size_t key_slots = 0;                  // computed output indices (semantics/computed_index.h)
 };
 
 // Per-thread evaluation state.
@@ -115,6 +121,8 @@ struct Ctx {
   bool contiguous = false;             // jv[l] == j0 + l
   int32_t j0 = 0;
   std::vector<int64_t> off;            // store offsets scratch
+  std::vector<uint8_t> keep;           // store mask scratch: lanes whose computed indices are in range
+  std::vector<KeyMisses> misses;       // per key slot: values out of range (computed_index.h)
   std::vector<int> active;             // emit scratch: active lanes
   std::vector<std::byte*> out;         // per dense output: where stores go
   std::vector<ListCandidates>* lists = nullptr;

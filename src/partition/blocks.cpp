@@ -60,6 +60,8 @@ bool statements_read_axis(const Plan& P, const std::vector<Stmt>& stmts, AxisRol
           any = any || reads_axis(P, s.columns[c], axis);
       }
     }
+    if (s.kind == StmtKind::Store)  // computed output indices
+      for (ExprId k : s.columns) any = any || reads_axis(P, k, axis);
     any = any || reads_axis(P, s.value, axis) || reads_axis(P, s.cond, axis);
     any = statements_read_axis(P, s.body, axis, columns) || any;
   }

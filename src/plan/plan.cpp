@@ -126,13 +126,20 @@ struct Printer {
     return s + "]";
   }
 
-  std::string out_index(const DenseOutput& d) const {
+  // The output's target; a computed position prints its expression from `keys` (a Store's
+  // columns), or `#` where there is no statement.
+  std::string out_index(const DenseOutput& d, const std::vector<ExprId>* keys = nullptr) const {
     std::string s = d.name;
     if (d.index.empty()) return s;
     s += "[";
+    size_t key = 0;
     for (size_t k = 0; k < d.index.size(); ++k) {
       if (k) s += ", ";
-      s += d.index[k].kind == OutIndex::Axis ? axis_name(d.index[k].axis) : access(d.index[k].access);
+      const OutIndex& x = d.index[k];
+      if (x.kind == OutIndex::Key)
+        s += keys && key < keys->size() ? expr((*keys)[key++]) : "#";
+      else
+        s += x.kind == OutIndex::Axis ? axis_name(x.axis) : access(x.access);
     }
     return s + "]";
   }
@@ -154,7 +161,7 @@ struct Printer {
           break;
         case StmtKind::Store: {
           const DenseOutput& d = p.dense[size_t(s.target)];
-          out << ind << out_index(d) << " " << store_symbol(d.op) << " " << expr(s.value) << "\n";
+          out << ind << out_index(d, &s.columns) << " " << store_symbol(d.op) << " " << expr(s.value) << "\n";
           break;
         }
         case StmtKind::Emit: {
@@ -206,9 +213,10 @@ struct Printer {
     stmts(p.outer, 1);
     out << "output operators:\n";
     for (const DenseOutput& d : p.dense) {
-      bool lookup = false;
-      for (const OutIndex& x : d.index) lookup |= x.kind == OutIndex::Lookup;
+      bool lookup = false, key = false;
+      for (const OutIndex& x : d.index) lookup |= x.kind == OutIndex::Lookup, key |= x.kind == OutIndex::Key;
       std::string cls = d.is_project() ? "project (dense)" : d.index.empty() ? "aggregate to a scalar"
+                      : key ? "aggregate (computed index: a histogram)"
                       : lookup ? "aggregate (group by, direct mapping)" : "aggregate (direct)";
       out << "  " << out_index(d) << ": " << cls << ", " << store_symbol(d.op) << ", " << ctype_name(d.type) << "\n";
     }

@@ -150,10 +150,12 @@ struct Local {
   bool inner;                      // per (i,j,k) (true) or per (i,j) (false)
 };
 
-// One index position of an output target.
+// One index position of an output target: an axis, an index vector g[r], or an integer
+// expression of the pair's values computed per store (Key: `Hist[b] += 1`, aggregates only;
+// its extent comes from the bindings, docs/language.md section 6).
 struct OutIndex {
-  enum Kind : uint8_t { Axis, Lookup } kind;
-  AxisRole axis;                   // Row, Col or Batch
+  enum Kind : uint8_t { Axis, Lookup, Key } kind;
+  AxisRole axis;                   // Row, Col or Batch (Key: Red, i.e. neither side)
   int access = -1;                 // Lookup: Plan::accesses entry of the index vector (g[r])
 };
 
@@ -223,7 +225,8 @@ struct Stmt {
   ExprId value = kNoExpr;          // Let, Update, Store value
   ExprId cond = kNoExpr;           // If
   std::vector<Stmt> body;          // If
-  std::vector<ExprId> columns;     // Emit: one expr per ListOutput column
+  std::vector<ExprId> columns;     // Emit: one expr per ListOutput column; Store: one integer
+                                   // expr per OutIndex::Key position of the output, in order
   Span span;
 };
 

@@ -112,12 +112,17 @@ Stmt Analyzer::lower_store(const AstStmt& s) {
     }
     for (size_t k = first; k < t.args.size(); ++k) {
       const AstExpr& ix = *t.args[k];
-      if (ix.kind == AstExpr::Ident) {
+      if (computed_index(ix)) {
+        // An integer expression of the pair's values (computed_index.cpp).
+        const ExprId key = lower_computed_index(ix, t.name, op);
+        if (key == kNoExpr) return st;
+        index.push_back({OutIndex::Key, AxisRole::Red, -1});
+        st.columns.push_back(key);
+      } else if (ix.kind == AstExpr::Ident) {
         const Axis* ax = nullptr;
         for (const Axis& a : plan_.axes) if (a.name == ix.name) ax = &a;
         if (!ax || ax->role == AxisRole::Batch) {
-          diags_.error(ix.span, "output index must be a 'where' axis or an index vector (g[" + plan_.axes[0].name +
-                                    "]), found '" + ix.name + "'");
+          diags_.error(ix.span, "the batch axis '" + ix.name + "' indexes an output only first");
           return st;
         }
         if (ax->role == AxisRole::Red) {
@@ -143,9 +148,6 @@ Stmt Analyzer::lower_store(const AstStmt& s) {
         if (o.dtype && is_float(*o.dtype))
           diags_.error(ix.span, "index vector '" + o.name + "' must hold integers, but it is " + std::string(dtype_name(*o.dtype)));
         index.push_back({OutIndex::Lookup, p == Pattern::RowVec ? AxisRole::Row : AxisRole::Col, a});
-      } else {
-        diags_.error(ix.span, "output index must be a 'where' axis or an index vector (g[" + plan_.axes[0].name + "])");
-        return st;
       }
     }
   }
@@ -175,6 +177,7 @@ Stmt Analyzer::lower_store(const AstStmt& s) {
     for (size_t k = 0; same && k < index.size(); ++k)
       same = prev.index[k].kind == index[k].kind && prev.index[k].axis == index[k].axis &&
              (index[k].kind == OutIndex::Axis ||
+              index[k].kind == OutIndex::Key ||
               plan_.accesses[size_t(prev.index[k].access)].operand == plan_.accesses[size_t(index[k].access)].operand);
     if (!same) {
       diags_.error(t.span, "output '" + t.name + "' is indexed differently here than at " + pos(prev.span));

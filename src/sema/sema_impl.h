@@ -57,6 +57,9 @@ class Analyzer {
   std::vector<Stmt> lower_outer(const std::vector<AstStmt>& stmts);
   Stmt lower_let(const AstStmt& s, bool inner);
   Stmt lower_store(const AstStmt& s);
+  // ---- computed_index.cpp: output positions given by an integer expression ----
+  bool computed_index(const AstExpr& ix) const;
+  ExprId lower_computed_index(const AstExpr& ix, const std::string& output, StoreOp op);
   Stmt lower_emit(const AstStmt& s);
   void lower_when();
   void classify_monoids();

@@ -19,6 +19,7 @@ CASES = {
     "shortest_paths.py": ["--nodes", "90", "--density", "0.03"],
     "topk_bf16.py": ["--queries", "20", "--database", "500", "--dim", "16"],
     "dask_cluster.py": ["--queries", "200", "--database", "300", "--dim", "8", "--chunk", "70"],
+    "two_point_correlation.py": ["--points", "600", "--randoms", "900", "--bins", "16"],
 }
 
 

@@ -120,12 +120,16 @@ void KernelContext::locals(bool inner, Code& out) const {
       out.line(ctype_cpp(P.locals[n].type) + " " + N.local(int(n)) + " = " + ctype_cpp(P.locals[n].type) + "();");
 }
 
-std::string KernelContext::out_offset(int d, const std::string& jname) const {
+std::string KernelContext::out_offset(int d, const std::string& jname, const std::vector<std::string>& keys) const {
   const std::vector<OutIndex> idx = output_index(P, d);
   std::string r;
+  size_t key = 0;
   for (size_t p = 0; p < idx.size(); ++p) {
     std::string term;
-    if (idx[p].kind == OutIndex::Lookup)
+    if (idx[p].kind == OutIndex::Key) {
+      if (key >= keys.size()) unsupported("a computed index of " + P.dense[size_t(d)].name + " without its value");
+      term = keys[key++];
+    } else if (idx[p].kind == OutIndex::Lookup)
       term = "gm::to_i64(" + outer_r.load(idx[p].access) + ")";
     else if (idx[p].axis == AxisRole::Row)
       term = "gm::i64(i)";

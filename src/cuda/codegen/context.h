@@ -118,8 +118,9 @@ struct KernelContext {
   // kernel's pointers and parameters, which it reads in place. A local assigned by two lets
   // keeps its expression in place.
   void let_functions(Code& c);
-  // Linear element offset of dense output d at (b, i, jname).
-  std::string out_offset(int d, const std::string& jname) const;
+  // Linear element offset of dense output d at (b, i, jname); its computed positions take the
+  // names in `keys`, in order (outputs/dense/codegen/aggregate.cpp).
+  std::string out_offset(int d, const std::string& jname, const std::vector<std::string>& keys = {}) const;
   // Accesses read outside the mainloop: `when`, output statements, list keys, output indices.
   std::set<int> outer_accesses() const;
   // Whether the `when` pass bits exist (join keys a grouped join matches need none).

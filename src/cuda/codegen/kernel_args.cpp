@@ -82,8 +82,10 @@ ArgLayout read_layout(const ArgLayout& full, const std::set<std::string>& read) 
     L.access.push_back({map(a.ptr), map(a.ld), map(a.bstride), map(a.vec)});
   for (const ArgLayout::ParamSlot& p : full.params) L.params.push_back({p.param, p.type, map(p.slot)});
   for (const ArgLayout::OutputSlots& d : full.dense) {
-    ArgLayout::OutputSlots o{map(d.ptr), {}, map(d.vec), map(d.elems)};
+    ArgLayout::OutputSlots o{map(d.ptr), {}, map(d.vec), map(d.elems), {}, -1};
     for (int s : d.stride) o.stride.push_back(map(s));
+    for (int s : d.extent) o.extent.push_back(map(s));
+    o.misses = map(d.misses);
     L.dense.push_back(o);
   }
   for (const ArgLayout::ListSlots& l : full.lists) {

@@ -42,6 +42,8 @@ struct ArgLayout {
     std::vector<int> stride;  // per position of output_index(plan, d), elements
     int vec = -1;             // project runs along j may use vector stores
     int elems = -1;           // elements of the (padded) output array
+    std::vector<int> extent;  // per position: the extent of a computed index, else -1
+    int misses = -1;          // computed indices: gm::KeyMisses per computed position, in order
   };
   struct ListSlots {
     int counter = -1;            // u64 rows that reached the emit (may exceed capacity)

@@ -295,7 +295,13 @@ Names::Names(const Plan& plan) {
   for (const Local& l : plan.locals) local_.push_back(claim(l.name, kLocalSuffixes));
   for (size_t d = 0; d < plan.dense.size(); ++d) {
     std::vector<std::string> s = kDenseSuffixes;
-    for (size_t p = 0; p < output_index(plan, int(d)).size(); ++p) s.push_back("stride" + std::to_string(p));
+    const std::vector<OutIndex> idx = output_index(plan, int(d));
+    for (size_t p = 0; p < idx.size(); ++p) {
+      s.push_back("stride" + std::to_string(p));
+      if (idx[p].kind == OutIndex::Key) s.push_back("extent" + std::to_string(p));
+    }
+    if (std::any_of(idx.begin(), idx.end(), [](const OutIndex& x) { return x.kind == OutIndex::Key; }))
+      s.push_back("misses");
     dense_.push_back(claim(plan.dense[d].name, s));
     dense_suffixes_.push_back(s);
   }

@@ -11,6 +11,12 @@
 // or probing code is rendered per pair: the general loop's per-pair code (loads of g[i], h[j],
 // key compare, hashed commit) is large enough that the warps wait on the instruction cache.
 // The general loop stays for outputs larger than the table.
+//
+// Computed indices (`Hist[b] += 1`): each store evaluates its index expressions first; a value
+// outside its position's extent is recorded in the output's gm::KeyMisses (the host then makes
+// the run a data error) and the pair stores nothing. A histogram of at most SLOTS bins is the
+// direct table: a shared-memory histogram per block, merged into global memory after the
+// block's tile; a larger one takes the hash table, whose crowded keys go to global atomics.
 #include "cuda/outputs/output_operator.h"
 
 namespace gamut::cuda::cg {
@@ -19,9 +25,10 @@ using std::to_string;
 
 namespace {
 
-// Which side of the output position a term of output_index belongs to.
-enum class Side { Row, Col, None };
+// Which side of the output position a term of output_index belongs to (Key: computed per pair).
+enum class Side { Row, Col, Key, None };
 Side side_of(const Plan& P, const OutIndex& x) {
+  if (x.kind == OutIndex::Key) return Side::Key;
   if (x.kind == OutIndex::Axis)
     return x.axis == AxisRole::Col ? Side::Col : Side::Row;  // the batch index goes with the row
   const Pattern p = P.accesses[size_t(x.access)].pattern;
@@ -75,9 +82,11 @@ class Aggregates final : public OutputOperator {
     std::string id;
     for (const auto& [st, n] : aggs_)
       if (st == &s) id = to_string(n);
+    const std::vector<std::string> keys = computed_keys(s, out);
     out.line("af" + id + " = true;");
-    out.line("ak" + id + " = gm::u64(" + X.out_offset(d, "j") + ");");
+    out.line("ak" + id + " = gm::u64(" + X.out_offset(d, "j", keys) + ");");
     out.line("av" + id + " = " + v + ";");
+    if (!keys.empty()) out.close();
     return true;
   }
   void pair_end(Code& c) override {
@@ -141,8 +150,10 @@ class Aggregates final : public OutputOperator {
       if (s.kind != StmtKind::Store) unsupported("a list in a direct-table epilogue");
       const int d = s.target;
       const std::string n = to_string(d);
-      out.line("sk" + n + ".add_direct(kr" + n + " + kc" + n + "[n], " +
+      const std::vector<std::string> keys = computed_keys(s, out);
+      out.line("sk" + n + ".add_direct(kr" + n + " + kc" + n + "[n]" + key_part(d, keys) + ", " +
                X.outer_r.expr_as(s.value, P.dense[size_t(d)].type) + ");");
+      if (!keys.empty()) out.close();
     });
     if (!test.empty()) c.close();  // if
     c.close();                     // n
@@ -158,11 +169,47 @@ class Aggregates final : public OutputOperator {
     }
   }
 
+  // Store s's computed indices as locals `ki<s>_<q>` (s: its run combiner's number), and an open block that runs where
+  // all are in their extents (closed by the caller); none: no names, no block.
+  std::vector<std::string> computed_keys(const Stmt& s, Code& out) const {
+    const int d = s.target;
+    const std::vector<OutIndex> idx = output_index(P, d);
+    std::vector<std::string> names;
+    std::string test;
+    int id = -1;
+    for (const auto& [st, n] : aggs_)
+      if (st == &s) id = n;
+    for (size_t p = 0, q = 0; p < idx.size(); ++p) {
+      if (idx[p].kind != OutIndex::Key) continue;
+      const std::string k = "ki" + to_string(id) + "_" + to_string(q);
+      out.line("const gm::i64 " + k + " = " + X.outer_r.expr_as(s.columns.at(q), CType::I64) + ";  // " +
+               P.dense[size_t(d)].name + "'s computed index " + to_string(p));
+      test += (test.empty() ? "" : " & ") + std::string("gm::key_in_range(") + k + ", " +
+              X.N.dense(d, "extent" + to_string(p)) + ", " + X.N.dense(d, "misses") + " + " + to_string(q) + ")";
+      names.push_back(k);
+      ++q;
+    }
+    // (`&`, not `&&`: every index out of range is recorded.)
+    if (!names.empty()) out.open("if (" + test + ")");
+    return names;
+  }
+
+  // The computed part of output d's direct slot: " + unsigned(KEY) * unsigned(STRIDE)" per key.
+  std::string key_part(int d, const std::vector<std::string>& keys) const {
+    const std::vector<OutIndex> idx = output_index(P, d);
+    std::string r;
+    for (size_t p = 0, q = 0; p < idx.size(); ++p)
+      if (idx[p].kind == OutIndex::Key)
+        r += " + unsigned(" + keys.at(q++) + ") * unsigned(" + X.N.dense(d, "stride" + to_string(p)) + ")";
+    return r;
+  }
+
   // The row (column) part of output d's position.
   std::string direct_part(int d, bool row) const {
     const std::vector<OutIndex> idx = output_index(P, d);
     std::string r;
     for (size_t p = 0; p < idx.size(); ++p) {
+      if (side_of(P, idx[p]) == Side::Key) continue;
       if ((side_of(P, idx[p]) == Side::Row) != row) continue;
       std::string term;
       if (idx[p].kind == OutIndex::Lookup)

@@ -2,6 +2,8 @@
 // index is j (and positions are the indices themselves), collected over a run of the map's
 // consecutive columns and stored with one vector access (gm::store_run). Also the argument
 // words and kernel pointers of every dense output, project or aggregate.
+#include <algorithm>
+
 #include "cuda/outputs/output_operator.h"
 
 namespace gamut::cuda::cg {
@@ -68,10 +70,17 @@ void dense_output_args(ArgLayout& L, const Plan& plan, const Names& N, int d) {
   ArgLayout::OutputSlots s;
   s.ptr = L.add(N.dense(d, "ptr"),
                 plan.dense[size_t(d)].name + ": " + std::string(ctype_name(plan.dense[size_t(d)].type)) + " output");
-  for (size_t p = 0; p < output_index(plan, d).size(); ++p)
+  const std::vector<OutIndex> idx = output_index(plan, d);
+  for (size_t p = 0; p < idx.size(); ++p)
     s.stride.push_back(L.add(N.dense(d, "stride" + to_string(p)), "elements per step of index " + to_string(p)));
   s.vec = L.add(N.dense(d, "vec4"), "1: runs along j may be stored as vectors");
   s.elems = L.add(N.dense(d, "elems"), "elements of the (padded) array");
+  s.extent.assign(idx.size(), -1);
+  for (size_t p = 0; p < idx.size(); ++p)
+    if (idx[p].kind == OutIndex::Key)
+      s.extent[p] = L.add(N.dense(d, "extent" + to_string(p)), "extent of computed index " + to_string(p));
+  if (std::any_of(idx.begin(), idx.end(), [](const OutIndex& x) { return x.kind == OutIndex::Key; }))
+    s.misses = L.add(N.dense(d, "misses"), "gm::KeyMisses per computed index: values out of range");
   L.dense.push_back(s);
 }
 
@@ -84,6 +93,13 @@ void dense_output_pointers(const KernelContext& X, Code& c) {
       c.line("const gm::i64 " + X.N.dense(int(d), "stride" + to_string(p)) + " = gm::arg_i64(" + X.arg(s.stride[p]) +
              ");");
     if (X.runs_along_j(int(d))) c.line("const bool " + X.N.dense(int(d), "vec4") + " = " + X.arg(s.vec) + " != 0;");
+    for (size_t p = 0; p < s.extent.size(); ++p)
+      if (s.extent[p] >= 0)
+        c.line("const gm::i64 " + X.N.dense(int(d), "extent" + to_string(p)) + " = gm::arg_i64(" + X.arg(s.extent[p]) +
+               ");");
+    if (s.misses >= 0)
+      c.line("gm::KeyMisses* " + X.N.dense(int(d), "misses") + " = reinterpret_cast<gm::KeyMisses*>(" +
+             X.arg(s.misses) + ");");
   }
 }
 

@@ -84,6 +84,21 @@ struct TableSink {
   }
 };
 
+// The values of one computed output index (`Hist[b] += 1`) that fell outside its extent: the
+// host's KeyMisses (semantics/computed_index.h), which makes the run a data error. Such a pair
+// stores nothing.
+struct KeyMisses {
+  u64 count;
+  i64 lo, hi;
+};
+GM_DEV bool key_in_range(i64 key, i64 extent, KeyMisses* miss) {
+  if (key >= 0 && key < extent) return true;
+  atomicAdd(&miss->count, 1ull);
+  atomicMin(&miss->lo, key);
+  atomicMax(&miss->hi, key);
+  return false;
+}
+
 // Per-thread run combiner: consecutive values with the same key are merged in registers;
 // a new key commits the pending run to the sink. finish() commits the last run.
 template <class T, int OP>

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/sizes.h"
 #include "cuda/codegen/codegen.h"
+#include "semantics/computed_index.h"
 
 namespace gamut::cuda {
 
@@ -112,6 +113,9 @@ DeviceDenseOutputs::DeviceDenseOutputs(const Instance& inst, const DenseOutputFn
     if (!ptr_[d] && bytes) throw_device_error("no device memory for output " + P.dense[d].name);
   }
   for (size_t d = 0; d < n; ++d) needs_fill_[d] = !written_everywhere(inst, d);
+  key_slots_ = key_slots(P).size();
+  static_assert(sizeof(KeyMisses) == 24, "gm::KeyMisses is three 8-byte words");
+  if (key_slots_) misses_ = DeviceBuffer(key_slots_ * sizeof(KeyMisses));
 }
 
 void DeviceDenseOutputs::bind(const ArgLayout& layout, std::vector<uint64_t>& w) const {
@@ -135,6 +139,9 @@ void DeviceDenseOutputs::bind(const ArgLayout& layout, std::vector<uint64_t>& w)
     }
     put(s.vec, aligned && output_runs_along_j(P, int(d)));
     put(s.elems, uint64_t(rows_[d] * pitch_[d]));
+    for (size_t p = 0; p < s.extent.size() && p < shape.size(); ++p) put(s.extent[p], uint64_t(shape[p]));
+    if (const int k = first_key_slot(P, int(d)); k >= 0)
+      put(s.misses, uint64_t(reinterpret_cast<uintptr_t>(misses_.get()) + size_t(k) * sizeof(KeyMisses)));
   }
 }
 
@@ -142,10 +149,19 @@ void DeviceDenseOutputs::before_launch() {
   const Plan& P = *inst_.plan;
   for (size_t d = 0; d < P.dense.size(); ++d)
     if (needs_fill_[d]) fill_identity(ptr_[d], P.dense[d].op, P.dense[d].type, rows_[d] * pitch_[d]);
+  if (key_slots_) {
+    const std::vector<KeyMisses> none(key_slots_);
+    copy_host_to_device(misses_.get(), none.data(), key_slots_ * sizeof(KeyMisses));
+  }
 }
 
 void DeviceDenseOutputs::collect(Results& res) {
   const Plan& P = *inst_.plan;
+  if (key_slots_) {
+    std::vector<KeyMisses> misses(key_slots_);
+    misses_.download(misses.data(), key_slots_ * sizeof(KeyMisses));
+    check_key_misses(inst_, misses);
+  }
   std::vector<NDArray>& out = res.dense;
   out.clear();
   for (size_t d = 0; d < P.dense.size(); ++d) {

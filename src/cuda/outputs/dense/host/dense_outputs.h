@@ -37,7 +37,8 @@ class DeviceDenseOutputs final : public OutputBuffers {
   void bind(const ArgLayout& layout, std::vector<uint64_t>& w) const override;
   // Every output that needs it set to its identity, in stream order (before each launch).
   void before_launch() override;
-  // The outputs as the run's results (Results::dense): downloaded, or views of the caller's memory.
+  // The outputs as the run's results (Results::dense): downloaded, or views of the caller's
+  // memory; a data error instead where a computed index fell out of range (computed_index.h).
   void collect(Results& res) override;
 
  private:
@@ -47,6 +48,8 @@ class DeviceDenseOutputs final : public OutputBuffers {
   std::vector<void*> ptr_;             // where output d lies
   std::vector<int64_t> pitch_, rows_;  // elements per row in memory, rows (all but the last extent)
   std::vector<bool> needs_fill_;       // not written_everywhere
+  DeviceBuffer misses_;                // gm::KeyMisses per key slot (computed output indices)
+  size_t key_slots_ = 0;
 };
 
 }  // namespace gamut::cuda
