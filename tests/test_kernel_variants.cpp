@@ -3,13 +3,13 @@
 // small query per family, the table's text both ways, foreign and corrupt tables, and
 // choose_kernel_spec with and without a table. (KernelVariantsNvrtc compiles every variant.)
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <set>
 #include <string>
 #include <vector>
@@ -33,8 +33,8 @@ struct Case {
   std::string name, text;
   std::vector<std::pair<std::string, NDArray>> arrays;
   F32Math f32 = F32Math::Ieee;
-  std::string family;   // kernel_family
-  bool wgmma = false;   // its variants are TMA-fed wgmma ones
+  std::string family;  // kernel_family
+  bool wgmma = false;  // its variants are TMA-fed wgmma ones
 };
 
 // One small query per family (and the tensor-core maths of the products and lists).
@@ -45,20 +45,33 @@ std::vector<Case> cases() {
   const NDArray zip = NDArray::zeros(DType::I32, {1024});
   const NDArray da = NDArray::zeros(DType::F32, {4, 512, 64}), db = NDArray::zeros(DType::F32, {4, 64, 512});
   const NDArray ba = NDArray::zeros(DType::BF16, {4, 512, 64}), bb = NDArray::zeros(DType::BF16, {4, 64, 512});
-  const std::string bmm = "batch (b) where (i, j) { a = 0; reduce (k) { a += A[b, i, k] * B[b, k, j]; } C[b, i, j] = a; }";
+  const std::string bmm =
+      "batch (b) where (i, j) { a = 0; reduce (k) { a += A[b, i, k] * B[b, k, j]; } C[b, i, j] = a; }";
   return {
       {"sgemm", example("sgemm.mmlt"), {{"A", a}, {"B", b}}, F32Math::Ieee, "product.f32", false},
       {"sgemm tf32", example("sgemm.mmlt"), {{"A", a}, {"B", b}}, F32Math::Tf32, "product.tf32", true},
       {"product bf16", example("sgemm.mmlt"), {{"A", a16}, {"B", b16}}, F32Math::Ieee, "product.bf16", true},
-      {"q3 bf16", example("q3_count_pairs.mmlt"), {{"P", a16}, {"R", b16}, {"Pzip", zip}, {"Rzip", zip}},
-       F32Math::Ieee, "aggregate.bf16", true},
+      {"q3 bf16",
+       example("q3_count_pairs.mmlt"),
+       {{"P", a16}, {"R", b16}, {"Pzip", zip}, {"Rzip", zip}},
+       F32Math::Ieee,
+       "aggregate.bf16",
+       true},
       {"q5 bf16", example("q5_select.mmlt"), {{"P", a16}, {"R", b16}}, F32Math::Ieee, "list.bf16", true},
       {"q7 bf16", example("q7_top128.mmlt"), {{"P", a16}, {"R", b16}}, F32Math::Ieee, "top.bf16", true},
-      {"knn", example("knn.mmlt"), {{"Q", a}, {"X", NDArray::zeros(DType::F32, {1024, 64})}}, F32Math::Ieee,
-       "top.simt-f32", false},
+      {"knn",
+       example("knn.mmlt"),
+       {{"Q", a}, {"X", NDArray::zeros(DType::F32, {1024, 64})}},
+       F32Math::Ieee,
+       "top.simt-f32",
+       false},
       {"maxplus", example("maxplus.mmlt"), {{"A", ai}, {"B", bi}}, F32Math::Ieee, "product.simt-i32", false},
-      {"minplus batched", example("minplus_batched.mmlt"), {{"D", da}, {"E", db}}, F32Math::Ieee,
-       "batched.product.simt-f32", false},
+      {"minplus batched",
+       example("minplus_batched.mmlt"),
+       {{"D", da}, {"E", db}},
+       F32Math::Ieee,
+       "batched.product.simt-f32",
+       false},
       {"product batched bf16", bmm, {{"A", ba}, {"B", bb}}, F32Math::Ieee, "batched.product.bf16", true},
   };
 }
@@ -66,6 +79,7 @@ std::vector<Case> cases() {
 std::unique_ptr<Prepared> prepared(const Case& c) {
   Bindings bindings;
   for (const auto& [name, array] : c.arrays) bindings.arrays[name] = array;
+  if (c.text.find("thres") != std::string::npos) bindings.scalars["thres"] = "16";
   // (No bound rewrites: the kernel of the query as written, which tune searches.)
   return prepare(Source{c.name + ".mmlt", c.text}, std::move(bindings), false);
 }
@@ -107,6 +121,8 @@ TEST(KernelVariants, SearchSpaceOfEachFamilyIsValid) {
     EXPECT_EQ(h.choice, "heuristic");
     const std::vector<KernelVariant> vs = kernel_variants(inst, target, req);
     ASSERT_GE(vs.size(), 3u);
+    std::cout << "[ variants ] " << c.name << " (" << h.family << "): " << vs.size() << ", first " << vs[0].str()
+              << "\n";
     EXPECT_EQ(vs[0].str(), variant_of(h).str());
     std::set<std::string> sources, labels;
     for (const KernelVariant& v : vs) {
@@ -179,8 +195,8 @@ namespace {
 TunedTable sample_table() {
   TunedTable t;
   t.device = TunedDevice{"NVIDIA H100 80GB HBM3", 132, 12090, "0.1.0"};
-  t.entries.push_back({"product.bf16", "product-bf16", 1024, 1024, 64, 1, "wgmma 128x128 s3 b2", 0.5,
-                       "wgmma 128x256 s4 b1", 0.6});
+  t.entries.push_back(
+      {"product.bf16", "product-bf16", 1024, 1024, 64, 1, "wgmma 128x128 s3 b2", 0.5, "wgmma 128x256 s4 b1", 0.6});
   t.entries.push_back({"product.f32", "sgemm", 1024, 1024, 64, 1, "simt 64x64x8/4x4", 1.5, "simt 128x64x8/8x4", 1.7});
   return t;
 }
@@ -217,7 +233,7 @@ TEST(TunedTable, LookupTakesTheNearestSizeOfTheFamilyWithinItsReach) {
   EXPECT_EQ(t.lookup("product.bf16", 2048, 2048, 128, 1)->variant, "wgmma 128x128 s3 b2");
   EXPECT_EQ(t.lookup("product.bf16", 8192, 8192, 1024, 1)->variant, "wgmma 128x128 s6 b1");
   EXPECT_EQ(t.lookup("product.bf16", 16384, 4096, 1024, 4)->variant, "wgmma 128x128 s6 b1");  // (the same pairs)
-  EXPECT_EQ(t.lookup("product.bf16", 16, 16, 8, 1), nullptr);  // too far from both
+  EXPECT_EQ(t.lookup("product.bf16", 16, 16, 8, 1), nullptr);                                 // too far from both
   EXPECT_EQ(t.lookup("top.bf16", 1024, 1024, 64, 1), nullptr);
   t.put({"product.bf16", "again", 1024, 1024, 64, 1, "wgmma 64x128 s4 b1", 1, "", 1});  // replaces its size's
   EXPECT_EQ(t.entries.size(), 3u);
@@ -230,9 +246,10 @@ TEST(TunedTable, CorruptAndForeignTablesAreIgnoredWithOneWarning) {
   const std::string path = tuned_table_path(dir, t.device);
   forget_tuned_tables();
   EXPECT_EQ(tuned_table_for(dir, t.device), nullptr);  // none: no warning
-  for (const std::string& text : {std::string("{not json"), std::string(R"({"format": "gamut-tuned-1"})"),
-                                  std::string(R"({"format": "other"})"), std::string("\x01\x02\xff"),
-                                  R"({"format": "gamut-tuned-1", "device": {"name": 3}, "entries": []})"}) {
+  for (const std::string& text :
+       {std::string("{not json"), std::string(R"({"format": "gamut-tuned-1"})"), std::string(R"({"format": "other"})"),
+        std::string("\x01\x02\xff"),
+        std::string(R"({"format": "gamut-tuned-1", "device": {"name": 3}, "entries": []})")}) {
     SCOPED_TRACE(text);
     std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
     forget_tuned_tables();

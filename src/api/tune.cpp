@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <cstring>
 #include <random>
 #include <sstream>
 
@@ -106,7 +106,8 @@ Data make_data(const Query& q, const Reference& r, int64_t size, int64_t k, int6
   }
   for (const std::string& p : info.params)
     if (p == "thres")  // (uniform [0, 1) products: mean K / 4, deviation ~ sqrt(K) / 4)
-      d.inputs.scalar(p, 0.25 * double(k) + (std::string(r.name).rfind("q5", 0) == 0 ? 0.55 : 0.0) * std::sqrt(double(k)));
+      d.inputs.scalar(p,
+                      0.25 * double(k) + (std::string(r.name).rfind("q5", 0) == 0 ? 0.55 : 0.0) * std::sqrt(double(k)));
   return d;
 }
 
@@ -152,7 +153,7 @@ struct Clock {
 
 std::vector<std::string> tune_families() { return {"products", "lists", "semirings", "batched"}; }
 
-std::vector<std::pair<int64_t, int64_t>> tune_default_sizes() { return {{8192, 256}, {16384, 1024}}; }
+std::vector<std::pair<int64_t, int64_t>> tune_default_sizes() { return {{16384, 256}, {16384, 1024}}; }
 
 TuneReport tune(const TuneOptions& opt) {
   Clock clock;
@@ -219,8 +220,13 @@ TuneReport tune(const TuneOptions& opt) {
       rep.lines.push_back(what + ": nothing to search (" + (variants.empty() ? "no variants" : "one variant") + ")");
       continue;
     }
-    nlohmann::json record = {{"family", r.family}, {"query", r.name}, {"m", size}, {"n", size},
-                             {"k", task.k},        {"batch", batch},  {"results", nlohmann::json::array()}};
+    nlohmann::json record = {{"family", r.family},
+                             {"query", r.name},
+                             {"m", size},
+                             {"n", size},
+                             {"k", task.k},
+                             {"batch", batch},
+                             {"results", nlohmann::json::array()}};
     report(double(t) / double(tasks.size()), what);
     const double task_start = clock.seconds();
     Result heuristic = q.run(data.inputs, base);
@@ -278,9 +284,10 @@ TuneReport tune(const TuneOptions& opt) {
     table.put(e);
     std::ostringstream line;
     line.precision(3);
-    line << std::fixed << what << " [" << family << "]: "
-         << (best == variants[0] ? "heuristic kept (" + variants[0] + ")" : best + " over " + variants[0]) << ", "
-         << best_ms << " ms vs " << heuristic_ms << " ms, " << v << " of " << variants.size() << " variants timed";
+    line << std::fixed << what << " [" << family
+         << "]: " << (best == variants[0] ? "heuristic kept (" + variants[0] + ")" : best + " over " + variants[0])
+         << ", " << best_ms << " ms vs " << heuristic_ms << " ms, " << v << " of " << variants.size()
+         << " variants timed";
     rep.lines.push_back(line.str());
   }
   rep.json = cuda::tuned_table_text(table, searched.dump());

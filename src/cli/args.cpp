@@ -62,7 +62,7 @@ void check_values(const Invocation& inv, bool threads_given, bool out_given, boo
     throw_usage_error(why);
 }
 
-// "8192x256,16384x1024" -> (M = N, K) pairs.
+// "16384x256,16384x1024" -> (M = N, K) pairs.
 std::vector<std::pair<int64_t, int64_t>> parse_tune_sizes(const std::string& text) {
   std::vector<std::pair<int64_t, int64_t>> out;
   size_t p = 0;
@@ -73,7 +73,7 @@ std::vector<std::pair<int64_t, int64_t>> parse_tune_sizes(const std::string& tex
     const size_t x = part.find('x');
     auto number = [&](const std::string& s) -> int64_t {
       if (s.empty() || s.size() > 7 || s.find_first_not_of("0123456789") != std::string::npos)
-        throw_usage_error("--sizes " + text + ": expected MxK pairs such as 8192x256,16384x1024");
+        throw_usage_error("--sizes " + text + ": expected MxK pairs such as 16384x256,16384x1024");
       return std::stoll(s);
     };
     if (x == std::string::npos) number("");
@@ -173,7 +173,7 @@ ParsedArgs parse_command_line(int argc, const char* const* argv) {
   tune->add_option("--family", inv.tune.families, "products, lists, semirings or batched (repeatable; default: all)")
       ->check(CLI::IsMember(tune_families()));
   tune->add_option("--seconds", inv.tune.seconds, "the whole search's time budget (default 540: under 10 minutes)");
-  tune->add_option("--sizes", tune_sizes, "M=N x K of the reference queries, comma-separated (default 8192x256,16384x1024)");
+  tune->add_option("--sizes", tune_sizes, "M=N x K of the reference queries, comma-separated (default 16384x256,16384x1024)");
   tune->add_option("--out", inv.tune.out_dir, "also write the table with every variant's time to this folder");
   tune->add_option("--repeat", inv.tune.repeats, "timed launches per variant (median; default 5)");
   tune->add_flag("--quiet", inv.output.quiet, "no progress bar on a terminal");

@@ -17,7 +17,8 @@ int cmd_tune(TuneOptions opt, bool quiet) {
   const TuneReport rep = tune(opt);
   if (bar) bar->finish();
   for (const std::string& l : rep.lines) std::cout << l << "\n";
-  if (rep.stopped) std::cout << "the time budget (--seconds) ran out: the queries after the last line were not searched\n";
+  if (rep.stopped)
+    std::cout << "the time budget (--seconds) ran out: the queries after the last line were not searched\n";
   std::cout << "tuned table: " << rep.table_path << "\n";
   if (!rep.out_path.empty()) std::cout << "copy: " << rep.out_path << "\n";
   std::cout << "plots: python3 tools/plot_tune.py " << (rep.out_path.empty() ? rep.table_path : rep.out_path)

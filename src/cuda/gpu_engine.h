@@ -20,13 +20,13 @@
 namespace gamut::cuda {
 
 struct GpuRunOptions {
-  std::optional<TileConfig> tile;  // override the chosen tile (benchmarks)
+  std::optional<TileConfig> tile;        // override the chosen tile (benchmarks)
   std::optional<KernelVariant> variant;  // a forced kernel variant (benchmarks, `gamut tune`)
   bool use_tuned = true;                 // false: the heuristics even where a tuned table exists
-  std::string arch;                // override the NVRTC arch ("" = the device's)
-  int warmup = 0;                  // benchmarks: untimed launches after the result run
-  int repeats = 0;                 // benchmarks: timed launches, each in GpuRunStats::runs_ms
-  bool masked_joins = false;       // run `when` keys as a mask over every tile (no key grouping)
+  std::string arch;                      // override the NVRTC arch ("" = the device's)
+  int warmup = 0;                        // benchmarks: untimed launches after the result run
+  int repeats = 0;                       // benchmarks: timed launches, each in GpuRunStats::runs_ms
+  bool masked_joins = false;             // run `when` keys as a mask over every tile (no key grouping)
   // Distinct lists of vector lookups (Areas(Pzip[i], Rzip[j])) on a seen table of their value
   // box where it is small (outputs/list/finish/seen.h); false: the tile hash and the device hash set (tests).
   bool seen_tables = true;
@@ -109,8 +109,9 @@ TunedDevice current_tuned_device();
 inline KernelSpec gpu_kernel_spec(const Instance& inst, const GpuRunOptions& options, KernelTarget target,
                                   const std::vector<std::optional<SeenBox>>& boxes) {
   if (!options.arch.empty()) target.arch = options.arch;
-  const KernelRequest request{options.tile, options.masked_joins, options.f32_math,
-                              every_distinct_seen(*inst.plan, boxes), options.variant, options.use_tuned};
+  const KernelRequest request{options.tile,     options.masked_joins,
+                              options.f32_math, every_distinct_seen(*inst.plan, boxes),
+                              options.variant,  options.use_tuned};
   return choose_kernel_spec(inst, target, request);
 }
 

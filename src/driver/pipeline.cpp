@@ -294,6 +294,8 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
     r.threads = sr.threads;
     r.tile = sr.tile;
     r.mainloop = sr.mainloop;
+    r.kernel_choice = sr.kernel_choice;
+    r.kernel_family = sr.kernel_family;
     r.cache = sr.cache;
     r.device_peak_bytes = std::max(r.device_peak_bytes, sr.device_peak_bytes);
     for (size_t d = 0; d < stage->plan.dense.size(); ++d) {

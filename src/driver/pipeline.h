@@ -29,7 +29,7 @@ struct RunOptions {
   // the choice may take a tuned table's winner (`gamut tune`).
   std::string kernel_variant;
   bool use_tuned = true;
-  int repeats = 0;   // GPU: time this many launches after one warm-up (median)
+  int repeats = 0;  // GPU: time this many launches after one warm-up (median)
   // The library's callers: the CUDA stream (cudaStream_t) every GPU operation goes to (nullptr:
   // the legacy default stream); dense and list outputs in the caller's device memory and no
   // waiting (cuda::GpuRunOptions::dense_output, list_output, asynchronous).

@@ -87,7 +87,8 @@ TEST(GpuTune, SmallSearchWritesTheTableAndTunedKernelsAreRight) {
   ASSERT_EQ(j["searched"].size(), 3u);
   for (const auto& s : j["searched"]) {
     EXPECT_GE(s["results"].size(), 3u) << s.dump();
-    for (const auto& v : s["results"]) EXPECT_EQ(v["status"].get<std::string>().rfind("wrong", 0), std::string::npos) << v;
+    for (const auto& v : s["results"])
+      EXPECT_EQ(v["status"].get<std::string>().rfind("wrong", 0), std::string::npos) << v;
   }
 
   // The tuned kernels, against the CPU engine (exact: integer data).
@@ -109,8 +110,8 @@ TEST(GpuTune, SmallSearchWritesTheTableAndTunedKernelsAreRight) {
     const gamut::Result g = q.run(in, gpu), c = q.run(in, cpu), h = q.run(in, heuristic);
     EXPECT_EQ(g.stats.kernel_choice, "tuned");
     EXPECT_EQ(h.stats.kernel_choice, "heuristic");
-    std::cout << "[ tune ] " << (bf16 ? "bf16" : "f32") << ": tuned " << g.stats.tile << ", heuristic "
-              << h.stats.tile << "\n";
+    std::cout << "[ tune ] " << (bf16 ? "bf16" : "f32") << ": tuned " << g.stats.tile << ", heuristic " << h.stats.tile
+              << "\n";
     const gamut::Array &a = g["C"].array, &b = c["C"].array;
     ASSERT_EQ(a.nbytes(), b.nbytes());
     EXPECT_EQ(std::memcmp(a.data, b.data, a.nbytes()), 0);

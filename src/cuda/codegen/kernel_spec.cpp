@@ -9,8 +9,8 @@
 #include "core/error.h"
 #include "cuda/codegen/join_groups.h"
 #include "cuda/codegen/kernel_variants.h"
-#include "cuda/codegen/tuned_table.h"
 #include "cuda/codegen/mainloop_tensor.h"
+#include "cuda/codegen/tuned_table.h"
 #include "cuda/runtime.h"
 
 namespace gamut::cuda {
@@ -203,7 +203,9 @@ KernelSpec choose_kernel_spec(const Instance& inst, const KernelTarget& target, 
   if (o.tensor_cores())
     k.label += " " + k.mainloop + " " + math_name(o.tensor_math) + (o.resident_b ? " resident-b" : "") +
                (o.resident_top ? " resident-top" : "") + (o.epilogue_warpgroups ? " epilogue-wg" : "") +
-               (o.persistent == 1 ? " persistent" : o.persistent == 0 ? " one-tile" : "");
+               (o.persistent == 1   ? " persistent"
+                : o.persistent == 0 ? " one-tile"
+                                    : "");
   k.variant = k.label + " " + k.arch;
   return k;
 }

@@ -73,8 +73,9 @@ KernelVariant variant_of(const KernelChoice& k) {
   return v;
 }
 
-std::optional<KernelChoice> apply_variant(const Instance& inst, const KernelTarget& target, const KernelRequest& request,
-                                          const KernelChoice& heuristic, const KernelVariant& v, std::string* why) {
+std::optional<KernelChoice> apply_variant(const Instance& inst, const KernelTarget& target,
+                                          const KernelRequest& request, const KernelChoice& heuristic,
+                                          const KernelVariant& v, std::string* why) {
   auto no = [&](const std::string& w) -> std::optional<KernelChoice> {
     if (why) *why = "kernel variant '" + v.str() + "' does not apply: " + w;
     return std::nullopt;
@@ -99,14 +100,20 @@ std::optional<KernelChoice> apply_variant(const Instance& inst, const KernelTarg
     if (v.persistent == 1 && v.tile.blocks > 1) return no("persistent kernels run one block per SM");
     k = heuristic;
     // (The mainloop's defaults, 4 stages and one block, stay unset: the heuristics' own kernel.)
-    k.tile = TileConfig{v.tile.bm, v.tile.bn, 128 / element_bytes(m), 2, v.tile.bn / 4,
-                        v.tile.stages == 4 ? 0 : v.tile.stages, v.tile.blocks == 1 ? 0 : v.tile.blocks};
+    k.tile = TileConfig{v.tile.bm,
+                        v.tile.bn,
+                        128 / element_bytes(m),
+                        2,
+                        v.tile.bn / 4,
+                        v.tile.stages == 4 ? 0 : v.tile.stages,
+                        v.tile.blocks == 1 ? 0 : v.tile.blocks};
     k.options.resident_b = false;
     if (v.persistent >= 0) k.options.persistent = v.persistent;
     // Resident thresholds take 128 x 128 in a persistent block (their state beside the ring).
-    k.options.resident_top = h.resident_top && v.tile.bm == 128 && v.tile.bn == 128 && v.tile.blocks == 1 &&
-                             k.options.persistent != 0;
-    k.options.epilogue_warpgroups = k.options.resident_top && (v.epilogue < 0 ? h.epilogue_warpgroups : v.epilogue == 1);
+    k.options.resident_top =
+        h.resident_top && v.tile.bm == 128 && v.tile.bn == 128 && v.tile.blocks == 1 && k.options.persistent != 0;
+    k.options.epilogue_warpgroups =
+        k.options.resident_top && (v.epilogue < 0 ? h.epilogue_warpgroups : v.epilogue == 1);
     if (v.epilogue == 1 && !k.options.epilogue_warpgroups) return no("epilogue warpgroups need resident thresholds");
     std::string w;
     const TcMainloopSpec s =
@@ -201,7 +208,9 @@ std::string kernel_family(const Instance& inst, const KernelChoice& heuristic) {
   for (const DenseOutput& d : P.dense)
     if (!d.is_project()) heavier(1, "aggregate");
   for (const ListOutput& l : P.lists)
-    heavier(l.mode == ListMode::Plain ? 2 : l.mode == ListMode::Distinct ? 3 : 4,
+    heavier(l.mode == ListMode::Plain      ? 2
+            : l.mode == ListMode::Distinct ? 3
+                                           : 4,
             l.mode == ListMode::Plain      ? "list"
             : l.mode == ListMode::Distinct ? "distinct"
                                            : "top");

@@ -23,9 +23,9 @@ KernelVariant variant_of(const KernelChoice& k);
 // applied; nullopt (with `why`) where v does not apply to this instance on this target: a
 // SIMT variant of a tensor-core kernel or the reverse, a tile the mainloop rejects, shared
 // memory or registers over the device's, persistent with several blocks per SM.
-std::optional<KernelChoice> apply_variant(const Instance& inst, const KernelTarget& target, const KernelRequest& request,
-                                          const KernelChoice& heuristic, const KernelVariant& v,
-                                          std::string* why = nullptr);
+std::optional<KernelChoice> apply_variant(const Instance& inst, const KernelTarget& target,
+                                          const KernelRequest& request, const KernelChoice& heuristic,
+                                          const KernelVariant& v, std::string* why = nullptr);
 
 // The variants `gamut tune` searches for this instance: the heuristics' choice first, then each
 // other one apply_variant accepts, no two of them generating the same kernel. Empty for a

@@ -51,12 +51,20 @@ void TunedTable::put(const TunedEntry& e) {
 std::string tuned_table_text(const TunedTable& t, const std::string& searched_json) {
   nlohmann::json j;
   j["format"] = kFormat;
-  j["device"] = {{"name", t.device.name}, {"sm_count", t.device.sm_count}, {"driver", t.device.driver},
-                 {"gamut", t.device.gamut}};
+  j["device"] = {
+      {"name", t.device.name}, {"sm_count", t.device.sm_count}, {"driver", t.device.driver}, {"gamut", t.device.gamut}};
   nlohmann::json es = nlohmann::json::array();
   for (const TunedEntry& e : t.entries)
-    es.push_back({{"family", e.family}, {"query", e.query}, {"m", e.m}, {"n", e.n}, {"k", e.k}, {"batch", e.batch},
-                  {"variant", e.variant}, {"ms", e.ms}, {"heuristic", e.heuristic}, {"heuristic_ms", e.heuristic_ms}});
+    es.push_back({{"family", e.family},
+                  {"query", e.query},
+                  {"m", e.m},
+                  {"n", e.n},
+                  {"k", e.k},
+                  {"batch", e.batch},
+                  {"variant", e.variant},
+                  {"ms", e.ms},
+                  {"heuristic", e.heuristic},
+                  {"heuristic_ms", e.heuristic_ms}});
   j["entries"] = es;
   if (!searched_json.empty()) j["searched"] = nlohmann::json::parse(searched_json, nullptr, false);
   return j.dump(1) + "\n";

@@ -14,8 +14,8 @@ namespace gamut::cuda {
 struct TunedDevice {
   std::string name;  // "NVIDIA H100 80GB HBM3"
   int sm_count = 0;
-  int driver = 0;    // cudaDriverGetVersion: 12090 is 12.9
-  std::string gamut; // gamut::version()
+  int driver = 0;     // cudaDriverGetVersion: 12090 is 12.9
+  std::string gamut;  // gamut::version()
   bool operator==(const TunedDevice& o) const {
     return name == o.name && sm_count == o.sm_count && driver == o.driver && gamut == o.gamut;
   }
