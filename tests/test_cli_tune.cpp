@@ -64,10 +64,10 @@ TEST(CliTune, ExplainSaysWhoChoseTheKernel) {
   if (!gamut::cuda::gpu_available(nullptr))  // (with a GPU, a tuned table may hold a winner)
     EXPECT_NE(h.out.find("\nkernel choice: heuristic, family product.bf16\n"), std::string::npos) << h.out;
   const Exit f =
-      run_gamut({"explain", example("sgemm"), "A=" + d.A, "B=" + d.B, "--kernel-variant", "wgmma 128x128 s3 b2"});
+      run_gamut({"explain", example("sgemm"), "A=" + d.A, "B=" + d.B, "--kernel-variant", "wgmma 64x128 s3 b2"});
   ASSERT_EQ(f.code, 0) << f.err;
   EXPECT_NE(f.out.find("\nkernel choice: forced (kernel_variant), family product.bf16\n"), std::string::npos) << f.out;
-  EXPECT_NE(f.out.find("128x128x64/2x32/s3/b2 wgmma+tma bf16"), std::string::npos) << f.out;
+  EXPECT_NE(f.out.find("64x128x64/2x32/s3/b2 wgmma+tma bf16"), std::string::npos) << f.out;
   const Exit bad = run_gamut({"explain", example("sgemm"), "A=" + d.A, "B=" + d.B, "--kernel-variant", "simt 64x64x8"});
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.err.find("does not apply: the query runs on tensor cores"), std::string::npos) << bad.err;

@@ -93,7 +93,7 @@ KernelRequest request_of(const Case& c) {
 }  // namespace
 
 TEST(KernelVariants, TextRoundTripsAndMalformedTextIsRefused) {
-  for (const std::string t : {"simt 128x128x8/8x8", "wgmma 128x128 s3 b2", "wgmma 128x256 s4 b1 one-tile",
+  for (const std::string t : {"simt 128x128x8/8x8", "wgmma 64x128 s3 b2", "wgmma 128x256 s4 b1 one-tile",
                               "wgmma 128x128 s4 b1 persistent no-epilogue-wg", "wgmma 64x128 s4 b1 epilogue-wg"}) {
     const std::optional<KernelVariant> v = parse_kernel_variant(t);
     ASSERT_TRUE(v) << t;
@@ -164,16 +164,22 @@ TEST(KernelVariants, InvalidVariantsAreRefused) {
   refused(cs[2], bf16->instance, "simt 128x128x8/8x8", "runs on tensor cores");
   refused(cs[2], bf16->instance, "wgmma 128x256 s4 b2", "shared memory");
   refused(cs[2], bf16->instance, "wgmma 128x128 s3 b2 persistent", "one block per SM");
+  refused(cs[2], bf16->instance, "wgmma 128x128 s3 b2", "too few registers");  // (ptxas C7602)
   refused(cs[2], bf16->instance, "wgmma 96x128 s4 b1", "BM");
   refused(cs[2], bf16->instance, "wgmma 128x128 s9 b1", "stages");
   refused(cs[2], bf16->instance, "wgmma 128x128 s4 b1 epilogue-wg", "resident thresholds");
 }
 
-// NVRTC accepts every variant's kernel for sm_90a (a few dozen compiles: tens of seconds).
+// NVRTC accepts every variant's kernel for sm_90a, for one query per family of `gamut tune`
+// (and the tf32 product, whose k-slices differ): some 60 compiles, about a minute of CPU. It
+// found that two blocks of 128-row TMA-fed tiles do not compile (ptxas C7602).
 TEST(KernelVariantsNvrtc, EveryVariantCompilesForSm90a) {
 #if GAMUT_HAVE_CUDA
   const KernelTarget target;
   for (const Case& c : cases()) {
+    if (c.name != "sgemm" && c.name != "sgemm tf32" && c.name != "product bf16" && c.name != "q7 bf16" &&
+        c.name != "maxplus" && c.name != "minplus batched")
+      continue;
     SCOPED_TRACE(c.name);
     const auto p = prepared(c);
     for (const KernelVariant& v : kernel_variants(p->instance, target, request_of(c))) {
@@ -196,7 +202,7 @@ TunedTable sample_table() {
   TunedTable t;
   t.device = TunedDevice{"NVIDIA H100 80GB HBM3", 132, 12090, "0.1.0"};
   t.entries.push_back(
-      {"product.bf16", "product-bf16", 1024, 1024, 64, 1, "wgmma 128x128 s3 b2", 0.5, "wgmma 128x256 s4 b1", 0.6});
+      {"product.bf16", "product-bf16", 1024, 1024, 64, 1, "wgmma 64x128 s3 b2", 0.5, "wgmma 128x256 s4 b1", 0.6});
   t.entries.push_back({"product.f32", "sgemm", 1024, 1024, 64, 1, "simt 64x64x8/4x4", 1.5, "simt 128x64x8/8x4", 1.7});
   return t;
 }
@@ -219,7 +225,7 @@ TEST(TunedTable, TextRoundTrips) {
   ASSERT_TRUE(back) << why;
   EXPECT_TRUE(back->device == t.device);
   ASSERT_EQ(back->entries.size(), 2u);
-  EXPECT_EQ(back->entries[0].variant, "wgmma 128x128 s3 b2");
+  EXPECT_EQ(back->entries[0].variant, "wgmma 64x128 s3 b2");
   EXPECT_EQ(back->entries[1].family, "product.f32");
   EXPECT_EQ(back->entries[1].k, 64);
   EXPECT_DOUBLE_EQ(back->entries[0].heuristic_ms, 0.6);
@@ -229,8 +235,8 @@ TEST(TunedTable, TextRoundTrips) {
 TEST(TunedTable, LookupTakesTheNearestSizeOfTheFamilyWithinItsReach) {
   TunedTable t = sample_table();
   t.put({"product.bf16", "product-bf16", 16384, 16384, 1024, 1, "wgmma 128x128 s6 b1", 1, "", 1});
-  EXPECT_EQ(t.lookup("product.bf16", 1024, 1024, 64, 1)->variant, "wgmma 128x128 s3 b2");
-  EXPECT_EQ(t.lookup("product.bf16", 2048, 2048, 128, 1)->variant, "wgmma 128x128 s3 b2");
+  EXPECT_EQ(t.lookup("product.bf16", 1024, 1024, 64, 1)->variant, "wgmma 64x128 s3 b2");
+  EXPECT_EQ(t.lookup("product.bf16", 2048, 2048, 128, 1)->variant, "wgmma 64x128 s3 b2");
   EXPECT_EQ(t.lookup("product.bf16", 8192, 8192, 1024, 1)->variant, "wgmma 128x128 s6 b1");
   EXPECT_EQ(t.lookup("product.bf16", 16384, 4096, 1024, 4)->variant, "wgmma 128x128 s6 b1");  // (the same pairs)
   EXPECT_EQ(t.lookup("product.bf16", 16, 16, 8, 1), nullptr);                                 // too far from both
@@ -288,10 +294,10 @@ TEST(TunedTable, KernelChoiceTakesTheTunedVariantWhereTheTableHasOne) {
   target.tuned = std::make_shared<const TunedTable>(sample_table());
   const KernelSpec tuned = choose_kernel_spec(bf16->instance, target, request_of(cs[2]));
   EXPECT_EQ(tuned.choice, "tuned");
-  EXPECT_EQ(variant_of(tuned).str(), "wgmma 128x128 s3 b2");
+  EXPECT_EQ(variant_of(tuned).str(), "wgmma 64x128 s3 b2");
   EXPECT_NE(tuned.label, heuristic.label);
-  EXPECT_NE(tuned.label.find("/s3/b2"), std::string::npos) << tuned.label;
-  EXPECT_NE(generate_source(*bf16->instance.plan, tuned.tile, tuned.options).find("__launch_bounds__(384, 2)"),
+  EXPECT_NE(tuned.label.find("64x128x64/2x32/s3/b2"), std::string::npos) << tuned.label;
+  EXPECT_NE(generate_source(*bf16->instance.plan, tuned.tile, tuned.options).find("__launch_bounds__(256, 2)"),
             std::string::npos);
 
   const KernelSpec sgemm = choose_kernel_spec(f32->instance, target, request_of(cs[0]));

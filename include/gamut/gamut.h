@@ -148,7 +148,7 @@ struct Options {
   bool as_written = false;
   std::string tile;                 // benchmarks: GPU tile "BMxBNxBK[/TMxTN]" ("" = chosen)
   // Benchmarks and `gamut tune`: a GPU kernel variant as Query::kernel_variants names them
-  // ("wgmma 128x128 s3 b2"; "" = chosen). A variant that does not apply is a usage error.
+  // ("wgmma 64x128 s3 b2"; "" = chosen). A variant that does not apply is a usage error.
   std::string kernel_variant;
   // Whether the GPU kernel may be the winner `gamut tune` stored for this device (false: the
   // heuristics' choice; RunStats::kernel_choice says which chose).

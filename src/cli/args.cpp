@@ -121,7 +121,7 @@ ParsedArgs parse_command_line(int argc, const char* const* argv) {
                     "CPU engine threads, 1 to " + std::to_string(kMaxThreads) + " (default: every hardware thread)");
     sub->add_option("--tile", inv.options.tile, "GPU tile BMxBNxBK[/TMxTN] (benchmarking)");
     sub->add_option("--kernel-variant", inv.options.kernel_variant,
-                    "GPU kernel variant as `gamut tune` names them, e.g. 'wgmma 128x128 s3 b2' (benchmarking)");
+                    "GPU kernel variant as `gamut tune` names them, e.g. 'wgmma 64x128 s3 b2' (benchmarking)");
     sub->add_flag("--heuristic", heuristic, "GPU: the heuristics' kernel even where `gamut tune` stored a winner");
     sub->add_option("--f32-math", f32_math, "sums of products of f32 inputs: ieee (default), tf32x3 or tf32")
         ->check(CLI::IsMember({"ieee", "tf32x3", "tf32"}));

@@ -59,9 +59,9 @@ def test_plots_of_a_table(tmp_path):
     table = {"format": "gamut-tuned-1", "device": {"name": "x", "sm_count": 1, "driver": 1, "gamut": "0"},
              "entries": [], "searched": [
                  {"family": "lists", "query": "q5-bf16", "m": 64, "n": 64, "k": 32, "batch": 1,
-                  "kernel_family": "list.bf16", "heuristic": "wgmma 128x256 s4 b1", "winner": "wgmma 128x128 s3 b2",
+                  "kernel_family": "list.bf16", "heuristic": "wgmma 128x256 s4 b1", "winner": "wgmma 64x128 s3 b2",
                   "results": [{"variant": "wgmma 128x256 s4 b1", "ms": 1.0, "status": "heuristic"},
-                              {"variant": "wgmma 128x128 s3 b2", "ms": 0.9, "status": "ok"},
+                              {"variant": "wgmma 64x128 s3 b2", "ms": 0.9, "status": "ok"},
                               {"variant": "wgmma 64x128 s4 b1", "status": "failed: x"}]}]}
     path = tmp_path / "t.json"
     path.write_text(json.dumps(table))

@@ -102,7 +102,7 @@ struct KernelVariant {
   TileConfig tile;
   int persistent = -1;
   int epilogue = -1;
-  // "simt 128x128x8/8x8", "wgmma 128x128 s3 b2", "wgmma 128x256 s4 b1 one-tile",
+  // "simt 128x128x8/8x8", "wgmma 64x128 s3 b2", "wgmma 128x256 s4 b1 one-tile",
   // "wgmma 128x128 s4 b1 persistent no-epilogue-wg"
   std::string str() const;
 };
