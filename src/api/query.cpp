@@ -128,6 +128,8 @@ RunOptions engine_options(const Options& o) {
   r.threads = o.threads;
   r.tile = o.tile;
   r.kernel_variant = o.kernel_variant;
+  std::string why;  // (checked whichever engine runs, as the command line checks --kernel-variant)
+  if (!o.kernel_variant.empty() && !cuda::parse_kernel_variant(o.kernel_variant, &why)) throw_usage_error(why);
   r.use_tuned = o.tuned;
   r.repeats = o.repeats;
   r.progress = o.progress;
