@@ -238,7 +238,7 @@ TEST(CliOptions, UnknownSubcommandIsNamed) {
   cli_test::Exit e = gamut_args({"frobnicate"});
   EXPECT_EQ(e.code, 2);
   EXPECT_EQ(e.err, "usage error: unknown subcommand 'frobnicate'; the subcommands are run, explain, check, cache, "
-                   "peak, device, demo\n");
+                   "peak, device, demo, tune\n");
   cli_test::Exit near = gamut_args({"rnu", example("sgemm")});
   EXPECT_EQ(near.code, 2);
   EXPECT_NE(near.err.find("unknown subcommand 'rnu' (did you mean 'run'?)"), std::string::npos) << near.err;

@@ -147,6 +147,12 @@ struct Options {
   // differences (hoist-one-sided / expand-squares; docs/tensor-cores.md, "Distances").
   bool as_written = false;
   std::string tile;                 // benchmarks: GPU tile "BMxBNxBK[/TMxTN]" ("" = chosen)
+  // Benchmarks and `gamut tune`: a GPU kernel variant as Query::kernel_variants names them
+  // ("wgmma 64x128 s3 b2"; "" = chosen). A variant that does not apply is a usage error.
+  std::string kernel_variant;
+  // Whether the GPU kernel may be the winner `gamut tune` stored for this device (false: the
+  // heuristics' choice; RunStats::kernel_choice says which chose).
+  bool tuned = true;
   int repeats = 0;                  // benchmarks: time this many launches after a warm-up
   // Called with the fraction of the run done (0..1): CPU row tiles, GPU launches, rewritten
   // programs' stages. The CPU engine calls it from its worker threads at once: it must be
@@ -194,6 +200,9 @@ struct RunStats {
   bool batched = false;                         // the query has a batch axis
   std::string math;                             // the math that ran (docs/language.md section 14): "ieee", "bf16", "i8", ...
   std::string mainloop;                         // "wgmma+tma", "wgmma", "mma.sync" or "simt" on the GPU, "cpu" on the CPU
+  // GPU: who chose the kernel: "heuristic", "tuned" (the table `gamut tune` wrote for this
+  // device) or "forced" (Options::kernel_variant); and the family a tuned table files it under.
+  std::string kernel_choice, kernel_family;
   std::vector<std::string> rewrites;            // rewrites applied, in order
   std::vector<uint64_t> list_rows_appended;     // GPU: per list output, rows the kernel appended
   std::vector<int64_t> list_seen_cells;         // GPU: per list output, the cells of its seen table
@@ -273,6 +282,11 @@ class GAMUT_API Query {
   // a rewritten program's stage kernels), each after a `// kernel source ...` title line.
   std::string kernel_source(const Inputs& inputs, const Options& options = {}) const;
 
+  // The GPU kernel variants `gamut tune` searches for these inputs on the current GPU (an H100
+  // without one), as Options::kernel_variant takes them: the heuristics' choice first. Empty
+  // where there is nothing to search (a rewritten program, mma.sync kernels, a forced tile).
+  std::vector<std::string> kernel_variants(const Inputs& inputs, const Options& options = {}) const;
+
   const QueryInfo& info() const;
   const std::string& text() const;
 
@@ -282,6 +296,36 @@ class GAMUT_API Query {
   explicit Query(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<Impl> impl_;
 };
+
+// `gamut tune` (docs/cli.md): per family of kernels, reference queries at a few sizes, every
+// kernel variant of Query::kernel_variants timed (CUDA events, the median of `repeats` after a
+// warm-up) beside the heuristics' choice in the same run; each variant's outputs checked
+// against the heuristics'. The winners (the heuristics' own where no variant beat them by 2 %)
+// go to the table of this GPU in the cache directory, which the kernel choice reads from then on.
+struct TuneOptions {
+  std::vector<std::string> families;   // of tune_families(); empty: all
+  double seconds = 540;                // the whole search's budget: it stops cleanly when spent
+  // (M = N, K) of the reference queries (batched ones: M = N halved, batch 4); empty: the defaults.
+  std::vector<std::pair<int64_t, int64_t>> sizes;
+  std::string out_dir;                 // also write the table (with every time) here; "" none
+  int repeats = 5;
+  // Called with the fraction done and what is being timed.
+  std::function<void(double fraction, const std::string& what)> progress;
+  const std::atomic<bool>* cancel = nullptr;  // set to stop (gamut::Cancelled)
+};
+struct TuneReport {
+  std::string table_path;              // the table written (the cache directory's)
+  std::string out_path;                // its copy in out_dir ("" none)
+  std::string json;                    // the table's text: entries and every timed variant
+  std::vector<std::string> lines;      // one per query and size: what won, or why nothing
+  bool stopped = false;                // the budget ran out before the search's end
+};
+// The families tune() knows ("products", "lists", "semirings", "batched").
+GAMUT_API std::vector<std::string> tune_families();
+// The default sizes (M = N, K).
+GAMUT_API std::vector<std::pair<int64_t, int64_t>> tune_default_sizes();
+// Throws a device error without a GPU, a usage error for an unknown family or a bad size.
+GAMUT_API TuneReport tune(const TuneOptions& options = {});
 
 // True when the GPU backend can run here; `why` gets the reason when not
 // ("no usable CUDA device: ...").

@@ -20,6 +20,7 @@ f32_math="ieee", threads=, stream=, as_written=False. Errors raise QueryError, U
 from ._errors import DataError, DeviceError, GamutError, QueryError, UsageError
 from . import _gamut
 from ._gamut import Query, compile, load
+from .tuning import tune
 
 _gamut._register_errors(QueryError, UsageError, DataError, DeviceError)
 
@@ -69,6 +70,6 @@ def clear_cache() -> int:
 
 
 __all__ = [
-    "Query", "compile", "load", "gpu_available", "gpu_unavailable_reason", "cache_dir", "clear_cache",
+    "Query", "compile", "load", "tune", "gpu_available", "gpu_unavailable_reason", "cache_dir", "clear_cache",
     "GamutError", "QueryError", "UsageError", "DataError", "DeviceError", "__version__",
 ]

@@ -27,17 +27,19 @@ class Query:
     def __call__(self, *, backend: str = "auto", f32_math: str = "ieee", threads: int = 0,
                  stream: Stream = None, devices: Devices = None,
                  dims: Mapping[str, int | Sequence[int]] | None = None, provenance: bool = False,
-                 as_written: bool = False, finish: bool = True,
+                 as_written: bool = False, finish: bool = True, tuned: bool = True, kernel_variant: str = "",
                  **bindings: Binding) -> dict[str, OutputValue]:
         """Run on the keyword arrays and scalars; returns outputs by name."""
     def run(self, inputs: Mapping[str, Binding], *, backend: str = "auto", f32_math: str = "ieee",
             threads: int = 0, stream: Stream = None, devices: Devices = None,
             dims: Mapping[str, int | Sequence[int]] | None = None,
-            provenance: bool = False, as_written: bool = False,
-            finish: bool = True) -> tuple[dict[str, OutputValue], dict[str, Any]]:
+            provenance: bool = False, as_written: bool = False, finish: bool = True, tuned: bool = True,
+            kernel_variant: str = "") -> tuple[dict[str, OutputValue], dict[str, Any]]:
         """Run on a mapping of bindings (any names, also 'backend' ...); returns (outputs, stats).
         provenance=True: top/bottom lists also carry __key, __b, __i, __j (for merging blocks).
-        finish=False: without the finishing steps' outputs (blocks finished after merging)."""
+        finish=False: without the finishing steps' outputs (blocks finished after merging).
+        tuned=False: the heuristics' GPU kernel even where gamut.tune stored a winner;
+        kernel_variant: force one (benchmarks). stats["kernel_choice"] says which chose."""
     def explain(self, inputs: Mapping[str, Binding] | None = None, /, *, backend: str = "auto",
                 f32_math: str = "ieee", devices: Devices = None,
                 dims: Mapping[str, int | Sequence[int]] | None = None, as_written: bool = False,
@@ -85,3 +87,6 @@ def _register_errors(query: type, usage: type, data: type, device: type) -> None
 def _call(query: Query, kwargs: dict[str, Any]) -> dict[str, OutputValue]: ...
 def _explain(query: Query, inputs: Mapping[str, Binding] | None, kwargs: dict[str, Any]) -> str: ...
 def _kernel_source(query: Query, inputs: Mapping[str, Binding] | None, kwargs: dict[str, Any]) -> str: ...
+def _tune(families: list[str], seconds: float, sizes: list[list[int]], out: str, repeats: int,
+          progress: Any | None) -> dict[str, Any]: ...
+def _tune_families() -> list[str]: ...

@@ -17,7 +17,7 @@ namespace gamut::py {
 namespace {
 
 constexpr int kMaxThreads = 1024;   // as the command line's --threads (src/cli/args.h)
-const char* const kOptions[] = {"backend", "f32_math", "threads", "stream", "devices", "dims", "provenance", "as_written", "finish"};
+const char* const kOptions[] = {"backend", "f32_math", "threads", "stream", "devices", "dims", "provenance", "as_written", "finish", "tuned", "kernel_variant"};
 
 [[noreturn]] void usage(const std::string& m) { throw Error(ExitCode::Usage, "usage error: " + m); }
 
@@ -150,6 +150,14 @@ bool set_option(Call& c, const std::string& key, nb::handle v) {
   else if (key == "as_written") {
     if (!nb::isinstance<nb::bool_>(v)) usage("as_written=" + shown(v) + ": give True or False");
     o.as_written = nb::cast<bool>(v);
+  }
+  else if (key == "tuned") {
+    if (!nb::isinstance<nb::bool_>(v)) usage("tuned=" + shown(v) + ": give True or False");
+    o.tuned = nb::cast<bool>(v);
+  }
+  else if (key == "kernel_variant") {
+    if (!nb::isinstance<nb::str>(v)) usage("kernel_variant=" + shown(v) + ": give a variant's text");
+    o.kernel_variant = nb::cast<std::string>(v);
   }
   else return false;
   return true;
@@ -306,7 +314,7 @@ void set_options(Call& c, nb::handle options) {
   for (auto [k, v] : nb::borrow<nb::dict>(options)) {
     const std::string key = key_of(k);
     if (!set_option(c, key, v))
-      usage("unknown option '" + key + "' (backend, f32_math, threads, stream, devices, dims, provenance, as_written, finish); bindings go in the mapping");
+      usage("unknown option '" + key + "' (backend, f32_math, threads, stream, devices, dims, provenance, as_written, finish, tuned, kernel_variant); bindings go in the mapping");
   }
 }
 

@@ -35,6 +35,8 @@ nb::dict stats_dict(const gamut::RunStats& s) {
   d["tile"] = s.tile;
   d["math"] = s.math;           // spec section 10: "ieee", "bf16", "tf32", ...
   d["mainloop"] = s.mainloop;   // "simt", "mma.sync", "wgmma", "wgmma+tma", "cpu"
+  d["kernel_choice"] = s.kernel_choice;   // GPU: "heuristic", "tuned" (gamut.tune's table) or "forced"
+  d["kernel_family"] = s.kernel_family;
   d["threads"] = s.threads;
   d["device_peak_bytes"] = s.device_peak_bytes;
   if (!s.devices.empty()) {   // several GPUs
@@ -270,5 +272,30 @@ NB_MODULE(_gamut, m) {
   });
   m.def("cache_dir", &gamut::kernel_cache_dir);
   m.def("clear_cache", &gamut::clear_kernel_cache);
+  m.def(
+      "_tune",
+      [](std::vector<std::string> families, double seconds, std::vector<std::vector<int64_t>> sizes,
+         std::string out, int repeats, nb::object progress) {
+        gamut::TuneOptions o;
+        o.families = std::move(families);
+        o.seconds = seconds;
+        for (const std::vector<int64_t>& s : sizes) {
+          if (s.size() != 2) throw gamut::Error(gamut::ExitCode::Usage, "usage error: sizes are (M, K) pairs");
+          o.sizes.emplace_back(s[0], s[1]);
+        }
+        o.out_dir = std::move(out);
+        o.repeats = repeats;
+        if (!progress.is_none()) o.progress = [&progress](double f, const std::string& what) { progress(f, what); };
+        const gamut::TuneReport r = gamut::tune(o);
+        nb::dict d;
+        d["table_path"] = r.table_path;
+        d["out_path"] = r.out_path;
+        d["json"] = r.json;
+        d["lines"] = r.lines;
+        d["stopped"] = r.stopped;
+        return d;
+      },
+      "families"_a, "seconds"_a, "sizes"_a, "out"_a, "repeats"_a, "progress"_a.none());
+  m.def("_tune_families", &gamut::tune_families);
   gamut::py::register_blocks(m);
 }

@@ -13,6 +13,7 @@
 #include "api/staging.h"
 #include "core/error.h"
 #include "cpu/finish.h"
+#include "cuda/codegen/kernel_variants.h"
 #include "cuda/codegen/seen_box.h"
 #include "cuda/gpu_engine.h"
 #include "cuda/runtime.h"
@@ -144,6 +145,10 @@ RunOptions engine_options(const Options& o) {
   if (o.repeats < 0) throw_usage_error("repeats must not be negative, got " + std::to_string(o.repeats));
   r.threads = o.threads;
   r.tile = o.tile;
+  r.kernel_variant = o.kernel_variant;
+  std::string why;  // (checked whichever engine runs, as the command line checks --kernel-variant)
+  if (!o.kernel_variant.empty() && !cuda::parse_kernel_variant(o.kernel_variant, &why)) throw_usage_error(why);
+  r.use_tuned = o.tuned;
   r.repeats = o.repeats;
   r.progress = o.progress;
   r.cancel = o.cancel;
@@ -278,6 +283,14 @@ std::string device_text(const Device& d) {
 cuda::KernelSpec kernel_for(const Instance& inst, const RunOptions& ro) {
   // (Seen tables: the engine also reads device vectors' ranges; here host data decides.)
   return cuda::gpu_kernel_spec(inst, gpu_run_options(ro), explained_target(), cuda::seen_boxes(inst));
+}
+
+// explain's line on who chose the kernel (RunStats::kernel_choice).
+std::string kernel_choice_line(const cuda::KernelSpec& k) {
+  const std::string by = k.choice == "tuned"    ? "tuned (the winner `gamut tune` stored for this GPU)"
+                         : k.choice == "forced" ? "forced (kernel_variant)"
+                                                : "heuristic";
+  return "kernel choice: " + by + ", family " + k.family + "\n";
 }
 
 std::string location(const Plan& plan, Span s) {
@@ -503,6 +516,7 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
     const std::string why = ro.backend == Backend::Cpu ? "" : no_gpu_reason();
     s.engine_reason = why.empty() ? "backend cpu asked" : why;
     if (!options.tile.empty()) s.ignored_options.push_back("tile");
+    if (!options.kernel_variant.empty()) s.ignored_options.push_back("kernel_variant");
     if (options.repeats > 0) s.ignored_options.push_back("repeats");
     if (ro.f32_math != F32Math::Ieee) s.ignored_options.push_back("f32_math");
   }
@@ -575,14 +589,30 @@ std::string Query::explain(const Inputs& inputs, const Options& options) const {
     else
       out << describe_devices(choose_partition(inst, int(devices.size())), devices);
   }
-  const std::string tile = kernel_for(inst, engine_options(options)).label;
+  const cuda::KernelSpec kernel = kernel_for(inst, engine_options(options));
+  const std::string& tile = kernel.label;
   if (engine.gpu)
     out << "gpu: " << cuda::device().name << ", tile " << tile << "\n";
   else if (engine.no_gpu.empty())  // (a GPU is present, but backend cpu was asked)
     out << "gpu: " << cuda::device().name << " (not used); on it the kernel would take tile " << tile << "\n";
   else
     out << "gpu: none (" << engine.no_gpu << "); on an H100 the kernel would take tile " << tile << "\n";
+  if (!prep->program) out << kernel_choice_line(kernel);
   return out.str();
+}
+
+std::vector<std::string> Query::kernel_variants(const Inputs& inputs, const Options& options) const {
+  const bool gpu = gpu_engine(engine_options(options));
+  api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu, impl_->index_operands);
+  const auto prep = impl_->prepare_call(staged, options);
+  if (prep->program) return {};
+  const cuda::GpuRunOptions go = gpu_run_options(engine_options(options));
+  const Instance& inst = prep->instance;
+  const cuda::KernelRequest request{go.tile, go.masked_joins, go.f32_math,
+                                    cuda::every_distinct_seen(*inst.plan, cuda::seen_boxes(inst))};
+  std::vector<std::string> out;
+  for (const cuda::KernelVariant& v : cuda::kernel_variants(inst, explained_target(), request)) out.push_back(v.str());
+  return out;
 }
 
 std::string Query::kernel_source(const Inputs& inputs, const Options& options) const {

@@ -15,6 +15,7 @@ int dispatch(const Invocation& inv) {
     case Command::Peak: return cmd_peak(inv.peak_json, inv.peak_repeats);
     case Command::Device: return cmd_device();
     case Command::Demo: return cmd_demo(inv.options, inv.demo_size, inv.examples_dir, inv.json);
+    case Command::Tune: return cmd_tune(inv.tune, inv.output.quiet);
   }
   return int(ExitCode::Usage);
 }

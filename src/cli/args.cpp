@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "core/error.h"
+#include "cuda/codegen/kernel_variants.h"
 #include "cuda/gpu_engine.h"
 #include "lang/diagnostics.h"
 #include "partition/multi_device.h"
@@ -12,7 +13,7 @@
 namespace gamut::cli {
 
 const std::vector<std::string>& subcommand_names() {
-  static const std::vector<std::string> names{"run", "explain", "check", "cache", "peak", "device", "demo"};
+  static const std::vector<std::string> names{"run", "explain", "check", "cache", "peak", "device", "demo", "tune"};
   return names;
 }
 
@@ -56,6 +57,30 @@ void check_values(const Invocation& inv, bool threads_given, bool out_given, boo
   if (text_given && inv.query.text && inv.query.text->empty()) throw_usage_error("-e '': the query text is empty");
   // Checked whichever engine runs: a tile the GPU would refuse is refused on the CPU too.
   if (!inv.options.tile.empty()) (void)cuda::parse_tile(inv.options.tile);
+  std::string why;
+  if (!inv.options.kernel_variant.empty() && !cuda::parse_kernel_variant(inv.options.kernel_variant, &why))
+    throw_usage_error(why);
+}
+
+// "16384x256,16384x1024" -> (M = N, K) pairs.
+std::vector<std::pair<int64_t, int64_t>> parse_tune_sizes(const std::string& text) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  size_t p = 0;
+  while (p <= text.size()) {
+    size_t e = text.find(',', p);
+    if (e == std::string::npos) e = text.size();
+    const std::string part = text.substr(p, e - p);
+    const size_t x = part.find('x');
+    auto number = [&](const std::string& s) -> int64_t {
+      if (s.empty() || s.size() > 7 || s.find_first_not_of("0123456789") != std::string::npos)
+        throw_usage_error("--sizes " + text + ": expected MxK pairs such as 16384x256,16384x1024");
+      return std::stoll(s);
+    };
+    if (x == std::string::npos) number("");
+    out.emplace_back(number(part.substr(0, x)), number(part.substr(x + 1)));
+    p = e + 1;
+  }
+  return out;
 }
 
 }  // namespace
@@ -77,7 +102,8 @@ ParsedArgs parse_command_line(int argc, const char* const* argv) {
 
   Invocation inv;
   std::vector<std::string> positionals;
-  std::string expr_text, backend = "auto", out_dir, f32_math = "ieee", gpus;
+  std::string expr_text, backend = "auto", out_dir, f32_math = "ieee", gpus, tune_sizes;
+  bool heuristic = false;
 
   auto add_query = [&](CLI::App* sub, bool with_bindings) {
     sub->add_option("-e", expr_text, "query text instead of a file");
@@ -94,6 +120,9 @@ ParsedArgs parse_command_line(int argc, const char* const* argv) {
     sub->add_option("--threads", inv.options.threads,
                     "CPU engine threads, 1 to " + std::to_string(kMaxThreads) + " (default: every hardware thread)");
     sub->add_option("--tile", inv.options.tile, "GPU tile BMxBNxBK[/TMxTN] (benchmarking)");
+    sub->add_option("--kernel-variant", inv.options.kernel_variant,
+                    "GPU kernel variant as `gamut tune` names them, e.g. 'wgmma 64x128 s3 b2' (benchmarking)");
+    sub->add_flag("--heuristic", heuristic, "GPU: the heuristics' kernel even where `gamut tune` stored a winner");
     sub->add_option("--f32-math", f32_math, "sums of products of f32 inputs: ieee (default), tf32x3 or tf32")
         ->check(CLI::IsMember({"ieee", "tf32x3", "tf32"}));
   };
@@ -140,6 +169,15 @@ ParsedArgs parse_command_line(int argc, const char* const* argv) {
   demo->add_flag("--json", inv.json, "one JSON object per line");
   demo->add_option("--examples", inv.examples_dir, "folder of .mmlt files (default: the examples/ folder of this build)");
 
+  CLI::App* tune = app.add_subcommand("tune", "search the GPU kernel variants per family and store the winners for this GPU");
+  tune->add_option("--family", inv.tune.families, "products, lists, semirings or batched (repeatable; default: all)")
+      ->check(CLI::IsMember(tune_families()));
+  tune->add_option("--seconds", inv.tune.seconds, "the whole search's time budget (default 540: under 10 minutes)");
+  tune->add_option("--sizes", tune_sizes, "M=N x K of the reference queries, comma-separated (default 16384x256,16384x1024)");
+  tune->add_option("--out", inv.tune.out_dir, "also write the table with every variant's time to this folder");
+  tune->add_option("--repeat", inv.tune.repeats, "timed launches per variant (median; default 5)");
+  tune->add_flag("--quiet", inv.output.quiet, "no progress bar on a terminal");
+
   ParsedArgs parsed;
   try {
     check_subcommand(argc, argv);
@@ -158,11 +196,17 @@ ParsedArgs parse_command_line(int argc, const char* const* argv) {
   }
 
   inv.command = *run ? Command::Run : *explain ? Command::Explain : *check ? Command::Check : *cache ? Command::Cache
-              : *peak ? Command::Peak : *device ? Command::Device : Command::Demo;
+              : *peak ? Command::Peak : *device ? Command::Device : *demo ? Command::Demo : Command::Tune;
   inv.options.backend = backend;     // both checked by CLI11 above
   inv.options.f32_math = f32_math;
   inv.options.rewrites = !no_rewrite;
   inv.options.as_written = as_written;
+  inv.options.tuned = !heuristic;
+  if (!tune_sizes.empty()) inv.tune.sizes = parse_tune_sizes(tune_sizes);
+  if (!(inv.tune.seconds > 0) || inv.tune.seconds > 86400)
+    throw_usage_error("--seconds " + std::to_string(inv.tune.seconds) + ": give a budget from 1 to 86400 seconds");
+  if (inv.tune.repeats < 1 || inv.tune.repeats > 1000)
+    throw_usage_error("--repeat " + std::to_string(inv.tune.repeats) + ": give a count from 1 to 1000");
   const bool text_given = run->count("-e") + explain->count("-e") + check->count("-e") > 0;
   if (text_given) {
     inv.query.text = expr_text;

@@ -8,7 +8,7 @@
 
 namespace gamut::cli {
 
-enum class Command { Run, Explain, Check, Cache, Peak, Device, Demo };
+enum class Command { Run, Explain, Check, Cache, Peak, Device, Demo, Tune };
 
 // The subcommands, in --help order.
 const std::vector<std::string>& subcommand_names();
@@ -27,6 +27,7 @@ struct Invocation {
   int demo_size = 256;
   std::string examples_dir;   // demo --examples
   bool json = false;          // run, demo: --json
+  TuneOptions tune;           // tune (its progress is the command's)
 };
 
 // Either an invocation, or `exit_now` after --help / --version printed their text.

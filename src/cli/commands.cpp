@@ -90,6 +90,7 @@ std::vector<std::string> write_outputs(OutputCommit& commit, const RunOutputs& o
 std::string option_flag(const std::string& option) {
   if (option == "repeats") return "--repeat";
   if (option == "f32_math") return "--f32-math";
+  if (option == "kernel_variant") return "--kernel-variant";
   return "--" + option;
 }
 
@@ -119,6 +120,8 @@ nlohmann::json run_json(const std::string& query, const RunStats& st, const RunO
     if (st.kernel_seconds > 0) j["kernel_ms"] = st.kernel_seconds * 1e3;
     j["cache"] = st.cache;
     j["tile"] = st.tile;
+    j["kernel_choice"] = st.kernel_choice;
+    j["kernel_family"] = st.kernel_family;
     j["device_peak_bytes"] = st.device_peak_bytes;
   } else {
     j["threads"] = st.threads;
@@ -154,7 +157,7 @@ std::string run_summary(const std::string& query, const RunStats& st) {
   line << std::fixed << std::setprecision(3);
   line << query << ": backend " << st.backend;
   if (st.backend == "cpu") line << " (" << st.threads << " threads)";
-  else line << " (tile " << st.tile << ", kernel " << st.cache << ")";
+  else line << " (tile " << st.tile << ", kernel " << st.cache << ", " << st.kernel_choice << ")";
   line << ", M=" << st.m << " N=" << st.n << " K=" << st.k;
   if (st.batched) line << " batch=" << st.batch;
   line << ", " << st.seconds * 1e3 << " ms, SPR " << std::setprecision(2) << steps_per_second(st) << "\n";

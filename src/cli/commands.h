@@ -36,6 +36,7 @@ int cmd_cache(const std::string& action);
 int cmd_device();
 int cmd_peak(const std::string& json_path, int repeats);
 int cmd_demo(const Options& opt, int size, const std::string& examples_dir, bool json);
+int cmd_tune(TuneOptions opt, bool quiet);
 
 std::string shape_text(const std::vector<int64_t>& s);
 // Work of the bound query per second, in billions of inner steps (SPR): batch * M * N * K / s.

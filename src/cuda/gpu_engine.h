@@ -13,17 +13,20 @@
 #include "bind/instance.h"
 #include "cuda/codegen/kernel_spec.h"
 #include "cuda/codegen/seen_box.h"
+#include "cuda/codegen/tuned_table.h"
 #include "gamut/gamut.h"
 #include "plan/math_choice.h"
 
 namespace gamut::cuda {
 
 struct GpuRunOptions {
-  std::optional<TileConfig> tile;  // override the chosen tile (benchmarks)
-  std::string arch;                // override the NVRTC arch ("" = the device's)
-  int warmup = 0;                  // benchmarks: untimed launches after the result run
-  int repeats = 0;                 // benchmarks: timed launches, each in GpuRunStats::runs_ms
-  bool masked_joins = false;       // run `when` keys as a mask over every tile (no key grouping)
+  std::optional<TileConfig> tile;        // override the chosen tile (benchmarks)
+  std::optional<KernelVariant> variant;  // a forced kernel variant (benchmarks, `gamut tune`)
+  bool use_tuned = true;                 // false: the heuristics even where a tuned table exists
+  std::string arch;                      // override the NVRTC arch ("" = the device's)
+  int warmup = 0;                        // benchmarks: untimed launches after the result run
+  int repeats = 0;                       // benchmarks: timed launches, each in GpuRunStats::runs_ms
+  bool masked_joins = false;             // run `when` keys as a mask over every tile (no key grouping)
   // Distinct lists of vector lookups (Areas(Pzip[i], Rzip[j])) on a seen table of their value
   // box where it is small (outputs/list/finish/seen.h); false: the tile hash and the device hash set (tests).
   bool seen_tables = true;
@@ -92,6 +95,13 @@ bool gpu_available(std::string* why = nullptr);
 // Run on the GPU. Throws Error(ExitCode::Device) without a device.
 Results run_gpu(const Instance& inst, const GpuRunOptions& options = {}, GpuRunStats* stats = nullptr);
 
+// The calling thread's device as a KernelTarget, with the tuned table `gamut tune` wrote for it
+// in the kernel cache directory (tuned_table_for: read once per process). Throws
+// Error(ExitCode::Device) without a device.
+KernelTarget current_kernel_target();
+// That table's key for the current device.
+TunedDevice current_tuned_device();
+
 // The kernel run_gpu runs for `inst` with `options` on `target`, where `boxes` are the seen
 // tables' value boxes of the run (seen_boxes; none without options.seen_tables) and
 // options.arch, where set, replaces the target's. `explain --source` calls it too, so what it
@@ -99,8 +109,9 @@ Results run_gpu(const Instance& inst, const GpuRunOptions& options = {}, GpuRunS
 inline KernelSpec gpu_kernel_spec(const Instance& inst, const GpuRunOptions& options, KernelTarget target,
                                   const std::vector<std::optional<SeenBox>>& boxes) {
   if (!options.arch.empty()) target.arch = options.arch;
-  const KernelRequest request{options.tile, options.masked_joins, options.f32_math,
-                              every_distinct_seen(*inst.plan, boxes)};
+  const KernelRequest request{options.tile,     options.masked_joins,
+                              options.f32_math, every_distinct_seen(*inst.plan, boxes),
+                              options.variant,  options.use_tuned};
   return choose_kernel_spec(inst, target, request);
 }
 

@@ -24,6 +24,7 @@ struct DeviceInfo {
   int regs_per_sm = 0;
   size_t l2_bytes = 0;
   size_t total_mem = 0;
+  int driver_version = 0;  // cudaDriverGetVersion: 12090 is 12.9
 };
 
 // True when a CUDA device can be used; never throws. `why` gets the reason when false:

@@ -102,8 +102,7 @@ std::vector<KernelSource> kernel_sources(const Prepared& p, int sm_count, size_t
 
 cuda::KernelTarget explained_target() {
   if (!cuda::gpu_available(nullptr)) return {};
-  const cuda::DeviceInfo& d = cuda::device();
-  return cuda::kernel_target(d.sm_count, d.smem_per_block_optin, d.cc_major, d.cc_minor);
+  return cuda::current_kernel_target();
 }
 
 }  // namespace gamut

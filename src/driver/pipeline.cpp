@@ -15,6 +15,7 @@
 #include "core/host_memory.h"
 #include "core/sizes.h"
 #include "cpu/engine.h"
+#include "cuda/codegen/kernel_variants.h"
 #include "cuda/gpu_engine.h"
 #include "cuda/runtime.h"
 #include "partition/multi_device.h"
@@ -322,6 +323,8 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
     r.threads = sr.threads;
     r.tile = sr.tile;
     r.mainloop = sr.mainloop;
+    r.kernel_choice = sr.kernel_choice;
+    r.kernel_family = sr.kernel_family;
     r.cache = sr.cache;
     r.device_peak_bytes = std::max(r.device_peak_bytes, sr.device_peak_bytes);
     for (size_t d = 0; d < stage->plan.dense.size(); ++d) {
@@ -369,6 +372,12 @@ Results execute(const Prepared& p, const RunOptions& options, RunReport* report)
 cuda::GpuRunOptions gpu_run_options(const RunOptions& options) {
   cuda::GpuRunOptions go;
   if (!options.tile.empty()) go.tile = cuda::parse_tile(options.tile);
+  if (!options.kernel_variant.empty()) {
+    std::string why;
+    go.variant = cuda::parse_kernel_variant(options.kernel_variant, &why);
+    if (!go.variant) throw_usage_error(why);
+  }
+  go.use_tuned = options.use_tuned;
   go.kernel_memo = options.kernel_memo;
   go.f32_math = options.f32_math;
   go.cancel = options.cancel;

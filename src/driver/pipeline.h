@@ -34,7 +34,11 @@ struct RunOptions {
   Backend backend = Backend::Auto;
   int threads = 0;   // CPU engine threads (0: all)
   std::string tile;  // GPU tile override, "" = chosen per query
-  int repeats = 0;   // GPU: time this many launches after one warm-up (median)
+  // GPU kernel variant forced (cuda/codegen/kernel_variants.h text; "" = chosen), and whether
+  // the choice may take a tuned table's winner (`gamut tune`).
+  std::string kernel_variant;
+  bool use_tuned = true;
+  int repeats = 0;  // GPU: time this many launches after one warm-up (median)
   // The library's callers: the CUDA stream (cudaStream_t) every GPU operation goes to (nullptr:
   // the legacy default stream); dense and list outputs in the caller's device memory and no
   // waiting (cuda::GpuRunOptions::dense_output, list_output, asynchronous).

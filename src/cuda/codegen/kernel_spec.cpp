@@ -6,8 +6,11 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/error.h"
 #include "cuda/codegen/join_groups.h"
+#include "cuda/codegen/kernel_variants.h"
 #include "cuda/codegen/mainloop_tensor.h"
+#include "cuda/codegen/tuned_table.h"
 #include "cuda/runtime.h"
 
 namespace gamut::cuda {
@@ -166,9 +169,29 @@ KernelTarget kernel_target(int sm_count, size_t smem_per_block, int cc_major, in
 
 KernelSpec choose_kernel_spec(const Instance& inst, const KernelTarget& target, const KernelRequest& request) {
   KernelSpec k;
-  static_cast<KernelChoice&>(k) =
+  const KernelChoice heuristic =
       choose_kernel(inst, target.sm_count, target.smem_per_block, request.tile, request.masked_joins, request.f32_math,
                     target.isa, request.every_distinct_seen);
+  static_cast<KernelChoice&>(k) = heuristic;
+  k.family = kernel_family(inst, heuristic);
+  if (request.variant) {
+    if (request.tile) throw_usage_error("a kernel variant and a tile were both given: give one");
+    std::string why;
+    const std::optional<KernelChoice> v = apply_variant(inst, target, request, heuristic, *request.variant, &why);
+    if (!v) throw_usage_error(why);
+    static_cast<KernelChoice&>(k) = *v;
+    k.choice = "forced";
+  } else if (!request.tile && request.use_tuned && target.tuned) {
+    // The table's winner for this family at the nearest size tuned; one that does not apply
+    // here (another layout of the inputs, say) leaves the heuristics' choice.
+    if (const TunedEntry* e =
+            target.tuned->lookup(k.family, inst.row.size(), inst.col.size(), inst.red.size(), inst.batch))
+      if (const std::optional<KernelVariant> v = parse_kernel_variant(e->variant))
+        if (const std::optional<KernelChoice> c = apply_variant(inst, target, request, heuristic, *v)) {
+          static_cast<KernelChoice&>(k) = *c;
+          k.choice = "tuned";
+        }
+  }
   k.isa = target.isa;
   k.arch = target.arch;
   const CodegenOptions& o = k.options;
@@ -179,7 +202,10 @@ KernelSpec choose_kernel_spec(const Instance& inst, const KernelTarget& target, 
   k.label = k.tile.str() + (o.packed16 ? " packed16" : "") + (o.grouped_join ? " grouped-join" : "");
   if (o.tensor_cores())
     k.label += " " + k.mainloop + " " + math_name(o.tensor_math) + (o.resident_b ? " resident-b" : "") +
-               (o.resident_top ? " resident-top" : "") + (o.epilogue_warpgroups ? " epilogue-wg" : "");
+               (o.resident_top ? " resident-top" : "") + (o.epilogue_warpgroups ? " epilogue-wg" : "") +
+               (o.persistent == 1   ? " persistent"
+                : o.persistent == 0 ? " one-tile"
+                                    : "");
   k.variant = k.label + " " + k.arch;
   return k;
 }

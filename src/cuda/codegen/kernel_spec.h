@@ -3,6 +3,7 @@
 // that runs is the kernel that is shown. No device and no CUDA headers needed.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -39,6 +40,9 @@ struct CodegenOptions {
   // With resident_top: epilogue warpgroups run a tile's outputs while the consumers run the next
   // tile's products (TcTile::epilogue; choose_kernel: where the products are long enough).
   bool epilogue_warpgroups = false;
+  // TMA-fed wgmma kernels: -1 the form decides (layout.cpp persistent_form), 0 one tile per
+  // block, 1 persistent wherever the form allows (a kernel variant's, kernel_variants.h).
+  int persistent = -1;
 };
 
 // The CUDA C++ generated for a typed plan (no device needed): what NVRTC compiles.
@@ -85,6 +89,24 @@ KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_b
                            F32Math f32_math = F32Math::Ieee, TensorIsa isa = TensorIsa::Wgmma,
                            bool every_distinct_seen = false);
 
+class TunedTable;  // cuda/codegen/tuned_table.h
+
+// A kernel variant forced on the heuristics' choice (kernel_variants.h: the search space of
+// `gamut tune`, its validity and text). simt: the SIMT mainloop with `tile` (as --tile forces
+// it). Otherwise the TMA-fed wgmma mainloop of the instance's math with BM x BN tiles
+// (tile.bm, tile.bn), tile.stages slices in the ring and tile.blocks per SM asked of
+// __launch_bounds__; persistent and epilogue warpgroups -1 (as the heuristics decide), 0 (off)
+// or 1 (on, where the form allows).
+struct KernelVariant {
+  bool simt = true;
+  TileConfig tile;
+  int persistent = -1;
+  int epilogue = -1;
+  // "simt 128x128x8/8x8", "wgmma 64x128 s3 b2", "wgmma 128x256 s4 b1 one-tile",
+  // "wgmma 128x128 s4 b1 persistent no-epilogue-wg"
+  std::string str() const;
+};
+
 // The device a kernel is chosen for. The defaults are an H100 / H200 (132 SMs, 227 KiB of
 // shared memory per block, sm_90a): what `explain` assumes without a device.
 struct KernelTarget {
@@ -92,6 +114,9 @@ struct KernelTarget {
   size_t smem_per_block = size_t(227) << 10;
   TensorIsa isa = TensorIsa::Wgmma;
   std::string arch = "sm_90a";  // NVRTC's target: kernels for two archs are two variants
+  // The winners `gamut tune` found on this device (null: none; choose_kernel_spec then keeps
+  // the heuristics' choice).
+  std::shared_ptr<const TunedTable> tuned;
 };
 // The target of a device of compute capability cc_major.cc_minor (arch: arch_for's).
 KernelTarget kernel_target(int sm_count, size_t smem_per_block, int cc_major, int cc_minor);
@@ -102,6 +127,9 @@ struct KernelRequest {
   bool masked_joins = false;
   F32Math f32_math = F32Math::Ieee;
   bool every_distinct_seen = false;
+  // Forced (benchmarks, `gamut tune`): a variant of kernel_variants(); not with `tile`.
+  std::optional<KernelVariant> variant;
+  bool use_tuned = true;  // false: the heuristics' choice even where target.tuned has an entry
 };
 
 // The kernel a run compiles and launches, and the names it goes by.
@@ -117,7 +145,12 @@ struct KernelSpec : KernelChoice {
   // resident thresholds hold only for short k ranges and small N: being part of the variant, a
   // memo never hands such a kernel to a longer k range or a larger N of the same query.
   std::string variant;
+  // Who chose it: "heuristic" (choose_kernel), "tuned" (target.tuned's entry for this family
+  // and the nearest size it was tuned at) or "forced" (request.variant).
+  std::string choice = "heuristic";
+  std::string family;  // kernel_family(): what a tuned table files the kernel under
 };
+// Throws a usage error for a request.variant that does not apply to the instance.
 KernelSpec choose_kernel_spec(const Instance& inst, const KernelTarget& target, const KernelRequest& request);
 
 }  // namespace gamut::cuda

@@ -203,12 +203,14 @@ namespace {
 // per SM. Which of those: outputs with shared memory (aggregate tables, top/bottom ranks), whose
 // per-tile work is long enough that the next tile's loads pay to overlap it; not products and
 // select lists, whose outputs are stores the block does not wait for (they lose a little).
+// A kernel variant's CodegenOptions::persistent decides where set; else
 // GAMUT_EXPERIMENT_PERSISTENT=0 / =1 (measurements and tests; it shapes the source, hence the
 // cache key): never / wherever the form allows. Resident B (TcTile::panel) is persistent too:
 // its blocks run their tiles band by band, one B load per band.
 bool persistent_form(const Plan& plan, const TcMainloopSpec& s, const CodegenOptions& options, bool shared_outputs) {
   if (!s.tile.tma || !s.tile.wgmma || options.grouped_join || plan.when.present() || tc_min_blocks(s) != 1)
     return false;
+  if (options.persistent >= 0) return options.persistent == 1;
   const char* e = std::getenv("GAMUT_EXPERIMENT_PERSISTENT");
   if (e && std::string(e) == "0") return false;
   if (e && std::string(e) == "1") return true;

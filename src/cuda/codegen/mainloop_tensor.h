@@ -31,6 +31,8 @@ struct TcTile {
   // TMA: threads before the consumers that run the outputs while the consumers run the next
   // tile's products (0, or as many as the consumers; gm::tc::WgmmaTmaMainloop's EPI).
   int epilogue = 0;
+  // wgmma: blocks per SM asked of __launch_bounds__ (0: one; TileConfig::blocks).
+  int blocks = 0;
   int threads() const { return wgmma ? epilogue + 128 * (bm / 64) + (tma ? 128 : 0) : 32 * warps_m * warps_n; }
   std::string str() const;  // "128x128x32/2x4/s4", "128x256x64/wgmma/s4", "128x256x64/wgmma-tma/s4"
 };

@@ -37,7 +37,7 @@ std::string TcTile::str() const {
   return to_string(bm) + "x" + to_string(bn) + "x" + to_string(bk) + "/" +
          (wgmma ? std::string(tma ? "wgmma-tma" : "wgmma") : to_string(warps_m) + "x" + to_string(warps_n)) + "/s" +
          to_string(stages) + (cluster > 1 ? "/c" + to_string(cluster) : "") + (panel > 0 ? "/resident-b" : "") +
-         (epilogue > 0 ? "/epilogue-wg" : "");
+         (epilogue > 0 ? "/epilogue-wg" : "") + (blocks > 1 ? "/b" + to_string(blocks) : "");
 }
 
 std::string tc_kernel_attributes(const TcMainloopSpec& s) {
@@ -157,7 +157,7 @@ bool tc_spec_valid(const TcMainloopSpec& s, std::string* why) {
 
 int tc_min_blocks(const TcMainloopSpec& s) {
   const TcTile& t = s.tile;
-  if (t.wgmma) return wgmma_experiment(s.math) ? wgmma_experiment(s.math)->blocks : 1;
+  if (t.wgmma) return t.blocks > 0 ? t.blocks : wgmma_experiment(s.math) ? wgmma_experiment(s.math)->blocks : 1;
   const int accs = (t.bm / t.warps_m / 16) * (t.bn / t.warps_n / 8) * 4;
   // (Two register-staged 8-bit operands spill 8 bytes at 128 registers.)
   const bool both_staged = s.math == InnerMath::Int8 && !s.a_kcontig && !s.b_kcontig;
@@ -226,6 +226,8 @@ TcTile tc_tile_of(const TileConfig& t, InnerMath m, bool tma) {
     r.wgmma = true;
     r.tma = tma || wgmma_needs_tma(m);
     if (const WgmmaExperiment* e = wgmma_experiment(m)) r.stages = e->stages;
+    if (t.stages > 0) r.stages = t.stages;  // a kernel variant's (kernel_variants.h)
+    r.blocks = t.blocks;
     return r;
   }
   r.warps_m = 2;

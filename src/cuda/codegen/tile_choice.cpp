@@ -12,7 +12,8 @@ namespace gamut::cuda {
 
 std::string TileConfig::str() const {
   return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "/" + std::to_string(tm) + "x" +
-         std::to_string(tn);
+         std::to_string(tn) + (stages > 0 ? "/s" + std::to_string(stages) : "") +
+         (blocks > 0 ? "/b" + std::to_string(blocks) : "");
 }
 
 namespace {

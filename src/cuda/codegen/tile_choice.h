@@ -10,10 +10,13 @@
 namespace gamut::cuda {
 
 // Thread-block tile (BM x BN, k-slice BK) and per-thread register tile (TM x TN).
+// wgmma kernels (tensor_shapes.cpp) also take the ring's stages and the blocks per SM asked of
+// __launch_bounds__ from it (0: the mainloop's defaults, 4 and 1; kernel variants set them).
 struct TileConfig {
   int bm = 128, bn = 128, bk = 8, tm = 8, tn = 8;
+  int stages = 0, blocks = 0;
   int threads() const { return (bm / tm) * (bn / tn); }
-  std::string str() const;  // "128x128x8/8x8"
+  std::string str() const;  // "128x128x8/8x8", with "/s3/b2" where stages / blocks are set
 };
 // Parse `--tile` text "BMxBNxBK" or "BMxBNxBK/TMxTN"; throws a usage error when malformed.
 TileConfig parse_tile(const std::string& text);

@@ -193,8 +193,7 @@ void GpuRun::choose() {
   for (int64_t end : {inst_.row.end, inst_.col.end, inst_.red.end})
     if (end > INT_MAX) throw_device_error("an axis range end above 2^31-1 is not supported on the GPU");
   if (options_.seen_tables) boxes_ = seen_boxes(inst_, device_vector_range());
-  spec_ = gpu_kernel_spec(
-      inst_, options_, kernel_target(dev_.sm_count, dev_.smem_per_block_optin, dev_.cc_major, dev_.cc_minor), boxes_);
+  spec_ = gpu_kernel_spec(inst_, options_, current_kernel_target(), boxes_);
   std::string why;
   if (!spec_.options.tensor_cores() && !tile_valid(spec_.tile, &why))
     throw_usage_error("--tile " + spec_.tile.str() + ": " + why);
@@ -236,6 +235,8 @@ void GpuRun::compile() {
     stats_->cache_key = compiled_.key;
     stats_->tile = spec_.label;
     stats_->mainloop = spec_.mainloop;
+    stats_->kernel_choice = spec_.choice;
+    stats_->kernel_family = spec_.family;
   }
   if (options_.progress) options_.progress(1, steps_);
 }
@@ -407,6 +408,18 @@ Results GpuRun::collect() {
 }  // namespace
 
 std::shared_ptr<void> new_kernel_memo() { return std::make_shared<KernelMemo>(); }
+
+TunedDevice current_tuned_device() {
+  const DeviceInfo& d = device();
+  return TunedDevice{d.name, d.sm_count, d.driver_version, GAMUT_VERSION};
+}
+
+KernelTarget current_kernel_target() {
+  const DeviceInfo& d = device();
+  KernelTarget t = kernel_target(d.sm_count, d.smem_per_block_optin, d.cc_major, d.cc_minor);
+  t.tuned = tuned_table_for(cache_dir(), current_tuned_device());
+  return t;
+}
 
 Results run_gpu(const Instance& inst, const GpuRunOptions& options, GpuRunStats* stats) {
   if (!inst.plan) throw_device_error("internal error: run_gpu without a plan");

@@ -143,6 +143,7 @@ const DeviceInfo& device_info(int ordinal) {
     d->regs_per_sm = p.regsPerMultiprocessor;
     d->l2_bytes = static_cast<size_t>(p.l2CacheSize);
     d->total_mem = p.totalGlobalMem;
+    if (cudaDriverGetVersion(&d->driver_version) != cudaSuccess) d->driver_version = 0;
     infos[ordinal] = std::move(d);
     ready[ordinal].store(true, std::memory_order_release);
   }

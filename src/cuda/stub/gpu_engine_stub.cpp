@@ -12,6 +12,11 @@ bool gpu_available(std::string* why) {
 
 std::shared_ptr<void> new_kernel_memo() { return nullptr; }
 
+KernelTarget current_kernel_target() {
+  throw Error(ExitCode::Device, "device error: no GPU backend: built without CUDA");
+}
+TunedDevice current_tuned_device() { throw Error(ExitCode::Device, "device error: no GPU backend: built without CUDA"); }
+
 Results run_gpu(const Instance&, const GpuRunOptions&, GpuRunStats*) {
   throw Error(ExitCode::Device, "device error: no GPU backend: built without CUDA");
 }
