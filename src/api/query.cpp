@@ -91,7 +91,8 @@ struct Query::Impl {
     for (const auto& [name, a] : b.arrays) sig += name + ":" + std::to_string(int(a.dtype)) + ";";
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = typed.find(sig); it != typed.end()) return it->second;
-    auto t = std::make_shared<Typed>(Typed{plan_with_rewrites(source, type_env(b)), cuda::new_kernel_memo(), nullptr, {}});
+    auto t =
+        std::make_shared<Typed>(Typed{plan_with_rewrites(source, type_env(b)), cuda::new_kernel_memo(), nullptr, {}});
     if (typed.size() >= 64) typed.clear();
     typed.emplace(sig, t);
     return t;
@@ -105,7 +106,8 @@ struct Query::Impl {
     if (!ranked) return t;
     std::lock_guard<std::mutex> lock(mu);
     if (!t->provenance)
-      t->provenance = std::make_shared<Typed>(Typed{with_list_provenance(t->plan), cuda::new_kernel_memo(), nullptr, {}});
+      t->provenance =
+          std::make_shared<Typed>(Typed{with_list_provenance(t->plan), cuda::new_kernel_memo(), nullptr, {}});
     return t->provenance;
   }
 
@@ -396,7 +398,8 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
   // math and shape decide, is made once per shape (making it plans its stages: about as long
   // as the rest of a small call).
   std::optional<BoundRewrite> rewrite;
-  if (rewrites.data) rewrite = bound_rewrite(typed->plan, bound, impl_->source, bindings, {true, false, rewrites.f32_math});
+  if (rewrites.data)
+    rewrite = bound_rewrite(typed->plan, bound, impl_->source, bindings, {true, false, rewrites.f32_math});
   if (!rewrite && rewrites.one_sided) rewrite = impl_->one_sided(*typed, bound, bindings, rewrites.f32_math);
   if (rewrite) prep = prepare(impl_->source, std::move(bindings), typed->plan, std::move(*rewrite));
   const Plan& plan = prep ? prep->plan : typed->plan;

@@ -170,7 +170,8 @@ std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, const Plan& 
 
 std::string one_sided_key(const Instance& inst, F32Math f32_math) {
   std::string k = std::to_string(int(f32_math)) + "|" + std::to_string(inst.batch);
-  for (const AxisRange& r : {inst.row, inst.col, inst.red}) k += "|" + std::to_string(r.begin) + "," + std::to_string(r.end);
+  for (const AxisRange& r : {inst.row, inst.col, inst.red})
+    k += "|" + std::to_string(r.begin) + "," + std::to_string(r.end);
   for (const std::vector<int64_t>& shape : inst.dense_shapes) {
     k += "|";
     for (int64_t e : shape) k += std::to_string(e) + ",";

@@ -142,8 +142,7 @@ struct MathTf32 {
   }
 };
 
-// f32 operands split x = big + small, both TF32 (big = tf32(x), small = tf32(x - big), 0 where x
-// is infinite or NaN: its big part carries it, and inf - inf would make it NaN); the
+// f32 operands split x = big + small, both TF32 (big = tf32(x), small = tf32(x - big)); the
 // product is big*big + big*small + small*big (small*small, ~2^-22 relative, is dropped), the
 // small terms first so that they are not lost against the large one (Mainloop::mma_step).
 struct MathTf32x3 {
@@ -169,10 +168,8 @@ template <int N>
 GM_DEV void split_tf32(unsigned (&x)[N], unsigned (&small)[N]) {
 #pragma unroll
   for (int r = 0; r < N; ++r) {
-    const float f = __uint_as_float(x[r]), inf = __int_as_float(0x7f800000);
-    unsigned big = to_tf32(x[r]);
-    if (fabsf(__uint_as_float(big)) == inf && fabsf(f) < inf) big = x[r] & 0xffffe000u;  // rounded past FLT_MAX
-    small[r] = fabsf(f) < inf ? to_tf32(__float_as_uint(f - __uint_as_float(big))) : 0u;
+    const unsigned big = to_tf32(x[r]);
+    small[r] = to_tf32(__float_as_uint(__uint_as_float(x[r]) - __uint_as_float(big)));
     x[r] = big;
   }
 }

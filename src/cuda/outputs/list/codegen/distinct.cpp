@@ -125,8 +125,7 @@ class DistinctRows final : public ListRows {
     c.line("typedef gm::TileDistinct<Shape, " + words + ", " + to_string(slots) +
            (cands > 1 ? ", " + to_string(cands) : std::string()) + "> TD;  // (shape, row words, table slots" +
            (cands > 1 ? ", candidates per sweep)" : ")"));
-    c.line("static_assert(TD::BYTES <= " + to_string(X.S.distinct_bytes) +
-           ", \"shared memory plan\");");
+    c.line("static_assert(TD::BYTES <= " + to_string(X.S.distinct_bytes) + ", \"shared memory plan\");");
     c.line(
         "TD td(" +
         X.out_smem_at("distinct", size_t(X.S.distinct_off), "the distinct lists' tables (gm::TileDistinct), in turn") +
