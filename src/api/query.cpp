@@ -611,8 +611,8 @@ std::vector<std::string> Query::kernel_variants(const Inputs& inputs, const Opti
   if (prep->program) return {};
   const cuda::GpuRunOptions go = gpu_run_options(engine_options(options));
   const Instance& inst = prep->instance;
-  const cuda::KernelRequest request{go.tile, go.masked_joins, go.f32_math,
-                                    cuda::every_distinct_seen(*inst.plan, cuda::seen_boxes(inst))};
+  const cuda::KernelRequest request{
+      go.tile, go.masked_joins, go.f32_math, cuda::every_distinct_seen(*inst.plan, cuda::seen_boxes(inst)), {}, true};
   std::vector<std::string> out;
   for (const cuda::KernelVariant& v : cuda::kernel_variants(inst, explained_target(), request)) out.push_back(v.str());
   return out;

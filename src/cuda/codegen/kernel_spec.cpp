@@ -164,7 +164,7 @@ const char* math_name(InnerMath m) {
 }  // namespace
 
 KernelTarget kernel_target(int sm_count, size_t smem_per_block, int cc_major, int cc_minor) {
-  return KernelTarget{sm_count, smem_per_block, tensor_isa(cc_major, cc_minor), arch_for(cc_major, cc_minor)};
+  return KernelTarget{sm_count, smem_per_block, tensor_isa(cc_major, cc_minor), arch_for(cc_major, cc_minor), nullptr};
 }
 
 KernelSpec choose_kernel_spec(const Instance& inst, const KernelTarget& target, const KernelRequest& request) {
