@@ -60,6 +60,9 @@ Options poisoned_gpu_outputs() {
     void* p = nullptr;
     EXPECT_EQ(cudaMalloc(&p, bytes + 16), cudaSuccess);
     EXPECT_EQ(cudaMemset(p, 0xff, bytes + 16), cudaSuccess);
+    // (cudaMemset may still run when this returns, and a run on a non-blocking stream is not
+    // ordered after it: its own starting fill could land first and be overwritten.)
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     return gamut::Allocation{p, std::shared_ptr<void>(p, [](void* q) { cudaFree(q); })};
   };
   return o;

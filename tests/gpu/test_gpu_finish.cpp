@@ -100,13 +100,15 @@ TEST(GpuFinish, DeviceInputsFinishedOutputsOnTheDevice) {
   o.backend = "gpu";
   o.stream = s;
   int allocated = 0;
-  o.allocator = [&allocated](DType t, const std::vector<int64_t>& shape, gamut::Device) {
+  o.allocator = [&allocated, s](DType t, const std::vector<int64_t>& shape, gamut::Device) {
     int64_t n = 1;
     for (int64_t x : shape) n *= x;
     const size_t bytes = size_t(n) * gamut::dtype_size(t);
     void* p = nullptr;
     EXPECT_EQ(cudaMalloc(&p, bytes + 16), cudaSuccess);
-    EXPECT_EQ(cudaMemset(p, 0xff, bytes + 16), cudaSuccess);  // what is not written shows
+    // What is not written shows. On the run's stream: a cudaMemset on the legacy stream is not
+    // ordered before the run's own starting fill on a non-blocking stream, and could land after it.
+    EXPECT_EQ(cudaMemsetAsync(p, 0xff, bytes + 16, s), cudaSuccess);
     ++allocated;
     return gamut::Allocation{p, std::shared_ptr<void>(p, [](void* q) { cudaFree(q); })};
   };
