@@ -115,11 +115,23 @@ std::optional<BoundRewrite> bound_rewrite(const Plan& plan, const Instance& inst
 
 static RewriteChoice all_or_none(bool bound_rewrites) { return RewriteChoice{bound_rewrites, bound_rewrites}; }
 
+static void apply(Prepared* p, BoundRewrite rw) {
+  p->program = std::move(rw.program);
+  p->plan.rewrites.push_back(std::move(rw.name));
+}
+
 static void apply_bound_rewrites(Prepared* p, const RewriteChoice& rewrites) {
-  if (auto rw = bound_rewrite(p->plan, p->instance, p->source, p->bindings, rewrites)) {
-    p->program = std::move(rw->program);
-    p->plan.rewrites.push_back(rw->name);
-  }
+  if (auto rw = bound_rewrite(p->plan, p->instance, p->source, p->bindings, rewrites)) apply(p, std::move(*rw));
+}
+
+// A typed plan bound to the bindings, before any bound rewrite.
+static std::unique_ptr<Prepared> bound_typed(Source source, Bindings bindings, const Plan& typed) {
+  auto p = std::make_unique<Prepared>();
+  p->source = std::move(source);
+  p->bindings = std::move(bindings);
+  p->plan = typed;
+  p->instance = bind(p->plan, p->bindings);
+  return p;
 }
 
 Plan plan_with_rewrites(const Source& source, const TypeEnv& env) {
@@ -148,23 +160,14 @@ std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, const Plan& 
 }
 
 std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, const Plan& typed, const RewriteChoice& rewrites) {
-  auto p = std::make_unique<Prepared>();
-  p->source = std::move(source);
-  p->bindings = std::move(bindings);
-  p->plan = typed;
-  p->instance = bind(p->plan, p->bindings);
+  auto p = bound_typed(std::move(source), std::move(bindings), typed);
   apply_bound_rewrites(p.get(), rewrites);
   return p;
 }
 
 std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, const Plan& typed, BoundRewrite rewrite) {
-  auto p = std::make_unique<Prepared>();
-  p->source = std::move(source);
-  p->bindings = std::move(bindings);
-  p->plan = typed;
-  p->instance = bind(p->plan, p->bindings);
-  p->program = std::move(rewrite.program);
-  p->plan.rewrites.push_back(rewrite.name);
+  auto p = bound_typed(std::move(source), std::move(bindings), typed);
+  apply(p.get(), std::move(rewrite));
   return p;
 }
 
