@@ -82,6 +82,22 @@ def close(a, b, rtol):
     return True
 
 
+def call_timeline(tasks, t0, t1):
+    """The tasks of one call (those with an action inside [t0, t1]) as text lines: key, worker and
+    each action's start-stop in ms from t0 (where a call's time goes: the blocks side by side or
+    one after another, transfers, the merge)."""
+    lines = []
+    for t in tasks:
+        ss = [x for x in t.get("startstops", ()) if x["stop"] >= t0 and x["start"] <= t1]
+        if not ss:
+            continue
+        key = str(t["key"])
+        key = key[key.find("'") + 1:].split("-")[0] if "'" in key else key[:40]
+        acts = ", ".join(f"{x['action']} {(x['start'] - t0) * 1e3:.0f}-{(x['stop'] - t0) * 1e3:.0f}" for x in ss)
+        lines.append((min(x["start"] for x in ss), f"{key} on {t.get('worker', '?')}: {acts}"))
+    return [text for _, text in sorted(lines)]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=65536)
@@ -109,7 +125,8 @@ def main():
         cluster = gamut.dask.gpu_cluster(W)
     client = Client(cluster)
     client.wait_for_workers(W, timeout=300)
-    print(f"cluster: {W} workers; M = N = {a.n}, K = {a.k}, backend {backend}", flush=True)
+    print(f"cluster: {W} workers; M = N = {a.n}, K = {a.k}, backend {backend}; each worker's CUDA_VISIBLE_DEVICES: "
+          f"{client.run(lambda: os.environ.get('CUDA_VISIBLE_DEVICES'))}", flush=True)
 
     # The data is made on the workers (the row operand a chunk per worker, the column operands
     # one chunk each, replicated to every worker) and copied to this process for the baselines.
@@ -146,8 +163,19 @@ def main():
             if not a.dry_run:
                 tt, out = timed(lambda: q(**host, **opts, devices=list(range(W))), a.repeat)
                 line.update(threaded_ms=tt, threaded_efficiency=t1 / (W * tt), threaded_same=close(rows(base), rows(out), rtol))
+            calls = []
+
+            def dask_call():
+                t0 = time.time()
+                r = gamut.dask.run(q, **dist, **opts, client=client)
+                calls.append((t0, time.time()))
+                return r
+
             with get_task_stream(client) as ts:
-                td, out = timed(lambda: gamut.dask.run(q, **dist, **opts, client=client), a.repeat)
+                td, out = timed(dask_call, a.repeat)
+            timeline = call_timeline(ts.data, *calls[-1])
+            print(f"  last dask call ({(calls[-1][1] - calls[-1][0]) * 1e3:.1f} ms), its tasks: start-stop ms "
+                  f"from the call's start:\n" + "\n".join("    " + t for t in timeline), flush=True)
             # The blocks that ran (warm-up and repeats): each call must run its own, and their
             # compute time says how much of a call the workers' gamut runs were.
             blocks = [t for t in ts.data if "_run_block" in str(t["key"])]
