@@ -193,6 +193,34 @@ TEST(OneSidedSums, ExpandedProgramsAgreeExactlyOnIntegerData) {
       b, F32Math::Ieee, "expand-squares");
 }
 
+TEST(OneSidedSums, NaNOperandsGiveNaNAsWritten) {
+  // The clamp at 0 of an expanded sum of squares must not turn NaN into 0 (fuzz seed 352333658:
+  // `max(0.0, NaN)` is 0, since max ignores NaN). Row 1 of Q and column 2 of X hold a NaN.
+  const std::string text =
+      "where (i, j) { dist = 0; reduce (k) { let t = Q[i, k] - X[j, k]; dist += t * t; } D[i, j] = dist; }";
+  Bindings b = qx(DType::F32, 5, 4, 8);
+  b.arrays["Q"].as<float>()[1 * 8 + 3] = NAN;
+  b.arrays["X"].as<float>()[2 * 8 + 0] = NAN;
+  auto written = prepare(Source{"q.mmlt", text}, b, under(F32Math::Tf32x3, false));
+  auto rewritten = prepare(Source{"q.mmlt", text}, b, under(F32Math::Tf32x3));
+  ASSERT_TRUE(rewritten->program.has_value());
+  const NDArray want = cpu(*written).dense[0], got = cpu(*rewritten).dense[0];
+  int nans = 0;
+  for (int64_t i = 0; i < 5; ++i)
+    for (int64_t j = 0; j < 4; ++j) {
+      const float w = want.as<float>()[i * 4 + j], g = got.as<float>()[i * 4 + j];
+      ASSERT_EQ(std::isnan(w), i == 1 || j == 2) << "(" << i << ", " << j << ")";
+      if (std::isnan(w)) {
+        ++nans;
+        EXPECT_TRUE(std::isnan(g)) << "(" << i << ", " << j << "): " << g;
+      } else {
+        EXPECT_EQ(g, w) << "(" << i << ", " << j << ")";
+        EXPECT_GT(w, 0.f);
+      }
+    }
+  EXPECT_EQ(nans, 5 + 4 - 1);
+}
+
 TEST(OneSidedSums, RandomDataWithinTheCancellationBound) {
   // |expanded - written| <= 8 K u (|q|^2 + |x|^2) with u = 2^-24 (docs/tensor-cores.md).
   const int64_t m = 31, n = 29, K = 96;

@@ -412,7 +412,13 @@ std::optional<OneSidedRewrite> one_sided_sums(const Plan& p, const Instance& ins
       bool nonneg = acc.init.f >= 0;
       for (const Stmt* s : updates[a]) nonneg = nonneg && s->update == UpdateOp::Add && it.squares(s->value);
       if (e.empty()) e = "0.0";
-      main_lets.push_back("  let " + acc.name + " = " + (nonneg ? "max(0.0, " + e + ")" : e) + ";\n");
+      // (The clamp keeps NaN: `max` ignores it, and a NaN operand must give NaN as written.)
+      if (nonneg) {
+        main_lets.push_back("  let os_" + acc.name + " = " + e + ";\n");
+        main_lets.push_back("  let " + acc.name + " = os_" + acc.name + " < 0.0 ? 0.0 : os_" + acc.name + ";\n");
+      } else {
+        main_lets.push_back("  let " + acc.name + " = " + e + ";\n");
+      }
     }
     if (cross_acc) {
       main_decls.insert(main_decls.begin(), "  os_dot: f32 = 0;\n");
