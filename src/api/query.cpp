@@ -47,20 +47,67 @@ struct Query::Impl {
   std::vector<std::string> index_operands;  // g in C[g[i]] or `when` keys: their values are read on the host
   api::QueryMemo memo;
 
-  // Bound for one call. Inputs the GPU engine reads in device memory are never read on the host,
-  // so the bound rewrites that read the data stay off for them (rewrite_choice).
-  std::unique_ptr<Prepared> prepare_call(api::StagedInputs& staged, const Options& options) {
-    std::shared_ptr<api::TypedPlan> t = memo.typed_plan(source, staged.bindings);
+  // One call's query bound to its inputs: the memo's typed plan as it is (no copy), or, where a
+  // bound rewrite applies, a Prepared of its own with the rewrite's stage program.
+  class Call;
+};
+
+// Inputs the GPU engine reads in device memory are never read on the host, so the bound
+// rewrites that read the data stay off for them (rewrite_choice). Under list provenance they stay
+// off too (a block's lists keep their hidden columns); the one-sided rewrite applies, its last
+// stage carrying the hidden columns (carry_list_provenance).
+class Query::Impl::Call {
+ public:
+  Call(Impl& q, api::StagedInputs& staged, const Options& options) {
+    const std::shared_ptr<api::TypedPlan> plain = q.memo.typed_plan(q.source, staged.bindings);
+    typed_ = options.list_provenance ? q.memo.provenance_plan(plain) : plain;
+    const bool provenance = typed_ != plain;
     const bool in_place = !staged.device.empty();
-    auto prep = prepare(source, std::move(staged.bindings), t->plan, rewrite_choice(options, in_place));
-    if (in_place) {
-      prep->instance.device_inputs.resize(prep->plan.operands.size());
-      for (size_t o = 0; o < prep->plan.operands.size(); ++o)
-        if (auto it = staged.device.find(prep->plan.operands[o].name); it != staged.device.end())
-          prep->instance.device_inputs[o] = it->second;
+    bindings_ = std::move(staged.bindings);
+    bound_ = bind(typed_->plan, bindings_);
+    RewriteChoice rewrites = rewrite_choice(options, in_place);
+    if (provenance) rewrites.data = false;
+    // Data rewrites read the data on every call; the one-sided rewrite, which only the types,
+    // math and shape decide, is made once per shape, of the plan without provenance.
+    std::optional<BoundRewrite> rewrite;
+    if (rewrites.data)
+      rewrite = bound_rewrite(typed_->plan, bound_, q.source, bindings_, {true, false, rewrites.f32_math});
+    if (!rewrite && rewrites.one_sided) {
+      rewrite = q.memo.one_sided(*plain, q.source, bound_, bindings_, rewrites.f32_math);
+      if (rewrite && provenance && !carry_list_provenance(*rewrite, plain->plan)) rewrite.reset();
     }
-    return prep;
+    if (rewrite) prep_ = prepare(q.source, std::move(bindings_), typed_->plan, std::move(*rewrite));
+    if (in_place) {
+      Instance& inst = instance();
+      inst.device_inputs.resize(plan().operands.size());
+      for (size_t o = 0; o < plan().operands.size(); ++o)
+        if (auto it = staged.device.find(plan().operands[o].name); it != staged.device.end())
+          inst.device_inputs[o] = it->second;
+    }
   }
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
+
+  const Plan& plan() const { return prep_ ? prep_->plan : typed_->plan; }
+  Instance& instance() { return prep_ ? prep_->instance : bound_; }
+  // The rewritten program's Prepared; null where none applies.
+  const Prepared* prepared() const { return prep_.get(); }
+  // The typed plan's kernel memo (where no rewrite applies); this call keeps it alive.
+  std::shared_ptr<void>* kernel_memo() const { return &typed_->kernel_memo; }
+  // A Prepared in every case (explain, kernel sources): where no rewrite applies, a copy of the
+  // typed plan bound once more. Consumes the call.
+  std::unique_ptr<Prepared> take_prepared(const Source& source) {
+    if (prep_) return std::move(prep_);
+    auto p = prepare(source, std::move(bindings_), typed_->plan, RewriteChoice{false, false});
+    p->instance.device_inputs = bound_.device_inputs;
+    return p;
+  }
+
+ private:
+  std::shared_ptr<api::TypedPlan> typed_;
+  Bindings bindings_;  // (moved into prep_ where there is one)
+  Instance bound_;     // typed_->plan bound to bindings_
+  std::unique_ptr<Prepared> prep_;
 };
 
 namespace {
@@ -319,36 +366,12 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
   const std::vector<int> devices = run_devices(options, ro);
   const bool several = !devices.empty();
   api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu && !several, impl_->index_operands);
-  // The cached typed plan is bound as it is (no copy); only where a bound rewrite applies does
-  // the call go through a Prepared of its own (the rewrite's stage program).
-  const std::shared_ptr<api::TypedPlan> plain = impl_->memo.typed_plan(impl_->source, staged.bindings);
-  const std::shared_ptr<api::TypedPlan> typed = options.list_provenance ? impl_->memo.provenance_plan(plain) : plain;
-  const bool provenance = typed != plain;
-  const bool in_place = !staged.device.empty();
-  Bindings bindings = std::move(staged.bindings);
-  Instance bound = bind(typed->plan, bindings);
-  std::unique_ptr<Prepared> prep;
-  RewriteChoice rewrites = rewrite_choice(options, in_place);
-  if (provenance) rewrites.data = rewrites.one_sided = false;  // a block's plan keeps its hidden columns
-  // Data rewrites read the data on every call; the one-sided rewrite, which only the types,
-  // math and shape decide, is made once per shape (making it plans its stages: about as long
-  // as the rest of a small call).
-  std::optional<BoundRewrite> rewrite;
-  if (rewrites.data)
-    rewrite = bound_rewrite(typed->plan, bound, impl_->source, bindings, {true, false, rewrites.f32_math});
-  if (!rewrite && rewrites.one_sided)
-    rewrite = impl_->memo.one_sided(*typed, impl_->source, bound, bindings, rewrites.f32_math);
-  if (rewrite) prep = prepare(impl_->source, std::move(bindings), typed->plan, std::move(*rewrite));
-  const Plan& plan = prep ? prep->plan : typed->plan;
-  Instance& inst = prep ? prep->instance : bound;
-  if (in_place) {
-    inst.device_inputs.resize(plan.operands.size());
-    for (size_t o = 0; o < plan.operands.size(); ++o)
-      if (auto it = staged.device.find(plan.operands[o].name); it != staged.device.end())
-        inst.device_inputs[o] = it->second;
-  }
+  Impl::Call call(*impl_, staged, options);
+  const Prepared* prep = call.prepared();
+  const Plan& plan = call.plan();
+  Instance& inst = call.instance();
   if (!prep)
-    ro.kernel_memo = &typed->kernel_memo;  // (`typed` keeps it alive for this call)
+    ro.kernel_memo = call.kernel_memo();
   else
     ro.stage_memo = [impl = impl_](const std::string& key) { return impl->memo.stage_memo(key); };
   // A rewritten program (a few small stages) runs whole, on the first GPU asked.
@@ -446,7 +469,7 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
   // or a grouped join keeps SIMT), and the math is SIMT's unless a tensor-core mainloop ran.
   // (A rewritten program's CPU stages name none.)
   s.mainloop = s.backend != "gpu" ? "cpu" : s.mainloop.empty() ? "simt" : s.mainloop;
-  MathChoice math = executed_math(math_plan(plan, prep.get()), ro.f32_math);
+  MathChoice math = executed_math(math_plan(plan, prep), ro.f32_math);
   // ("wgmma+tma": the wgmma mainloop fed by TMA)
   if (math.tensor_cores() && s.mainloop.rfind("wgmma", 0) != 0 && s.mainloop != "mma.sync") math.math = InnerMath::Simt;
   s.math = math.math_name();
@@ -476,7 +499,7 @@ std::string Query::explain(const Inputs& inputs, const Options& options) const {
   api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu, impl_->index_operands);
   const std::vector<std::string> copies = staged.copies;
   const bool in_place = !staged.device.empty();
-  const auto prep = impl_->prepare_call(staged, options);
+  const auto prep = Impl::Call(*impl_, staged, options).take_prepared(impl_->source);
   const Plan& plan = prep->plan;
   const Instance& inst = prep->instance;
   std::ostringstream out;
@@ -544,7 +567,7 @@ std::string Query::explain(const Inputs& inputs, const Options& options) const {
 std::vector<std::string> Query::kernel_variants(const Inputs& inputs, const Options& options) const {
   const bool gpu = gpu_engine(engine_options(options));
   api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu, impl_->index_operands);
-  const auto prep = impl_->prepare_call(staged, options);
+  const auto prep = Impl::Call(*impl_, staged, options).take_prepared(impl_->source);
   if (prep->program) return {};
   const cuda::GpuRunOptions go = gpu_run_options(engine_options(options));
   const Instance& inst = prep->instance;
@@ -558,7 +581,7 @@ std::vector<std::string> Query::kernel_variants(const Inputs& inputs, const Opti
 std::string Query::kernel_source(const Inputs& inputs, const Options& options) const {
   const bool gpu = gpu_engine(engine_options(options));
   api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu, impl_->index_operands);
-  const auto prep = impl_->prepare_call(staged, options);
+  const auto prep = Impl::Call(*impl_, staged, options).take_prepared(impl_->source);
   const RunOptions ro = engine_options(options);
   std::string out;
   for (const KernelSource& k : kernel_sources(*prep, explained_target(), gpu_run_options(ro)))
