@@ -7,6 +7,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "api/bound_call.h"
 #include "api/device_memory.h"
 #include "api/helper_threads.h"
 #include "api/query_memo.h"
@@ -26,16 +27,6 @@
 
 namespace gamut {
 
-// Which bound rewrites a call may take: those that read the data only on host inputs; the
-// one-sided sums (types and math only) on device inputs too.
-static RewriteChoice rewrite_choice(const Options& o, bool in_place) {
-  RewriteChoice c;
-  c.data = o.rewrites && !in_place;
-  c.one_sided = o.rewrites && !o.as_written;
-  c.f32_math = f32_math_from_name(o.f32_math).value_or(F32Math::Ieee);
-  return c;
-}
-
 // The plan whose math a run reports: a rewritten program's last stage where it keeps one.
 static const Plan& math_plan(const Plan& plan, const Prepared* prep) {
   return prep && prep->program && prep->program->main_plan ? *prep->program->main_plan : plan;
@@ -46,68 +37,6 @@ struct Query::Impl {
   QueryInfo info;
   std::vector<std::string> index_operands;  // g in C[g[i]] or `when` keys: their values are read on the host
   api::QueryMemo memo;
-
-  // One call's query bound to its inputs: the memo's typed plan as it is (no copy), or, where a
-  // bound rewrite applies, a Prepared of its own with the rewrite's stage program.
-  class Call;
-};
-
-// Inputs the GPU engine reads in device memory are never read on the host, so the bound
-// rewrites that read the data stay off for them (rewrite_choice). Under list provenance they stay
-// off too (a block's lists keep their hidden columns); the one-sided rewrite applies, its last
-// stage carrying the hidden columns (carry_list_provenance).
-class Query::Impl::Call {
- public:
-  Call(Impl& q, api::StagedInputs& staged, const Options& options) {
-    const std::shared_ptr<api::TypedPlan> plain = q.memo.typed_plan(q.source, staged.bindings);
-    typed_ = options.list_provenance ? q.memo.provenance_plan(plain) : plain;
-    const bool provenance = typed_ != plain;
-    const bool in_place = !staged.device.empty();
-    bindings_ = std::move(staged.bindings);
-    bound_ = bind(typed_->plan, bindings_);
-    RewriteChoice rewrites = rewrite_choice(options, in_place);
-    if (provenance) rewrites.data = false;
-    // Data rewrites read the data on every call; the one-sided rewrite, which only the types,
-    // math and shape decide, is made once per shape, of the plan without provenance.
-    std::optional<BoundRewrite> rewrite;
-    if (rewrites.data)
-      rewrite = bound_rewrite(typed_->plan, bound_, q.source, bindings_, {true, false, rewrites.f32_math});
-    if (!rewrite && rewrites.one_sided) {
-      rewrite = q.memo.one_sided(*plain, q.source, bound_, bindings_, rewrites.f32_math);
-      if (rewrite && provenance && !carry_list_provenance(*rewrite, plain->plan)) rewrite.reset();
-    }
-    if (rewrite) prep_ = prepare(q.source, std::move(bindings_), typed_->plan, std::move(*rewrite));
-    if (in_place) {
-      Instance& inst = instance();
-      inst.device_inputs.resize(plan().operands.size());
-      for (size_t o = 0; o < plan().operands.size(); ++o)
-        if (auto it = staged.device.find(plan().operands[o].name); it != staged.device.end())
-          inst.device_inputs[o] = it->second;
-    }
-  }
-  Call(const Call&) = delete;
-  Call& operator=(const Call&) = delete;
-
-  const Plan& plan() const { return prep_ ? prep_->plan : typed_->plan; }
-  Instance& instance() { return prep_ ? prep_->instance : bound_; }
-  // The rewritten program's Prepared; null where none applies.
-  const Prepared* prepared() const { return prep_.get(); }
-  // The typed plan's kernel memo (where no rewrite applies); this call keeps it alive.
-  std::shared_ptr<void>* kernel_memo() const { return &typed_->kernel_memo; }
-  // A Prepared in every case (explain, kernel sources): where no rewrite applies, a copy of the
-  // typed plan bound once more. Consumes the call.
-  std::unique_ptr<Prepared> take_prepared(const Source& source) {
-    if (prep_) return std::move(prep_);
-    auto p = prepare(source, std::move(bindings_), typed_->plan, RewriteChoice{false, false});
-    p->instance.device_inputs = bound_.device_inputs;
-    return p;
-  }
-
- private:
-  std::shared_ptr<api::TypedPlan> typed_;
-  Bindings bindings_;  // (moved into prep_ where there is one)
-  Instance bound_;     // typed_->plan bound to bindings_
-  std::unique_ptr<Prepared> prep_;
 };
 
 namespace {
@@ -366,7 +295,7 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
   const std::vector<int> devices = run_devices(options, ro);
   const bool several = !devices.empty();
   api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu && !several, impl_->index_operands);
-  Impl::Call call(*impl_, staged, options);
+  api::BoundCall call(impl_->memo, impl_->source, staged, options);
   const Prepared* prep = call.prepared();
   const Plan& plan = call.plan();
   Instance& inst = call.instance();
@@ -499,7 +428,7 @@ std::string Query::explain(const Inputs& inputs, const Options& options) const {
   api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu, impl_->index_operands);
   const std::vector<std::string> copies = staged.copies;
   const bool in_place = !staged.device.empty();
-  const auto prep = Impl::Call(*impl_, staged, options).take_prepared(impl_->source);
+  const auto prep = api::BoundCall(impl_->memo, impl_->source, staged, options).take_prepared(impl_->source);
   const Plan& plan = prep->plan;
   const Instance& inst = prep->instance;
   std::ostringstream out;
@@ -567,7 +496,7 @@ std::string Query::explain(const Inputs& inputs, const Options& options) const {
 std::vector<std::string> Query::kernel_variants(const Inputs& inputs, const Options& options) const {
   const bool gpu = gpu_engine(engine_options(options));
   api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu, impl_->index_operands);
-  const auto prep = Impl::Call(*impl_, staged, options).take_prepared(impl_->source);
+  const auto prep = api::BoundCall(impl_->memo, impl_->source, staged, options).take_prepared(impl_->source);
   if (prep->program) return {};
   const cuda::GpuRunOptions go = gpu_run_options(engine_options(options));
   const Instance& inst = prep->instance;
@@ -581,7 +510,7 @@ std::vector<std::string> Query::kernel_variants(const Inputs& inputs, const Opti
 std::string Query::kernel_source(const Inputs& inputs, const Options& options) const {
   const bool gpu = gpu_engine(engine_options(options));
   api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu, impl_->index_operands);
-  const auto prep = Impl::Call(*impl_, staged, options).take_prepared(impl_->source);
+  const auto prep = api::BoundCall(impl_->memo, impl_->source, staged, options).take_prepared(impl_->source);
   const RunOptions ro = engine_options(options);
   std::string out;
   for (const KernelSource& k : kernel_sources(*prep, explained_target(), gpu_run_options(ro)))
