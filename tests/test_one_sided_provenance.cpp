@@ -13,7 +13,9 @@
 #include "cpu/engine.h"
 #include "driver/pipeline.h"
 #include "gamut/gamut.h"
+#include "driver/kernel_sources.h"
 #include "integer_data.h"
+#include "nvrtc_check.h"
 #include "partition/blocks.h"
 #include "rewrite/list_provenance.h"
 
@@ -105,16 +107,25 @@ NDArray rows_of(const NDArray& a, int64_t b, int64_t e) {
   return out;
 }
 
-// One block as Query::run runs it with list provenance: the plan with provenance bound, the
-// one-sided rewrite made of the plan without it, its last stage carrying the hidden columns.
-Results run_block(const Source& src, const Plan& plain, const Plan& with, Bindings b, F32Math math) {
+// One block as Query::run binds it with list provenance: the plan with provenance bound, the
+// one-sided rewrite made of the plan without it, its last stage carrying the hidden columns
+// (`carry` false: the rewrite as a call without provenance makes it).
+std::unique_ptr<Prepared> block_program(const Source& src, const Plan& plain, const Plan& with, Bindings b,
+                                        F32Math math, bool carry = true) {
   auto bound = prepare(src, b, plain, false);
   std::optional<BoundRewrite> rw = bound_rewrite(plain, bound->instance, src, b, RewriteChoice{false, true, math});
   EXPECT_TRUE(rw.has_value());
-  if (!rw) return {};
-  EXPECT_TRUE(carry_list_provenance(*rw, plain));
-  EXPECT_TRUE(rw->program.stages.back().list_provenance);
-  auto prep = prepare(src, std::move(b), with, std::move(*rw));
+  if (!rw) return nullptr;
+  if (carry) {
+    EXPECT_TRUE(carry_list_provenance(*rw, plain));
+    EXPECT_TRUE(rw->program.stages.back().list_provenance);
+  }
+  return prepare(src, std::move(b), carry ? with : plain, std::move(*rw));
+}
+
+Results run_block(const Source& src, const Plan& plain, const Plan& with, Bindings b, F32Math math) {
+  auto prep = block_program(src, plain, with, std::move(b), math);
+  if (!prep) return {};
   RunOptions ro;
   ro.backend = Backend::Cpu;
   ro.threads = 2;
@@ -200,4 +211,39 @@ TEST(OneSidedProvenance, ExplainNamesTheRewriteAndOtherRewritesCarryNone) {
   EXPECT_EQ(rw->name, "aggregate-pushdown");
   EXPECT_FALSE(carry_list_provenance(*rw, p->plan));
   EXPECT_FALSE(rw->program.stages.back().list_provenance);
+}
+
+// The GPU kernels of a block's program (kernel_sources, as explain --source lists them): the last
+// stage's main kernel and its selections carry the hidden columns, unlike the same program's
+// without provenance, and every kernel compiles with NVRTC for sm_90a.
+TEST(OneSidedProvenance, TheBlockStageKernelsCompile) {
+  const Source src{"knn.mmlt", kKnn};
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(c.math);
+    Bindings b;
+    b.arrays["Q"] = ints(c.type, {300, 64}, -2, 2, 3);
+    b.arrays["X"] = ints(c.type, {700, 64}, -2, 2, 5);
+    const Plan plain = plan_with_rewrites(src, type_env(b));
+    const Plan with = with_list_provenance(plain);
+    auto prep = block_program(src, plain, with, b, c.f32_math);
+    auto bare = block_program(src, plain, with, b, c.f32_math, false);
+    ASSERT_TRUE(prep && bare);
+    const std::vector<KernelSource> ks =
+        kernel_sources(*prep, testnvrtc::kH100Sms, testnvrtc::kH100Smem, "", false, c.f32_math);
+    const std::vector<KernelSource> bs =
+        kernel_sources(*bare, testnvrtc::kH100Sms, testnvrtc::kH100Smem, "", false, c.f32_math);
+    ASSERT_EQ(ks.size(), bs.size());
+    int differ = 0;
+    for (size_t k = 0; k < ks.size(); ++k) {
+      SCOPED_TRACE(ks[k].name);
+      EXPECT_EQ(ks[k].name, bs[k].name);
+      const bool last = ks[k].name.rfind("stage" + std::to_string(prep->program->stages.size()) + "-", 0) == 0;
+      if (ks[k].name.find("select") == std::string::npos) differ += last && ks[k].source != bs[k].source;
+      if (!last) EXPECT_EQ(ks[k].source, bs[k].source);
+#if GAMUT_HAVE_CUDA
+      testnvrtc::compile(ks[k].source, "sm_90a");
+#endif
+    }
+    EXPECT_EQ(differ, 1) << "the last stage's main kernel emits the hidden columns";
+  }
 }
