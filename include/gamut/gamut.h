@@ -177,7 +177,9 @@ struct Options {
   Devices devices;
   // Top/bottom lists also return their hidden provenance columns __key, __b, __i, __j (the key
   // and the pair of each row, which decide ties): for merging the results of blocks of one query
-  // run elsewhere (docs/scale-out.md). Bound rewrites stay off for such queries.
+  // run elsewhere (docs/scale-out.md). The bound rewrites that read the data stay off for such
+  // queries; the one-sided rewrite applies, its last stage returning the hidden columns (__key
+  // the key as it computes it, __b, __i, __j the query's own).
   bool list_provenance = false;
   // Run the query's finishing steps (`finish { ... }`, docs/language.md section 9, "Finishing
   // steps") and return their outputs after the dense ones. false: only the run's own outputs

@@ -7,8 +7,10 @@
 #include <mutex>
 #include <sstream>
 
+#include "api/bound_call.h"
 #include "api/device_memory.h"
 #include "api/helper_threads.h"
+#include "api/query_memo.h"
 #include "api/roofline.h"
 #include "api/staging.h"
 #include "core/error.h"
@@ -21,20 +23,9 @@
 #include "driver/pipeline.h"
 #include "gamut/gamut.h"
 #include "partition/multi_device.h"
-#include "rewrite/list_provenance.h"
 #include "sema/analyze.h"
 
 namespace gamut {
-
-// Which bound rewrites a call may take: those that read the data only on host inputs; the
-// one-sided sums (types and math only) on device inputs too.
-static RewriteChoice rewrite_choice(const Options& o, bool in_place) {
-  RewriteChoice c;
-  c.data = o.rewrites && !in_place;
-  c.one_sided = o.rewrites && !o.as_written;
-  c.f32_math = f32_math_from_name(o.f32_math).value_or(F32Math::Ieee);
-  return c;
-}
 
 // The plan whose math a run reports: a rewritten program's last stage where it keeps one.
 static const Plan& math_plan(const Plan& plan, const Prepared* prep) {
@@ -45,86 +36,7 @@ struct Query::Impl {
   Source source;
   QueryInfo info;
   std::vector<std::string> index_operands;  // g in C[g[i]] or `when` keys: their values are read on the host
-  std::mutex mu;
-  // Per signature of input element types ("A:8;B:8;"): the typed plan (typing and the plan
-  // rewrites run once) and the GPU engine's kernel memo for it (no code generation or hashing
-  // on a repeated run). Bounded: a caller cycling through types rebuilds.
-  struct Typed {
-    Plan plan;
-    std::shared_ptr<void> kernel_memo;
-    // The plan with list provenance (Options::list_provenance) and its own kernel memo: made on
-    // first use, under `mu`.
-    std::shared_ptr<Typed> provenance;
-    // The one-sided rewrite (or none) per one_sided_key, under `mu`; bounded.
-    std::map<std::string, std::shared_ptr<const std::optional<BoundRewrite>>> one_sided;
-  };
-  std::map<std::string, std::shared_ptr<Typed>> typed;
-  // Rewritten programs' stages: a kernel memo per stage plan (RunOptions::stage_memo).
-  std::map<std::string, std::shared_ptr<StageMemo>> stage_memos;
-
-  std::optional<BoundRewrite> one_sided(Typed& t, const Instance& inst, const Bindings& b, F32Math math) {
-    const std::string key = one_sided_key(inst, math);
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      if (auto it = t.one_sided.find(key); it != t.one_sided.end()) return *it->second;
-    }
-    auto made = std::make_shared<const std::optional<BoundRewrite>>(
-        bound_rewrite(t.plan, inst, source, b, RewriteChoice{false, true, math}));
-    std::lock_guard<std::mutex> lock(mu);
-    if (t.one_sided.size() >= 16) t.one_sided.clear();
-    t.one_sided.emplace(key, made);
-    return *made;
-  }
-
-  std::shared_ptr<StageMemo> stage_memo(const std::string& key) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (auto it = stage_memos.find(key); it != stage_memos.end()) return it->second;
-    if (stage_memos.size() >= 64) stage_memos.clear();
-    auto m = std::make_shared<StageMemo>();
-    m->kernel_memo = cuda::new_kernel_memo();
-    stage_memos.emplace(key, m);
-    return m;
-  }
-
-  std::shared_ptr<Typed> typed_plan(const Bindings& b) {
-    std::string sig;
-    for (const auto& [name, a] : b.arrays) sig += name + ":" + std::to_string(int(a.dtype)) + ";";
-    std::lock_guard<std::mutex> lock(mu);
-    if (auto it = typed.find(sig); it != typed.end()) return it->second;
-    auto t =
-        std::make_shared<Typed>(Typed{plan_with_rewrites(source, type_env(b)), cuda::new_kernel_memo(), nullptr, {}});
-    if (typed.size() >= 64) typed.clear();
-    typed.emplace(sig, t);
-    return t;
-  }
-
-  // typed_plan's, with list provenance where the plan has top/bottom lists.
-  std::shared_ptr<Typed> provenance_plan(const std::shared_ptr<Typed>& t) {
-    const bool ranked = std::any_of(t->plan.lists.begin(), t->plan.lists.end(), [](const ListOutput& l) {
-      return l.mode == ListMode::Top || l.mode == ListMode::Bottom;
-    });
-    if (!ranked) return t;
-    std::lock_guard<std::mutex> lock(mu);
-    if (!t->provenance)
-      t->provenance =
-          std::make_shared<Typed>(Typed{with_list_provenance(t->plan), cuda::new_kernel_memo(), nullptr, {}});
-    return t->provenance;
-  }
-
-  // Bound for one call. Inputs the GPU engine reads in device memory are never read on the host,
-  // so the bound rewrites that read the data stay off for them (rewrite_choice).
-  std::unique_ptr<Prepared> prepare_call(api::StagedInputs& staged, const Options& options) {
-    std::shared_ptr<Typed> t = typed_plan(staged.bindings);
-    const bool in_place = !staged.device.empty();
-    auto prep = prepare(source, std::move(staged.bindings), t->plan, rewrite_choice(options, in_place));
-    if (in_place) {
-      prep->instance.device_inputs.resize(prep->plan.operands.size());
-      for (size_t o = 0; o < prep->plan.operands.size(); ++o)
-        if (auto it = staged.device.find(prep->plan.operands[o].name); it != staged.device.end())
-          prep->instance.device_inputs[o] = it->second;
-    }
-    return prep;
-  }
+  api::QueryMemo memo;
 };
 
 namespace {
@@ -383,37 +295,14 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
   const std::vector<int> devices = run_devices(options, ro);
   const bool several = !devices.empty();
   api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu && !several, impl_->index_operands);
-  // The cached typed plan is bound as it is (no copy); only where a bound rewrite applies does
-  // the call go through a Prepared of its own (the rewrite's stage program).
-  const std::shared_ptr<Impl::Typed> plain = impl_->typed_plan(staged.bindings);
-  const std::shared_ptr<Impl::Typed> typed = options.list_provenance ? impl_->provenance_plan(plain) : plain;
-  const bool provenance = typed != plain;
-  const bool in_place = !staged.device.empty();
-  Bindings bindings = std::move(staged.bindings);
-  Instance bound = bind(typed->plan, bindings);
-  std::unique_ptr<Prepared> prep;
-  RewriteChoice rewrites = rewrite_choice(options, in_place);
-  if (provenance) rewrites.data = rewrites.one_sided = false;  // a block's plan keeps its hidden columns
-  // Data rewrites read the data on every call; the one-sided rewrite, which only the types,
-  // math and shape decide, is made once per shape (making it plans its stages: about as long
-  // as the rest of a small call).
-  std::optional<BoundRewrite> rewrite;
-  if (rewrites.data)
-    rewrite = bound_rewrite(typed->plan, bound, impl_->source, bindings, {true, false, rewrites.f32_math});
-  if (!rewrite && rewrites.one_sided) rewrite = impl_->one_sided(*typed, bound, bindings, rewrites.f32_math);
-  if (rewrite) prep = prepare(impl_->source, std::move(bindings), typed->plan, std::move(*rewrite));
-  const Plan& plan = prep ? prep->plan : typed->plan;
-  Instance& inst = prep ? prep->instance : bound;
-  if (in_place) {
-    inst.device_inputs.resize(plan.operands.size());
-    for (size_t o = 0; o < plan.operands.size(); ++o)
-      if (auto it = staged.device.find(plan.operands[o].name); it != staged.device.end())
-        inst.device_inputs[o] = it->second;
-  }
+  api::BoundCall call(impl_->memo, impl_->source, staged, options);
+  const Prepared* prep = call.prepared();
+  const Plan& plan = call.plan();
+  Instance& inst = call.instance();
   if (!prep)
-    ro.kernel_memo = &typed->kernel_memo;  // (`typed` keeps it alive for this call)
+    ro.kernel_memo = call.kernel_memo();
   else
-    ro.stage_memo = [impl = impl_](const std::string& key) { return impl->stage_memo(key); };
+    ro.stage_memo = [impl = impl_](const std::string& key) { return impl->memo.stage_memo(key); };
   // A rewritten program (a few small stages) runs whole, on the first GPU asked.
   std::optional<CurrentDeviceScope> on_first;
   if (several && prep) on_first.emplace(devices[0]);
@@ -509,7 +398,7 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
   // or a grouped join keeps SIMT), and the math is SIMT's unless a tensor-core mainloop ran.
   // (A rewritten program's CPU stages name none.)
   s.mainloop = s.backend != "gpu" ? "cpu" : s.mainloop.empty() ? "simt" : s.mainloop;
-  MathChoice math = executed_math(math_plan(plan, prep.get()), ro.f32_math);
+  MathChoice math = executed_math(math_plan(plan, prep), ro.f32_math);
   // ("wgmma+tma": the wgmma mainloop fed by TMA)
   if (math.tensor_cores() && s.mainloop.rfind("wgmma", 0) != 0 && s.mainloop != "mma.sync") math.math = InnerMath::Simt;
   s.math = math.math_name();
@@ -539,7 +428,7 @@ std::string Query::explain(const Inputs& inputs, const Options& options) const {
   api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu, impl_->index_operands);
   const std::vector<std::string> copies = staged.copies;
   const bool in_place = !staged.device.empty();
-  const auto prep = impl_->prepare_call(staged, options);
+  const auto prep = api::BoundCall(impl_->memo, impl_->source, staged, options).take_prepared(impl_->source);
   const Plan& plan = prep->plan;
   const Instance& inst = prep->instance;
   std::ostringstream out;
@@ -607,7 +496,7 @@ std::string Query::explain(const Inputs& inputs, const Options& options) const {
 std::vector<std::string> Query::kernel_variants(const Inputs& inputs, const Options& options) const {
   const bool gpu = gpu_engine(engine_options(options));
   api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu, impl_->index_operands);
-  const auto prep = impl_->prepare_call(staged, options);
+  const auto prep = api::BoundCall(impl_->memo, impl_->source, staged, options).take_prepared(impl_->source);
   if (prep->program) return {};
   const cuda::GpuRunOptions go = gpu_run_options(engine_options(options));
   const Instance& inst = prep->instance;
@@ -621,7 +510,7 @@ std::vector<std::string> Query::kernel_variants(const Inputs& inputs, const Opti
 std::string Query::kernel_source(const Inputs& inputs, const Options& options) const {
   const bool gpu = gpu_engine(engine_options(options));
   api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu, impl_->index_operands);
-  const auto prep = impl_->prepare_call(staged, options);
+  const auto prep = api::BoundCall(impl_->memo, impl_->source, staged, options).take_prepared(impl_->source);
   const RunOptions ro = engine_options(options);
   std::string out;
   for (const KernelSource& k : kernel_sources(*prep, explained_target(), gpu_run_options(ro)))

@@ -70,7 +70,9 @@ struct Sources {
       }
       for (const std::string& n : st.from_stages) b.arrays[n] = produced.at(n);
       for (const auto& [n, d] : st.dims) b.dims[n] = d;
-      auto stage = prepare(Source{p.source.name + " [" + st.name + "]", st.text}, std::move(b));
+      Source src{p.source.name + " [" + st.name + "]", st.text};
+      auto stage = st.list_provenance ? prepare(src, b, stage_plan(st, src, type_env(b)), false)
+                                      : prepare(std::move(src), std::move(b));
       for (KernelSource& k : of(*stage))
         out.push_back({tag + "-" + k.name, title + "\n" + k.title, std::move(k.source)});
       for (size_t d = 0; d < stage->plan.dense.size(); ++d)

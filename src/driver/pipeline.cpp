@@ -28,6 +28,7 @@
 
 #include "data/npy.h"
 #include "rewrite/bitpack_orand.h"
+#include "rewrite/list_provenance.h"
 #include "rewrite/one_sided_sums.h"
 #include "rewrite/passes.h"
 
@@ -171,6 +172,33 @@ std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, const Plan& 
   return p;
 }
 
+static bool ranked(const ListOutput& l) { return l.mode == ListMode::Top || l.mode == ListMode::Bottom; }
+
+bool carry_list_provenance(BoundRewrite& rewrite, const Plan& plan) {
+  PushdownProgram& prog = rewrite.program;
+  if (prog.stages.empty() || !prog.main_plan || plan.batched) return false;
+  StageQuery& last = prog.stages.back();
+  const Plan& main = *prog.main_plan;
+  if (last.bitpack || last.segment || main.batched || main.lists.size() != plan.lists.size()) return false;
+  // The stage's axes are the query's (their names and values: it runs the instance's ranges), so
+  // its i and j are the query's; its lists are the query's, ranked by keys of the same types.
+  for (AxisRole r : {AxisRole::Row, AxisRole::Col})
+    if (main.axis(r).name != plan.axis(r).name) return false;
+  for (size_t l = 0; l < plan.lists.size(); ++l) {
+    const ListOutput &x = plan.lists[l], &y = main.lists[l];
+    if (x.name != y.name || x.mode != y.mode || x.per != y.per) return false;
+    if (ranked(x) && (x.key == kNoExpr || y.key == kNoExpr || plan.expr(x.key).type != main.expr(y.key).type))
+      return false;
+  }
+  last.list_provenance = true;
+  return true;
+}
+
+Plan stage_plan(const StageQuery& stage, const Source& source, const TypeEnv& env) {
+  Plan p = plan_with_rewrites(source, env);
+  return stage.list_provenance ? with_list_provenance(p) : p;
+}
+
 std::string one_sided_key(const Instance& inst, F32Math f32_math) {
   std::string k = std::to_string(int(f32_math)) + "|" + std::to_string(inst.batch);
   for (const AxisRange& r : {inst.row, inst.col, inst.red})
@@ -298,19 +326,22 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
     std::shared_ptr<const Plan> typed;
     Source stage_source{p.source.name + " [" + st.name + "]", st.text};
     if (options.stage_memo) {
-      std::string key = st.text;
+      std::string key = st.text + (st.list_provenance ? "|list-provenance" : "");
       for (const auto& [n, a] : b.arrays) key += "|" + n + ":" + std::to_string(int(a.dtype));
       memo = options.stage_memo(key);
       stage_options.kernel_memo = &memo->kernel_memo;
       // Parsing and planning a stage cost more than its kernel (tenths of a millisecond on the
       // host against microseconds): once per stage and signature of input types.
       std::lock_guard<std::mutex> lock(memo->mu);
-      if (!memo->plan) memo->plan = std::make_shared<const Plan>(plan_with_rewrites(stage_source, type_env(b)));
+      if (!memo->plan) memo->plan = std::make_shared<const Plan>(stage_plan(st, stage_source, type_env(b)));
       typed = memo->plan;
     }
-    // (No bound rewrite of a stage reads device memory: on device inputs they stay off.)
-    auto stage = typed ? prepare(std::move(stage_source), std::move(b), *typed, !on_device)
-                       : prepare(std::move(stage_source), std::move(b), !on_device);
+    if (!typed && st.list_provenance) typed = std::make_shared<const Plan>(stage_plan(st, stage_source, type_env(b)));
+    // No bound rewrite of a stage reads device memory: on device inputs they stay off. Nor does
+    // one rewrite a stage with list provenance, whose lists keep their hidden columns.
+    const bool stage_rewrites = !on_device && !st.list_provenance;
+    auto stage = typed ? prepare(std::move(stage_source), std::move(b), *typed, stage_rewrites)
+                       : prepare(std::move(stage_source), std::move(b), stage_rewrites);
     if (on_device) {
       Instance& si = stage->instance;
       si.device_inputs.resize(stage->plan.operands.size());

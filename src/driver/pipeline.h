@@ -119,6 +119,15 @@ std::optional<BoundRewrite> bound_rewrite(const Plan& plan, const Instance& inst
 // prepare() of a typed plan whose bound rewrite the caller already made (bound_rewrite of the
 // same plan and bindings; a library call keeps the one-sided rewrite per shape, query.cpp).
 std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, const Plan& typed, BoundRewrite rewrite);
+// Marks the last stage of `rewrite` (a bound rewrite of the typed plan `plan`) to run with list
+// provenance (Options::list_provenance: a block of a partitioned run), so that its top/bottom
+// lists carry the hidden columns: the key as that stage computes it and its (b, i, j), which
+// are `plan`'s where the stage keeps `plan`'s axes and lists. Only the one-sided rewrite's last
+// stage does; for any other rewrite nothing is marked and the result is false.
+bool carry_list_provenance(BoundRewrite& rewrite, const Plan& plan);
+// A stage query's typed plan for these input types: plan_with_rewrites, with list provenance
+// where the stage asks for it (StageQuery::list_provenance).
+Plan stage_plan(const StageQuery& stage, const Source& source, const TypeEnv& env);
 // What the one-sided rewrite of a bound plan depends on besides the plan's input types: the
 // math and the instance's ranges and output extents (its stage texts name them).
 std::string one_sided_key(const Instance& inst, F32Math f32_math);

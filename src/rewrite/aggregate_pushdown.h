@@ -39,6 +39,9 @@ struct StageQuery {
   std::vector<std::pair<std::string, std::vector<int64_t>>> dims;  // --dim of its outputs
   std::optional<SegmentSum> segment;      // set on the two segment-sum stages
   std::optional<BitPack> bitpack;         // set on bit-pack stages (rewrite/bitpack_orand.h): no query to run
+  // Run with list provenance (rewrite/list_provenance.h): set on the last stage of a program
+  // whose caller asked for the hidden columns (driver/pipeline.h, carry_list_provenance).
+  bool list_provenance = false;
 };
 
 struct PushdownProgram {

@@ -284,6 +284,78 @@ TEST(GpuDistances, AsWrittenKeepsTheSimtForm) {
   EXPECT_EQ(e.stats.mainloop.rfind("wgmma", 0) == 0 || e.stats.mainloop == "mma.sync", true) << e.stats.mainloop;
 }
 
+// A block of a partitioned run (list_provenance, as gamut.dask runs every block) keeps the
+// expanded form on the tensor cores, and its lists, hidden columns (__key, __b, __i, __j) and
+// all, equal the CPU engine's written form with provenance: integer-valued bf16 data, on which
+// every sum is exact in both forms and many distances tie, so the (b, i, j) order decides.
+TEST(GpuDistances, KnnBlockWithProvenanceKeepsTheRewrite) {
+  SKIP_WITHOUT_GPU();
+  const int64_t m = 200, n = 3000, k = 128;
+  std::vector<double> q(size_t(m * k)), x(size_t(n * k));
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> v(-3, 3);
+  for (double& e : q) e = v(rng);
+  for (double& e : x) e = v(rng);
+  const Stored Q = make(DType::BF16, m, k, q), X = make(DType::BF16, n, k, x);
+  const Query query = Query::compile(kKnn);
+  for (bool on_device : {false, true}) {
+    SCOPED_TRACE(on_device ? "device inputs" : "host inputs");
+    Inputs in;
+    std::unique_ptr<DeviceCopy> dq, dx;
+    if (on_device) {
+      dq = std::make_unique<DeviceCopy>(Q.data(), Q.bytes());
+      dx = std::make_unique<DeviceCopy>(X.data(), X.bytes());
+      in.array("Q", ArrayRef::cuda(dq->p, Q.t, {m, k})).array("X", ArrayRef::cuda(dx->p, X.t, {n, k}));
+    } else {
+      in.array("Q", ArrayRef::host(Q.data(), Q.t, {m, k})).array("X", ArrayRef::host(X.data(), X.t, {n, k}));
+    }
+    Options o;
+    o.backend = "gpu";
+    o.list_provenance = true;
+    const Result got = query.run(in, o);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    ASSERT_GE(got.stats.rewrites.size(), 2u);
+    EXPECT_EQ(got.stats.rewrites.back(), "expand-squares");
+    EXPECT_EQ(got.stats.math, "bf16");
+    EXPECT_TRUE(got.stats.mainloop.rfind("wgmma", 0) == 0 || got.stats.mainloop == "mma.sync") << got.stats.mainloop;
+    if (!on_device) {
+      const std::string e = query.explain(in, o);
+      EXPECT_NE(e.find("rewrite expand-squares"), std::string::npos) << e;
+      EXPECT_NE(e.find("__key"), std::string::npos) << e;
+    }
+    o.list_provenance = false;
+    const Result plain = query.run(in, o);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    // The reference: the CPU engine, the written form, with provenance (host copies of the data).
+    Inputs host;
+    host.array("Q", ArrayRef::host(Q.data(), Q.t, {m, k})).array("X", ArrayRef::host(X.data(), X.t, {n, k}));
+    Options c;
+    c.backend = "cpu";
+    c.as_written = true;
+    c.list_provenance = true;
+    const Result want = query.run(host, c);
+    const Output &g = got["Nearest"], &w = want["Nearest"], &p = plain["Nearest"];
+    ASSERT_EQ(g.rows, m * kTop);
+    ASSERT_EQ(g.rows, w.rows);
+    ASSERT_EQ(p.rows, w.rows);
+    ASSERT_EQ(g.columns.size(), 7u);
+    ASSERT_EQ(w.columns.size(), 7u);
+    ASSERT_EQ(p.columns.size(), 3u);
+    auto host_bytes = [](const Array& a) {
+      std::vector<char> b(a.nbytes());
+      EXPECT_EQ(cudaMemcpy(b.data(), a.data, b.size(), cudaMemcpyDefault), cudaSuccess);
+      return b;
+    };
+    for (size_t col = 0; col < w.columns.size(); ++col) {
+      EXPECT_EQ(g.columns[col].first, w.columns[col].first);
+      EXPECT_TRUE(host_bytes(g.columns[col].second) == host_bytes(w.columns[col].second)) << w.columns[col].first;
+      if (col < p.columns.size())
+        EXPECT_TRUE(host_bytes(p.columns[col].second) == host_bytes(w.columns[col].second)) << "plain call, "
+                                                                                           << w.columns[col].first;
+    }
+  }
+}
+
 TEST(GpuDistances, CosineTopK) {
   SKIP_WITHOUT_GPU();
   const int64_t m = 256, n = 4096, k = 128;

@@ -165,6 +165,33 @@ def test_queries_that_cannot_split_run_as_one_block(client):
                 masked(A=d["A"], B=d["B"], backend="cpu"), "mask on i != j")
 
 
+KNN = ("where (i, j) { dist = 0; reduce (k) { let t = Q[i, k] - X[j, k]; dist += t * t; } "
+       "emit Nearest(i, j, dist) bottom 4 by dist per i; emit Closest(j, i, dist) bottom 9 by dist; }")
+
+
+def test_knn_blocks_keep_the_one_sided_rewrite(client):
+    """kNN under tf32 (issue 40): blocks run with provenance keep the one-sided rewrite (norms and
+    a cross term; the CPU engine runs it as the GPU's does), so the cluster's result equals one
+    call's bit for bit, although the expanded form rounds unlike the written one (real-valued
+    data, off the origin). Q in row chunks, X whole and then in chunks too: the per-i lists and
+    the global bottom 9 merge by the blocks' hidden key and (b, i, j)."""
+    q = gamut.compile(KNN)
+    rng = np.random.default_rng(11)
+    Q = (3 + rng.standard_normal((37, 24))).astype(np.float32)
+    X = (3 + rng.standard_normal((29, 24))).astype(np.float32)
+    want = q(Q=Q, X=X, backend="cpu", f32_math="tf32")
+    written = q(Q=Q, X=X, backend="cpu", f32_math="tf32", as_written=True)
+    assert not np.array_equal(want["Nearest"]["dist"], written["Nearest"]["dist"]), "the two forms must differ"
+    out, stats = q.run({"Q": Q[:10], "X": X}, provenance=True, backend="cpu", f32_math="tf32")
+    assert stats["rewrites"][-1] == "expand-squares", stats["rewrites"]
+    assert list(out["Nearest"]) == ["i", "j", "dist", "__key", "__b", "__i", "__j"]
+    for cols in (None, 8):
+        xs = X if cols is None else da.from_array(X, chunks=(cols, -1))
+        got = gamut.dask.run(q, Q=da.from_array(Q, chunks=(10, -1)), X=xs, backend="cpu", f32_math="tf32",
+                             threads=1, client=client)
+        assert_same(got, want, f"kNN, X chunks {cols}")
+
+
 def test_errors_are_gamut_errors(client):
     q = gamut.compile(QUERIES["project"])
     d = data()

@@ -15,7 +15,7 @@ distributed = pytest.importorskip("distributed")
 
 import gamut  # noqa: E402
 import gamut.dask  # noqa: E402
-from test_dask import BATCHED, QUERIES, assert_same, chunked, data, pick  # noqa: E402
+from test_dask import BATCHED, KNN, QUERIES, assert_same, chunked, data, pick  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -56,6 +56,24 @@ def test_batched_on_gpu_workers(client):
     got = gamut.dask.run(qb, A=da.from_array(A, chunks=(3, 33, 5)), B=da.from_array(B, chunks=(3, 5, 40)),
                          backend="gpu", client=client)
     assert_same(got, qb(A=A, B=B, backend="cpu"), "batched")
+
+
+def test_knn_blocks_keep_the_one_sided_rewrite_on_gpu_workers(client):
+    """kNN under tf32 (issue 40): every block runs norms and a tensor-core cross term (the
+    one-sided rewrite, kept under provenance), and the merged lists equal the CPU engine's one
+    call (integer-valued data: every form's sums exact, many ties, decided by (b, i, j))."""
+    q = gamut.compile(KNN)
+    rng = np.random.default_rng(5)
+    Q = rng.integers(-3, 4, (301, 64)).astype(np.float32)
+    X = rng.integers(-3, 4, (203, 64)).astype(np.float32)
+    out, stats = q.run({"Q": Q[:97], "X": X}, provenance=True, backend="gpu", f32_math="tf32")
+    assert stats["rewrites"][-1] == "expand-squares" and stats["math"] == "tf32", stats
+    want = q(Q=Q, X=X, backend="cpu", as_written=True)
+    for cols in (None, 80):
+        xs = X if cols is None else da.from_array(X, chunks=(cols, -1))
+        got = gamut.dask.run(q, Q=da.from_array(Q, chunks=(97, -1)), X=xs, backend="gpu", f32_math="tf32",
+                             client=client)
+        assert_same(got, want, f"kNN, X chunks {cols}")
 
 
 def test_cupy_chunks_stay_on_the_gpus(client):
