@@ -39,7 +39,10 @@ NVRTC = load_nvrtc()
 def headers(device=DEVICE):
     """The embedded device headers, as tools/embed_headers.cmake names them (file names)."""
     out = {}
-    for path in sorted(glob.glob(os.path.join(device, "**", "*.cuh"), recursive=True)):
+    paths = glob.glob(os.path.join(device, "**", "*.cuh"), recursive=True)
+    if device == DEVICE:   # (the outputs' own device headers live beside their code generators)
+        paths += glob.glob(os.path.join(ROOT, "src", "cuda", "outputs", "**", "device", "*.cuh"), recursive=True)
+    for path in sorted(paths):
         with open(path) as f:
             out[os.path.basename(path)] = f.read()
     return out

@@ -380,7 +380,13 @@ ExprId Analyzer::lower_call(const AstExpr& e, Ctx ctx) {
       c.span = e.span;
       return add(std::move(c), false);
     }
-    if (r == a) return r;
+    if (r == a) {
+      // A cast gives its type (C): a weak value cast to its own default type becomes strong, so
+      // `f32(a) * f64(s)` is f64 and `n + i64(2)` is i64 (the node is copied: `a` may be shared).
+      if (!weak(a)) return r;
+      Expr strong = plan_.exprs[size_t(a)];
+      return add(std::move(strong), false);
+    }
     weak_[size_t(r)] = false;
     return r;
   }

@@ -27,16 +27,13 @@ import random
 import numpy as np
 
 from mmlt_ast import (AccRef, AxisV, Bin, Call, CMP_OPS, COMPUTE_OF, Lit, Load, LocalRef, Param, Query,
-                      STORAGE_RANGE, Tern, TypeEnv, Un, children, default_type, is_float, typeof, walk_expr)
+                      STORAGE_RANGE, Tern, TypeEnv, Un, children, is_float, typeof, walk_expr)
 from mmlt_info import HUGE, Analyzer, Bad, finite_bound, frac_bits
 from mmlt_stmts import QueryParts
 
 # Open defects the generator steers around unless asked (Generator(known_defects=True)), so that a
 # bounded run stays green; each is a case in tests/fuzz/cases and in the fuzzing notes.
 KNOWN_DEFECTS = {
-    # `f64(s)` / `f64(2.5)` / `i64(2)`: a cast of a weak value to its own default type stays weak
-    # (src/sema/typing.cpp), so `f32(a) * f64(s)` is f32 where C promotion gives f64.
-    "weak_cast": "tests/fuzz/cases/cast_of_weak_value.json",
     # A computed NaN's bits differ between engines (x86's default NaN is negative, CUDA's is
     # 0x7fffffff) but plain/distinct lists order and compare rows by bits: NaN stays out of them.
     "nan_bits": "tests/fuzz/cases/nan_payload_in_distinct.json",
@@ -283,8 +280,6 @@ class Generator(QueryParts):
         for _ in range(tries):
             d = depth + 2 if self.r.random() < 0.1 else depth
             e = self.gen(ctx, kind, self.r.randint(0 if need is None else 1, d))
-            if not self.known_defects and self.weak_cast(e):
-                continue
             leaves = [n for n in walk_expr(e) if not children(n)]
             if need == "var" and not any(isinstance(n, (Load, AccRef, LocalRef, AxisV)) for n in leaves):
                 continue
@@ -298,7 +293,7 @@ class Generator(QueryParts):
             if kind == "int" and is_float(t):
                 continue
             if kind == "float" and not is_float(t):
-                e = Call("f32" if self.r.random() < 0.7 or (i.w and not self.known_defects) else "f64", [e])
+                e = Call("f32" if self.r.random() < 0.7 else "f64", [e])
                 i = self.an.an(e)
             if det and not i.det:
                 continue
@@ -308,14 +303,6 @@ class Generator(QueryParts):
                 self.an.need(i)
             return e
         return {"int": Lit(1), "num": Lit(2), "float": Lit(1.5), "bool": Bin("<", AxisV("i"), AxisV("j"))}[kind]
-
-    def weak_cast(self, e):
-        for n in walk_expr(e):
-            if isinstance(n, Call) and n.fn in ("f32", "f64", "i32", "i64"):
-                t, w = typeof(n.args[0], self.env)
-                if w and default_type(t, w) == n.fn:
-                    return True
-        return False
 
     # ---- query ----
     def generate(self):

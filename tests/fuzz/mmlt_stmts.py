@@ -408,8 +408,6 @@ class QueryParts:
                 e = self.gen(ctx, "float", 2)
             if not any(isinstance(n, (Load, AccRef, LocalRef)) for n in walk_expr(e)):
                 continue
-            if not self.known_defects and self.weak_cast(e):
-                continue
             try:
                 i = self.an.an(e)
             except Bad:
