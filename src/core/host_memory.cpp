@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <tuple>
 #include <vector>
 
@@ -105,6 +107,21 @@ HostMemory host_memory(const HostMemorySources& src) {
     }
   }
   return m;
+}
+
+HostMemory host_memory_recent() {
+  static std::mutex mu;
+  static std::chrono::steady_clock::time_point at;
+  static HostMemory last;
+  static bool have = false;
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(mu);
+  if (!have || std::chrono::duration<double>(now - at).count() > kHostMemoryReuseSeconds) {
+    last = host_memory();
+    at = now;
+    have = true;
+  }
+  return last;
 }
 
 }  // namespace gamut

@@ -26,4 +26,11 @@ struct HostMemorySources {
 
 HostMemory host_memory(const HostMemorySources& sources = {});
 
+// host_memory() of the default sources, read again when the last reading is older than
+// kHostMemoryReuseSeconds: the per-call checks of a run (each stage, each list) would otherwise
+// spend 40-80 us a call on /proc and cgroup files, most of a small call's time. What the
+// machine has changes little within that window; a single large run reads it fresh anyway.
+inline constexpr double kHostMemoryReuseSeconds = 0.1;
+HostMemory host_memory_recent();
+
 }  // namespace gamut

@@ -212,7 +212,7 @@ std::string one_sided_key(const Instance& inst, F32Math f32_math) {
 
 // Stages that are not queries allocate their output directly: check it first.
 static void require_host_bytes(const std::string& what, int64_t bytes) {
-  const HostMemory host = host_memory();
+  const HostMemory host = host_memory_recent();
   MemoryEstimate need;
   need.add(what, bytes);
   require_fits(need, host.available, "host memory", host.limited_by);
@@ -471,7 +471,7 @@ Results execute(const Instance& inst, const RunOptions& options, RunReport* repo
   if (be == Backend::Gpu) {
     if (!cuda::gpu_available()) throw_device_error("--backend gpu: " + no_device_reason());
     if (!options.asynchronous) {
-      const HostMemory host = host_memory();
+      const HostMemory host = host_memory_recent();
       require_fits(gpu_host_memory(inst), host.available, "host memory", host.limited_by);
     }
     if (!options.devices.empty()) {
@@ -490,7 +490,7 @@ Results execute(const Instance& inst, const RunOptions& options, RunReport* repo
     r = st;  // the engine's record, handed on
     r.device_peak_bytes = peak;
   } else {
-    const HostMemory host = host_memory();
+    const HostMemory host = host_memory_recent();
     const int threads = cpu_thread_count(inst, options.threads, host.available);
     const MemoryEstimate need = cpu_host_memory(inst, threads);
     require_fits(need, host.available, "host memory", host.limited_by);

@@ -51,7 +51,7 @@ std::vector<Table> DeviceLists::results(const ListOutputFn* device_out) {
   // Checked where it can matter: reading /proc/meminfo and the cgroup limits costs about 0.1 ms,
   // most of what a small list's download costs (a list query called in a loop pays it per call).
   if (need.total() > kUncheckedHostBytes) {
-    const HostMemory host = host_memory();
+    const HostMemory host = host_memory_recent();
     require_fits(need, host.available, "host memory", host.limited_by);
   }
   std::vector<Table> out;
