@@ -86,14 +86,15 @@ def init_worker(opts):
 
 
 def run_case(seed):
-    """One case: (seed, query hash, tags, mismatch lines, error lines, nvrtc kernels, seconds)."""
+    """One case: (seed, query hash, tags, mismatch lines, error lines, nvrtc kernels, seconds by part:
+    {"total", and each side's run ("cpu", "gpu", "gpu-python", "numpy"), "nvrtc"})."""
     try:
         return _run_case(seed)
     except Exception as e:   # a fuzzer bug: report it with the seed, go on
         import traceback
         tb = traceback.extract_tb(e.__traceback__)[-1]
         return seed, f"crash{seed}", ["fuzzer-crash"], [], [f"fuzzer: {type(e).__name__}: {e} "
-                                                            f"({os.path.basename(tb.filename)}:{tb.lineno})"], 0, 0.0
+                                                            f"({os.path.basename(tb.filename)}:{tb.lineno})"], 0, {"total": 0.0}
 
 
 def _run_case(seed):
@@ -116,11 +117,14 @@ def _run_case(seed):
         devices = route.choice(["2", "all", "0,1,0"] if o.ngpus > 1 else ["0,0"])
     d = tempfile.mkdtemp(prefix=f"gamut_fuzz_{seed}_", dir=o.tmp)
     mism, errs, kernels = [], [], 0
+    parts = {}   # seconds by part of the case (where a case's time goes)
     try:
         desc = write_case(case, d)
         a_name, b_name = o.pair
         outs, labels = [], []
         for side, be in enumerate((a_name, b_name)):
+            ts = time.time()
+            part = be + ("-python" if be == "gpu" and via_python else "")
             if be == "numpy":
                 try:
                     res = Model(case.query, load_inputs(d, desc), desc["params"], desc["dims"]).run()
@@ -129,6 +133,7 @@ def _run_case(seed):
                     res = None
                 outs.append(res)
                 labels.append("numpy")
+                parts[part] = parts.get(part, 0) + time.time() - ts
                 continue
             if be == "gpu" and via_python:
                 out_dir = os.path.join(d, f"out_{side}_python")
@@ -137,6 +142,7 @@ def _run_case(seed):
                     errs.append(err)
                 outs.append(None if err else read_outputs(out_dir))
                 labels.append(f"gpu (python, {python_side().framework})")
+                parts[part] = parts.get(part, 0) + time.time() - ts
                 continue
             extra = list(o.gpu_args) + (["--tile", tile] if tile else []) if be == "gpu" else []
             if be == "gpu" and f32_math != "ieee" and not o.fixed_f32_math:
@@ -160,6 +166,7 @@ def _run_case(seed):
                 errs.append(err)
             outs.append(res)
             labels.append(be + "".join(f" {x}" for x in extra))
+            parts[part] = parts.get(part, 0) + time.time() - ts
         if outs[0] is not None and outs[1] is not None:
             rtol = None
             if f32_math != "ieee":
@@ -176,6 +183,7 @@ def _run_case(seed):
             if p.returncode != 0:
                 errs.append(f"{args[1]}: exit {p.returncode}: {(p.stderr.strip().splitlines() or [''])[0]}")
         if o.nvrtc:
+            ts = time.time()
             args = [o.nvrtc] + (["--tile", tile] if tile else []) + [q] + binding_args(d, desc)
             try:
                 p = subprocess.run(args, capture_output=True, text=True, timeout=2 * o.timeout)
@@ -190,6 +198,7 @@ def _run_case(seed):
                     errs.append(f"nvrtc: {fail[0][:400]}")
                 elif kernels == 0:
                     errs.append(f"nvrtc: exit 0 but no kernel compiled ({p.stdout.strip()[:200]!r})")
+            parts["nvrtc"] = time.time() - ts
         if (mism or errs) and o.keep:
             keep = os.path.join(o.keep, f"seed_{seed}")
             shutil.rmtree(keep, ignore_errors=True)
@@ -202,7 +211,8 @@ def _run_case(seed):
         shutil.rmtree(d, ignore_errors=True)
     tags = case.tags + ([f"f32math-{f32_math}"] if f32_math != "ieee" else []) + (["python"] if via_python else []) \
         + (["gpus"] if devices else []) + (["tile"] if tile and "gpu" in o.pair else [])
-    return seed, qhash, tags, mism, errs, kernels, time.time() - t0
+    parts["total"] = time.time() - t0
+    return seed, qhash, tags, mism, errs, kernels, parts
 
 
 def python_side():
@@ -321,11 +331,15 @@ def main():
     t0 = time.time()
     seeds = list(range(o.seed, o.seed + o.count))
     n_mism = n_err = kernels = ran = 0
+    spent = {}   # seconds by part, summed over the cases
     no_nvrtc = with_nvrtc = 0
     hashes, tags = set(), {}
     try:
         with multiprocessing.Pool(o.jobs, initializer=init_worker, initargs=(o,)) as pool:
-            for seed, qh, tg, mism, errs, nk, secs in pool.imap_unordered(run_case, seeds):
+            for seed, qh, tg, mism, errs, nk, parts in pool.imap_unordered(run_case, seeds):
+                secs = parts["total"]
+                for k, v in parts.items():
+                    spent[k] = spent.get(k, 0.0) + v
                 ran += 1
                 hashes.add(qh)
                 no_nvrtc += nk < 0
@@ -354,6 +368,9 @@ def main():
           + (f", {kernels} kernels compiled with NVRTC" if o.nvrtc else "")
           + f", {time.time() - t0:.0f} s")
     print("templates: " + ", ".join(f"{k} {v}" for k, v in sorted(tags.items())))
+    if ran:
+        print(f"seconds per case (mean, {o.jobs} jobs at once): " +
+              ", ".join(f"{k} {v / ran:.2f}" for k, v in sorted(spent.items(), key=lambda kv: kv[0] != "total")))
     if n_mism or n_err:
         return 1
     if ran < o.min_cases:
