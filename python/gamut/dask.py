@@ -228,8 +228,12 @@ class _Grid:
         if isinstance(a, da.Array):
             return a if a.chunks == chunks else a.rechunk(chunks)
         if self.client is not None:
-            # Sent to the cluster once (not inside the graph); its blocks are cut there.
-            whole = da.from_delayed(dask.delayed(_identity)(self.client.scatter(a)), shape=a.shape, dtype=a.dtype,
+            # Sent to the cluster once (not inside the graph); its blocks are cut there. (A key of
+            # its own each call, hash=False: with the content's hash as key, a repeated call on the
+            # same array got the key whose release the previous call had just sent, and the
+            # scheduler dropped the data under it: "cancelled for reason: lost dependencies".)
+            whole = da.from_delayed(dask.delayed(_identity)(self.client.scatter(a, hash=False)), shape=a.shape,
+                                    dtype=a.dtype,
                                     meta=a[(slice(0, 0),) * a.ndim])
             return whole.rechunk(chunks)
         return da.from_array(a, chunks=chunks, asarray=False)

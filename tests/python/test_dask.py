@@ -138,6 +138,19 @@ def test_every_call_runs_its_blocks(client):
     assert len(blocks) == 2 * 3, [str(t["key"]) for t in ts.data]
 
 
+def test_repeated_calls_on_a_plain_array(client):
+    """A plain array is scattered on every call. With its content's hash as the key, a call right
+    after another on the same array got the key the previous call was releasing, and now and then
+    (about 1 call in 60 here) lost it: "cancelled for reason: lost dependencies"."""
+    q = gamut.compile(QUERIES["mixed"])
+    d = data()
+    inputs = chunked(d, q, 20, None)
+    assert any(not isinstance(v, da.Array) and np.ndim(v) > 0 for v in inputs.values())
+    want = q(**pick(q, d), backend="cpu")
+    for r in range(60):
+        assert_same(gamut.dask.run(q, **inputs, backend="cpu", client=client), want, f"call {r}")
+
+
 def test_submit_leaves_dask_collections(client):
     q = gamut.compile(QUERIES["mixed"])
     d = data()
