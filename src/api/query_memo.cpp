@@ -20,9 +20,8 @@ std::shared_ptr<TypedPlan> QueryMemo::typed_plan(const Source& source, const Bin
 }
 
 std::shared_ptr<TypedPlan> QueryMemo::provenance_plan(const std::shared_ptr<TypedPlan>& t) {
-  const bool ranked = std::any_of(t->plan.lists.begin(), t->plan.lists.end(), [](const ListOutput& l) {
-    return l.mode == ListMode::Top || l.mode == ListMode::Bottom;
-  });
+  const bool ranked =
+      std::any_of(t->plan.lists.begin(), t->plan.lists.end(), [](const ListOutput& l) { return l.ranked(); });
   if (!ranked) return t;
   std::lock_guard<std::mutex> lock(mu_);
   if (!t->provenance)

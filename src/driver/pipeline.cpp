@@ -172,8 +172,6 @@ std::unique_ptr<Prepared> prepare(Source source, Bindings bindings, const Plan& 
   return p;
 }
 
-static bool ranked(const ListOutput& l) { return l.mode == ListMode::Top || l.mode == ListMode::Bottom; }
-
 bool carry_list_provenance(BoundRewrite& rewrite, const Plan& plan) {
   PushdownProgram& prog = rewrite.program;
   if (prog.stages.empty() || !prog.main_plan || plan.batched) return false;
@@ -187,7 +185,7 @@ bool carry_list_provenance(BoundRewrite& rewrite, const Plan& plan) {
   for (size_t l = 0; l < plan.lists.size(); ++l) {
     const ListOutput &x = plan.lists[l], &y = main.lists[l];
     if (x.name != y.name || x.mode != y.mode || x.per != y.per) return false;
-    if (ranked(x) && (x.key == kNoExpr || y.key == kNoExpr || plan.expr(x.key).type != main.expr(y.key).type))
+    if (x.ranked() && (x.key == kNoExpr || y.key == kNoExpr || plan.expr(x.key).type != main.expr(y.key).type))
       return false;
   }
   last.list_provenance = true;

@@ -214,6 +214,8 @@ struct ListOutput {
   int limit_param = -1;            // or a Plan::params index
   ExprId key = kNoExpr;            // top/bottom key (evaluated per (i,j) where the emit runs)
   Span span;
+
+  bool ranked() const { return mode == ListMode::Top || mode == ListMode::Bottom; }
 };
 
 enum class StmtKind : uint8_t { Let, Update, If, Store, Emit };

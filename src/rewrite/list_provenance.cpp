@@ -5,8 +5,6 @@
 namespace gamut {
 namespace {
 
-bool ranked(const ListOutput& l) { return l.mode == ListMode::Top || l.mode == ListMode::Bottom; }
-
 ExprId add_expr(Plan& p, Expr e) {
   p.exprs.push_back(std::move(e));
   return ExprId(p.exprs.size() - 1);
@@ -41,7 +39,7 @@ void extend_emits(std::vector<Stmt>& stmts, const std::vector<std::vector<ExprId
 
 bool has_provenance(const ListOutput& list) {
   const size_t n = list.columns.size();
-  return ranked(list) && n >= size_t(kProvenanceColumnCount) &&
+  return list.ranked() && n >= size_t(kProvenanceColumnCount) &&
          list.columns[n - kProvenanceColumnCount].name == kProvenanceColumns[0];
 }
 
@@ -50,7 +48,7 @@ Plan with_list_provenance(const Plan& plan) {
   std::vector<std::vector<ExprId>> extra(p.lists.size());
   for (size_t l = 0; l < p.lists.size(); ++l) {
     ListOutput& list = p.lists[l];
-    if (!ranked(list) || has_provenance(list)) continue;
+    if (!list.ranked() || has_provenance(list)) continue;
     const ExprId b = p.batched ? axis_expr(p, AxisRole::Batch) : zero_expr(p);
     extra[l] = {list.key, b, axis_expr(p, AxisRole::Row), axis_expr(p, AxisRole::Col)};
     list.columns.push_back({kProvenanceColumns[0], p.expr(list.key).type});
