@@ -519,6 +519,8 @@ class QueryParts:
             # an aggregate): an output whose terms cancel is compared relative to it, not to its own
             # small norm (rounding leaves an error relative to the terms).
             self.rules[name]["scale"] = float(min(scale, 1e300))
+            if op == "+=":
+                self.rules[name]["terms"] = int(count)   # pairs summed into one element (mmlt_case._close)
 
     def nonfinite(self, e):
         """Whether e may be NaN or infinite. (A computed NaN's sign and payload differ between
