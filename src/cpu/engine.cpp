@@ -7,7 +7,9 @@
 // thread t mod T. Each pair belongs to one tile, so projections write straight into the result;
 // aggregates that several pairs can hit go to a per-thread partial that is merged in thread
 // order at the end, which makes every result a function of the thread count only (integer
-// results not even of that). With one thread, and not transposed (below), the pairs run in the
+// results not even of that). A float `+=` aggregate of few cells first sums into a chunk
+// partial, added to the thread's every kChunkPairs pairs or more: a sum over many pairs is then
+// two short sums, not one long one (one long f32 sum of 5e5 pairs was 1.1e-3 off; bench/NOTES.md). With one thread, and not transposed (below), the pairs run in the
 // order they always did (rows in bands of kTileRows, no column blocks); an `=` store that several
 // pairs can hit (whose last writer is the last in that order) always runs so.
 //
@@ -40,6 +42,9 @@ namespace gamut {
 namespace cpu {
 namespace {
 
+// Pairs a float aggregate's chunk partial takes before it is added to the thread's (at least
+// kChunkCellsFactor per cell, so that adding chunks costs at most a small part of the pairs' work).
+constexpr int64_t kChunkPairs = 1024, kChunkCellsFactor = 4, kChunkMaxCells = 4096;
 constexpr int64_t kTileRows = 2;     // rows sharing one pass over a block of the column operand
 constexpr int64_t kRedBlock = 32;    // k values per pass, so that block stays in cache
 constexpr int64_t kPruneMin = 1 << 14;
@@ -221,6 +226,9 @@ struct Worker {
   const JoinIndex* join;
   Ctx c;
   std::vector<NDArray> partial;            // per dense output; empty when written in place
+  std::vector<NDArray> chunk;              // per dense output: its chunk partial, or empty
+  std::vector<NDArray*> chunk_into;        // where a chunk partial is added (partial or the result)
+  int64_t chunk_pairs = 0, chunk_every = 0; // pairs in the chunk partials; when to add them
   std::vector<ListCandidates> lists;
   std::vector<int64_t> prune_at;
   std::vector<RowLanes> rows;
@@ -337,8 +345,31 @@ struct Worker {
         const int64_t r = live[n];
         enter(int32_t(i0 + r), rows[size_t(r)], blk, accs[size_t(r)]);
         run_steps(c, m.outer);
+        chunk_pairs += c.n;
       }
+      if (chunk_every > 0 && chunk_pairs >= chunk_every) add_chunks();
     }
+  }
+
+  // Use a chunk partial for dense output d (a float `+=` aggregate of few cells), added to `into`.
+  void use_chunk(size_t d, NDArray* into) {
+    chunk.resize(P.dense.size());
+    chunk_into.resize(P.dense.size(), nullptr);
+    chunk[d] = NDArray::zeros(into->dtype, into->shape);
+    fill_identity(chunk[d], StoreOp::Add, P.dense[d].type);
+    chunk_into[d] = into;
+    c.out[d] = chunk[d].data.data();
+    chunk_every = std::max({chunk_every, kChunkPairs, kChunkCellsFactor * into->size()});
+  }
+
+  // Add the chunk partials to their targets and start them again (after the last pair: all of it).
+  void add_chunks() {
+    for (size_t d = 0; d < chunk.size(); ++d) {
+      if (!chunk_into[d]) continue;
+      merge_partial(*chunk_into[d], chunk[d].data.data(), StoreOp::Add, P.dense[d].type);
+      fill_identity(chunk[d], StoreOp::Add, P.dense[d].type);
+    }
+    chunk_pairs = 0;
   }
 
   // Host memory the lists hold (vector capacities), reported when it changed by a step.
@@ -452,6 +483,9 @@ Results run_cpu(const Instance& query, int threads, ListMemoryGuard* lists_guard
         target = &w->partial[d];
       }
       w->c.out.push_back(target->data.data());
+      if (P.dense[d].op == StoreOp::Add && is_float(P.dense[d].type) && !m.dense_unique[d] &&
+          target->size() <= kChunkMaxCells)
+        w->use_chunk(d, target);
     }
     workers.push_back(std::move(w));
   }
@@ -479,6 +513,7 @@ Results run_cpu(const Instance& query, int threads, ListMemoryGuard* lists_guard
   run_on_threads(T, 1, body);
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
+  for (auto& w : workers) w->add_chunks();
   // A computed output index out of range is a data error: no partial result.
   std::vector<KeyMisses> misses(m.key_slots);
   for (auto& w : workers)
