@@ -153,6 +153,17 @@ TEST(ListCodegen, GroupedJoinKernelsCompile) {
 #endif
 }
 
+// Plain and distinct lists store every NaN as the quiet NaN (gm::one_nan, docs/semantics.md): their
+// float columns go through it; top/bottom lists keep the values as computed.
+TEST(ListCodegen, PlainAndDistinctFloatColumnsHoldOneNan) {
+  for (ListMode mode : {ListMode::Plain, ListMode::Distinct, ListMode::Top}) {
+    tp::ListQuery q = list_query_of(mode, PerGroup::None);
+    const std::string src = generate_source(tp::list_query(q), parse_tile("64x64x8/4x4"));
+    SCOPED_TRACE(src);
+    EXPECT_EQ(src.find("gm::one_nan(") != std::string::npos, mode != ListMode::Top) << int(mode);
+  }
+}
+
 // Tiles whose warps are laid out differently, thread tiles of 1..16, groups (BM, BN) of 16..256.
 TEST(ListCodegen, OddTilesCompile) {
 #if !GAMUT_HAVE_CUDA

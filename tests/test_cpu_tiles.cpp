@@ -7,7 +7,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 #include "cpu/engine.h"
@@ -303,5 +305,48 @@ TEST(CpuTiles, LongFloatSumsStayAccurate) {
     EXPECT_NEAR(total, exact, 1e-6 * exact) << t << " threads";
     for (int c = 0; c < 4; ++c)
       EXPECT_NEAR(r.dense[1].as<float>()[c], by_group[c], 1e-6 * by_group[c]) << t << " threads, group " << c;
+  }
+}
+
+// Plain and distinct lists hold one NaN, the quiet NaN (docs/semantics.md): an input NaN with a
+// payload, a negative one and x86's inf * 0 (0xffc00000) are one distinct row, and every NaN of a
+// plain list has the same bits, on one thread and on several.
+TEST(ListNan, PlainAndDistinctListsHoldOneNan) {
+  auto bits_nan = [](uint32_t b) {
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+  };
+  NDArray A = NDArray::zeros(DType::F32, {5, 1}), B = NDArray::zeros(DType::F32, {1, 3});
+  const float a[5] = {bits_nan(0x7fc00123u), bits_nan(0xffc00000u), std::numeric_limits<float>::infinity(), 1.0f,
+                      bits_nan(0x7f800001u)};
+  std::memcpy(A.as<float>(), a, sizeof a);
+  const float b[3] = {0.0f, 1.0f, 2.0f};
+  std::memcpy(B.as<float>(), b, sizeof b);
+  Bindings bind;
+  bind.arrays["A"] = A;
+  bind.arrays["B"] = B;
+  auto p = prepared("where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } emit D(a) distinct; emit L(a, i, j); }",
+                    std::move(bind));
+  for (int t : {1, 3}) {
+    const Results r = run_cpu(p->instance, t);
+    ASSERT_EQ(r.lists.size(), 2u);
+    // D: 0, 1, 2, inf, and one NaN (inf * 0 and the three input NaNs).
+    ASSERT_EQ(r.lists[0].rows, 5) << t << " threads";
+    const float* d = reinterpret_cast<const float*>(r.lists[0].columns[0].data.data());
+    uint32_t last;
+    std::memcpy(&last, d + 4, 4);
+    EXPECT_EQ(last, 0x7fc00000u);
+    const float* l = reinterpret_cast<const float*>(r.lists[1].columns[0].data.data());
+    int nans = 0;
+    for (int64_t row = 0; row < r.lists[1].rows; ++row) {
+      uint32_t bits;
+      std::memcpy(&bits, l + row, 4);
+      if (std::isnan(l[row])) {
+        ++nans;
+        EXPECT_EQ(bits, 0x7fc00000u) << "row " << row;
+      }
+    }
+    EXPECT_EQ(nans, 3 * 3 + 1);   // the three NaN rows of A times three columns, and inf * 0
   }
 }

@@ -476,6 +476,8 @@ class Model:
             for r in range(len(coords[0])):
                 rows.append(([c[r] for c in cols], None if key is None else key[r], [int(x[r]) for x in coords]))
         if s.mode in ("plain", "distinct"):
+            # One NaN, the quiet NaN (docs/semantics.md): every NaN of these lists has its bits.
+            rows = [([one_nan(v) for v in r[0]], r[1], r[2]) for r in rows]
             if s.mode == "distinct":
                 seen, uniq = set(), []
                 for r in rows:
@@ -514,6 +516,14 @@ class Model:
         for c, nme in enumerate(names):
             arr[nme] = [r[0][c] for r in rows] if rows else []
         return arr
+
+
+def one_nan(v):
+    """A NaN as the quiet NaN of its type (plain and distinct lists hold one NaN)."""
+    a = np.asarray(v)
+    if a.dtype.kind == "f" and np.isnan(a):
+        return a.dtype.type(np.nan)
+    return v
 
 
 def lex_key(v):

@@ -242,7 +242,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
           S_c1 = gm::widen(h[gm::i64(j)]);
           S_c2 = i;
           S_c3 = j;
-          S_c4 = accum;
+          S_c4 = gm::one_nan(accum);
           (void)S_emitted;  // marked in pass 1: the row exists
           unsigned rw[5];
           gm::row_put(rw + 0, S_c0);
@@ -332,7 +332,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
           S_c1 = gm::widen(h[gm::i64(j)]);
           S_c2 = i;
           S_c3 = j;
-          S_c4 = accum;
+          S_c4 = gm::one_nan(accum);
           (void)S_emitted;  // marked in pass 1: the row exists
           if (row < S_append.capacity) {
             reinterpret_cast<int*>(a.S_c0)[row] = S_c0;

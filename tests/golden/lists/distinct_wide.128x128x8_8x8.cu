@@ -237,8 +237,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
           // emit S(g[i], h[j], accum, (accum > 0:f32))
           S_emitted = true;
           S_c0 = gm::widen(g_q[gm::i64(i)]);
-          S_c1 = gm::widen(h[gm::i64(j)]);
-          S_c2 = accum;
+          S_c1 = gm::one_nan(gm::widen(h[gm::i64(j)]));
+          S_c2 = gm::one_nan(accum);
           S_c3 = (accum > 0.0f);
           (void)S_emitted;  // marked in pass 1: the row exists
           unsigned rw[6];
@@ -322,8 +322,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
           // emit S(g[i], h[j], accum, (accum > 0:f32))
           S_emitted = true;
           S_c0 = gm::widen(g_q[gm::i64(i)]);
-          S_c1 = gm::widen(h[gm::i64(j)]);
-          S_c2 = accum;
+          S_c1 = gm::one_nan(gm::widen(h[gm::i64(j)]));
+          S_c2 = gm::one_nan(accum);
           S_c3 = (accum > 0.0f);
           (void)S_emitted;  // marked in pass 1: the row exists
           if (row < S_append.capacity) {

@@ -203,7 +203,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
           L_emitted = true;
           L_i = i;
           L_j = j;
-          L_accum = accum;
+          L_accum = gm::one_nan(accum);
           (void)L_emitted;  // marked in pass 1: the row exists
           if (row < L_append.capacity) {
             reinterpret_cast<int*>(a.L_i)[row] = L_i;

@@ -361,7 +361,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
             Big_emitted = true;
             Big_i = i;
             Big_j = j;
-            Big_accum = accum;
+            Big_accum = gm::one_nan(accum);
           }
           (void)Big_emitted;  // marked in pass 1: the row exists
           if (row < Big_append.capacity) {
@@ -424,7 +424,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
           }
           // emit Values(accum, (accum > 0:f32))
           Values_emitted = true;
-          Values_v = accum;
+          Values_v = gm::one_nan(accum);
           Values_pos = (accum > 0.0f);
           (void)Values_emitted;  // marked in pass 1: the row exists
           unsigned rw[2];
@@ -502,7 +502,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
           }
           // emit Values(accum, (accum > 0:f32))
           Values_emitted = true;
-          Values_v = accum;
+          Values_v = gm::one_nan(accum);
           Values_pos = (accum > 0.0f);
           (void)Values_emitted;  // marked in pass 1: the row exists
           if (row < Values_append.capacity) {

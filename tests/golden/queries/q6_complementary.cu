@@ -216,7 +216,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
             Pairs_emitted = true;
             Pairs_i = i;
             Pairs_j = j;
-            Pairs_accum = accum;
+            Pairs_accum = gm::one_nan(accum);
           }
           (void)Pairs_emitted;  // marked in pass 1: the row exists
           if (row < Pairs_append.capacity) {

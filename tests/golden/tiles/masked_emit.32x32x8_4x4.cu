@@ -229,7 +229,7 @@ extern "C" __global__ void __launch_bounds__(64, 8) gamut_main(const Args a) {
           L_i = i;
           L_j = j;
           L_pos = (accum > 0.0f);
-          L_v = gm::to_f64(accum);
+          L_v = gm::one_nan(gm::to_f64(accum));
           (void)L_emitted;  // marked in pass 1: the row exists
           if (row < L_append.capacity) {
             reinterpret_cast<int*>(a.L_i)[row] = L_i;

@@ -268,8 +268,12 @@ void ListRows::row_decls(Code& c) {
 void ListRows::emit_row(const Stmt& s, Code& out) const {
   const ListOutput& lo = spec();
   out.line(name("emitted") + " = true;");
-  for (size_t k = 0; k < lo.columns.size(); ++k)
-    out.line(col(k) + " = " + X.outer_r.expr_as(s.columns[k], lo.columns[k].type) + ";");
+  // (Plain and distinct lists: one NaN, gm::one_nan.)
+  const bool one_nan = !lo.ranked();
+  for (size_t k = 0; k < lo.columns.size(); ++k) {
+    const std::string v = X.outer_r.expr_as(s.columns[k], lo.columns[k].type);
+    out.line(col(k) + " = " + (one_nan && is_float(lo.columns[k].type) ? "gm::one_nan(" + v + ")" : v) + ";");
+  }
   if (lo.key != kNoExpr) out.line(name("key") + " = " + X.outer_r.expr(lo.key) + ";");
 }
 
