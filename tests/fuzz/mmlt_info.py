@@ -32,7 +32,8 @@ class Info:
     def intlike(self):
         if not is_float(self.t):
             return True
-        return self.F is not None and self.B * 2.0 ** self.F <= LIMIT[self.t]
+        # (F past f64's exponent range: never integer-like; 2.0 ** F would overflow)
+        return self.F is not None and self.F < 1000 and self.B * 2.0 ** self.F <= LIMIT[self.t]
 
 
 def frac_bits(values):

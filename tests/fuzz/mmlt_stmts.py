@@ -510,7 +510,7 @@ class QueryParts:
             scale = B * count ** 0.5
             B *= count
             F = fmax(*[i.F if is_float(i.t) else 0 for i in infos])
-            det = det and F is not None and B * 2.0 ** F <= LIMIT.get(t, LIMIT["f32"])
+            det = det and F is not None and F < 1000 and B * 2.0 ** F <= LIMIT.get(t, LIMIT["f32"])
         self.rules[name] = {"kind": "dense", "exact": bool(det)}
         if not det and is_float(t):
             # The size of an element's terms (a term's bound, times the square root of their count for
