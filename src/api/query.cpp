@@ -232,7 +232,7 @@ std::vector<int> explained_devices(const Devices& d) {
   return out;
 }
 
-// The calling thread's GPU for a scope (a rewritten program runs whole on the first GPU asked).
+// The calling thread's GPU for a scope (a rewritten program's first stages run on the first GPU asked).
 class CurrentDeviceScope {
  public:
   explicit CurrentDeviceScope(int ordinal) : previous_(cuda::current_device()) { cuda::set_current_device(ordinal); }
@@ -303,10 +303,10 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
     ro.kernel_memo = call.kernel_memo();
   else
     ro.stage_memo = [impl = impl_](const std::string& key) { return impl->memo.stage_memo(key); };
-  // A rewritten program (a few small stages) runs whole, on the first GPU asked.
+  // A rewritten program: its first stages on the first GPU asked, its last stage in parts.
   std::optional<CurrentDeviceScope> on_first;
   if (several && prep) on_first.emplace(devices[0]);
-  if (several && !prep) ro.devices = devices;
+  if (several) ro.devices = devices;
   // Device inputs in, device outputs out: the GPU engine writes dense outputs into the caller's
   // memory (its Allocator, else cudaMalloc) in order on its stream, and nothing waits.
   ro.stream = options.stream;
@@ -412,7 +412,7 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
     if (options.repeats > 0) s.ignored_options.push_back("repeats");
     if (ro.f32_math != F32Math::Ieee) s.ignored_options.push_back("f32_math");
   }
-  if (several && prep) {
+  if (several && prep && s.devices.empty()) {  // (a last stage that did not run in parts)
     s.devices = {devices[0]};
     s.partition = "partition: one part (the rewritten program " + (plan.rewrites.empty() ? "" : plan.rewrites.back()) +
                   " runs whole) on GPU " + std::to_string(devices[0]) + "\n";
@@ -477,7 +477,13 @@ std::string Query::explain(const Inputs& inputs, const Options& options) const {
            "joins, which read the data on the host)\n";
   if (const std::vector<int> devices = explained_devices(options.devices); devices.size() > 1) {
     if (prep->program)
-      out << "partition: one part (the rewritten program runs whole) on GPU " << devices[0] << "\n";
+      out << "partition: the rewritten program's first stages on GPU " << devices[0] << ", its last stage in parts on GPUs "
+          << [&] {
+               std::string g;
+               for (int d : devices) g += (g.empty() ? "" : ",") + std::to_string(d);
+               return g;
+             }()
+          << " (the run's statistics give the parts)\n";
     else
       out << describe_devices(choose_partition(inst, int(devices.size())), devices);
   }

@@ -302,6 +302,9 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
       stage_options.asynchronous = false;
     }
     stage_options.kernel_memo = nullptr;
+    // Several GPUs: the last stage (the M x N work) in parts; the others ((M + N) K or less)
+    // on the current device, their outputs on the host for the parts to upload.
+    if (!last_stage) stage_options.devices.clear();
     std::vector<std::shared_ptr<cuda::DeviceBuffer>> outs;
     if (on_device && !last_stage) {
       stage_options.asynchronous = true;
@@ -360,6 +363,12 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
     r.kernel_family = sr.kernel_family;
     r.cache = sr.cache;
     r.device_peak_bytes = std::max(r.device_peak_bytes, sr.device_peak_bytes);
+    if (last_stage && !sr.devices.empty()) {
+      r.devices = sr.devices;
+      r.partition = sr.partition;
+      r.merge = sr.merge;
+      r.merge_seconds = sr.merge_seconds;
+    }
     for (size_t d = 0; d < stage->plan.dense.size(); ++d) {
       const std::string& name = stage->plan.dense[d].name;
       if (on_device && !last_stage && d < outs.size() && outs[d]) {

@@ -61,7 +61,8 @@ struct RunOptions {
   const std::atomic<bool>* cancel = nullptr;
   F32Math f32_math = F32Math::Ieee;  // sums of products of f32 inputs (spec section 10)
   // Several GPUs (partition/multi_device.h): one part per ordinal, resolved (resolve_devices);
-  // empty: the normal run on the current device. Programs of a bound rewrite run whole.
+  // empty: the normal run on the current device. A program of a bound rewrite runs its first
+  // stages on the current device and splits its last stage (the M x N work) over these.
   std::vector<int> devices;
 };
 

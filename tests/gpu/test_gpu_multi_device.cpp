@@ -182,3 +182,84 @@ TEST(GpuMultiDevice, LibraryDevicesOption) {
         << e.what();
   }
 }
+
+// A rewritten program on several GPUs: its first stages on the first GPU, its last stage in parts
+// (src/driver/pipeline.cpp execute_program). kNN as users write it under tf32 (the one-sided
+// rewrite: norms, then the cross product) and an aggregate by groups (push-down: group sums, then
+// the groups' product), integer-valued data: every sum is exact, so the parts give the one-GPU
+// result bit for bit, and the run's statistics name the parts.
+TEST(GpuMultiDevice, RewrittenProgramsSplitTheirLastStage) {
+  SKIP_WITHOUT_GPU();
+  const int64_t M = 300, N = 257, K = 40;
+  auto ints = [](DType t, std::vector<int64_t> shape, int lo, int hi, unsigned seed) {
+    NDArray a = NDArray::zeros(t, std::move(shape));
+    unsigned s = seed;
+    for (int64_t e = 0; e < a.size(); ++e) {
+      s = s * 1103515245u + 12345u;
+      const int v = lo + int((s >> 16) % unsigned(hi - lo + 1));
+      if (t == DType::F32) a.as<float>()[e] = float(v); else a.as<int32_t>()[e] = v;
+    }
+    return a;
+  };
+  struct Program {
+    const char* name;
+    const char* text;
+    Bindings b;
+    std::string math;
+  };
+  std::vector<Program> programs;
+  {
+    Bindings b;
+    b.arrays["Q"] = ints(DType::F32, {M, K}, -3, 3, 1);
+    b.arrays["X"] = ints(DType::F32, {N, K}, -3, 3, 2);
+    programs.push_back({"kNN as written, tf32",
+                        "where (i, j) { dist = 0; reduce (k) { let t = Q[i, k] - X[j, k]; dist += t * t; }"
+                        " emit Near(i, j, dist) bottom 3 by dist per i; }",
+                        b, "tf32"});
+  }
+  {
+    Bindings b;
+    b.arrays["A"] = ints(DType::F32, {M, K}, 1, 3, 3);
+    b.arrays["B"] = ints(DType::F32, {K, N}, 1, 3, 4);
+    b.arrays["g"] = ints(DType::I32, {M}, 0, 3, 5);
+    b.arrays["h"] = ints(DType::I32, {N}, 0, 2, 6);
+    programs.push_back({"aggregate by groups",
+                        "where (i, j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } T[g[i], h[j]] += s; }", b,
+                        "ieee"});
+  }
+  for (const Program& pr : programs) {
+    Inputs in;
+    for (const auto& [name, a] : pr.b.arrays) in.array(name, ArrayRef::host(a.data.data(), a.dtype, a.shape));
+    const Query q = Query::compile(pr.text);
+    Options one;
+    one.f32_math = pr.math;
+    const Result single = q.run(in, one);
+    ASSERT_FALSE(single.stats.rewrites.empty()) << pr.name << ": no rewrite, no program to split";
+    for (const std::vector<int>& devices : {std::vector<int>{0, 0}, {0, 0, 0}}) {
+      Options o = one;
+      o.devices = Devices::list(devices);
+      const Result r = q.run(in, o);
+      const std::string what = std::string(pr.name) + " on " + std::to_string(devices.size()) + " parts";
+      EXPECT_EQ(r.stats.devices, devices) << what;
+      EXPECT_EQ(r.stats.partition.rfind("partition: " + std::to_string(devices.size()) + " parts along", 0), 0u)
+          << what << ": " << r.stats.partition;
+      EXPECT_EQ(r.stats.rewrites, single.stats.rewrites) << what;
+      ASSERT_EQ(r.outputs.size(), single.outputs.size()) << what;
+      for (size_t k = 0; k < single.outputs.size(); ++k) {
+        const Output &want = single.outputs[k], &got = r.outputs[k];
+        if (!want.is_list) {
+          ASSERT_EQ(got.array.nbytes(), want.array.nbytes()) << what;
+          EXPECT_EQ(std::memcmp(got.array.data, want.array.data, want.array.nbytes()), 0) << what;
+          continue;
+        }
+        EXPECT_GT(want.rows, 0) << what;
+        ASSERT_EQ(got.rows, want.rows) << what;
+        for (size_t c = 0; c < want.columns.size(); ++c)
+          EXPECT_EQ(std::memcmp(got.columns[c].second.data, want.columns[c].second.data,
+                                want.columns[c].second.nbytes()),
+                    0)
+              << what << " column " << want.columns[c].first;
+      }
+    }
+  }
+}
