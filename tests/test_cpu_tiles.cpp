@@ -308,6 +308,32 @@ TEST(CpuTiles, LongFloatSumsStayAccurate) {
   }
 }
 
+// A per-row aggregate over many columns (`R[i] += a`, more cells than a chunk partial takes): a
+// block of columns is summed first, then added to the row's cell (src/cpu/ops.cpp store_kernel),
+// not 20,000 additions into one running value (measured: 2.9e-6 off before, 2.3e-7 after).
+TEST(CpuTiles, LongRowSumsStayAccurate) {
+  const int64_t M = 4100, N = 20000;   // (more cells than a chunk partial takes)
+  NDArray u = NDArray::zeros(DType::F32, {M, 1}), v = NDArray::zeros(DType::F32, {1, N});
+  unsigned s = 21;
+  for (NDArray* a : {&u, &v})
+    for (int64_t e = 0; e < a->size(); ++e) {
+      s = s * 1103515245u + 12345u;
+      a->as<float>()[e] = 1.0f + float((s >> 8) % 65536u) / 65536.0f;
+    }
+  Bindings b;
+  b.arrays["A"] = u;
+  b.arrays["B"] = v;
+  auto p = prepared("where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } R[i] += a; }", std::move(b));
+  for (int t : {1, 2}) {
+    const Results r = run_cpu(p->instance, t);
+    for (int64_t i = 0; i < 4; ++i) {
+      double exact = 0;
+      for (int64_t j = 0; j < N; ++j) exact += double(u.as<float>()[i] * v.as<float>()[j]);   // f32 products, as the query
+      EXPECT_NEAR(r.dense[0].as<float>()[i], exact, 1e-6 * exact) << t << " threads, row " << i;
+    }
+  }
+}
+
 // Plain and distinct lists hold one NaN, the quiet NaN (docs/semantics.md): an input NaN with a
 // payload, a negative one and x86's inf * 0 (0xffc00000) are one distinct row, and every NaN of a
 // plain list has the same bits, on one thread and on several.

@@ -376,6 +376,19 @@ void store_kernel(std::byte* out, const int64_t* off, bool ou, const void* vp, b
                   const uint8_t* m, int n) {
   T* o = reinterpret_cast<T*>(out);
   const T* v = static_cast<const T*>(vp);
+  if constexpr (Op == StoreOp::Add && kFloat<T>) {
+    if (ou) {  // one cell for every lane (`R[i] += e`, a scalar): the lanes' sum, then one addition
+      bool any = false;
+      T sum{};
+      for (int l = 0; l < n; ++l) {
+        if (m && !m[l]) continue;
+        sum = any ? sum + v[vu ? 0 : l] : v[vu ? 0 : l];
+        any = true;
+      }
+      if (any) o[off[0]] = o[off[0]] + sum;
+      return;
+    }
+  }
   for (int l = 0; l < n; ++l) {
     if (m && !m[l]) continue;
     T& e = o[off[ou ? 0 : l]];
