@@ -352,6 +352,7 @@ struct Compiler {
         Step st;
         st.kind = StepKind::Emit;
         st.target = s.target;
+        st.one_nan = !l.ranked();
         for (size_t c = 0; c < s.columns.size(); ++c)
           st.cols.push_back(cast(out, expr(s.columns[c], out), l.columns[c].type));
         if (l.key != kNoExpr) st.key = cast(out, expr(l.key, out), M.key_type[size_t(s.target)]);

@@ -1,6 +1,8 @@
 // Running compiled steps over one block of lanes: control flow (masks), accumulator updates,
 // dense stores and list emits. Expression instructions are the kernels of ops.cpp.
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "cpu/program.h"
 
@@ -94,13 +96,28 @@ void append_lanes(Ctx& c, std::vector<std::byte>& col, int slot, int count) {
     std::memcpy(dst + size_t(t) * sz, src + (info.uniform ? 0 : size_t(c.active[size_t(t)]) * sz), sz);
 }
 
+// The last `count` values of a float column as plain and distinct lists hold them: every NaN the
+// quiet NaN (docs/semantics.md; the GPU's gm::one_nan), whatever sign and payload it was computed with.
+template <class T>
+void one_nan(std::vector<std::byte>& col, int count) {
+  T* v = reinterpret_cast<T*>(col.data() + col.size()) - count;
+  for (int t = 0; t < count; ++t)
+    if (std::isnan(v[t])) v[t] = std::numeric_limits<T>::quiet_NaN();
+}
+
 void run_emit(Ctx& c, const Step& s) {
   int count = 0;
   for (int l = 0; l < c.n; ++l)
     if (!c.mask || c.mask[l]) c.active[size_t(count++)] = l;
   if (count == 0) return;
   ListCandidates& L = (*c.lists)[size_t(s.target)];
-  for (size_t col = 0; col < s.cols.size(); ++col) append_lanes(c, L.table.columns[col].data, s.cols[col], count);
+  for (size_t col = 0; col < s.cols.size(); ++col) {
+    append_lanes(c, L.table.columns[col].data, s.cols[col], count);
+    if (!s.one_nan) continue;
+    const CType t = c.mod->slots[size_t(s.cols[col])].type;
+    if (t == CType::F32) one_nan<float>(L.table.columns[col].data, count);
+    if (t == CType::F64) one_nan<double>(L.table.columns[col].data, count);
+  }
   if (s.key >= 0) append_lanes(c, L.key.data, s.key, count);
   // (A transposed run's rows are its columns: the rows are recorded as the query's (i, j).)
   std::vector<int32_t>& row_of = c.transposed ? L.j : L.i;

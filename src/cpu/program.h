@@ -96,6 +96,7 @@ struct Step {
   StoreFn store = nullptr;
   std::vector<int> cols;       // Emit: one slot per column, of the column's type
   int key = -1;                // Emit: key slot (top/bottom)
+  bool one_nan = false;        // Emit: a plain/distinct list, whose float columns hold one NaN
 };
 
 struct Module {

@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <numeric>
-#include <span>
 
 #include "core/error.h"
 #include "semantics/list_order.h"
@@ -195,24 +193,10 @@ std::vector<T> gather_vec(const std::vector<T>& v, const std::vector<int64_t>& p
   return out;
 }
 
-// Plain and distinct lists hold one NaN, the quiet NaN (docs/semantics.md): computed NaNs differ in
-// sign and payload between x86, CUDA and the inputs, and rows order and de-duplicate by their bits.
-void one_nan(Column& c) {
-  if (c.dtype == DType::F32) {
-    for (float& v : std::span(reinterpret_cast<float*>(c.data.data()), c.data.size() / 4))
-      if (std::isnan(v)) v = std::numeric_limits<float>::quiet_NaN();
-  } else if (c.dtype == DType::F64) {
-    for (double& v : std::span(reinterpret_cast<double*>(c.data.data()), c.data.size() / 8))
-      if (std::isnan(v)) v = std::numeric_limits<double>::quiet_NaN();
-  }
-}
-
 }  // namespace
 
 Table finalize_list(const ListOutput& spec, int64_t limit, ListCandidates&& rows) {
   check_shape(spec, rows);
-  if (!spec.ranked())
-    for (Column& c : rows.table.columns) one_nan(c);
   const Table& t = rows.table;
   std::vector<int64_t> perm;
   if (spec.mode == ListMode::Top || spec.mode == ListMode::Bottom) {

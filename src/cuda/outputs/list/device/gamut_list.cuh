@@ -124,17 +124,17 @@ struct BlockAppend {
   }
 };
 
-// ---- ranks: the key order of finalize_list as an unsigned number, smaller = better ----------
-// Equal keys (also -0.0 / 0.0) get equal ranks, NaN the largest rank in both directions. For
-// 64-bit keys the rank is the top half of the exact 64-bit rank: still monotone, so a filter
-// "rank > T" never drops a row that an exact comparison would keep (ties only admit more).
 // Plain and distinct lists hold one NaN (docs/semantics.md): every NaN a column computes or
-// reads is stored as the quiet NaN, as finalize_list stores it, so that rows order and
+// reads is stored as the quiet NaN, as the CPU engine emits it, so that rows order and
 // de-duplicate alike on every engine (CUDA's arithmetic gives 0x7fffffff, x86's 0xffc00000, an
 // input NaN its own bits).
 GM_DEV float one_nan(float v) { return v != v ? __int_as_float(0x7fc00000) : v; }
 GM_DEV double one_nan(double v) { return v != v ? __longlong_as_double(0x7ff8000000000000LL) : v; }
 
+// ---- ranks: the key order of finalize_list as an unsigned number, smaller = better ----------
+// Equal keys (also -0.0 / 0.0) get equal ranks, NaN the largest rank in both directions. For
+// 64-bit keys the rank is the top half of the exact 64-bit rank: still monotone, so a filter
+// "rank > T" never drops a row that an exact comparison would keep (ties only admit more).
 GM_DEV unsigned rank_ord64(u64 ord, bool top) { return unsigned((top ? ~ord : ord) >> 32); }
 GM_DEV unsigned rank32(bool v, bool top) { return top ? (v ? 0u : 1u) : (v ? 1u : 0u); }
 GM_DEV unsigned rank32(int v, bool top) {
