@@ -476,14 +476,11 @@ std::string Query::explain(const Inputs& inputs, const Options& options) const {
     out << "  (inputs read in device memory: no aggregate push-down, bit packing, packed 16-bit steps or key-grouped "
            "joins, which read the data on the host)\n";
   if (const std::vector<int> devices = explained_devices(options.devices); devices.size() > 1) {
+    std::string all;
+    for (int d : devices) all += (all.empty() ? "" : ",") + std::to_string(d);
     if (prep->program)
-      out << "partition: the rewritten program's first stages on GPU " << devices[0] << ", its last stage in parts on GPUs "
-          << [&] {
-               std::string g;
-               for (int d : devices) g += (g.empty() ? "" : ",") + std::to_string(d);
-               return g;
-             }()
-          << " (the run's statistics give the parts)\n";
+      out << "partition: the rewritten program's first stages on GPU " << devices[0]
+          << ", its last stage in parts on GPUs " << all << " (the run's statistics give the parts)\n";
     else
       out << describe_devices(choose_partition(inst, int(devices.size())), devices);
   }

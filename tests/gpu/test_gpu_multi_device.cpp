@@ -197,7 +197,10 @@ TEST(GpuMultiDevice, RewrittenProgramsSplitTheirLastStage) {
     for (int64_t e = 0; e < a.size(); ++e) {
       s = s * 1103515245u + 12345u;
       const int v = lo + int((s >> 16) % unsigned(hi - lo + 1));
-      if (t == DType::F32) a.as<float>()[e] = float(v); else a.as<int32_t>()[e] = v;
+      if (t == DType::F32)
+        a.as<float>()[e] = float(v);
+      else
+        a.as<int32_t>()[e] = v;
     }
     return a;
   };
@@ -255,9 +258,8 @@ TEST(GpuMultiDevice, RewrittenProgramsSplitTheirLastStage) {
         EXPECT_GT(want.rows, 0) << what;
         ASSERT_EQ(got.rows, want.rows) << what;
         for (size_t c = 0; c < want.columns.size(); ++c)
-          EXPECT_EQ(std::memcmp(got.columns[c].second.data, want.columns[c].second.data,
-                                want.columns[c].second.nbytes()),
-                    0)
+          EXPECT_EQ(
+              std::memcmp(got.columns[c].second.data, want.columns[c].second.data, want.columns[c].second.nbytes()), 0)
               << what << " column " << want.columns[c].first;
       }
     }
