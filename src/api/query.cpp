@@ -476,13 +476,14 @@ std::string Query::explain(const Inputs& inputs, const Options& options) const {
     out << "  (inputs read in device memory: no aggregate push-down, bit packing, packed 16-bit steps or key-grouped "
            "joins, which read the data on the host)\n";
   if (const std::vector<int> devices = explained_devices(options.devices); devices.size() > 1) {
-    std::string all;
-    for (int d : devices) all += (all.empty() ? "" : ",") + std::to_string(d);
-    if (prep->program)
+    if (prep->program) {
+      std::string all;
+      for (int d : devices) all += (all.empty() ? "" : ",") + std::to_string(d);
       out << "partition: the rewritten program's first stages on GPU " << devices[0]
           << ", its last stage in parts on GPUs " << all << " (the run's statistics give the parts)\n";
-    else
+    } else {
       out << describe_devices(choose_partition(inst, int(devices.size())), devices);
+    }
   }
   const cuda::KernelSpec kernel = kernel_for(inst, engine_options(options));
   const std::string& tile = kernel.label;

@@ -9,9 +9,10 @@
 // order at the end, which makes every result a function of the thread count only (integer
 // results not even of that). A float `+=` aggregate of few cells first sums into a chunk
 // partial, added to the thread's every kChunkPairs pairs or more: a sum over many pairs is then
-// two short sums, not one long one (one long f32 sum of 5e5 pairs was 1.1e-3 off; bench/NOTES.md). With one thread, and not transposed (below), the pairs run in the
-// order they always did (rows in bands of kTileRows, no column blocks); an `=` store that several
-// pairs can hit (whose last writer is the last in that order) always runs so.
+// two short sums, not one long one (one long f32 sum of 5e5 pairs was 1.1e-3 off; bench/NOTES.md).
+// With one thread, and not transposed (below), the pairs run in the order they always did (rows
+// in bands of kTileRows, no column blocks); an `=` store that several pairs can hit (whose last
+// writer is the last in that order) always runs so.
 //
 // The engine evaluates a block of up to kLanes columns of one row at once (program.h). With few
 // columns and many rows (N = 1) that is one lane at a time: such a run goes transposed, the
