@@ -120,14 +120,23 @@ e2e_gpu() {
 # pytest_device NAME LOG [PYTHONPATH]: the Python device tests from /tmp (the installed package).
 pytest_device() {
   local name=$1 log=$2 pp=${3:-} rc
+  local files=() f
+  for f in $DEVICE_PYTEST; do files+=("$PWD/tests/python/$f"); done
   (cd /tmp && PYTHONPATH=$pp timeout "${PYTEST_TIMEOUT:-600}" python3 -m pytest -q -p no:cacheprovider -rs \
-     "$OLDPWD/tests/python/test_device.py" "$OLDPWD/tests/python/test_frameworks.py" "$OLDPWD/tests/python/test_devices.py" "$OLDPWD/tests/python/test_interrupt_gpu.py" \
-     > "$log" 2>&1); rc=$?
+     "${files[@]}" > "$log" 2>&1); rc=$?
   tail -5 "$log"
   gate "$name" $rc
 }
 
-# userbuild VARIANT: the user's build (header comment).
+# The Python test files that run on the GPU (each skips cleanly without one; test_dask_gpu.py also
+# without two GPUs or without dask, which tools/device_prebuild.sh WITH_DASK=1 carries).
+DEVICE_PYTEST=${DEVICE_PYTEST:-"test_device.py test_frameworks.py test_devices.py test_interrupt_gpu.py
+  test_distances_gpu.py test_int_semirings.py test_engine_reports.py test_finish_gpu.py test_histogram.py
+  test_tune.py test_dask_gpu.py"}
+
+# userbuild VARIANT: the user's build (header comment). UB_PARTS (default "pip cmake") splits it
+# over two device calls: "pip" installs the package and runs the Python device tests, "cmake"
+# builds build-user and runs its GPU suite and library device tests.
 userbuild() {
   local variant=$1 ub=build-user site="" pipargs=(-C build-dir=build-py-user) rc
   local tag=userbuild${variant:+-$variant} line
@@ -147,21 +156,26 @@ userbuild() {
       printf '%s\n' "${FAILED[@]}" > "$OUT/.${tag}_failed"
       exit 1
     fi
-    CMAKE_BUILD_PARALLEL_LEVEL=$NPROC python3 -m pip install --no-build-isolation --no-deps "${pipargs[@]}" . \
-      > "$OUT/${tag}_pip.log" 2>&1
-    gate "$tag pip install" $?
-    cmake -S . -B "$ub" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$OUT/${tag}_cmake.log" 2>&1 \
-      && cmake --build "$ub" -j"$NPROC" > "$OUT/${tag}_build.log" 2>&1
-    rc=$?
-    [ $rc -ne 0 ] && grep -E "error" "$OUT/${tag}_cmake.log" "$OUT/${tag}_build.log" | head -20
-    gate "$tag cmake build" $rc
-    if [ $rc -eq 0 ]; then
-      export GAMUT_CACHE_DIR=$PWD/$ub/kcache
-      run_shards "$tag gpu suite" "$ub/tests/gamut_gpu_tests" "$SHARD_FILTER" "${SHARDS:-8}" "$OUT/${tag}_shard"
-      gtest_run "$tag gamut_tests (api device, cli, runtime)" "$ub/tests/gamut_tests" "$API_FILTER" "$OUT/${tag}_api.log"
-      gtest_run "$tag gpu alone" "$ub/tests/gamut_gpu_tests" "$ALONE" "$OUT/${tag}_alone.log" 300
+    parts=" ${UB_PARTS:-pip cmake} "
+    if [[ $parts == *" pip "* ]]; then
+      CMAKE_BUILD_PARALLEL_LEVEL=$NPROC python3 -m pip install --no-build-isolation --no-deps "${pipargs[@]}" . \
+        > "$OUT/${tag}_pip.log" 2>&1
+      gate "$tag pip install" $?
     fi
-    pytest_device "$tag pytest (device files)" "$OUT/${tag}_pytest.log" "$site"
+    if [[ $parts == *" cmake "* ]]; then
+      cmake -S . -B "$ub" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$OUT/${tag}_cmake.log" 2>&1 \
+        && cmake --build "$ub" -j"$NPROC" > "$OUT/${tag}_build.log" 2>&1
+      rc=$?
+      [ $rc -ne 0 ] && grep -E "error" "$OUT/${tag}_cmake.log" "$OUT/${tag}_build.log" | head -20
+      gate "$tag cmake build" $rc
+      if [ $rc -eq 0 ]; then
+        export GAMUT_CACHE_DIR=$PWD/$ub/kcache
+        run_shards "$tag gpu suite" "$ub/tests/gamut_gpu_tests" "$SHARD_FILTER" "${SHARDS:-8}" "$OUT/${tag}_shard"
+        gtest_run "$tag gamut_tests (api device, cli, runtime)" "$ub/tests/gamut_tests" "$API_FILTER" "$OUT/${tag}_api.log"
+        gtest_run "$tag gpu alone" "$ub/tests/gamut_gpu_tests" "$ALONE" "$OUT/${tag}_alone.log" 300
+      fi
+    fi
+    [[ $parts == *" pip "* ]] && pytest_device "$tag pytest (device files)" "$OUT/${tag}_pytest.log" "$site"
     # The subshell's failures go back to the caller through a file.
     printf '%s\n' "${FAILED[@]}" > "$OUT/.${tag}_failed"
   )
