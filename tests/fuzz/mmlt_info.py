@@ -151,7 +151,10 @@ class Analyzer:
         if fn == "tanh":
             return Info(t, w, 1, None, False)
         if fn == "pow":
-            return Info(t, w, (args[0].B + 1) ** min(args[1].B, 64), None, False)
+            # (B + 1) ** e as a float can overflow (seed 498069987): past f64's range it is inf.
+            e = min(args[1].B, 64)
+            big = e * math.log(args[0].B + 1) > 700
+            return Info(t, w, math.inf if big else (args[0].B + 1) ** e, None, False)
         raise TypeError(fn)
 
     def binary(self, e, t, w):
