@@ -156,7 +156,7 @@ TEST(OneSidedSums, OneSidedAccumulatorsAreHoistedUnderEveryMath) {
     const MathChoice m = main_math(kCosine, b, F32Math::Ieee);
     EXPECT_TRUE(m.sum_of_products);
     EXPECT_EQ(m.math_name(), t == DType::F32 ? "ieee" : "bf16");
-    expect_same_results(kCosine, b, F32Math::Ieee, "hoist-one-sided");
+    if (t == DType::F32) expect_same_results(kCosine, b, F32Math::Ieee, "hoist-one-sided");  // (bf16: below)
     EXPECT_EQ(rewrite_of(kCosine, b, under(F32Math::Ieee, false)), "");
   }
   // Integer accumulators and one side only.
@@ -174,6 +174,61 @@ TEST(OneSidedSums, OneSidedAccumulatorsAreHoistedUnderEveryMath) {
   EXPECT_EQ(rewrite_of("where (i, j) { a = 0; reduce (k) { a += Q[i, k] * Q[i, k]; } C[i, j] = a + R[j]; }", q_only,
                        under(F32Math::Ieee)),
             "");
+}
+
+// The main stage's query text ("" without a program).
+std::string main_text(const std::string& text, const Bindings& b, F32Math m) {
+  auto p = prepare(Source{"q.mmlt", text}, b, under(m));
+  return p->program ? p->program->stages.back().text : "";
+}
+
+TEST(OneSidedSums, CosineNormsBecomeReciprocalFactorsOnTensorCores) {
+  // `dot / sqrt(nq * nx)` becomes `(dot) * (os_rsq0[i] * os_rsq1[j])` where the main stage runs on
+  // the tensor cores (bf16 inputs; f32 under tf32 / tf32x3); under IEEE f32 it stays as written.
+  const Bindings bf = qx(DType::BF16, 9, 11, 20, 1, 5), f = qx(DType::F32, 9, 11, 20, 1, 5);
+  for (const auto& [b, m] : {std::pair{bf, F32Math::Ieee}, std::pair{f, F32Math::Tf32}, std::pair{f, F32Math::Tf32x3}}) {
+    const std::string t = main_text(kCosine, b, m);
+    SCOPED_TRACE(t);
+    EXPECT_NE(t.find("S[i, j] = (dot) * (os_rsq0[i] * os_rsq1[j]);"), std::string::npos);
+    EXPECT_EQ(t.find("sqrt"), std::string::npos);
+    EXPECT_EQ(rewrite_of(kCosine, b, under(m)), "hoist-one-sided");
+    // On the CPU: the written form within a few units in the last place (|S| <= 1).
+    auto written = prepare(Source{"q.mmlt", kCosine}, b, under(m, false));
+    auto rewritten = prepare(Source{"q.mmlt", kCosine}, b, under(m));
+    const NDArray want = cpu(*written).dense[0], got = cpu(*rewritten).dense[0];
+    ASSERT_EQ(want.shape, got.shape);
+    for (int64_t e = 0; e < 9 * 11; ++e) {
+      const float w = want.as<float>()[e], g = got.as<float>()[e];
+      EXPECT_GT(w, 0.f);
+      EXPECT_NEAR(g, w, 4e-7f) << e;
+    }
+  }
+  EXPECT_NE(main_text(kCosine, f, F32Math::Ieee).find("dot / sqrt(nq * nx)"), std::string::npos);
+  // Either order of the product, as a top-N key, and both occurrences; a numerator of its own.
+  const std::string top =
+      "where (i, j) { dot = 0; nq = 0; nx = 0;"
+      " reduce (k) { dot += Q[i, k] * X[j, k]; nq += Q[i, k] * Q[i, k]; nx += X[j, k] * X[j, k]; }"
+      " emit Similar(i, j, dot / sqrt(nx * nq) as cos) top 3 by 2 * dot / sqrt(nq * nx) per i; }";
+  const std::string t = main_text(top, bf, F32Math::Ieee);
+  EXPECT_NE(t.find("Similar(i, j, (dot) * (os_rsq0[i] * os_rsq1[j]) as cos) top 3 by (2 * dot) * (os_rsq0[i] * "
+                   "os_rsq1[j]) per i"),
+            std::string::npos)
+      << t;
+  // A parenthesised numerator (the plan's span starts inside the parentheses); a quotient inside a
+  // larger expression.
+  const std::string paren =
+      "where (i, j) { dot = 0; nq = 0; nx = 0;"
+      " reduce (k) { dot += Q[i, k] * X[j, k]; nq += Q[i, k] * Q[i, k]; nx += X[j, k] * X[j, k]; }"
+      " S[i, j] = ( dot + 1 ) / sqrt(nq * nx); T[i, j] = 1 - (dot) / sqrt ( (nq) * nx ) * 2; }";
+  const std::string pt = main_text(paren, bf, F32Math::Ieee);
+  EXPECT_NE(pt.find("S[i, j] = (( dot + 1 )) * (os_rsq0[i] * os_rsq1[j]);"), std::string::npos) << pt;
+  EXPECT_NE(pt.find("T[i, j] = 1 - ((dot)) * (os_rsq0[i] * os_rsq1[j]) * 2;"), std::string::npos) << pt;
+  // Two row sums: not a norm pair.
+  const std::string rows =
+      "where (i, j) { dot = 0; nq = 0; nr = 0;"
+      " reduce (k) { dot += Q[i, k] * X[j, k]; nq += Q[i, k] * Q[i, k]; nr += Q[i, k]; }"
+      " S[i, j] = dot / sqrt(nq * nr); }";
+  EXPECT_NE(main_text(rows, bf, F32Math::Ieee).find("dot / sqrt(nq * nr)"), std::string::npos);
 }
 
 TEST(OneSidedSums, ExpandedProgramsAgreeExactlyOnIntegerData) {
