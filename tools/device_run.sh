@@ -3,7 +3,7 @@
 # sanitizers on one query of each family, and the benchmarks. Logs go to $OUT (or ./device-out).
 # usage: tools/device_run.sh [tests] [sanitize] [bench] [demo] [relbench] [semibench] [tc] [fuzz] [py] [sweep] [profile]
 #                            [shards] [api] [reach] [cold] [tq] [verify] [pyoverhead] [sanitizers]
-#                            [hostoverhead] [kunroll] [multigpu] [qprofile] [userbuild] [userbuild-clang]
+#                            [hostoverhead] [kunroll] [multigpu] [qprofile] [userbuild] [userbuild-clang] [dask]
 #                            (default: tests sanitize bench)
 # PREBUILT=DIR: binaries built elsewhere (a build folder of this checkout at the same absolute
 # path, carried along; tools/device_prebuild.sh): no build here. Else build-dev is built here
@@ -29,6 +29,15 @@ steps="${*:-tests sanitize bench}"
 export PATH=/usr/local/cuda/bin:$PATH
 NPROC=$(nproc)
 FAILED=()   # "check: why" of every failed check
+
+# Dask for test_dask_gpu.py and bench/dask_scale.py (issue 40): the wheels tools/stage_deps.sh put
+# in .deps/dask-wheels (the device has no PyPI), installed once into /tmp/dasksite.
+DASK_SITE=""
+if ! python3 -c "import dask.array, distributed" >/dev/null 2>&1 && ls .deps/dask-wheels/*.whl >/dev/null 2>&1; then
+  [ -d /tmp/dasksite ] || python3 -m pip install -q --no-index --no-deps --target /tmp/dasksite .deps/dask-wheels/*.whl \
+    > "$OUT/dask_pip.log" 2>&1 || rm -rf /tmp/dasksite
+  [ -d /tmp/dasksite ] && DASK_SITE=/tmp/dasksite
+fi
 
 # gate NAME RC [WHY]: record a check's exit status.
 gate() {
@@ -122,6 +131,7 @@ pytest_device() {
   local name=$1 log=$2 pp=${3:-} rc
   local files=() f
   for f in $DEVICE_PYTEST; do files+=("$PWD/tests/python/$f"); done
+  pp=$pp${DASK_SITE:+${pp:+:}$DASK_SITE}
   (cd /tmp && PYTHONPATH=$pp timeout "${PYTEST_TIMEOUT:-600}" python3 -m pytest -q -p no:cacheprovider -rs \
      "${files[@]}" > "$log" 2>&1); rc=$?
   tail -5 "$log"
@@ -129,7 +139,7 @@ pytest_device() {
 }
 
 # The Python test files that run on the GPU (each skips cleanly without one; test_dask_gpu.py also
-# without two GPUs or without dask, which tools/device_prebuild.sh WITH_DASK=1 carries).
+# without two GPUs or without Dask, whose wheels tools/stage_deps.sh puts in .deps/dask-wheels).
 DEVICE_PYTEST=${DEVICE_PYTEST:-"test_device.py test_frameworks.py test_devices.py test_interrupt_gpu.py
   test_distances_gpu.py test_int_semirings.py test_engine_reports.py test_finish_gpu.py test_histogram.py
   test_tune.py test_dask_gpu.py"}
@@ -375,6 +385,17 @@ for step in $steps; do
         ncu -i "/tmp/ncu-$name.ncu-rep" --page source --csv --print-source sass > "$OUT/ncu_src_$name.csv" 2>/dev/null
         grep -E "Duration|Registers Per|Achieved Occupancy|Issue Slots Busy|No Eligible|Executed Ipc A|Executed Instructions  |Theoretical Occ|Block Limit" "$OUT/ncu_$name.txt" | head -16
       done ;;
+    dask)
+      # gamut.dask over the GPUs (issue 40) with the installed package: the GPU workers' tests, then
+      # bench/dask_scale.py (Q5, Q7, kNN at 65536^2 x 1024, one GPU / threaded runner / Dask; DASK_ARGS).
+      [ -n "$DASK_SITE" ] || python3 -c "import dask.array, distributed" >/dev/null 2>&1 || gate "dask" 2 "no Dask (tools/stage_deps.sh, carry .deps)"
+      export NCCL_NVLS_ENABLE=0
+      (cd /tmp && PYTHONPATH=$DASK_SITE timeout ${PYTEST_TIMEOUT:-600} python3 -m pytest -q -p no:cacheprovider -rs \
+         "$OLDPWD/tests/python/test_dask_gpu.py" > "$OUT/dask_pytest.log" 2>&1)
+      gate "test_dask_gpu" $?; tail -5 "$OUT/dask_pytest.log"
+      (cd /tmp && PYTHONPATH=$DASK_SITE timeout ${DASK_TIMEOUT:-420} python3 "$OLDPWD/bench/dask_scale.py" \
+         --json "$OUT/dask_scale.json" ${DASK_ARGS:-} > "$OUT/dask_scale.txt" 2>&1)
+      gate "dask_scale" $?; tail -40 "$OUT/dask_scale.txt" ;;
     pyoverhead)
       (export PYTHONPATH=$PWD/.devcarry/site; cd /tmp && timeout ${PYO_TIMEOUT:-60} python3 "$OLDPWD/bench/python_overhead.py" --iters 1000 \
          --json "$OUT/py_overhead.json" > "$OUT/py_overhead.txt" 2>&1)
