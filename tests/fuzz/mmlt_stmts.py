@@ -25,10 +25,14 @@ class QueryParts:
         if any(p in ("jk", "kj") for p in X.pats):
             yl = Load(X.name, next(p for p in X.pats if "j" in p)) if r.random() < 0.5 else yl
         specs = []
-        n_acc = r.choice([1, 1, 1, 2, 2, 3])
+        # Cosine similarity's three f32 sums (the one-sided rewrite's reciprocal norms under bf16 / tf32).
+        cosine = template == "knn" and self.inexact_ok and r.random() < 0.4
+        n_acc = 3 if cosine else r.choice([1, 1, 1, 2, 2, 3])
         for a in range(n_acc):
             name = self.fresh(r.choice(["acc", "s", "d", "m", "cnt", "r"]))
-            if a == 0 and template in ("gemm", "pushdown", "join", "select"):
+            if cosine:
+                fam, val = "+=", Bin("*", *((xl, yl), (xl, xl), (yl, yl))[a])
+            elif a == 0 and template in ("gemm", "pushdown", "join", "select"):
                 fam, val = "+=", Bin("*", xl, yl)
             elif a == 0 and template == "knn":
                 dl = self.fresh("t")
@@ -40,8 +44,10 @@ class QueryParts:
                 fam, val = "|=", Bin(r.choice(["&", "&&"]), xl, yl)
             else:
                 fam, val = r.choice(["+=", "+=", "-=", "*=", "max=", "min=", "|=", "&=", "^=", "=", "=", "mix"]), None
-            decl = None
-            if fam in ("|=", "&=", "^=") or (template == "bitpack" and a == 0):
+            decl = "f32" if cosine else None
+            if cosine:
+                pass
+            elif fam in ("|=", "&=", "^=") or (template == "bitpack" and a == 0):
                 decl = r.choice(["i32", "i64"])   # an inferred type could be float
             elif fam in ("=", "mix") or r.random() < 0.4:
                 decl = r.choice(["i32", "i64", "f32", "f64", "f32"])
@@ -49,12 +55,13 @@ class QueryParts:
         # Inner lets used by the updates.
         for _ in range(r.choice([0, 0, 1, 2])):
             self.add_local(Let(self.fresh(r.choice(["t", "u1", "e", "q"])), self.expr("inner", "num")), "inner")
+        self.cosine = [n for n, _, _, _ in specs] if cosine else None
         self.declared = {n: d for n, d, _, _ in specs if d}
         for name, decl, fam, val in specs:
             self.env.accs[name] = decl or "f64"  # placeholder until inferred
         body = []
         for name, decl, fam, val in specs:
-            body += self.updates(name, decl, fam, val)
+            body += [Upd(name, fam, val)] if cosine else self.updates(name, decl, fam, val)
         q.inner = [s for s in self.inner_lets] + body
         q.accs = []
         for name, decl, fam, _ in specs:
@@ -267,6 +274,12 @@ class QueryParts:
     def outputs(self, template):
         r, q = self.r, self.q
         stmts = []
+        if self.cosine:
+            dot, nq, nx = (AccRef(n) for n in self.cosine)
+            let = Let(self.fresh("cs"), Bin("/", dot, Call("sqrt", [Bin("*", nq, nx) if r.random() < 0.5 else Bin("*", nx, nq)])))
+            self.add_local(let, "outer")
+            stmts.append(let)
+            self.tags.add("cosine")
         for _ in range(r.choice([0, 0, 1, 2])):
             let = Let(self.fresh(r.choice(["v", "o", "y"])), self.expr("outer", "num"))
             self.add_local(let, "outer")
