@@ -14,6 +14,8 @@
 //     points are close): it applies only where the cross sum then runs on the tensor cores, i.e.
 //     where the precision already allows them (bf16 / f16 inputs; f32 under f32_math tf32 or
 //     tf32x3). Under IEEE f32 the query keeps its written form.
+// (c) reciprocal norms (rewrite/reciprocal_norms.h): under the same precisions, `num / sqrt(a * b)`
+//     of a hoisted row sum and column sum becomes `(num) * (os_rsq_a[i] * os_rsq_b[j])`.
 //
 // The program: a row stage and a column stage (queries over one row or column of pairs, each
 // present only when it has sums) and the main query, whose output block is the original's text.
