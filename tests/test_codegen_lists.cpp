@@ -4,6 +4,7 @@
 // and NVRTC compiles of every list mode, grouping, key type and odd tiles.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <set>
 #include <string>
 #include <utility>
@@ -162,6 +163,21 @@ TEST(ListCodegen, PlainAndDistinctFloatColumnsHoldOneNan) {
     SCOPED_TRACE(src);
     EXPECT_EQ(src.find("gm::one_nan(") != std::string::npos, mode != ListMode::Top) << int(mode);
   }
+}
+
+// GAMUT_EXPERIMENT_COMPACT_ROWS=1: pass 2 of a plain list is the loop over marked pairs for any
+// thread tile (by default only from 128 pairs a thread); the source compiles for sm_90a.
+TEST(ListCodegen, CompactRowsExperiment) {
+  tp::ListQuery q = list_query_of(ListMode::Plain, PerGroup::None);
+  const std::string unrolled = generate_source(tp::list_query(q), parse_tile("64x64x8/4x4"));
+  ASSERT_EQ(setenv("GAMUT_EXPERIMENT_COMPACT_ROWS", "1", 1), 0);
+  const std::string compact = generate_source(tp::list_query(q), parse_tile("64x64x8/4x4"));
+  unsetenv("GAMUT_EXPERIMENT_COMPACT_ROWS");
+  EXPECT_EQ(unrolled.find("while (gm::next_bit(todo, e))"), std::string::npos) << unrolled;
+  EXPECT_NE(compact.find("while (gm::next_bit(todo, e))"), std::string::npos) << compact;
+#if GAMUT_HAVE_CUDA
+  compile(compact, "sm_90a");
+#endif
 }
 
 // Tiles whose warps are laid out differently, thread tiles of 1..16, groups (BM, BN) of 16..256.

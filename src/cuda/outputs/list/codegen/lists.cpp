@@ -5,6 +5,8 @@
 // counts rows past the capacity too: the host grows the buffers and runs again.
 #include "cuda/outputs/list/codegen/lists.h"
 
+#include <cstdlib>
+
 #include "cuda/outputs/output_kind.h"
 
 namespace gamut::cuda::cg {
@@ -175,7 +177,7 @@ void ListRows::rows(Code& c) {
   c.line("gm::u64 row;");
   c.line("// Every thread, together; false in all of them when the block has no row.");
   c.open("if (gm::BlockAppend<Shape>::reserve(" + name("marks") + ", " + name("append") + ".counter, row))");
-  if (M.pairs >= kCompactPairs || few_rows()) {
+  if (M.pairs >= kCompactPairs || few_rows() || compact_experiment()) {
     rows_compact(c);
     c.close();  // reserve
     c.close();
@@ -201,6 +203,11 @@ void ListRows::rows(Code& c) {
   c.close();  // m
   c.close();  // reserve
   c.close();
+}
+
+bool ListRows::compact_experiment() {
+  const char* e = std::getenv("GAMUT_EXPERIMENT_COMPACT_ROWS");
+  return e && std::string(e) == "1";
 }
 
 // Pass 2 for threads of 128 pairs and more: a loop over the marked pairs with one copy of the

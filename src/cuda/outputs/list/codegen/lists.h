@@ -37,6 +37,10 @@ class ListRows {
   // over the marked pairs.
   void rows(Code& c);
   static constexpr int kCompactPairs = 128;
+  // GAMUT_EXPERIMENT_COMPACT_ROWS=1: the loop for every list (compile time: the unrolled pass is
+  // about half of a plain select kernel's NVRTC time; run time not measured yet, bench/NOTES.md
+  // "Session 29"). It shapes the source, hence the cache key.
+  static bool compact_experiment();
   // A tile appends few of its pairs' rows (top/bottom lists after the selection): pass 2 as a
   // loop is then as quick as unrolled, with one copy of the row's code.
   virtual bool few_rows() const { return false; }
