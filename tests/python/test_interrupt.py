@@ -16,6 +16,9 @@ import numpy as np
 import gamut
 
 mode = sys.argv[1]
+# Python's own Ctrl-C handler, as in a user's interpreter: a child of a shell that ran the tests in
+# the background inherits SIGINT ignored, and Python then keeps it ignored.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 q = gamut.compile("where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } C[i, j] = a; }")
 # 4096 x 4096 x 20000 multiply-adds: tens of seconds on the CPU engine of a 2-core machine, so that
 # the call cannot finish before the signal at 1 s even on a fast one (1024 x 1024 did on CI once).

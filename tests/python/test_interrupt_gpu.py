@@ -10,9 +10,12 @@ import time
 import pytest
 
 CHILD = r"""
-import sys, time
+import signal, sys, time
 import numpy as np
 import gamut
+
+# Python's own Ctrl-C handler even where the test runner inherited SIGINT ignored (test_interrupt.py).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 q = gamut.compile("where (i, j) { a: f64 = 0; reduce (k) { let x = f64(A[i, k]) + f64(B[k, j]); a += exp(x) / (x + 3.0); } C[i, j] = a; }")
 M = 2048
