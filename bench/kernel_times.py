@@ -8,7 +8,10 @@ mainloop of the run. Run it once per variant to compare (another package on PYTH
 GAMUT_EXPERIMENT_PERSISTENT=0), alternating the variants so that drift shows.
 
     python bench/kernel_times.py [--n 16384] [--ks 256,1024] [--data bf16,tf32]
-        [--queries product,Q3,Q5,Q7,kNN,areas] [--calls 20] [--label NAME]
+        [--queries product,Q3,Q5,Q7,kNN,areas] [--calls 20] [--label NAME] [--q5-selected 1e-4,0.1]
+
+--data f32 is IEEE f32 (the SIMT mainloop). --q5-selected: the fractions of pairs Q5 keeps (its
+threshold is that quantile of a sample of the products), one line each.
 """
 import argparse
 import os
@@ -26,6 +29,7 @@ def main():
     ap.add_argument("--queries", default="product,Q3,Q5,Q7")
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--label", default="")
+    ap.add_argument("--q5-selected", default="1e-4")
     a = ap.parse_args()
     import torch
     from torch.profiler import ProfilerActivity, profile
@@ -36,14 +40,18 @@ def main():
     g = torch.Generator(device="cuda").manual_seed(11)
     for k in [int(x) for x in a.ks.split(",")]:
         for data in a.data.split(","):
-            dt, mode = (torch.bfloat16, "ieee") if data == "bf16" else (torch.float32, "tf32")
+            dt, mode = {"bf16": (torch.bfloat16, "ieee"), "tf32": (torch.float32, "tf32"),
+                        "f32": (torch.float32, "ieee")}[data]
             P = torch.rand(a.n, k, device="cuda", generator=g).to(dt)
             R = torch.rand(k, a.n, device="cuda", generator=g).to(dt)
             sample = (P[:256].float() @ R.float()).flatten()[: 1 << 20]
-            hi, mid = float(torch.quantile(sample, 1 - 1e-4)), float(torch.median(sample))
+            mid = float(torch.median(sample))
             Pz = torch.randint(0, GROUPS, (a.n,), device="cuda", dtype=torch.int32)
             Rz = torch.randint(0, GROUPS, (a.n,), device="cuda", dtype=torch.int32)
-            for name in a.queries.split(","):
+            runs = [(n, None) for n in a.queries.split(",") if n != "Q5"]
+            if "Q5" in a.queries.split(","):
+                runs += [("Q5", float(f)) for f in a.q5_selected.split(",")]
+            for name, selected in runs:
                 q = gamut.compile(texts[name])
                 args = dict(A=P, B=R) if name == "product" else dict(P=P, R=R)
                 if name == "kNN":   # Q = P, X = R^T: the expanded distance, 10 nearest per row
@@ -52,7 +60,7 @@ def main():
                 if name == "areas":
                     args.update(Pzip=Pz, Rzip=Rz, thres=mid)
                 if name == "Q5":
-                    args["thres"] = hi
+                    args["thres"] = float(torch.quantile(sample, 1 - selected))
                 if name == "Q3":
                     args.update(Pzip=Pz, Rzip=Rz, thres=mid)
                 call = lambda: q(**args, f32_math=mode)  # noqa: E731
@@ -66,7 +74,8 @@ def main():
                     torch.cuda.synchronize()
                 us = [e.device_time_total / e.count for e in prof.key_averages() if e.key == "gamut_main"]
                 kernel = f"{us[0] / 1e3:7.3f} ms" if us else "   none  "
-                print(f"{a.label:6s} {name:7s} {data:4s} K={k:<5d} gamut_main {kernel}  "
+                shown = name if selected is None else f"Q5@{selected:g}"
+                print(f"{a.label:6s} {shown:9s} {data:4s} K={k:<5d} gamut_main {kernel}  "
                       f"[{st.get('mainloop')}, {st.get('tile')}]", flush=True)
 
 

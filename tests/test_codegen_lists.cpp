@@ -165,19 +165,21 @@ TEST(ListCodegen, PlainAndDistinctFloatColumnsHoldOneNan) {
   }
 }
 
-// GAMUT_EXPERIMENT_COMPACT_ROWS=1: pass 2 of a plain list is the loop over marked pairs for any
-// thread tile (by default only from 128 pairs a thread); the source compiles for sm_90a.
-TEST(ListCodegen, CompactRowsExperiment) {
+// Pass 2 of a plain list is one loop over the marked pairs, each pair's accumulators picked by a
+// tree of selects (gm::pick_pair), for every thread tile: no copy of the row's code per pair.
+TEST(ListCodegen, PassTwoIsOneLoopOverMarkedPairs) {
   tp::ListQuery q = list_query_of(ListMode::Plain, PerGroup::None);
-  const std::string unrolled = generate_source(tp::list_query(q), parse_tile("64x64x8/4x4"));
-  ASSERT_EQ(setenv("GAMUT_EXPERIMENT_COMPACT_ROWS", "1", 1), 0);
-  const std::string compact = generate_source(tp::list_query(q), parse_tile("64x64x8/4x4"));
-  unsetenv("GAMUT_EXPERIMENT_COMPACT_ROWS");
-  EXPECT_EQ(unrolled.find("while (gm::next_bit(todo, e))"), std::string::npos) << unrolled;
-  EXPECT_NE(compact.find("while (gm::next_bit(todo, e))"), std::string::npos) << compact;
+  for (const char* tile : {"64x64x8/4x4", "128x256x16/8x16"}) {
+    SCOPED_TRACE(tile);
+    const std::string src = generate_source(tp::list_query(q), parse_tile(tile));
+    EXPECT_NE(src.find("while (gm::next_bit(todo, e))"), std::string::npos) << src;
+    EXPECT_NE(src.find("gm::pick_pair<"), std::string::npos) << src;
+    // The unrolled pass 2 tested each pair's mark bit by static indices.
+    EXPECT_EQ(src.find(") & 1u) == 0u) continue;"), std::string::npos) << src;
 #if GAMUT_HAVE_CUDA
-  compile(compact, "sm_90a");
+    compile(src, "sm_90a");
 #endif
+  }
 }
 
 // Tiles whose warps are laid out differently, thread tiles of 1..16, groups (BM, BN) of 16..256.

@@ -132,8 +132,10 @@ pytest_device() {
   local files=() f
   for f in $DEVICE_PYTEST; do files+=("$PWD/tests/python/$f"); done
   pp=$pp${DASK_SITE:+${pp:+:}$DASK_SITE}
-  (cd /tmp && PYTHONPATH=$pp timeout "${PYTEST_TIMEOUT:-600}" python3 -m pytest -q -p no:cacheprovider -rs \
+  (cd /tmp && PYTHONPATH=$pp timeout "${PYTEST_TIMEOUT:-600}" python3 -m pytest -q -p no:cacheprovider -rfEs \
      "${files[@]}" > "$log" 2>&1); rc=$?
+  # (The failures on stdout too: a call's logs may not all come back.)
+  grep -E "^(FAILED|ERROR) " "$log" | head -20
   tail -5 "$log"
   gate "$name" $rc
 }
@@ -396,6 +398,18 @@ for step in $steps; do
       (cd /tmp && PYTHONPATH=$DASK_SITE timeout ${DASK_TIMEOUT:-420} python3 "$OLDPWD/bench/dask_scale.py" \
          --json "$OUT/dask_scale.json" ${DASK_ARGS:-} > "$OUT/dask_scale.txt" 2>&1)
       gate "dask_scale" $?; tail -40 "$OUT/dask_scale.txt" ;;
+    ktimes)
+      # The fused kernels' own device time (bench/kernel_times.py; KT_ARGS), under each of KT_VARIANTS
+      # ("label:VAR=value,VAR=value ...", e.g. code-generator experiments; "base:" for none),
+      # alternated over KT_ROUNDS rounds, each variant with its own kernel cache.
+      for ((r = 1; r <= ${KT_ROUNDS:-1}; ++r)); do
+        for v in ${KT_VARIANTS:-base:}; do
+          label=${v%%:*}; envs=${v#*:}
+          (export PYTHONPATH=$PWD/.devcarry/site; [ -n "$envs" ] && for kv in ${envs//,/ }; do export "$kv"; done
+           cd /tmp && GAMUT_CACHE_DIR=$GAMUT_CACHE_DIR-kt-$label timeout ${KT_TIMEOUT:-300} python3 "$OLDPWD/bench/kernel_times.py" \
+             --label "$label" ${KT_ARGS:---queries Q5,kNN --data bf16,f32 --ks 256 --q5-selected 1e-4,0.01,0.1}) || exit 1
+        done
+      done 2>&1 | grep -v -i "warn" | tee "$OUT/ktimes.txt"; gate "kernel_times" "${PIPESTATUS[0]}" ;;
     pyoverhead)
       (export PYTHONPATH=$PWD/.devcarry/site; cd /tmp && timeout ${PYO_TIMEOUT:-60} python3 "$OLDPWD/bench/python_overhead.py" --iters 1000 \
          --json "$OUT/py_overhead.json" > "$OUT/py_overhead.txt" 2>&1)

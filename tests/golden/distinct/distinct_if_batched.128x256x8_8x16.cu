@@ -309,16 +309,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) gamut_main(const Args a) {
             bool S_emitted = false;
             int S_c0 = int();
             int S_c1 = int();
-            float accum = float();
-#pragma unroll
-            for (int m = 0; m < Shape::TM; ++m) {
-#pragma unroll
-              for (int n = 0; n < Shape::TN; ++n) {
-                if (m == em && n == en) {
-                  accum = st.accum[m][n];
-                }
-              }
-            }
+            const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
+              constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+              return st.accum[m][n];
+            });
             // if (accum > $thres:f32):
             if ((accum > thres)) {
               // emit S(g[b,i], h[b,j])
@@ -387,16 +381,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) gamut_main(const Args a) {
             bool S_emitted = false;
             int S_c0 = int();
             int S_c1 = int();
-            float accum = float();
-#pragma unroll
-            for (int m = 0; m < Shape::TM; ++m) {
-#pragma unroll
-              for (int n = 0; n < Shape::TN; ++n) {
-                if (m == em && n == en) {
-                  accum = st.accum[m][n];
-                }
-              }
-            }
+            const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
+              constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+              return st.accum[m][n];
+            });
             // if (accum > $thres:f32):
             if ((accum > thres)) {
               // emit S(g[b,i], h[b,j])

@@ -285,16 +285,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
             const int j = st.j0 + st.tmap.col(en);
             bool S_emitted = false;
             int S_c0 = int();
-            float accum = float();
-#pragma unroll
-            for (int m = 0; m < Shape::TM; ++m) {
-#pragma unroll
-              for (int n = 0; n < Shape::TN; ++n) {
-                if (m == em && n == en) {
-                  accum = st.accum[m][n];
-                }
-              }
-            }
+            const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
+              constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+              return st.accum[m][n];
+            });
             // emit S(g[i])
             S_emitted = true;
             S_c0 = gm::widen(g_q[gm::i64(i)]);
@@ -355,16 +349,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
             const int j = st.j0 + st.tmap.col(en);
             bool S_emitted = false;
             int S_c0 = int();
-            float accum = float();
-#pragma unroll
-            for (int m = 0; m < Shape::TM; ++m) {
-#pragma unroll
-              for (int n = 0; n < Shape::TN; ++n) {
-                if (m == em && n == en) {
-                  accum = st.accum[m][n];
-                }
-              }
-            }
+            const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
+              constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+              return st.accum[m][n];
+            });
             // emit S(g[i])
             S_emitted = true;
             S_c0 = gm::widen(g_q[gm::i64(i)]);

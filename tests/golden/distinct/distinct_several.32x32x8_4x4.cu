@@ -226,16 +226,10 @@ extern "C" __global__ void __launch_bounds__(64, 8) gamut_main(const Args a) {
           int S_c2 = int();
           int S_c3 = int();
           float S_c4 = float();
-          float accum = float();
-#pragma unroll
-          for (int m = 0; m < Shape::TM; ++m) {
-#pragma unroll
-            for (int n = 0; n < Shape::TN; ++n) {
-              if (m == em && n == en) {
-                accum = st.accum[m][n];
-              }
-            }
-          }
+          const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
+            constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+            return st.accum[m][n];
+          });
           // emit S(g[i], h[j], i, j, accum)
           S_emitted = true;
           S_c0 = gm::widen(g_q[gm::i64(i)]);
@@ -316,16 +310,10 @@ extern "C" __global__ void __launch_bounds__(64, 8) gamut_main(const Args a) {
           int S_c2 = int();
           int S_c3 = int();
           float S_c4 = float();
-          float accum = float();
-#pragma unroll
-          for (int m = 0; m < Shape::TM; ++m) {
-#pragma unroll
-            for (int n = 0; n < Shape::TN; ++n) {
-              if (m == em && n == en) {
-                accum = st.accum[m][n];
-              }
-            }
-          }
+          const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
+            constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+            return st.accum[m][n];
+          });
           // emit S(g[i], h[j], i, j, accum)
           S_emitted = true;
           S_c0 = gm::widen(g_q[gm::i64(i)]);

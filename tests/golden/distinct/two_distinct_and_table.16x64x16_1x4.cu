@@ -265,16 +265,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
             bool S_emitted = false;
             int S_c0 = int();
             int S_c1 = int();
-            float accum = float();
-#pragma unroll
-            for (int m = 0; m < Shape::TM; ++m) {
-#pragma unroll
-              for (int n = 0; n < Shape::TN; ++n) {
-                if (m == em && n == en) {
-                  accum = st.accum[m][n];
-                }
-              }
-            }
+            const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
+              constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+              return st.accum[m][n];
+            });
             // emit S(g[i], h[j])
             S_emitted = true;
             S_c0 = gm::widen(g_q[gm::i64(i)]);
@@ -340,16 +334,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
             bool S_emitted = false;
             int S_c0 = int();
             int S_c1 = int();
-            float accum = float();
-#pragma unroll
-            for (int m = 0; m < Shape::TM; ++m) {
-#pragma unroll
-              for (int n = 0; n < Shape::TN; ++n) {
-                if (m == em && n == en) {
-                  accum = st.accum[m][n];
-                }
-              }
-            }
+            const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
+              constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+              return st.accum[m][n];
+            });
             // emit S(g[i], h[j])
             S_emitted = true;
             S_c0 = gm::widen(g_q[gm::i64(i)]);
@@ -400,16 +388,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
           bool T_emitted = false;
           int T_c0 = int();
           bool T_c1 = bool();
-          float accum = float();
-#pragma unroll
-          for (int m = 0; m < Shape::TM; ++m) {
-#pragma unroll
-            for (int n = 0; n < Shape::TN; ++n) {
-              if (m == em && n == en) {
-                accum = st.accum[m][n];
-              }
-            }
-          }
+          const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
+            constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+            return st.accum[m][n];
+          });
           // emit T(h[j], (accum > 0:f32))
           T_emitted = true;
           T_c0 = gm::widen(h[gm::i64(j)]);
@@ -475,16 +457,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
           bool T_emitted = false;
           int T_c0 = int();
           bool T_c1 = bool();
-          float accum = float();
-#pragma unroll
-          for (int m = 0; m < Shape::TM; ++m) {
-#pragma unroll
-            for (int n = 0; n < Shape::TN; ++n) {
-              if (m == em && n == en) {
-                accum = st.accum[m][n];
-              }
-            }
-          }
+          const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
+            constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+            return st.accum[m][n];
+          });
           // emit T(h[j], (accum > 0:f32))
           T_emitted = true;
           T_c0 = gm::widen(h[gm::i64(j)]);

@@ -209,16 +209,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) gamut_main(const Args a) {
         int L_i = int();
         int L_j = int();
         float L_accum = float();
-        float accum = float();
-#pragma unroll
-        for (int m = 0; m < Shape::TM; ++m) {
-#pragma unroll
-          for (int n = 0; n < Shape::TN; ++n) {
-            if (m == em && n == en) {
-              accum = st.accum[m][n];
-            }
-          }
-        }
+        const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
+          constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+          return st.accum[m][n];
+        });
         // if (accum > $thres:f32):
         if ((accum > thres)) {
           // emit L(i, j, accum)

@@ -301,16 +301,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
             int Near_j = int();
             float Near_d = float();
             float Near_key = float();
-            float accum = float();
-#pragma unroll
-            for (int m = 0; m < Shape::TM; ++m) {
-#pragma unroll
-              for (int n = 0; n < Shape::TN; ++n) {
-                if (m == em && n == en) {
-                  accum = st.accum[m][n];
-                }
-              }
-            }
+            const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
+              constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+              return st.accum[m][n];
+            });
             // emit Near(i, j, accum)
             Near_emitted = true;
             Near_i = i;
@@ -343,37 +337,42 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
     gm::u64 row;
     // Every thread, together; false in all of them when the block has no row.
     if (gm::BlockAppend<Shape>::reserve(Big_marks, Big_append.counter, row)) {
+      unsigned todo[(Shape::TM * Shape::TN + 31) / 32];
 #pragma unroll
-      for (int m = 0; m < Shape::TM; ++m) {
-        const int i = st.i0 + st.tmap.row(m);
-#pragma unroll
-        for (int n = 0; n < Shape::TN; ++n) {
-          if (((Big_marks[(m * Shape::TN + n) / 32] >> ((m * Shape::TN + n) % 32)) & 1u) == 0u) continue;
-          const int j = st.j0 + st.tmap.col(n);
-          bool Big_emitted = false;
-          int Big_i = int();
-          int Big_j = int();
-          float Big_accum = float();
-          float accum = st.accum[m][n]; gm::opaque(accum);
-          // if (accum > $thres:f32):
-          if ((accum > thres)) {
-            // emit Big(i, j, accum)
-            Big_emitted = true;
-            Big_i = i;
-            Big_j = j;
-            Big_accum = gm::one_nan(accum);
-          }
-          (void)Big_emitted;  // marked in pass 1: the row exists
-          if (row < Big_append.capacity) {
-            reinterpret_cast<int*>(a.Big_i)[row] = Big_i;
-            reinterpret_cast<int*>(a.Big_j)[row] = Big_j;
-            reinterpret_cast<float*>(a.Big_accum)[row] = Big_accum;
-            reinterpret_cast<int*>(a.Big_rows_b)[row] = b;
-            reinterpret_cast<int*>(a.Big_rows_i)[row] = i;
-            reinterpret_cast<int*>(a.Big_rows_j)[row] = j;
-          }
-          ++row;
+      for (int w = 0; w < (Shape::TM * Shape::TN + 31) / 32; ++w) todo[w] = Big_marks[w];
+      gm::opaque_bits(todo);
+      int e = 0;
+#pragma unroll 1
+      while (gm::next_bit(todo, e)) {
+        const int em = e / Shape::TN, en = e % Shape::TN;
+        const int i = st.i0 + st.tmap.row(em);
+        const int j = st.j0 + st.tmap.col(en);
+        bool Big_emitted = false;
+        int Big_i = int();
+        int Big_j = int();
+        float Big_accum = float();
+        const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
+          constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+          return st.accum[m][n];
+        });
+        // if (accum > $thres:f32):
+        if ((accum > thres)) {
+          // emit Big(i, j, accum)
+          Big_emitted = true;
+          Big_i = i;
+          Big_j = j;
+          Big_accum = gm::one_nan(accum);
         }
+        (void)Big_emitted;  // marked in pass 1: the row exists
+        if (row < Big_append.capacity) {
+          reinterpret_cast<int*>(a.Big_i)[row] = Big_i;
+          reinterpret_cast<int*>(a.Big_j)[row] = Big_j;
+          reinterpret_cast<float*>(a.Big_accum)[row] = Big_accum;
+          reinterpret_cast<int*>(a.Big_rows_b)[row] = b;
+          reinterpret_cast<int*>(a.Big_rows_i)[row] = i;
+          reinterpret_cast<int*>(a.Big_rows_j)[row] = j;
+        }
+        ++row;
       }
     }
   }
@@ -409,16 +408,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
           bool Values_emitted = false;
           float Values_v = float();
           bool Values_pos = bool();
-          float accum = float();
-#pragma unroll
-          for (int m = 0; m < Shape::TM; ++m) {
-#pragma unroll
-            for (int n = 0; n < Shape::TN; ++n) {
-              if (m == em && n == en) {
-                accum = st.accum[m][n];
-              }
-            }
-          }
+          const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
+            constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+            return st.accum[m][n];
+          });
           // if (accum > $thres:f32):
           if ((accum > thres)) {
           }
@@ -487,16 +480,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
           bool Values_emitted = false;
           float Values_v = float();
           bool Values_pos = bool();
-          float accum = float();
-#pragma unroll
-          for (int m = 0; m < Shape::TM; ++m) {
-#pragma unroll
-            for (int n = 0; n < Shape::TN; ++n) {
-              if (m == em && n == en) {
-                accum = st.accum[m][n];
-              }
-            }
-          }
+          const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
+            constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+            return st.accum[m][n];
+          });
           // if (accum > $thres:f32):
           if ((accum > thres)) {
           }

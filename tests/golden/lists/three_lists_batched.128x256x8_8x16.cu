@@ -301,16 +301,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) gamut_main(const Args a) {
             int Near_j = int();
             float Near_d = float();
             float Near_key = float();
-            float accum = float();
-#pragma unroll
-            for (int m = 0; m < Shape::TM; ++m) {
-#pragma unroll
-              for (int n = 0; n < Shape::TN; ++n) {
-                if (m == em && n == en) {
-                  accum = st.accum[m][n];
-                }
-              }
-            }
+            const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
+              constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+              return st.accum[m][n];
+            });
             // emit Near(i, j, accum)
             Near_emitted = true;
             Near_i = i;
@@ -357,16 +351,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) gamut_main(const Args a) {
         int Big_i = int();
         int Big_j = int();
         float Big_accum = float();
-        float accum = float();
-#pragma unroll
-        for (int m = 0; m < Shape::TM; ++m) {
-#pragma unroll
-          for (int n = 0; n < Shape::TN; ++n) {
-            if (m == em && n == en) {
-              accum = st.accum[m][n];
-            }
-          }
-        }
+        const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
+          constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+          return st.accum[m][n];
+        });
         // if (accum > $thres:f32):
         if ((accum > thres)) {
           // emit Big(i, j, accum)
@@ -420,16 +408,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) gamut_main(const Args a) {
           bool Values_emitted = false;
           float Values_v = float();
           bool Values_pos = bool();
-          float accum = float();
-#pragma unroll
-          for (int m = 0; m < Shape::TM; ++m) {
-#pragma unroll
-            for (int n = 0; n < Shape::TN; ++n) {
-              if (m == em && n == en) {
-                accum = st.accum[m][n];
-              }
-            }
-          }
+          const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
+            constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+            return st.accum[m][n];
+          });
           // if (accum > $thres:f32):
           if ((accum > thres)) {
           }
@@ -498,16 +480,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) gamut_main(const Args a) {
           bool Values_emitted = false;
           float Values_v = float();
           bool Values_pos = bool();
-          float accum = float();
-#pragma unroll
-          for (int m = 0; m < Shape::TM; ++m) {
-#pragma unroll
-            for (int n = 0; n < Shape::TN; ++n) {
-              if (m == em && n == en) {
-                accum = st.accum[m][n];
-              }
-            }
-          }
+          const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
+            constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+            return st.accum[m][n];
+          });
           // if (accum > $thres:f32):
           if ((accum > thres)) {
           }

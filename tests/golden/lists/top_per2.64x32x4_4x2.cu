@@ -229,16 +229,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
             int L_j = int();
             float L_accum = float();
             float L_key = float();
-            float accum = float();
-#pragma unroll
-            for (int m = 0; m < Shape::TM; ++m) {
-#pragma unroll
-              for (int n = 0; n < Shape::TN; ++n) {
-                if (m == em && n == en) {
-                  accum = st.accum[m][n];
-                }
-              }
-            }
+            const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
+              constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+              return st.accum[m][n];
+            });
             // emit L(i, j, accum)
             L_emitted = true;
             L_i = i;

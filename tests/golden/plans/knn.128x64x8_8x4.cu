@@ -232,16 +232,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
             int Nearest_j = int();
             float Nearest_dist = float();
             float Nearest_key = float();
-            float dist = float();
-#pragma unroll
-            for (int m = 0; m < Shape::TM; ++m) {
-#pragma unroll
-              for (int n = 0; n < Shape::TN; ++n) {
-                if (m == em && n == en) {
-                  dist = st.dist[m][n];
-                }
-              }
-            }
+            const float dist = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
+              constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+              return st.dist[m][n];
+            });
             // emit Nearest(i, j, dist)
             Nearest_emitted = true;
             Nearest_i = i;

@@ -198,37 +198,42 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
     gm::u64 row;
     // Every thread, together; false in all of them when the block has no row.
     if (gm::BlockAppend<Shape>::reserve(Pairs_marks, Pairs_append.counter, row)) {
+      unsigned todo[(Shape::TM * Shape::TN + 31) / 32];
 #pragma unroll
-      for (int m = 0; m < Shape::TM; ++m) {
-        const int i = st.i0 + st.tmap.row(m);
-#pragma unroll
-        for (int n = 0; n < Shape::TN; ++n) {
-          if (((Pairs_marks[(m * Shape::TN + n) / 32] >> ((m * Shape::TN + n) % 32)) & 1u) == 0u) continue;
-          const int j = st.j0 + st.tmap.col(n);
-          bool Pairs_emitted = false;
-          int Pairs_i = int();
-          int Pairs_j = int();
-          float Pairs_accum = float();
-          float accum = st.accum[m][n]; gm::opaque(accum);
-          // if (accum > $thres:f32):
-          if ((accum > thres)) {
-            // emit Pairs(i, j, accum)
-            Pairs_emitted = true;
-            Pairs_i = i;
-            Pairs_j = j;
-            Pairs_accum = gm::one_nan(accum);
-          }
-          (void)Pairs_emitted;  // marked in pass 1: the row exists
-          if (row < Pairs_append.capacity) {
-            reinterpret_cast<int*>(a.Pairs_i)[row] = Pairs_i;
-            reinterpret_cast<int*>(a.Pairs_j)[row] = Pairs_j;
-            reinterpret_cast<float*>(a.Pairs_accum)[row] = Pairs_accum;
-            reinterpret_cast<int*>(a.Pairs_rows_b)[row] = b;
-            reinterpret_cast<int*>(a.Pairs_rows_i)[row] = i;
-            reinterpret_cast<int*>(a.Pairs_rows_j)[row] = j;
-          }
-          ++row;
+      for (int w = 0; w < (Shape::TM * Shape::TN + 31) / 32; ++w) todo[w] = Pairs_marks[w];
+      gm::opaque_bits(todo);
+      int e = 0;
+#pragma unroll 1
+      while (gm::next_bit(todo, e)) {
+        const int em = e / Shape::TN, en = e % Shape::TN;
+        const int i = st.i0 + st.tmap.row(em);
+        const int j = st.j0 + st.tmap.col(en);
+        bool Pairs_emitted = false;
+        int Pairs_i = int();
+        int Pairs_j = int();
+        float Pairs_accum = float();
+        const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
+          constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+          return st.accum[m][n];
+        });
+        // if (accum > $thres:f32):
+        if ((accum > thres)) {
+          // emit Pairs(i, j, accum)
+          Pairs_emitted = true;
+          Pairs_i = i;
+          Pairs_j = j;
+          Pairs_accum = gm::one_nan(accum);
         }
+        (void)Pairs_emitted;  // marked in pass 1: the row exists
+        if (row < Pairs_append.capacity) {
+          reinterpret_cast<int*>(a.Pairs_i)[row] = Pairs_i;
+          reinterpret_cast<int*>(a.Pairs_j)[row] = Pairs_j;
+          reinterpret_cast<float*>(a.Pairs_accum)[row] = Pairs_accum;
+          reinterpret_cast<int*>(a.Pairs_rows_b)[row] = b;
+          reinterpret_cast<int*>(a.Pairs_rows_i)[row] = i;
+          reinterpret_cast<int*>(a.Pairs_rows_j)[row] = j;
+        }
+        ++row;
       }
     }
   }

@@ -305,16 +305,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
             bool Areas_emitted = false;
             int Areas_pz = int();
             int Areas_rz = int();
-            float accum = float();
-#pragma unroll
-            for (int m = 0; m < Shape::TM; ++m) {
-#pragma unroll
-              for (int n = 0; n < Shape::TN; ++n) {
-                if (m == em && n == en) {
-                  accum = st.accum[m][n];
-                }
-              }
-            }
+            const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
+              constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+              return st.accum[m][n];
+            });
             // bench/distinct_areas.mmlt:10: if (accum > $thres:f32):
             if ((accum > thres)) {
               // bench/distinct_areas.mmlt:10: emit Areas(Pzip[i], Rzip[j])
@@ -383,16 +377,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
             bool Areas_emitted = false;
             int Areas_pz = int();
             int Areas_rz = int();
-            float accum = float();
-#pragma unroll
-            for (int m = 0; m < Shape::TM; ++m) {
-#pragma unroll
-              for (int n = 0; n < Shape::TN; ++n) {
-                if (m == em && n == en) {
-                  accum = st.accum[m][n];
-                }
-              }
-            }
+            const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
+              constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+              return st.accum[m][n];
+            });
             // bench/distinct_areas.mmlt:10: if (accum > $thres:f32):
             if ((accum > thres)) {
               // bench/distinct_areas.mmlt:10: emit Areas(Pzip[i], Rzip[j])

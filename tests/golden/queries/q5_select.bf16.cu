@@ -170,37 +170,42 @@ extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_con
     gm::u64 row;
     // Every thread, together; false in all of them when the block has no row.
     if (gm::BlockAppend<Shape>::reserve(Pairs_marks, Pairs_append.counter, row)) {
+      unsigned todo[(TcMap::kRows * TcMap::kCols + 31) / 32];
 #pragma unroll
-      for (int m = 0; m < TcMap::kRows; ++m) {
-        const int i = tc_i0 + tc_map.row(m);
-#pragma unroll
-        for (int n = 0; n < TcMap::kCols; ++n) {
-          if (((Pairs_marks[(m * TcMap::kCols + n) / 32] >> ((m * TcMap::kCols + n) % 32)) & 1u) == 0u) continue;
-          const int j = tc_j0 + tc_map.col(n);
-          bool Pairs_emitted = false;
-          int Pairs_i = int();
-          int Pairs_j = int();
-          float Pairs_accum = float();
-          float accum = (0.0f + acc[TcMap::index(m, n)]); gm::opaque(accum);
-          // examples/q5_select.mmlt:8: if (accum > $thres:f32):
-          if ((accum > thres)) {
-            // examples/q5_select.mmlt:8: emit Pairs(i, j, accum)
-            Pairs_emitted = true;
-            Pairs_i = i;
-            Pairs_j = j;
-            Pairs_accum = gm::one_nan(accum);
-          }
-          (void)Pairs_emitted;  // marked in pass 1: the row exists
-          if (row < Pairs_append.capacity) {
-            reinterpret_cast<int*>(a.Pairs_i)[row] = Pairs_i;
-            reinterpret_cast<int*>(a.Pairs_j)[row] = Pairs_j;
-            reinterpret_cast<float*>(a.Pairs_accum)[row] = Pairs_accum;
-            reinterpret_cast<int*>(a.Pairs_rows_b)[row] = b;
-            reinterpret_cast<int*>(a.Pairs_rows_i)[row] = i;
-            reinterpret_cast<int*>(a.Pairs_rows_j)[row] = j;
-          }
-          ++row;
+      for (int w = 0; w < (TcMap::kRows * TcMap::kCols + 31) / 32; ++w) todo[w] = Pairs_marks[w];
+      gm::opaque_bits(todo);
+      int e = 0;
+#pragma unroll 1
+      while (gm::next_bit(todo, e)) {
+        const int em = e / TcMap::kCols, en = e % TcMap::kCols;
+        const int i = tc_i0 + tc_map.row(em);
+        const int j = tc_j0 + tc_map.col(en);
+        bool Pairs_emitted = false;
+        int Pairs_i = int();
+        int Pairs_j = int();
+        float Pairs_accum = float();
+        const float accum = gm::pick_pair<TcMap::kRows * TcMap::kCols>(em * TcMap::kCols + en, [&](auto pair) {
+          constexpr int m = decltype(pair)::value / TcMap::kCols, n = decltype(pair)::value % TcMap::kCols;
+          return (0.0f + acc[TcMap::index(m, n)]);
+        });
+        // examples/q5_select.mmlt:8: if (accum > $thres:f32):
+        if ((accum > thres)) {
+          // examples/q5_select.mmlt:8: emit Pairs(i, j, accum)
+          Pairs_emitted = true;
+          Pairs_i = i;
+          Pairs_j = j;
+          Pairs_accum = gm::one_nan(accum);
         }
+        (void)Pairs_emitted;  // marked in pass 1: the row exists
+        if (row < Pairs_append.capacity) {
+          reinterpret_cast<int*>(a.Pairs_i)[row] = Pairs_i;
+          reinterpret_cast<int*>(a.Pairs_j)[row] = Pairs_j;
+          reinterpret_cast<float*>(a.Pairs_accum)[row] = Pairs_accum;
+          reinterpret_cast<int*>(a.Pairs_rows_b)[row] = b;
+          reinterpret_cast<int*>(a.Pairs_rows_i)[row] = i;
+          reinterpret_cast<int*>(a.Pairs_rows_j)[row] = j;
+        }
+        ++row;
       }
     }
   }

@@ -237,16 +237,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_con
               int Top_j = int();
               float Top_accum = float();
               float Top_key = float();
-              float accum = float();
-#pragma unroll
-              for (int m = 0; m < TcMap::kRows; ++m) {
-#pragma unroll
-                for (int n = 0; n < TcMap::kCols; ++n) {
-                  if (m == em && n == en) {
-                    accum = (0.0f + acc[TcMap::index(m, n)]);
-                  }
-                }
-              }
+              const float accum = gm::pick_pair<TcMap::kRows * TcMap::kCols>(em * TcMap::kCols + en, [&](auto pair) {
+                constexpr int m = decltype(pair)::value / TcMap::kCols, n = decltype(pair)::value % TcMap::kCols;
+                return (0.0f + acc[TcMap::index(m, n)]);
+              });
               // examples/q7_top128.mmlt:8: emit Top(i, j, accum)
               Top_emitted = true;
               Top_i = i;

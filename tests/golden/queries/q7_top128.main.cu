@@ -225,16 +225,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
             int Top_j = int();
             float Top_accum = float();
             float Top_key = float();
-            float accum = float();
-#pragma unroll
-            for (int m = 0; m < Shape::TM; ++m) {
-#pragma unroll
-              for (int n = 0; n < Shape::TN; ++n) {
-                if (m == em && n == en) {
-                  accum = st.accum[m][n];
-                }
-              }
-            }
+            const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
+              constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+              return st.accum[m][n];
+            });
             // examples/q7_top128.mmlt:8: emit Top(i, j, accum)
             Top_emitted = true;
             Top_i = i;

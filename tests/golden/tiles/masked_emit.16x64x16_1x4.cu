@@ -211,37 +211,42 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
     gm::u64 row;
     // Every thread, together; false in all of them when the block has no row.
     if (gm::BlockAppend<Shape>::reserve(L_marks, L_append.counter, row)) {
+      unsigned todo[(Shape::TM * Shape::TN + 31) / 32];
 #pragma unroll
-      for (int m = 0; m < Shape::TM; ++m) {
-        const int i = st.i0 + st.tmap.row(m);
-#pragma unroll
-        for (int n = 0; n < Shape::TN; ++n) {
-          if (((L_marks[(m * Shape::TN + n) / 32] >> ((m * Shape::TN + n) % 32)) & 1u) == 0u) continue;
-          const int j = st.j0 + st.tmap.col(n);
-          bool L_emitted = false;
-          int L_i = int();
-          int L_j = int();
-          bool L_pos = bool();
-          double L_v = double();
-          float accum = st.accum[m][n]; gm::opaque(accum);
-          // emit L(i, j, (accum > 0:f32), f64(accum))
-          L_emitted = true;
-          L_i = i;
-          L_j = j;
-          L_pos = (accum > 0.0f);
-          L_v = gm::one_nan(gm::to_f64(accum));
-          (void)L_emitted;  // marked in pass 1: the row exists
-          if (row < L_append.capacity) {
-            reinterpret_cast<int*>(a.L_i)[row] = L_i;
-            reinterpret_cast<int*>(a.L_j)[row] = L_j;
-            reinterpret_cast<bool*>(a.L_pos)[row] = L_pos;
-            reinterpret_cast<double*>(a.L_v)[row] = L_v;
-            reinterpret_cast<int*>(a.L_rows_b)[row] = b;
-            reinterpret_cast<int*>(a.L_rows_i)[row] = i;
-            reinterpret_cast<int*>(a.L_rows_j)[row] = j;
-          }
-          ++row;
+      for (int w = 0; w < (Shape::TM * Shape::TN + 31) / 32; ++w) todo[w] = L_marks[w];
+      gm::opaque_bits(todo);
+      int e = 0;
+#pragma unroll 1
+      while (gm::next_bit(todo, e)) {
+        const int em = e / Shape::TN, en = e % Shape::TN;
+        const int i = st.i0 + st.tmap.row(em);
+        const int j = st.j0 + st.tmap.col(en);
+        bool L_emitted = false;
+        int L_i = int();
+        int L_j = int();
+        bool L_pos = bool();
+        double L_v = double();
+        const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
+          constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+          return st.accum[m][n];
+        });
+        // emit L(i, j, (accum > 0:f32), f64(accum))
+        L_emitted = true;
+        L_i = i;
+        L_j = j;
+        L_pos = (accum > 0.0f);
+        L_v = gm::one_nan(gm::to_f64(accum));
+        (void)L_emitted;  // marked in pass 1: the row exists
+        if (row < L_append.capacity) {
+          reinterpret_cast<int*>(a.L_i)[row] = L_i;
+          reinterpret_cast<int*>(a.L_j)[row] = L_j;
+          reinterpret_cast<bool*>(a.L_pos)[row] = L_pos;
+          reinterpret_cast<double*>(a.L_v)[row] = L_v;
+          reinterpret_cast<int*>(a.L_rows_b)[row] = b;
+          reinterpret_cast<int*>(a.L_rows_i)[row] = i;
+          reinterpret_cast<int*>(a.L_rows_j)[row] = j;
         }
+        ++row;
       }
     }
   }

@@ -171,18 +171,41 @@ void ListRows::mark(Code& c) {
 }
 
 void ListRows::rows(Code& c) {
-  const AccumulatorMap& M = X.map;
-  const TileCoordinates& tc = *X.coords;
   c.open("");
   c.line("gm::u64 row;");
   c.line("// Every thread, together; false in all of them when the block has no row.");
   c.open("if (gm::BlockAppend<Shape>::reserve(" + name("marks") + ", " + name("append") + ".counter, row))");
-  if (M.pairs >= kCompactPairs || few_rows() || compact_experiment()) {
-    rows_compact(c);
+  if (unrolled_experiment() && X.map.pairs < 128) {
+    rows_unrolled(c);
     c.close();  // reserve
     c.close();
     return;
   }
+  c.line("unsigned todo[" + X.map.words() + "];");
+  c.line("#pragma unroll");
+  c.line("for (int w = 0; w < " + X.map.words() + "; ++w) todo[w] = " + name("marks") + "[w];");
+  c.line("gm::opaque_bits(todo);");
+  c.line("int e = 0;");
+  c.line("#pragma unroll 1");
+  c.open("while (gm::next_bit(todo, e))");
+  pair_row(c);
+  row_stores(c, "em", "en");
+  c.close();  // while
+  c.close();  // reserve
+  c.close();
+}
+
+// GAMUT_EXPERIMENT_UNROLLED_ROWS=1: pass 2 unrolled over the map for threads of fewer than 128
+// pairs (the rule before session 30), to compare run times on the device. It shapes the source,
+// hence the cache key.
+bool ListRows::unrolled_experiment() {
+  const char* e = std::getenv("GAMUT_EXPERIMENT_UNROLLED_ROWS");
+  return e && std::string(e) == "1";
+}
+
+void ListRows::rows_unrolled(Code& c) {
+  const AccumulatorMap& M = X.map;
+  const TileCoordinates& tc = *X.coords;
   c.line("#pragma unroll");
   c.open("for (int m = 0; m < " + M.rows + "; ++m)");
   c.line("const int i = " + tc.row_at(M.tile_row0 + " + " + M.row("m")) + ";");
@@ -201,35 +224,11 @@ void ListRows::rows(Code& c) {
   row_stores(c, "m", "n");
   c.close();  // n
   c.close();  // m
-  c.close();  // reserve
-  c.close();
 }
 
-bool ListRows::compact_experiment() {
-  const char* e = std::getenv("GAMUT_EXPERIMENT_COMPACT_ROWS");
-  return e && std::string(e) == "1";
-}
-
-// Pass 2 for threads of 128 pairs and more: a loop over the marked pairs with one copy of the
-// row's code (the accumulators picked by static indices, pair_row), instead of rows x cols
-// unrolled copies: unrolled, the epilogue of a one-block tile is large enough that its warps
-// wait on the instruction cache with no other block to hide it.
-void ListRows::rows_compact(Code& c) {
-  c.line("unsigned todo[" + X.map.words() + "];");
-  c.line("#pragma unroll");
-  c.line("for (int w = 0; w < " + X.map.words() + "; ++w) todo[w] = " + name("marks") + "[w];");
-  c.line("gm::opaque_bits(todo);");
-  c.line("int e = 0;");
-  c.line("#pragma unroll 1");
-  c.open("while (gm::next_bit(todo, e))");
-  pair_row(c);
-  row_stores(c, "em", "en");
-  c.close();
-}
-
-// The accumulators are picked with static indices (a run-time index would move every
-// accumulator to local memory); one copy of the statements then serves every pair, where rows()
-// unrolls them rows x cols times.
+// One copy of the row's statements serves every marked pair: unrolled over the map (rows x cols
+// copies), the epilogue was 2.6x the instructions, twice the NVRTC time, and slower where many
+// pairs are kept (bench/NOTES.md, session 30).
 void ListRows::pair_row(Code& c) { pair_row(c, "e / " + X.map.cols, "e % " + X.map.cols); }
 
 void ListRows::pair_row(Code& c, const std::string& em, const std::string& en) {
@@ -246,20 +245,17 @@ void ListRows::pair_row(Code& c, const std::string& em, const std::string& en) {
   c.line("(void)" + name("emitted") + ";  // marked in pass 1: the row exists");
 }
 
+// Picked by a tree of selects on e's bits (gm::pick_pair): a run-time register index would move
+// every accumulator to local memory, and a compare per pair costs twice the instructions.
 void ListRows::pick_accs(Code& c) {
   const AccumulatorMap& M = X.map;
-  if (P.accs.empty()) return;
-  for (size_t a = 0; a < P.accs.size(); ++a)
-    c.line(X.acc_type(int(a)) + " " + X.acc(int(a)) + " = " + X.acc_type(int(a)) + "();");
-  c.line("#pragma unroll");
-  c.open("for (int m = 0; m < " + M.rows + "; ++m)");
-  c.line("#pragma unroll");
-  c.open("for (int n = 0; n < " + M.cols + "; ++n)");
-  c.open("if (m == em && n == en)");
-  for (size_t a = 0; a < P.accs.size(); ++a) c.line(X.acc(int(a)) + " = " + M.value(int(a)) + ";");
-  c.close();
-  c.close();
-  c.close();
+  for (size_t a = 0; a < P.accs.size(); ++a) {
+    c.open("const " + X.acc_type(int(a)) + " " + X.acc(int(a)) + " = gm::pick_pair<" + M.rows + " * " + M.cols +
+           ">(em * " + M.cols + " + en, [&](auto pair)");
+    c.line("constexpr int m = decltype(pair)::value / " + M.cols + ", n = decltype(pair)::value % " + M.cols + ";");
+    c.line("return " + M.value(int(a)) + ";");
+    c.close(");");
+  }
 }
 
 // The row's variables, before the output statements render into them.

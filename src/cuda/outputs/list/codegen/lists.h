@@ -32,28 +32,19 @@ class ListRows {
   virtual void append(Code& c) { rows(c); }
 
  protected:
-  // One reservation per block for the marked pairs, then their rows: unrolled over the map,
-  // or, for threads of at least kCompactPairs pairs or lists whose tiles keep few rows, a loop
-  // over the marked pairs.
+  // One reservation per block for the marked pairs, then their rows: a loop over the marked
+  // pairs with one copy of the row's code.
   void rows(Code& c);
-  static constexpr int kCompactPairs = 128;
-  // GAMUT_EXPERIMENT_COMPACT_ROWS=1: the loop for every list (compile time: the unrolled pass is
-  // about half of a plain select kernel's NVRTC time; run time not measured yet, bench/NOTES.md
-  // "Session 29"). It shapes the source, hence the cache key.
-  static bool compact_experiment();
-  // A tile appends few of its pairs' rows (top/bottom lists after the selection): pass 2 as a
-  // loop is then as quick as unrolled, with one copy of the row's code.
-  virtual bool few_rows() const { return false; }
-  void rows_compact(Code& c);
+  static bool unrolled_experiment();  // GAMUT_EXPERIMENT_UNROLLED_ROWS=1 (lists.cpp)
+  void rows_unrolled(Code& c);
   // The row of the thread's pair `e` (a run-time m * cols + n) into efN / ecN_k (and ekN), with
   // i, j and that pair's accumulators in scope.
   void pair_row(Code& c);
-  // The same for the pair at map indices em, en (expressions, e.g. a static em of an unrolled
-  // loop: the accumulator pick is then a select over one row).
+  // The same for the pair at map indices em, en (expressions).
   void pair_row(Code& c, const std::string& em, const std::string& en);
   void row_decls(Code& c);  // efN, ecN_k, ekN
   // pair_row's accumulators of the pair at em, en (e = em * cols + en): picked from the
-  // registers by static indices, or from elsewhere (TopBottomRows: a copy in shared memory).
+  // registers by a tree of selects, or from elsewhere (TopBottomRows: a copy in shared memory).
   virtual void pick_accs(Code& c);
   // The list's Emit statement rendered as the whole row (columns, key).
   void emit_row(const Stmt& s, Code& out) const;

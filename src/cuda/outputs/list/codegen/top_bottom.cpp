@@ -218,8 +218,6 @@ class TopBottomRows final : public ListRows {
     c.line("const gm::StashedRanks<Shape::THREADS, " + M.cols + "> rank{" + name("ranks") + "};");
   }
 
-  bool few_rows() const override { return true; }
-
   void stored(Code& c, const std::string& m, const std::string& n) override {
     if (resident_) return;  // (no reservoirs)
     const AccumulatorMap& M = X.map;

@@ -70,6 +70,33 @@ GM_DEV bool next_bit(unsigned (&bits)[W], int& e) {
   return found;
 }
 
+// The value f(Pair<E>{}) of the thread's pair E == e (0 <= e < N), chosen by a tree of selects on
+// e's bits: N - 1 selects whose predicates (one per bit) every level shares, and no run-time
+// register index (which would move the accumulators to local memory). Pass 2's loop over marked
+// pairs picks each pair's accumulators so.
+template <int E>
+struct Pair {
+  static constexpr int value = E;
+};
+constexpr int pair_tree_bits(int n) { return n <= 1 ? 0 : 1 + pair_tree_bits((n + 1) / 2); }
+template <int N, int Lo, int Bit, class F>
+GM_DEV auto pick_pair_bits(unsigned e, const F& f) {
+  if constexpr (Bit < 0) {
+    return f(Pair<Lo>{});
+  } else if constexpr (Lo + (1 << Bit) >= N) {
+    return pick_pair_bits<N, Lo, Bit - 1>(e, f);
+  } else {
+    const auto low = pick_pair_bits<N, Lo, Bit - 1>(e, f);
+    const auto high = pick_pair_bits<N, Lo + (1 << Bit), Bit - 1>(e, f);
+    return ((e >> Bit) & 1u) != 0u ? high : low;
+  }
+}
+template <int N, class F>
+GM_DEV auto pick_pair(int e, const F& f) {
+  static_assert(N > 0, "a thread holds at least one pair");
+  return pick_pair_bits<N, 0, pair_tree_bits(N) - 1>(unsigned(e), f);
+}
+
 // ---- append with one global atomic per block tile -------------------------------------------
 // bits: one per pair of the thread's fragment (m * TN + n), set where a row reached the emit.
 template <class Shape>
