@@ -3,7 +3,8 @@ skip cleanly on a machine without a CUDA device or driver.
 
 They fail instead of skipping
 - when GAMUT_REQUIRE_GPU=1 (set by the device scripts, tools/device_run.sh): there a gpu test that
-  skips for want of a GPU (no device, or "torch has no CUDA device") is a failure;
+  skips for want of a GPU (no device, or "torch has no CUDA device") is a failure; one that needs
+  more GPUs than there are still skips;
 - on a CUDA error of a machine that has a driver (a driver older than the runtime, out of memory,
   an exclusive or busy device): the reason says which.
 """
@@ -16,8 +17,15 @@ EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", 
 
 # The reasons of the library's probe (src/cuda/runtime/device.cpp) that mean "nothing to run on".
 ABSENT = ("no NVIDIA GPU found", "built without CUDA")
-# A skip of a gpu test for want of a device, in the tests' own words.
+# A skip of a gpu test for want of a device, in the tests' own words; one that wants more devices
+# than the machine has ("needs two CUDA devices") is a skip there too.
 NO_DEVICE_SKIP = re.compile(r"\b(GPU|CUDA|device)\b", re.IGNORECASE)
+MORE_DEVICES_SKIP = re.compile(r"\bneeds (two|three|four|several|\d+)\b", re.IGNORECASE)
+
+
+def fails_under_require_gpu(reason):
+    """True where a gpu test's skip reason means no usable device (GAMUT_REQUIRE_GPU=1 fails it)."""
+    return bool(NO_DEVICE_SKIP.search(reason)) and not MORE_DEVICES_SKIP.search(reason)
 
 
 def gpu_required():
@@ -60,7 +68,7 @@ def pytest_runtest_makereport(item, call):
     if not (gpu_required() and rep.skipped and "gpu" in item.keywords):
         return
     reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
-    if NO_DEVICE_SKIP.search(reason):
+    if fails_under_require_gpu(reason):
         rep.outcome = "failed"
         rep.longrepr = f"GAMUT_REQUIRE_GPU=1: a gpu test skipped: {reason}"
 

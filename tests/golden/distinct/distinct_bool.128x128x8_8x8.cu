@@ -214,8 +214,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
           const int j = st.j0 + st.tmap.col(en);
           bool S_emitted = false;
           bool S_c0 = bool();
-          const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
-            constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+          const float accum = gm::pick_pair<Shape::TN>(en, [&](auto pair) {
+            const int m = em;
+            constexpr int n = decltype(pair)::value;
             return st.accum[m][n];
           });
           // emit S((accum > 0:f32))
@@ -278,8 +279,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
           const int j = st.j0 + st.tmap.col(en);
           bool S_emitted = false;
           bool S_c0 = bool();
-          const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
-            constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+          const float accum = gm::pick_pair<Shape::TN>(en, [&](auto pair) {
+            const int m = em;
+            constexpr int n = decltype(pair)::value;
             return st.accum[m][n];
           });
           // emit S((accum > 0:f32))

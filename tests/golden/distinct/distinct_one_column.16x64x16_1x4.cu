@@ -285,8 +285,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
             const int j = st.j0 + st.tmap.col(en);
             bool S_emitted = false;
             int S_c0 = int();
-            const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
-              constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+            const float accum = gm::pick_pair<Shape::TN>(en, [&](auto pair) {
+              const int m = em;
+              constexpr int n = decltype(pair)::value;
               return st.accum[m][n];
             });
             // emit S(g[i])
@@ -349,8 +350,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
             const int j = st.j0 + st.tmap.col(en);
             bool S_emitted = false;
             int S_c0 = int();
-            const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
-              constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+            const float accum = gm::pick_pair<Shape::TN>(en, [&](auto pair) {
+              const int m = em;
+              constexpr int n = decltype(pair)::value;
               return st.accum[m][n];
             });
             // emit S(g[i])

@@ -226,8 +226,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
           int S_c2 = int();
           int S_c3 = int();
           float S_c4 = float();
-          const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
-            constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+          const float accum = gm::pick_pair<Shape::TN>(en, [&](auto pair) {
+            const int m = em;
+            constexpr int n = decltype(pair)::value;
             return st.accum[m][n];
           });
           // emit S(g[i], h[j], i, j, accum)
@@ -310,8 +311,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
           int S_c2 = int();
           int S_c3 = int();
           float S_c4 = float();
-          const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
-            constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+          const float accum = gm::pick_pair<Shape::TN>(en, [&](auto pair) {
+            const int m = em;
+            constexpr int n = decltype(pair)::value;
             return st.accum[m][n];
           });
           // emit S(g[i], h[j], i, j, accum)

@@ -218,8 +218,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
           int L_i = int();
           int L_j = int();
           float L_accum = float();
-          const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
-            constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+          const float accum = gm::pick_pair<Shape::TN>(en, [&](auto pair) {
+            const int m = em;
+            constexpr int n = decltype(pair)::value;
             return st.accum[m][n];
           });
           // emit L(i, j, accum)
@@ -292,8 +293,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
           int L_i = int();
           int L_j = int();
           float L_accum = float();
-          const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
-            constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+          const float accum = gm::pick_pair<Shape::TN>(en, [&](auto pair) {
+            const int m = em;
+            constexpr int n = decltype(pair)::value;
             return st.accum[m][n];
           });
           // emit L(i, j, accum)

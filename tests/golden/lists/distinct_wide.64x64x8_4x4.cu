@@ -224,8 +224,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
           double S_c1 = double();
           float S_c2 = float();
           bool S_c3 = bool();
-          const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
-            constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+          const float accum = gm::pick_pair<Shape::TN>(en, [&](auto pair) {
+            const int m = em;
+            constexpr int n = decltype(pair)::value;
             return st.accum[m][n];
           });
           // emit S(g[i], h[j], accum, (accum > 0:f32))
@@ -303,8 +304,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
           double S_c1 = double();
           float S_c2 = float();
           bool S_c3 = bool();
-          const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
-            constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+          const float accum = gm::pick_pair<Shape::TN>(en, [&](auto pair) {
+            const int m = em;
+            constexpr int n = decltype(pair)::value;
             return st.accum[m][n];
           });
           // emit S(g[i], h[j], accum, (accum > 0:f32))

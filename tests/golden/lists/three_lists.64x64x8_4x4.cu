@@ -406,8 +406,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
           bool Values_emitted = false;
           float Values_v = float();
           bool Values_pos = bool();
-          const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
-            constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+          const float accum = gm::pick_pair<Shape::TN>(en, [&](auto pair) {
+            const int m = em;
+            constexpr int n = decltype(pair)::value;
             return st.accum[m][n];
           });
           // if (accum > $thres:f32):
@@ -478,8 +479,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
           bool Values_emitted = false;
           float Values_v = float();
           bool Values_pos = bool();
-          const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
-            constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+          const float accum = gm::pick_pair<Shape::TN>(en, [&](auto pair) {
+            const int m = em;
+            constexpr int n = decltype(pair)::value;
             return st.accum[m][n];
           });
           // if (accum > $thres:f32):

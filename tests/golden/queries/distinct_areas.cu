@@ -305,8 +305,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
             bool Areas_emitted = false;
             int Areas_pz = int();
             int Areas_rz = int();
-            const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
-              constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+            const float accum = gm::pick_pair<Shape::TN>(en, [&](auto pair) {
+              const int m = em;
+              constexpr int n = decltype(pair)::value;
               return st.accum[m][n];
             });
             // bench/distinct_areas.mmlt:10: if (accum > $thres:f32):
@@ -377,8 +378,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) gamut_main(const Args a) {
             bool Areas_emitted = false;
             int Areas_pz = int();
             int Areas_rz = int();
-            const float accum = gm::pick_pair<Shape::TM * Shape::TN>(em * Shape::TN + en, [&](auto pair) {
-              constexpr int m = decltype(pair)::value / Shape::TN, n = decltype(pair)::value % Shape::TN;
+            const float accum = gm::pick_pair<Shape::TN>(en, [&](auto pair) {
+              const int m = em;
+              constexpr int n = decltype(pair)::value;
               return st.accum[m][n];
             });
             // bench/distinct_areas.mmlt:10: if (accum > $thres:f32):

@@ -213,7 +213,7 @@ class DistinctRows final : public ListRows {
 
   const std::vector<int> seen_;  // the columns' accesses where they may take a seen table
   // Opens `for (sm) { bits = row sm of BITS; while (WHILE bits) {` and renders the pair (sm, sn)'s
-  // row: sm static (unrolled), so the accumulator pick is a select over one map row. The caller
+  // row: sm static (unrolled), so the accumulator pick is a tree over one map row. The caller
   // closes both.
   void open_pairs_by_row(Code& c, const std::string& bits, const std::string& while_also) {
     c.line("#pragma unroll");
@@ -223,7 +223,7 @@ class DistinctRows final : public ListRows {
     c.open("while (" + while_also + "bits != 0u)");
     c.line("const int sn = __ffs(int(bits)) - 1;");
     c.line("bits &= bits - 1u;");
-    pair_row(c, "sm", "sn");
+    pair_row(c, "sm", "sn", true);
   }
 
   // Stores of row `row`: columns from `vals[k]`, then b, i, j.

@@ -231,13 +231,13 @@ void ListRows::rows_unrolled(Code& c) {
 // pairs are kept (bench/NOTES.md, session 30).
 void ListRows::pair_row(Code& c) { pair_row(c, "e / " + X.map.cols, "e % " + X.map.cols); }
 
-void ListRows::pair_row(Code& c, const std::string& em, const std::string& en) {
+void ListRows::pair_row(Code& c, const std::string& em, const std::string& en, bool static_row) {
   const AccumulatorMap& M = X.map;
   c.line("const int em = " + em + ", en = " + en + ";");
   c.line("const int i = " + X.coords->row_at(M.tile_row0 + " + " + M.row("em")) + ";");
   c.line("const int j = " + X.coords->col_at(M.tile_col0 + " + " + M.col("en")) + ";");
   row_decls(c);
-  pick_accs(c);
+  pick_accs(c, static_row);
   X.locals(false, c);
   X.outer_r.stmts(P.outer, c, [&](const Stmt& s, Code& out) {
     if (s.kind == StmtKind::Emit && size_t(s.target) == l_) emit_row(s, out);
@@ -247,12 +247,18 @@ void ListRows::pair_row(Code& c, const std::string& em, const std::string& en) {
 
 // Picked by a tree of selects on e's bits (gm::pick_pair): a run-time register index would move
 // every accumulator to local memory, and a compare per pair costs twice the instructions.
-void ListRows::pick_accs(Code& c) {
+void ListRows::pick_accs(Code& c, bool static_row) {
   const AccumulatorMap& M = X.map;
   for (size_t a = 0; a < P.accs.size(); ++a) {
-    c.open("const " + X.acc_type(int(a)) + " " + X.acc(int(a)) + " = gm::pick_pair<" + M.rows + " * " + M.cols +
-           ">(em * " + M.cols + " + en, [&](auto pair)");
-    c.line("constexpr int m = decltype(pair)::value / " + M.cols + ", n = decltype(pair)::value % " + M.cols + ";");
+    const std::string decl = "const " + X.acc_type(int(a)) + " " + X.acc(int(a)) + " = gm::pick_pair<";
+    if (static_row) {  // (a tree over the whole map would not fold em's bits: en is not known < cols)
+      c.open(decl + M.cols + ">(en, [&](auto pair)");
+      c.line("const int m = em;");
+      c.line("constexpr int n = decltype(pair)::value;");
+    } else {
+      c.open(decl + M.rows + " * " + M.cols + ">(em * " + M.cols + " + en, [&](auto pair)");
+      c.line("constexpr int m = decltype(pair)::value / " + M.cols + ", n = decltype(pair)::value % " + M.cols + ";");
+    }
     c.line("return " + M.value(int(a)) + ";");
     c.close(");");
   }

@@ -40,12 +40,13 @@ class ListRows {
   // The row of the thread's pair `e` (a run-time m * cols + n) into efN / ecN_k (and ekN), with
   // i, j and that pair's accumulators in scope.
   void pair_row(Code& c);
-  // The same for the pair at map indices em, en (expressions).
-  void pair_row(Code& c, const std::string& em, const std::string& en);
+  // The same for the pair at map indices em, en (expressions); `static_row`: em is a constant after
+  // unrolling (the pick is then a tree over one map row).
+  void pair_row(Code& c, const std::string& em, const std::string& en, bool static_row = false);
   void row_decls(Code& c);  // efN, ecN_k, ekN
   // pair_row's accumulators of the pair at em, en (e = em * cols + en): picked from the
   // registers by a tree of selects, or from elsewhere (TopBottomRows: a copy in shared memory).
-  virtual void pick_accs(Code& c);
+  virtual void pick_accs(Code& c, bool static_row);
   // The list's Emit statement rendered as the whole row (columns, key).
   void emit_row(const Stmt& s, Code& out) const;
   // Stores of the rendered row at `row` (below the capacity), then ++row. m, n: the names of

@@ -123,8 +123,8 @@ class TopBottomRows final : public ListRows {
   static std::string pick() { return KernelContext::resident_acc_at("accs", "e"); }
 
   // Pass 2's accumulator of pair e: with resident thresholds from key()'s copy.
-  void pick_accs(Code& c) override {
-    if (!resident_) return ListRows::pick_accs(c);
+  void pick_accs(Code& c, bool static_row) override {
+    if (!resident_) return ListRows::pick_accs(c, static_row);
     c.line(X.acc_type(0) + " " + X.acc(0) + " = " + pick() + ";");
   }
 
