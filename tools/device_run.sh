@@ -3,7 +3,7 @@
 # sanitizers on one query of each family, and the benchmarks. Logs go to $OUT (or ./device-out).
 # usage: tools/device_run.sh [tests] [sanitize] [bench] [demo] [relbench] [semibench] [tc] [fuzz] [py] [sweep] [profile]
 #                            [shards] [api] [reach] [cold] [tq] [verify] [pyoverhead] [sanitizers]
-#                            [hostoverhead] [kunroll] [multigpu] [qprofile] [userbuild] [userbuild-clang] [dask]
+#                            [hostoverhead] [multigpu] [qprofile] [userbuild] [userbuild-clang] [dask]
 #                            (default: tests sanitize bench)
 # PREBUILT=DIR: binaries built elsewhere (a build folder of this checkout at the same absolute
 # path, carried along; tools/device_prebuild.sh): no build here. Else build-dev is built here
@@ -349,12 +349,6 @@ for step in $steps; do
       userbuild "" ;;
     userbuild-clang)
       userbuild clang ;;
-    kunroll)
-      # Experiment (issue 10): steps unrolled per k slice of the SIMT mainloop: cold compile and speed.
-      for u in 0 8 4; do
-        echo "== GAMUT_EXPERIMENT_K_UNROLL=$u"
-        GAMUT_EXPERIMENT_K_UNROLL=$u GAMUT_CACHE_DIR=$PWD/$B/kcache-u$u $B/bench/bench_gpu ${KU_ARGS:---sizes 4096,8192 --q1-sizes 4096} 2>&1 || exit 1
-      done | tee "$OUT/kunroll.txt"; gate "kunroll" "${PIPESTATUS[0]}" ;;
     multigpu)
       # Several GPUs (issue 14), on a kind with several: the multi-device GPU tests (NCCL across
       # the visible GPUs), then bench/multi_gpu.py on 1, 2, 4, 8 GPUs (those visible). NVLink
