@@ -14,6 +14,7 @@
 
 #include "asan_skip.h"
 #include "cuda/codegen/codegen.h"
+#include "cpu/program.h"
 #include "cuda/gpu_engine.h"
 #include "data/npy.h"
 #include "driver/pipeline.h"
@@ -173,6 +174,66 @@ TEST(QueryLimits, FarBeyondTheLimitsIsAQueryErrorNotACrash) {
     lets += "let s" + std::to_string(n) + " = " + (n ? "s" + std::to_string(n - 1) + " + " : "") +
             chain("A[i,k]", "+", kMaxExprDepth - 2) + ";\n    ";
   EXPECT_EQ(errors_of(query(lets + "a += s" + std::to_string(lets_needed - 1) + ";")), "");
+}
+
+// Any number of lets, each reading the one before (docs/semantics.md, "Limits"): every pass on a
+// small stack (the rewrites that read through lets walked them recursively: 20,000 chained lets
+// overflowed the stack, a let used twice at each of 40 levels never finished), the CPU results
+// right, and the CPU engine's per-thread storage independent of the number of lets.
+TEST(QueryLimits, LongLetChainsOnASmallStack) {
+  struct Chain {
+    std::string name;
+    int lets;
+    std::function<std::string(int)> let;            // the let t<x>, x >= 1
+    std::function<int64_t(int64_t ab)> term;         // t<last> of a pair's product A * B
+  };
+  const int kLong = 20000, kDoubling = 40;
+  const std::vector<Chain> chains = {
+      {"plus one", kLong, [](int x) { return "t" + std::to_string(x - 1) + " + 1"; },
+       [&](int64_t ab) { return ab + (kLong - 1); }},
+      {"times one", kLong, [](int x) { return "t" + std::to_string(x - 1) + " * 1"; }, [](int64_t ab) { return ab; }},
+      {"doubled", kDoubling, [](int x) { return "t" + std::to_string(x - 1) + " + t" + std::to_string(x - 1); },
+       [&](int64_t ab) { return ab * (int64_t(1) << (kDoubling - 1)); }},
+      {"squared", kDoubling, [](int x) { return "t" + std::to_string(x - 1) + " * t" + std::to_string(x - 1); },
+       [](int64_t) { return int64_t(1); }},  // (its t0 is +-1: every square after it is 1)
+  };
+  for (const Chain& ch : chains) {
+    SCOPED_TRACE(ch.name);
+    const bool squared = ch.name == "squared";
+    std::string inner = squared ? "let t0 = (A[i, k] * B[k, j]) * (A[i, k] * B[k, j]) == 1 ? 1 : -1;\n"
+                                : "let t0 = i64(A[i, k] * B[k, j]);\n";
+    for (int x = 1; x < ch.lets; ++x) inner += "    let t" + std::to_string(x) + " = " + ch.let(x) + ";\n";
+    inner += "    a += t" + std::to_string(ch.lets - 1) + ";";
+    const std::string text = query(inner);
+    Results r;
+    size_t regions = 0;
+    std::string source;
+    on_small_stack([&] {
+      Source src{"lets.mmlt", text};
+      auto p = prepare(src, inputs_for(text));
+      EXPECT_FALSE(print_plan(p->plan).empty());
+      RunOptions o;
+      o.backend = Backend::Cpu;
+      o.threads = 2;
+      r = execute(*p, o, nullptr);
+      regions = size_t(cpu::compile_module(p->instance).regions);
+      const cuda::KernelChoice k = cuda::choose_kernel(p->instance, testnvrtc::kH100Sms, testnvrtc::kH100Smem);
+      source = cuda::generate_source(p->plan, k.tile, k.options);
+    });
+    EXPECT_NE(source.find("__global__"), std::string::npos);
+    EXPECT_LT(regions, 64u) << "slots of kLanes values per thread";
+    ASSERT_EQ(r.dense.size(), 1u);
+    const NDArray A = make_input("A"), B = make_input("B"), J = make_input("J");
+    for (int64_t i = 0; i < kM; ++i)
+      for (int64_t j = 0; j < kN; ++j) {
+        int64_t want = J.as<int32_t>()[j];
+        for (int64_t k = 0; k < kK; ++k) {
+          const int64_t ab = at(A, i, k, kK) * at(B, k, j, kN);
+          want += ch.term(ab);
+        }
+        EXPECT_EQ(r.dense[0].get_i64(i * kN + j), want) << "C[" << i << ", " << j << "]";
+      }
+  }
 }
 
 #if GAMUT_HAVE_CUDA

@@ -3,6 +3,9 @@
 // Every operator gets its operands in one type (sema's Casts, plus a conversion here wherever
 // a type still differs), so each kernel is instantiated for exactly one lane type.
 #include <algorithm>
+#include <cstring>
+#include <map>
+#include <tuple>
 
 #include "core/error.h"
 #include "cpu/program.h"
@@ -108,11 +111,19 @@ struct Compiler {
     return op(out, cast_fn(type(s), to, uni(s)), to, uni(s), s);
   }
 
+  // One slot per distinct constant (a query of many lets repeats its literals).
   int constant(const Scalar& v, CType t) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, &v.f, sizeof bits);
+    const auto key = std::make_tuple(int(t), int(v.type), v.i, bits);
+    auto it = constants.find(key);
+    if (it != constants.end()) return it->second;
     int s = slot(t, true, SlotKind::Const);
     M.slots[size_t(s)].value = v;
+    constants.emplace(key, s);
     return s;
   }
+  std::map<std::tuple<int, int, int64_t, uint64_t>, int> constants = {};
 
   int load(int access, Steps& out) {
     const Access& a = P.accesses[size_t(access)];
@@ -388,6 +399,7 @@ Module compile_module(const Instance& inst) {
   if (P.when.mask != kNoExpr) M.mask_value = C.cast(M.mask, C.expr(P.when.mask, M.mask), CType::Bool);
   for (const Stmt& s : P.inner) C.stmt(s, M.inner);
   for (const Stmt& s : P.outer) C.stmt(s, M.outer);
+  share_temp_storage(M);
   return M;
 }
 

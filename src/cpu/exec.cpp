@@ -134,11 +134,12 @@ void run_emit(Ctx& c, const Step& s) {
 
 Ctx::Ctx(const Module& m) : mod(&m) {
   size_t n = m.slots.size();
-  arena.assign(n * size_t(kLanes), 0.0);
+  const bool shared = m.region.size() == n;
+  arena.assign((shared ? size_t(m.regions) : n) * size_t(kLanes), 0.0);
   ptr.resize(n);
   buf.resize(n);
   for (size_t s = 0; s < n; ++s) {
-    buf[s] = ptr[s] = arena.data() + s * size_t(kLanes);
+    buf[s] = ptr[s] = arena.data() + (shared ? size_t(m.region[s]) : s) * size_t(kLanes);
     if (m.slots[s].kind == SlotKind::Const) write_scalar(buf[s], m.slots[s].type, m.slots[s].value);
   }
   off.resize(size_t(kLanes));

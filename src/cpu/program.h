@@ -108,6 +108,9 @@ struct Module {
   std::vector<bool> dense_unique;        // per output: each (b,i,j) writes its own elements
   std::vector<CType> key_type;           // per list
   size_t key_slots = 0;                  // computed output indices (semantics/computed_index.h)
+  // Slot s's storage is region[s] of `regions` (share_temp_storage); empty: one region per slot.
+  std::vector<int> region;
+  int regions = 0;
 };
 
 // Per-thread evaluation state.
@@ -138,6 +141,8 @@ struct Ctx {
 };
 
 Module compile_module(const Instance& inst);
+// Temporary slots never live at once share storage (slot_storage.cpp).
+void share_temp_storage(Module& M);
 
 // Finishing steps (cpu/finish.cpp): what each Plan::output_reads entry of one step reads.
 struct FinishRead {

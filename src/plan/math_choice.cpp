@@ -128,6 +128,9 @@ class ProductCollector {
       case ExprKind::Local: {
         auto it = lets_.find(e.index);
         if (it == lets_.end()) return fail("a local that is not a plain inner let");
+        // (Every pass through a let counts: thousands of chained lets would overflow the stack,
+        // and lets used twice at every level double the walk.)
+        if (++let_reads_ > kMaxLetReads) return fail("the product reads through more than 256 lets");
         visit(it->second);
         return;
       }
@@ -136,10 +139,12 @@ class ProductCollector {
     }
   }
 
+  static constexpr int kMaxLetReads = 256;
   const Plan& p_;
   const std::map<int, ExprId>& lets_;
   CType t_;
   Factors f_;
+  int let_reads_ = 0;
 };
 
 bool row_matrix(Pattern q) { return q == Pattern::RowRed || q == Pattern::RedRow; }

@@ -18,6 +18,13 @@ namespace {
 // Which axes an expression depends on.
 constexpr int kRow = 1, kCol = 2, kRed = 4;
 constexpr size_t kMaxTerms = 64;   // an expansion larger than this is not a distance
+// The readers below recurse through lets and revisit shared subexpressions: a summand deeper than
+// kMaxLetDepth lets, whose text exceeds kMaxText, or that takes more than kMaxVisits steps to
+// read is not rewritten (thousands of chained lets overflowed the stack; lets used twice at
+// every level double the text).
+constexpr int kMaxLetDepth = 256;
+constexpr size_t kMaxText = size_t(1) << 16;
+constexpr long kMaxVisits = 200000;
 
 bool one_sided(int side) { return (side & (kRow | kCol)) != (kRow | kCol); }
 
@@ -52,9 +59,14 @@ class InnerText {
       if (s.kind == StmtKind::Let) lets_[s.target] = s.value;
   }
 
+  // True once a reader gave up (kMaxVisits, kMaxText): its answers are then "no form", and the
+  // rewrite must not rely on any of them.
+  bool gave_up() const { return gave_up_; }
+
   // Axes the expression depends on; -1 where it reads something a stage cannot (an
   // accumulator, the batch axis).
   int side(ExprId id) const {
+    if (spent()) return -1;
     const Expr& e = p_.expr(id);
     switch (e.kind) {
       case ExprKind::Const: case ExprKind::Param: return 0;
@@ -82,6 +94,37 @@ class InnerText {
 
   // The expression as query text (lets written out); "" where it has no query form.
   std::string text(ExprId id) const {
+    if (spent()) return "";
+    std::string t = text_of(id);
+    if (t.size() > kMaxText) {
+      gave_up_ = true;
+      return "";
+    }
+    return t;
+  }
+
+  // Whether the value is a sum of squares (`t * t`, `pow(t, 2)`) times non-negative constants:
+  // never negative as written, so that its expansion is clamped at 0 (cancellation may take it
+  // below; a `sqrt` after it would give NaN).
+  bool squares(ExprId id) const {
+    if (spent()) return false;
+    return squares_of(id);
+  }
+
+  // The summand as a sum of products of one-sided factors; nothing where it is not a polynomial
+  // in them computed in f32.
+  std::optional<std::vector<Term>> expand(ExprId id) const {
+    if (spent()) return std::nullopt;
+    return expand_of(id);
+  }
+
+ private:
+  bool spent() const {
+    if (++visits_ > kMaxVisits) gave_up_ = true;
+    return gave_up_;
+  }
+
+  std::string text_of(ExprId id) const {
     const Expr& e = p_.expr(id);
     switch (e.kind) {
       case ExprKind::Const: return e.type == CType::Bool ? "" : scalar_text(e.value);
@@ -119,10 +162,7 @@ class InnerText {
     return "";
   }
 
-  // Whether the value is a sum of squares (`t * t`, `pow(t, 2)`) times non-negative constants:
-  // never negative as written, so that its expansion is clamped at 0 (cancellation may take it
-  // below; a `sqrt` after it would give NaN).
-  bool squares(ExprId id) const {
+  bool squares_of(ExprId id) const {
     const Expr& e = p_.expr(id);
     switch (e.kind) {
       case ExprKind::Const: return is_float(e.type) ? e.value.f >= 0 : e.value.i >= 0;
@@ -160,9 +200,7 @@ class InnerText {
     }
   }
 
-  // The summand as a sum of products of one-sided factors; nothing where it is not a polynomial
-  // in them computed in f32.
-  std::optional<std::vector<Term>> expand(ExprId id) const {
+  std::optional<std::vector<Term>> expand_of(ExprId id) const {
     const Expr& e = p_.expr(id);
     const int s = side(id);
     if (s < 0) return std::nullopt;
@@ -198,7 +236,6 @@ class InnerText {
     }
   }
 
- private:
   static std::string wrap(const std::string& s) { return s.empty() ? "" : "(" + s + ")"; }
   static std::optional<std::vector<Term>> scaled(std::optional<std::vector<Term>> t, double c) {
     if (t) for (Term& x : *t) x.coef *= c;
@@ -254,7 +291,36 @@ class InnerText {
 
   const Plan& p_;
   std::map<int, ExprId> lets_;
+  mutable long visits_ = 0;
+  mutable bool gave_up_ = false;
 };
+
+// The longest chain of lets the inner statements read through (a let's depth: one more than the
+// deepest let its value reads), found without recursion.
+int let_depth(const Plan& p) {
+  std::map<int, int> depth;  // local -> depth
+  int deepest = 0;
+  for (const Stmt& s : p.inner) {
+    if (s.kind != StmtKind::Let) continue;
+    int d = 0;
+    std::vector<ExprId> todo{s.value};
+    while (!todo.empty()) {
+      const Expr& e = p.expr(todo.back());
+      todo.pop_back();
+      if (e.kind == ExprKind::Local) {
+        auto it = depth.find(e.index);
+        if (it != depth.end()) d = std::max(d, it->second);
+        continue;
+      }
+      for (ExprId k : e.args) todo.push_back(k);
+      for (ExprId k : {e.a, e.b, e.c})
+        if (k != kNoExpr) todo.push_back(k);
+    }
+    depth[s.target] = d + 1;
+    deepest = std::max(deepest, d + 1);
+  }
+  return deepest;
+}
 
 // Terms with the same factors merged, zero ones dropped, cross products written row factor first.
 std::vector<Term> merged(const std::vector<Term>& in) {
@@ -300,6 +366,7 @@ std::optional<OneSidedRewrite> one_sided_sums(const Plan& p, const Instance& ins
   if (p.batched || !p.typed || p.k_sequential || p.accs.empty() || p.inner.empty()) return std::nullopt;
   if (inst.row.size() == 0 || inst.col.size() == 0 || inst.red.size() == 0) return std::nullopt;
   if (uses_prefix(p, "os_")) return std::nullopt;  // keep the stages' own names free
+  if (let_depth(p) > kMaxLetDepth) return std::nullopt;
   for (const Accumulator& a : p.accs)
     if (a.monoid != Monoid::Sum) return std::nullopt;
   const InnerText it(p);
@@ -446,7 +513,7 @@ std::optional<OneSidedRewrite> one_sided_sums(const Plan& p, const Instance& ins
       main_decls.insert(main_decls.begin(), "  os_dot: f32 = 0;\n");
       main_updates.insert(main_updates.begin(), "    os_dot += " + cross + ";\n");
     }
-    if (main_decls.empty() || (rows.empty() && cols.empty())) return std::nullopt;
+    if (it.gave_up() || main_decls.empty() || (rows.empty() && cols.empty())) return std::nullopt;
     std::string output = q->output;
     if (norms) {
       std::vector<std::pair<Span, std::string>> reps;
