@@ -92,6 +92,13 @@ class ProductCollector {
   }
   void visit(ExprId id) {
     if (!f_.why.empty()) return;
+    // (Lets between expressions of up to 256 levels: the recursion is bounded on its own too.)
+    struct Enter {
+      int& d;
+      explicit Enter(int& x) : d(x) { ++d; }
+      ~Enter() { --d; }
+    } in(depth_);
+    if (depth_ > kMaxDepth) return fail("the product is nested more than 1024 levels deep through its lets");
     const Expr& e = p_.expr(id);
     if (e.type != t_ && e.kind != ExprKind::Load) {
       fail("the product is computed in " + std::string(ctype_name(e.type)) + ", the sum in " +
@@ -139,7 +146,8 @@ class ProductCollector {
     }
   }
 
-  static constexpr int kMaxLetReads = 256;
+  static constexpr int kMaxLetReads = 256, kMaxDepth = 1024;
+  int depth_ = 0;
   const Plan& p_;
   const std::map<int, ExprId>& lets_;
   CType t_;

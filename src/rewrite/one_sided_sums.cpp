@@ -19,10 +19,11 @@ namespace {
 constexpr int kRow = 1, kCol = 2, kRed = 4;
 constexpr size_t kMaxTerms = 64;   // an expansion larger than this is not a distance
 // The readers below recurse through lets and revisit shared subexpressions: a summand deeper than
-// kMaxLetDepth lets, whose text exceeds kMaxText, or that takes more than kMaxVisits steps to
-// read is not rewritten (thousands of chained lets overflowed the stack; lets used twice at
-// every level double the text).
+// kMaxLetDepth lets or kMaxDepth levels, whose text exceeds kMaxText, or that takes more than
+// kMaxVisits steps to read is not rewritten (thousands of chained lets overflowed the stack; lets
+// used twice at every level double the text).
 constexpr int kMaxLetDepth = 256;
+constexpr int kMaxDepth = 1024;  // recursion through lets and the expressions between them
 constexpr size_t kMaxText = size_t(1) << 16;
 constexpr long kMaxVisits = 200000;
 
@@ -66,6 +67,7 @@ class InnerText {
   // Axes the expression depends on; -1 where it reads something a stage cannot (an
   // accumulator, the batch axis).
   int side(ExprId id) const {
+    const Enter in(*this);
     if (spent()) return -1;
     const Expr& e = p_.expr(id);
     switch (e.kind) {
@@ -94,6 +96,7 @@ class InnerText {
 
   // The expression as query text (lets written out); "" where it has no query form.
   std::string text(ExprId id) const {
+    const Enter in(*this);
     if (spent()) return "";
     std::string t = text_of(id);
     if (t.size() > kMaxText) {
@@ -107,6 +110,7 @@ class InnerText {
   // never negative as written, so that its expansion is clamped at 0 (cancellation may take it
   // below; a `sqrt` after it would give NaN).
   bool squares(ExprId id) const {
+    const Enter in(*this);
     if (spent()) return false;
     return squares_of(id);
   }
@@ -114,15 +118,22 @@ class InnerText {
   // The summand as a sum of products of one-sided factors; nothing where it is not a polynomial
   // in them computed in f32.
   std::optional<std::vector<Term>> expand(ExprId id) const {
+    const Enter in(*this);
     if (spent()) return std::nullopt;
     return expand_of(id);
   }
 
  private:
   bool spent() const {
-    if (++visits_ > kMaxVisits) gave_up_ = true;
+    if (++visits_ > kMaxVisits || depth_ > kMaxDepth) gave_up_ = true;
     return gave_up_;
   }
+  // The readers' recursion depth, for spent().
+  struct Enter {
+    const InnerText& t;
+    explicit Enter(const InnerText& x) : t(x) { ++t.depth_; }
+    ~Enter() { --t.depth_; }
+  };
 
   std::string text_of(ExprId id) const {
     const Expr& e = p_.expr(id);
@@ -292,6 +303,7 @@ class InnerText {
   const Plan& p_;
   std::map<int, ExprId> lets_;
   mutable long visits_ = 0;
+  mutable int depth_ = 0;
   mutable bool gave_up_ = false;
 };
 

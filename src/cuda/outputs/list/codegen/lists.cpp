@@ -196,8 +196,9 @@ void ListRows::rows(Code& c) {
 }
 
 // GAMUT_EXPERIMENT_UNROLLED_ROWS=1: pass 2 unrolled over the map for threads of fewer than 128
-// pairs (the rule before session 30), to compare run times on the device. It shapes the source,
-// hence the cache key.
+// pairs (plain and distinct lists' rule before session 30; top / bottom lists, which always had
+// the loop, get it too under the switch), to compare run times on the device. It shapes the
+// source, hence the cache key.
 bool ListRows::unrolled_experiment() {
   const char* e = std::getenv("GAMUT_EXPERIMENT_UNROLLED_ROWS");
   return e && std::string(e) == "1";
