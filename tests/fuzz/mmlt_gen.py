@@ -374,7 +374,7 @@ class Generator(QueryParts):
         self.env.dtypes = {n: o.dtype for n, o in self.ops.items()}
         data_info = {n: (finite_bound(o.data), frac_bits(o.data) if is_float(COMPUTE_OF[o.dtype]) else 0)
                      for n, o in self.ops.items()}
-        self.an = Analyzer(self.env, data_info, self.params, self.axis_ends)
+        self.an = Analyzer(self.env, data_info, self.params, self.axis_ends, self.nonfinite)
         self.accumulators(template, X, Y)
         self.fixpoint()
         self.when_clause(template)

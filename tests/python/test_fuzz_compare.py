@@ -27,3 +27,27 @@ def test_a_long_sum_still_catches_a_wrong_result():
     assert compare({"best": cpu * np.float32(1.02)}, {"best": cpu}, rule(1031 * 517)) != []
     # A short sum keeps the kind's own bound.
     assert compare({"best": cpu * np.float32(1.0003)}, {"best": cpu}, rule(64)) != []
+
+
+def generator(seed):
+    from mmlt_gen import Generator
+    g = Generator(seed, device_sizes=False, known_defects=False, f32_math="ieee", mid_sizes=True)
+    return g, g.generate()
+
+
+def test_an_integer_cast_of_a_value_that_may_be_infinite_is_not_kept_exact():
+    # Fuzz seed 454264978 (cpu vs numpy): `s33 += i64(A * Y + z)` over data with infinities saturates
+    # at 2^63; S summed such values in f64 and was still compared exactly (order-dependent rounding).
+    _, case = generator(454264978)
+    assert "i64(A[i, k] * Y[k, j] + z)" in case.text, case.text
+    assert case.rules["S"]["exact"] is False
+
+
+def test_a_cosine_quotient_is_never_exact():
+    # Fuzz seed 454265475: the engines compute dot / sqrt(nq * nx) of 16-bit inputs as
+    # dot * (1/sqrt(nq) * 1/sqrt(nx)), a few ulp from the written form (docs/tensor-cores.md): its
+    # value is compared within a bound and never used discretely, whatever the data.
+    g, case = generator(454265475)
+    assert "cosine" in case.tags, case.text
+    cs = [n for n in g.an.locals if n.startswith("cs")]
+    assert cs and all(not g.an.locals[n].det for n in cs), case.text
