@@ -51,3 +51,17 @@ def test_a_cosine_quotient_is_never_exact():
     assert "cosine" in case.tags, case.text
     cs = [n for n in g.an.locals if n.startswith("cs")]
     assert cs and all(not g.an.locals[n].det for n in cs), case.text
+
+
+def test_no_infinities_in_the_distance_template():
+    # Fuzz seed 830119590: kNN over bf16 data with +-inf; expand-squares (the plan's, on the CPU
+    # engine too) computes an infinite norm's distance as inf - inf = NaN where the written sum is
+    # +inf (docs/tensor-cores.md, "Known differences"): the template's special data has none.
+    g, case = generator(830119590)
+    assert "knn" in case.tags and "special" in case.tags, case.tags
+    for op in g.ops.values():
+        v = np.asarray(op.data)
+        if v.dtype.kind == "V":   # bf16 as 2-byte words
+            v = (np.frombuffer(v.tobytes(), dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+        if v.dtype.kind == "f":
+            assert not np.isinf(v).any(), op.name
