@@ -10,9 +10,9 @@ namespace gamut::cpu {
 namespace {
 
 struct Refs {
-  std::vector<int> first, last;   // per slot: positions of its first and last reference, -1: none
-  std::vector<bool> def_first;    // per slot: its first reference is a write
-  std::vector<int> defs;          // per position: the slot it writes, -1: none
+  std::vector<int> first, last;  // per slot: positions of its first and last reference, -1: none
+  std::vector<bool> def_first;   // per slot: its first reference is a write
+  std::vector<int> defs;         // per position: the slot it writes, -1: none
 
   explicit Refs(size_t slots) : first(slots, -1), last(slots, -1), def_first(slots, false) {}
 
@@ -76,9 +76,7 @@ void share_temp_storage(Module& M) {
   r.walk(M.mask, pos);
   r.walk(M.inner, pos);
   r.walk(M.outer, pos);
-  auto shared = [&](size_t s) {
-    return M.slots[s].kind == SlotKind::Temp && r.def_first[s] && int(s) != M.mask_value;
-  };
+  auto shared = [&](size_t s) { return M.slots[s].kind == SlotKind::Temp && r.def_first[s] && int(s) != M.mask_value; };
   M.region.assign(n, -1);
   int regions = 0;
   for (size_t s = 0; s < n; ++s)
