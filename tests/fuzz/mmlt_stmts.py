@@ -1,5 +1,7 @@
 """The statements of a generated query (mmlt_gen.Generator): accumulators and the reduce body,
 `when`, the output block, and the comparison rule of every output (mmlt_info)."""
+import math
+
 from mmlt_ast import (AccRef, AxisV, Bin, Call, Emit, If, Inf, Let, Lit, Load, LocalRef, Param, Printer, Store, Tern, Un,
                       Upd, all_exprs, children, default_type, infer_acc_types, is_float, typeof, walk_expr,
                       walk_stmts)
@@ -203,8 +205,11 @@ class QueryParts(ExactFloats):
         K = max(0, self.range_of["k"][1] - self.range_of["k"][0])
         for name, t, init in q.accs:
             t = self.env.accs[name]
-            v = 0.0 if isinstance(init, Inf) or (isinstance(init, Un) and isinstance(init.a, Inf)) else abs(init_num(init))
-            an.accs[name] = Info(t, False, self.an.cap(t, v), lit_frac(init_num(init)) if v else 0)
+            inf = isinstance(init, Inf) or (isinstance(init, Un) and isinstance(init.a, Inf))
+            # An integer accumulator's +-inf is its type's end (INT_MIN for `max=`): a finite value
+            # of the whole range, not 0 (seed 596661766: f32 sums of INT_MIN kept "exact").
+            v = (math.inf if not is_float(t) else 0.0) if inf else abs(init_num(init))
+            an.accs[name] = Info(t, False, self.an.cap(t, v), lit_frac(init_num(init)) if v and not inf else 0)
         saved = dict(an.locals)
         for _ in range(K):
             an.locals = dict(saved)
