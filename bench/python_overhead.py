@@ -111,12 +111,41 @@ def call_parts(torch, q, A, B, iters):
     return parts
 
 
+def host_phases(torch, q, A, B, iters):
+    """The library's own phase marks (GAMUT_HOST_PHASES=1, src/core/host_phases.h): the median
+    over `iters` q.run calls of each phase's microseconds, in call order."""
+    per = {}
+    for _ in range(iters):
+        _, stats = q.run({"A": A, "B": B})
+        for name, us in stats.get("host_phases_us", []):
+            per.setdefault(name, []).append(us)
+    torch.cuda.synchronize()
+    return {name: statistics.median(v) for name, v in per.items()}
+
+
+def phases_main(n, iters):
+    """--phases-only: run in a child with GAMUT_HOST_PHASES=1 (the marks cost ~1 us a call, so
+    the main figures are taken without them); prints the phases as JSON."""
+    import torch
+    import gamut
+    q = gamut.compile(SGEMM, "sgemm")
+    g = torch.Generator(device="cuda").manual_seed(n)
+    A = torch.randint(-3, 4, (n, n), device="cuda", generator=g).float()
+    B = torch.randint(-3, 4, (n, n), device="cuda", generator=g).float()
+    for _ in range(50):
+        q.run({"A": A, "B": B})
+    print(json.dumps(host_phases(torch, q, A, B, iters)))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[64, 256])
     ap.add_argument("--iters", type=int, default=3000)
     ap.add_argument("--json", default="")
+    ap.add_argument("--phases-only", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.phases_only:
+        return phases_main(args.phases_only, args.iters)
 
     import torch
     import gamut
@@ -150,6 +179,17 @@ def main():
     _, stats = q.run({"A": A, "B": B})
     print(f"gamut run at n={args.sizes[-1]}: backend {stats['backend']}, tile {stats['tile']}, copies {stats['copies']}")
     parts = call_parts(torch, q, A, B, args.iters)
+    phases = {}
+    for n in args.sizes:
+        import os
+        import subprocess
+        env = dict(os.environ, GAMUT_HOST_PHASES="1")
+        r = subprocess.run([sys.executable, __file__, "--phases-only", str(n), "--iters", str(args.iters)],
+                           env=env, capture_output=True, text=True, timeout=300)
+        try:
+            phases[n] = json.loads(r.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            print(f"host phases at n={n}: not read ({r.stderr.strip()[-300:]})", file=sys.stderr)
 
     print()
     print("| n | what | host us/call (no sync) | device us/call | call+sync us | above device us |")
@@ -160,6 +200,11 @@ def main():
     print(f"parts of a gamut call at n={args.sizes[-1]} (host us per call, no sync):")
     for what, us in parts.items():
         print(f"  {what:58s} {us:7.2f}")
+    for n, ph in phases.items():
+        print()
+        print(f"host phases of q.run at n={n} (GAMUT_HOST_PHASES=1, median us per call; sum {sum(ph.values()):.2f}):")
+        for what, us in ph.items():
+            print(f"  {what:58s} {us:7.2f}")
     bad = [r for r in rows if r["what"] == "gamut" and r["host_us"] - r["device_us"] > 15]
     print()
     for r in rows:
@@ -170,7 +215,7 @@ def main():
     print("gamut within 15 us of the kernel (host - device):", "yes" if not bad else "NO at n=" + ",".join(str(r["n"]) for r in bad))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "rows": rows, "parts": parts}, f, indent=1)
+            json.dump({"device": torch.cuda.get_device_name(), "rows": rows, "parts": parts, "phases": phases}, f, indent=1)
 
 
 if __name__ == "__main__":

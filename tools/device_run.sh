@@ -210,8 +210,8 @@ gate "nvidia-smi" "${PIPESTATUS[0]}"
 if [ -n "${PREBUILT:-}" ]; then
   B=$PREBUILT
   [ -x "$B/gamut" ] || { echo "PREBUILT=$B has no gamut binary"; exit 2; }
-elif [ -z "$(echo " $steps " | sed -E 's/ userbuild(-clang)? / /g' | tr -d ' ')" ]; then
-  B=build-user   # userbuild steps alone: nothing else to build
+elif [ -z "$(echo " $steps " | sed -E 's/ (userbuild(-clang)?|pyoverhead|tq|ktimes|qprofile|dask) / /g; s/ (userbuild(-clang)?|pyoverhead|tq|ktimes|qprofile|dask) / /g' | tr -d ' ')" ]; then
+  B=build-user   # userbuild steps and the installed package's benchmarks alone: nothing else to build
 else
   B=build-dev
   [ -d .deps ] || { echo "run tools/stage_deps.sh here first and carry .deps"; exit 2; }

@@ -221,6 +221,9 @@ struct RunStats {
   std::vector<int> devices;
   std::string partition, merge;
   double merge_seconds = 0;
+  // Where the call's host time went, phase by phase, in microseconds: recorded only where the
+  // environment has GAMUT_HOST_PHASES=1 (bench/python_overhead.py), else empty.
+  std::vector<std::pair<std::string, double>> host_phases;
 };
 
 // One output: a dense array, or a list (`emit`) as columns of `rows` elements each.

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "arrays.h"
+#include "core/host_phases.h"
 #include "blocks.h"
 #include "call.h"
 #include "errors.h"
@@ -61,6 +62,11 @@ nb::dict stats_dict(const gamut::RunStats& s) {
     ignored += std::string(s.ignored_options.size() == 1 ? " (it applies" : " (they apply") +
                " to the GPU engine; the CPU engine ran: " + s.engine_reason + ")";
   d["ignored"] = ignored;
+  if (!s.host_phases.empty()) {  // GAMUT_HOST_PHASES=1: [(phase, us), ...]
+    nb::list phases;
+    for (const auto& [name, us] : s.host_phases) phases.append(nb::make_tuple(name, us));
+    d["host_phases_us"] = phases;
+  }
   return d;
 }
 
@@ -93,6 +99,7 @@ unsigned long g_main_thread = 0;
 bool on_main_thread() { return PyThread_get_thread_ident() == g_main_thread; }
 
 nb::dict run_call(const gamut::Query& q, Call& c, gamut::RunStats* stats) {
+  gamut::host_phase("py: bind the keywords");
   prepare_stream(c);
   // Outputs go where the inputs are, in their framework: the first device array's, else the
   // first array's. Device outputs come from that framework's allocator where it has one.
@@ -127,6 +134,7 @@ nb::dict run_call(const gamut::Query& q, Call& c, gamut::RunStats* stats) {
     if (!PyErr_Occurred()) PyErr_SetNone(PyExc_KeyboardInterrupt);
     throw nb::python_error();
   };
+  gamut::host_phase("py: stream, allocator");
   gamut::Result r;
   try {
     nb::gil_scoped_release nogil;
@@ -139,6 +147,7 @@ nb::dict run_call(const gamut::Query& q, Call& c, gamut::RunStats* stats) {
     throw;
   }
   if (signalled) raise_signalled();  // the run ended before it saw the request
+  gamut::host_phase("py: back from Query::run");
   nb::dict out;
   for (const gamut::Output& o : r.outputs) {
     if (!o.is_list) {
@@ -149,8 +158,10 @@ nb::dict run_call(const gamut::Query& q, Call& c, gamut::RunStats* stats) {
     for (const auto& [name, a] : o.columns) cols[name.c_str()] = gamut::py::export_array(a, out_fw, alloc.get());
     out[o.name.c_str()] = cols;
   }
+  gamut::host_phase("py: export the outputs");
   if (stats) {
     *stats = std::move(r.stats);
+    if (gamut::host_phases_on()) stats->host_phases = gamut::host_phases_take();
     stats->copies.insert(stats->copies.begin(), c.notes.begin(), c.notes.end());
   }
   return out;
@@ -208,6 +219,7 @@ NB_MODULE(_gamut, m) {
       .def(
           "run",
           [](const gamut::Query& q, nb::handle inputs, nb::kwargs options) {
+            gamut::host_phase_start();
             Call c;
             gamut::py::set_options(c, options);
             gamut::py::bind_inputs(c, q, inputs);

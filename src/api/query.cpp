@@ -14,6 +14,7 @@
 #include "api/roofline.h"
 #include "api/staging.h"
 #include "core/error.h"
+#include "core/host_phases.h"
 #include "cpu/finish.h"
 #include "cuda/codegen/kernel_variants.h"
 #include "cuda/codegen/seen_box.h"
@@ -289,13 +290,17 @@ const std::string& Query::text() const { return impl_->source.text; }
 
 Result Query::run(const Inputs& inputs, const Options& options) const {
   const auto t0 = std::chrono::steady_clock::now();
+  host_phase("before Query::run");
   RunOptions ro = engine_options(options);
   const bool gpu = gpu_engine(ro);
   // Several GPUs read the inputs on the host: each part uploads them to its own GPU.
   const std::vector<int> devices = run_devices(options, ro);
   const bool several = !devices.empty();
+  host_phase("run: options, engine, devices");
   api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu && !several, impl_->index_operands);
+  host_phase("run: stage inputs");
   api::BoundCall call(impl_->memo, impl_->source, staged, options);
+  host_phase("run: bind (memo)");
   const Prepared* prep = call.prepared();
   const Plan& plan = call.plan();
   Instance& inst = call.instance();
@@ -352,7 +357,9 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
   // (A run that writes into memory from the caller's allocator stays on the calling thread: a
   // framework's allocator may depend on it, as PyTorch's current stream does.)
   const bool polled = options.interrupted && !options.allocator && pair_steps(plan, inst) > kUnpolledWork;
+  host_phase("run: callbacks");
   Results res = polled ? run_polled(options, ro, gpu, engine) : engine();
+  host_phase("run: engine's end");
   if (res.dense.size() != plan.dense.size() || res.lists.size() != plan.lists.size())
     throw_device_error("internal error: the engine returned " + std::to_string(res.dense.size() + res.lists.size()) +
                        " outputs for " + std::to_string(plan.dense.size() + plan.lists.size()));
@@ -386,6 +393,7 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
     r.outputs.insert(r.outputs.begin() + std::ptrdiff_t(plan.dense.size()), std::make_move_iterator(f.begin()),
                      std::make_move_iterator(f.end()));
   }
+  host_phase("run: outputs");
   if (options.synchronize && (gpu || staged.output_device.is_gpu())) api::synchronize_stream(options.stream);
   RunStats& s = r.stats;
   s = std::move(rep);  // what the engines recorded; the instance and the call add the rest
@@ -417,6 +425,8 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
     s.partition = "partition: one part (the rewritten program " + (plan.rewrites.empty() ? "" : plan.rewrites.back()) +
                   " runs whole) on GPU " + std::to_string(devices[0]) + "\n";
   }
+  host_phase("run: stats");
+  s.host_phases = host_phases_take(false);
   s.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }

@@ -13,6 +13,7 @@
 
 #include "bind/footprint.h"
 #include "core/error.h"
+#include "core/host_phases.h"
 #include "core/sizes.h"
 #include "cuda/codegen/codegen.h"
 #include "cuda/codegen/join_groups.h"
@@ -139,14 +140,23 @@ class GpuRun {
   }
 
   Results run() {
+    host_phase("execute -> run_gpu");
     choose();
+    host_phase("gpu: choose the kernel");
     compile();
+    host_phase("gpu: kernel (memo)");
     check_memory();
+    host_phase("gpu: check memory");
     bind_inputs();
+    host_phase("gpu: bind inputs");
     bind_outputs();
+    host_phase("gpu: bind outputs (allocate)");
     launch_until_fits();
+    host_phase("gpu: launch's end");
     repeat();
-    return collect();
+    Results r = collect();
+    host_phase("gpu: collect");
+    return r;
   }
 
  private:
@@ -328,8 +338,10 @@ void GpuRun::launch_until_fits() {
     throw_if_cancelled(options_.cancel);
     launches += blocks_ > 0;
     outputs_before_launch();
+    host_phase("gpu: outputs before launch");
     if (blocks_ > 0 && options_.asynchronous) {  // in stream order, nothing waits
       launch();
+      host_phase("gpu: kernel launch");
       for (OutputBuffers* o : outputs_) o->after_launch();  // (the overflow check below waits once for both)
     } else if (blocks_ > 0) {
       EventTimer timer;
