@@ -6,7 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "cuda/codegen/kernel_variants.h"
 #include "cuda/codegen/seen_box.h"
+#include "cuda/codegen/tuned_table.h"
+#include "cuda/engine/choice_key.h"
 #include "cuda/gpu_engine.h"
 #include "driver/kernel_sources.h"
 #include "driver/pipeline.h"
@@ -124,4 +127,60 @@ TEST(KernelSpec, ArchOverrideIsPartOfTheVariant) {
   const KernelSpec spec = gpu_kernel_spec(p->instance, o, KernelTarget{}, {});
   EXPECT_EQ(spec.arch, "sm_90");
   EXPECT_EQ(spec.variant, spec.label + " sm_90");
+}
+
+// The kernel memo's key (cuda/engine/choice_key.h): equal for the same call again, different
+// wherever something the choice reads differs (one field at a time).
+TEST(KernelSpec, ChoiceKeyChangesWithWhatTheChoiceReads) {
+  const std::vector<Case> all = cases();
+  const auto p = prepared(all.front());
+  const Instance& inst = p->instance;
+  const GpuRunOptions o;
+  const std::string key = choice_key(inst, o, 0);
+  EXPECT_EQ(choice_key(inst, o, 0), key);
+  EXPECT_NE(choice_key(inst, o, 1), key) << "another device";
+  std::vector<std::string> keys;
+  auto changed = [&](auto&& edit) {
+    Instance i = inst;
+    GpuRunOptions q;
+    edit(i, q);
+    keys.push_back(choice_key(i, q, 0));
+  };
+  changed([](Instance& i, GpuRunOptions&) { i.col.end -= 1; });
+  changed([](Instance& i, GpuRunOptions&) { i.red.begin += 1; });
+  changed([](Instance& i, GpuRunOptions&) { i.batch = 2; });
+  NDArray other = NDArray::zeros(DType::BF16, {2048, 64});
+  changed([&](Instance& i, GpuRunOptions&) { i.inputs[0] = &other; });
+  NDArray shorter = NDArray::zeros(DType::F32, {2048, 32});
+  changed([&](Instance& i, GpuRunOptions&) { i.inputs[0] = &shorter; });
+  const float device_data[8] = {};
+  changed([&](Instance& i, GpuRunOptions&) {
+    i.device_inputs.assign(i.inputs.size(), {});
+    i.device_inputs[0] = {device_data, {64, 1}};
+  });
+  changed([&](Instance& i, GpuRunOptions&) {
+    i.device_inputs.assign(i.inputs.size(), {});
+    i.device_inputs[0] = {device_data, {65, 1}};
+  });
+  changed([&](Instance& i, GpuRunOptions&) {
+    i.device_inputs.assign(i.inputs.size(), {});
+    i.device_inputs[0] = {device_data + 1, {64, 1}};  // 4 bytes off: another alignment
+  });
+  changed([](Instance& i, GpuRunOptions&) { i.params.push_back(Scalar::of_float(CType::F32, 0.5)); });
+  changed([](Instance& i, GpuRunOptions&) { i.list_limits.push_back(10); });
+  changed([](Instance&, GpuRunOptions& q) { q.f32_math = F32Math::Tf32; });
+  changed([](Instance&, GpuRunOptions& q) { q.masked_joins = true; });
+  changed([](Instance&, GpuRunOptions& q) { q.use_tuned = false; });
+  changed([](Instance&, GpuRunOptions& q) { q.arch = "sm_90"; });
+  changed([](Instance&, GpuRunOptions& q) { q.tile = parse_tile("64x64x8/4x4"); });
+  changed([](Instance&, GpuRunOptions& q) { q.variant = parse_kernel_variant("wgmma 64x128 s3 b2"); });
+  for (size_t a = 0; a < keys.size(); ++a) {
+    EXPECT_NE(keys[a], key) << "edit " << a;
+    for (size_t b = a + 1; b < keys.size(); ++b) EXPECT_NE(keys[a], keys[b]) << "edits " << a << ", " << b;
+  }
+  ASSERT_EQ(setenv("GAMUT_EXPERIMENT_PERSISTENT", "1", 1), 0);
+  EXPECT_NE(choice_key(inst, o, 0), key) << "an experiment switch";
+  unsetenv("GAMUT_EXPERIMENT_PERSISTENT");
+  forget_tuned_tables();
+  EXPECT_NE(choice_key(inst, o, 0), key) << "the tuned tables read again";
 }

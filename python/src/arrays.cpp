@@ -1,5 +1,7 @@
 #include "arrays.h"
 
+#include "core/host_phases.h"
+
 #include <cstring>
 #include <unordered_map>
 
@@ -210,6 +212,7 @@ ArrayRef import_array(const std::string& name, nb::handle obj, std::vector<nb::n
 
 Allocation FrameworkAllocator::allocate(DType dtype, const std::vector<int64_t>& shape, Device device) {
   nb::gil_scoped_acquire gil;
+  host_phase("py alloc: the GIL");
   nb::object obj;
   void* ptr = nullptr;
   if (framework_ == Framework::Torch) {
@@ -219,8 +222,13 @@ Allocation FrameworkAllocator::allocate(DType dtype, const std::vector<int64_t>&
     nb::handle& dev = devices[device.is_gpu() ? device.id : -1];
     if (!dev.is_valid())
       dev = (device.is_gpu() ? torch.attr("device")("cuda", device.id) : torch.attr("device")("cpu")).release();
-    obj = empty(shape_tuple(shape), "dtype"_a = torch.attr(np_name(dtype)), "device"_a = dev);
+    static std::unordered_map<int, nb::handle> dtypes;   // torch.float32, ... per DType
+    nb::handle& dt = dtypes[int(dtype)];
+    if (!dt.is_valid()) dt = nb::object(torch.attr(np_name(dtype))).release();
+    obj = empty(shape_tuple(shape), "dtype"_a = dt, "device"_a = dev);
+    host_phase("py alloc: torch.empty");
     ptr = reinterpret_cast<void*>(nb::cast<uintptr_t>(obj.attr("data_ptr")()));
+    host_phase("py alloc: data_ptr()");
   } else if (framework_ == Framework::CuPy) {
     static nb::handle cupy = nb::object(nb::module_::import_("cupy")).release();
     nb::object ctx = cupy.attr("cuda").attr("Device")(device.id);

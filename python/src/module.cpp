@@ -138,7 +138,9 @@ nb::dict run_call(const gamut::Query& q, Call& c, gamut::RunStats* stats) {
   gamut::Result r;
   try {
     nb::gil_scoped_release nogil;
+    gamut::host_phase("py: release the GIL");
     r = q.run(c.inputs, c.options);
+    gamut::host_phase("py: Query::run's return");
   } catch (const std::bad_alloc&) {
     if (signalled) raise_signalled();
     gamut::py::out_of_host_memory(c, q, "running the query");

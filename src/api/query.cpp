@@ -291,6 +291,9 @@ const std::string& Query::text() const { return impl_->source.text; }
 Result Query::run(const Inputs& inputs, const Options& options) const {
   const auto t0 = std::chrono::steady_clock::now();
   host_phase("before Query::run");
+  struct LastMark {  // (destroyed after every other local)
+    ~LastMark() { host_phase("run: locals freed"); }
+  } last_mark;
   RunOptions ro = engine_options(options);
   const bool gpu = gpu_engine(ro);
   // Several GPUs read the inputs on the host: each part uploads them to its own GPU.

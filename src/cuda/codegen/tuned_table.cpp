@@ -1,5 +1,6 @@
 // Tuned tables (tuned_table.h): JSON text both ways, the lookup by family and nearest size, and
 // the process's tables by device.
+#include <atomic>
 #include "cuda/codegen/tuned_table.h"
 
 #include <cctype>
@@ -143,9 +144,16 @@ std::shared_ptr<const TunedTable> tuned_table_for(const std::string& cache_dir, 
   return out;
 }
 
+namespace {
+std::atomic<unsigned> tables_generation{0};
+}
+
 void forget_tuned_tables() {
   std::lock_guard<std::mutex> lock(tables_mu);
   tables().clear();
+  ++tables_generation;
 }
+
+unsigned tuned_tables_generation() { return tables_generation.load(); }
 
 }  // namespace gamut::cuda

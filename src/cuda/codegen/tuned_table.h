@@ -60,5 +60,7 @@ std::string tuned_table_path(const std::string& cache_dir, const TunedDevice& de
 std::shared_ptr<const TunedTable> tuned_table_for(const std::string& cache_dir, const TunedDevice& device);
 // Forgets the tables read (after `gamut tune` wrote one; tests).
 void forget_tuned_tables();
+// Bumped by forget_tuned_tables: kernel choices remembered under an older value are stale.
+unsigned tuned_tables_generation();
 
 }  // namespace gamut::cuda

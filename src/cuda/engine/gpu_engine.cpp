@@ -19,6 +19,7 @@
 #include "cuda/codegen/join_groups.h"
 #include "cuda/codegen/mainloop_tensor.h"
 #include "cuda/codegen/tile_choice.h"
+#include "cuda/engine/choice_key.h"
 #include "cuda/engine/input_args.h"
 #include "cuda/engine/operand_copies.h"
 #include "cuda/outputs/dense/host/dense_outputs.h"
@@ -104,6 +105,9 @@ struct KernelMemo {
   // same plan makes its own) and puts them back when it is done. Parked while here
   // (park_device_bytes: a run's device peak counts only its own buffers).
   std::map<std::string, std::unique_ptr<DeviceLists>> idle_lists;
+  // The kernel choices of the last runs, by what the choice read (choice_key), newest last.
+  std::vector<std::pair<std::string, KernelSpec>> specs;
+  static constexpr size_t kSpecs = 16;
   std::unique_ptr<DeviceLists> take(const std::string& variant) {
     std::unique_ptr<DeviceLists> l;
     if (auto it = idle_lists.find(variant); it != idle_lists.end()) {
@@ -150,7 +154,7 @@ class GpuRun {
     bind_inputs();
     host_phase("gpu: bind inputs");
     bind_outputs();
-    host_phase("gpu: bind outputs (allocate)");
+    host_phase("gpu: list buffers");
     launch_until_fits();
     host_phase("gpu: launch's end");
     repeat();
@@ -203,10 +207,28 @@ void GpuRun::choose() {
   for (int64_t end : {inst_.row.end, inst_.col.end, inst_.red.end})
     if (end > INT_MAX) throw_device_error("an axis range end above 2^31-1 is not supported on the GPU");
   if (options_.seen_tables) boxes_ = seen_boxes(inst_, device_vector_range());
+  // A choice the memo remembers for what this one reads (not where seen tables' boxes, read
+  // from the data, take part).
+  const bool remembered = memo_ && std::none_of(boxes_.begin(), boxes_.end(), [](const auto& b) { return b.has_value(); });
+  std::string key;
+  if (remembered) {
+    key = choice_key(inst_, options_, current_device());
+    std::lock_guard<std::mutex> lock(memo_->mu);
+    for (const auto& [k, spec] : memo_->specs)
+      if (k == key) {
+        spec_ = spec;
+        return;
+      }
+  }
   spec_ = gpu_kernel_spec(inst_, options_, current_kernel_target(), boxes_);
   std::string why;
   if (!spec_.options.tensor_cores() && !tile_valid(spec_.tile, &why))
     throw_usage_error("--tile " + spec_.tile.str() + ": " + why);
+  if (remembered) {
+    std::lock_guard<std::mutex> lock(memo_->mu);
+    if (memo_->specs.size() >= KernelMemo::kSpecs) memo_->specs.erase(memo_->specs.begin());
+    memo_->specs.emplace_back(std::move(key), spec_);
+  }
 }
 
 // The loaded kernel: from the caller's memo, else generated and compiled (or found in the
@@ -293,6 +315,7 @@ void GpuRun::bind_inputs() {
 // grew has new buffers).
 void GpuRun::bind_outputs() {
   dense_.emplace(inst_, options_.dense_output ? &options_.dense_output : nullptr);
+  host_phase("gpu: dense outputs (allocated)");
   if (lists_)
     lists_->reuse(inst_, list_rows_, spec_.tile, boxes_);
   else

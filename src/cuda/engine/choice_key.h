@@ -1,0 +1,19 @@
+// What a kernel choice (gpu_kernel_spec) reads, as one comparable string: a run whose key equals
+// an earlier run's of the same plan gets that run's KernelSpec from the kernel memo instead of
+// choosing again (the choice, the tuned table's lookup and the variant's names cost ~2.5 us of a
+// small call's host time on an H200 host; issue 39's call overhead).
+#pragma once
+#include <string>
+
+#include "bind/instance.h"
+#include "cuda/gpu_engine.h"
+
+namespace gamut::cuda {
+
+// The instance's extents, its inputs' types, shapes, strides, where they live and their
+// addresses modulo 256 (alignment decides vector and TMA loads), its parameters and list limits,
+// the options a choice reads, the device, the kernel cache folder, the tuned tables' generation
+// and the code generator's experiment switches.
+std::string choice_key(const Instance& inst, const GpuRunOptions& options, int device);
+
+}  // namespace gamut::cuda
