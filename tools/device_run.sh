@@ -212,6 +212,9 @@ if [ -n "${PREBUILT:-}" ]; then
   [ -x "$B/gamut" ] || { echo "PREBUILT=$B has no gamut binary"; exit 2; }
 elif [ -z "$(echo " $steps " | sed -E 's/ (userbuild(-clang)?|pyoverhead|tq|ktimes|qprofile|dask) / /g; s/ (userbuild(-clang)?|pyoverhead|tq|ktimes|qprofile|dask) / /g' | tr -d ' ')" ]; then
   B=build-user   # userbuild steps and the installed package's benchmarks alone: nothing else to build
+elif [[ " $steps " == *" userbuild "* && " ${UB_PARTS:-pip cmake} " == *" cmake "* &&
+        -z "$(echo " $steps " | sed -E 's/ (userbuild|pyoverhead|tq|ktimes|qprofile|dask|fuzz) / /g; s/ (userbuild|pyoverhead|tq|ktimes|qprofile|dask|fuzz) / /g' | tr -d ' ')" ]]; then
+  B=build-user   # fuzz after the user's cmake build: its gamut binary
 else
   B=build-dev
   [ -d .deps ] || { echo "run tools/stage_deps.sh here first and carry .deps"; exit 2; }

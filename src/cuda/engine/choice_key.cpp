@@ -1,6 +1,7 @@
 #include "cuda/engine/choice_key.h"
 
-#include <cstdlib>
+#include <unistd.h>  // environ
+
 #include <cstring>
 
 #include "cuda/codegen/tuned_table.h"
@@ -61,10 +62,15 @@ std::string choice_key(const Instance& inst, const GpuRunOptions& options, int d
   put_text(k, options.tile ? options.tile->str().c_str() : nullptr);
   put_text(k, options.variant ? options.variant->str().c_str() : nullptr);
   put(k, int64_t(tuned_tables_generation()));
-  for (const char* env : {"GAMUT_CACHE_DIR", "XDG_CACHE_HOME", "HOME", "GAMUT_EXPERIMENT_RESIDENT_B",
-                          "GAMUT_EXPERIMENT_EPILOGUE_WARPGROUPS", "GAMUT_EXPERIMENT_PERSISTENT",
-                          "GAMUT_EXPERIMENT_WGMMA_TILE", "GAMUT_EXPERIMENT_CLUSTER"})
-    put_text(k, std::getenv(env));
+  // The environment a choice reads (the cache folder, whose tuned table counts; experiment
+  // switches): every GAMUT_ variable, HOME and XDG_CACHE_HOME, in one pass over the environment
+  // (eight getenv calls cost about as much as the choice they would save).
+  for (char** e = environ; e && *e; ++e) {
+    const char* v = *e;
+    if (std::strncmp(v, "GAMUT_", 6) == 0 || std::strncmp(v, "HOME=", 5) == 0 ||
+        std::strncmp(v, "XDG_CACHE_HOME=", 15) == 0)
+      put_text(k, v);
+  }
   return k;
 }
 

@@ -106,7 +106,7 @@ struct KernelMemo {
   // (park_device_bytes: a run's device peak counts only its own buffers).
   std::map<std::string, std::unique_ptr<DeviceLists>> idle_lists;
   // The kernel choices of the last runs, by what the choice read (choice_key), newest last.
-  std::vector<std::pair<std::string, KernelSpec>> specs;
+  std::vector<std::pair<std::string, std::shared_ptr<const KernelSpec>>> specs;
   static constexpr size_t kSpecs = 16;
   std::unique_ptr<DeviceLists> take(const std::string& variant) {
     std::unique_ptr<DeviceLists> l;
@@ -184,9 +184,10 @@ class GpuRun {
   int64_t steps_ = 0;  // progress steps: the compilation, the result launch, each benchmark launch
   // choose
   std::vector<std::optional<SeenBox>> boxes_;  // per list: its seen table's box, if it has one
-  KernelSpec spec_;
+  std::shared_ptr<const KernelSpec> spec_;
   // compile
-  Compiled compiled_;
+  Compiled own_;                          // a kernel compiled or found in the caches by this run
+  const Compiled* compiled_ = &own_;      // own_, or the memo's entry (never removed)
   std::optional<JoinGroups> groups_;  // grouped joins: only the tiles of matching key groups run
   // check_memory
   int64_t tiles_m_ = 0, tiles_n_ = 0, list_rows_ = 0;
@@ -207,9 +208,13 @@ void GpuRun::choose() {
   for (int64_t end : {inst_.row.end, inst_.col.end, inst_.red.end})
     if (end > INT_MAX) throw_device_error("an axis range end above 2^31-1 is not supported on the GPU");
   if (options_.seen_tables) boxes_ = seen_boxes(inst_, device_vector_range());
-  // A choice the memo remembers for what this one reads (not where seen tables' boxes, read
-  // from the data, take part).
-  const bool remembered = memo_ && std::none_of(boxes_.begin(), boxes_.end(), [](const auto& b) { return b.has_value(); });
+  // A choice the memo remembers for what this one reads: only where every input is in device
+  // memory (the choice reads host inputs' values: packed 16-bit steps where they fit) and no
+  // seen table's box (read from the data) takes part.
+  bool all_on_device = !inst_.inputs.empty();
+  for (size_t o = 0; o < inst_.inputs.size(); ++o) all_on_device = all_on_device && inst_.on_device(o);
+  const bool remembered = memo_ && all_on_device &&
+                          std::none_of(boxes_.begin(), boxes_.end(), [](const auto& b) { return b.has_value(); });
   std::string key;
   if (remembered) {
     key = choice_key(inst_, options_, current_device());
@@ -220,10 +225,10 @@ void GpuRun::choose() {
         return;
       }
   }
-  spec_ = gpu_kernel_spec(inst_, options_, current_kernel_target(), boxes_);
+  spec_ = std::make_shared<const KernelSpec>(gpu_kernel_spec(inst_, options_, current_kernel_target(), boxes_));
   std::string why;
-  if (!spec_.options.tensor_cores() && !tile_valid(spec_.tile, &why))
-    throw_usage_error("--tile " + spec_.tile.str() + ": " + why);
+  if (!spec_->options.tensor_cores() && !tile_valid(spec_->tile, &why))
+    throw_usage_error("--tile " + spec_->tile.str() + ": " + why);
   if (remembered) {
     std::lock_guard<std::mutex> lock(memo_->mu);
     if (memo_->specs.size() >= KernelMemo::kSpecs) memo_->specs.erase(memo_->specs.begin());
@@ -237,38 +242,38 @@ void GpuRun::compile() {
   bool memo_hit = false;
   if (memo_) {
     std::lock_guard<std::mutex> lock(memo_->mu);
-    if (auto it = memo_->by_variant.find(spec_.variant); it != memo_->by_variant.end()) {
-      compiled_ = it->second;
+    if (auto it = memo_->by_variant.find(spec_->variant); it != memo_->by_variant.end()) {
+      compiled_ = &it->second;
       memo_hit = true;
     }
   }
   CompiledModule module;
   if (!memo_hit) {
-    compiled_.info = kernel_info(P_, spec_.tile, spec_.options);
-    if (compiled_.info.smem_bytes > dev_.smem_per_block_optin)
-      throw_device_error("tile " + spec_.tile.str() + " needs " + std::to_string(compiled_.info.smem_bytes) +
+    own_.info = kernel_info(P_, spec_->tile, spec_->options);
+    if (own_.info.smem_bytes > dev_.smem_per_block_optin)
+      throw_device_error("tile " + spec_->tile.str() + " needs " + std::to_string(own_.info.smem_bytes) +
                          " bytes of shared memory per block; the device has " +
                          std::to_string(dev_.smem_per_block_optin));
     CompileOptions co;
-    co.arch = spec_.arch;
-    module = compile_cached(generate_source(P_, spec_.tile, spec_.options), co, kCodegenSchema);
-    compiled_.kernel = &loaded_kernel(module);
-    compiled_.key = module.key;
+    co.arch = spec_->arch;
+    module = compile_cached(generate_source(P_, spec_->tile, spec_->options), co, kCodegenSchema);
+    own_.kernel = &loaded_kernel(module);
+    own_.key = module.key;
     if (memo_) {
       std::lock_guard<std::mutex> lock(memo_->mu);
-      memo_->by_variant.emplace(spec_.variant, compiled_);
+      compiled_ = &memo_->by_variant.emplace(spec_->variant, own_).first->second;
     }
   }
-  if (spec_.options.grouped_join) groups_ = group_join(P_, inst_, spec_.tile.bm, spec_.tile.bn);
+  if (spec_->options.grouped_join) groups_ = group_join(P_, inst_, spec_->tile.bm, spec_->tile.bn);
   if (stats_) {
     stats_->compile_ms = memo_hit ? 0 : module.compile_ms;
     stats_->backend = "gpu";
     stats_->cache = memo_hit ? "memory" : cache_hit_name(module.hit);
-    stats_->cache_key = compiled_.key;
-    stats_->tile = spec_.label;
-    stats_->mainloop = spec_.mainloop;
-    stats_->kernel_choice = spec_.choice;
-    stats_->kernel_family = spec_.family;
+    stats_->cache_key = compiled_->key;
+    stats_->tile = spec_->label;
+    stats_->mainloop = spec_->mainloop;
+    stats_->kernel_choice = spec_->choice;
+    stats_->kernel_family = spec_->family;
   }
   if (options_.progress) options_.progress(1, steps_);
 }
@@ -277,24 +282,24 @@ void GpuRun::compile() {
 // A library call on device arrays with only dense outputs allocates nothing of its own, unless
 // tensor-core operands are copied (encode_operand_maps, repitch_operands).
 void GpuRun::check_memory() {
-  const TileConfig& tile = spec_.tile;
-  const CodegenOptions& cgo = spec_.options;
+  const TileConfig& tile = spec_->tile;
+  const CodegenOptions& cgo = spec_->options;
   tiles_m_ = (inst_.row.size() + tile.bm - 1) / tile.bm;
   tiles_n_ = (inst_.col.size() + tile.bn - 1) / tile.bn;
   list_rows_ =
       options_.list_rows > 0 ? options_.list_rows : initial_list_rows(inst_, tile, tiles_m_ * tiles_n_, dev_.sm_count);
   const bool may_copy =
-      cgo.tensor_cores() && ((cgo.tma && wgmma_needs_tma(cgo.tensor_math)) || !tma_operands_fit(inst_, spec_.math));
+      cgo.tensor_cores() && ((cgo.tma && wgmma_needs_tma(cgo.tensor_math)) || !tma_operands_fit(inst_, spec_->math));
   const bool own_nothing = options_.dense_output && P_.lists.empty();
   // The list buffers a memo kept from the last run of this variant, if they may serve here.
   if (memo_ && !P_.lists.empty()) {
     std::lock_guard<std::mutex> lock(memo_->mu);
-    lists_ = memo_->take(spec_.variant);
+    lists_ = memo_->take(spec_->variant);
     if (lists_ && !lists_->usable_here()) lists_.reset();  // (another device or stream)
   }
   if (own_nothing && !may_copy) return;
   MemoryEstimate need = own_nothing ? MemoryEstimate{} : gpu_device_memory(inst_, list_rows_);
-  if (may_copy) need.add("copies of tensor-core operands with 16-byte rows", operand_copies_bytes(inst_, spec_.math));
+  if (may_copy) need.add("copies of tensor-core operands with 16-byte rows", operand_copies_bytes(inst_, spec_->math));
   // What the kept list buffers hold is part of what the estimate asks for; where they hold it
   // all, nothing is asked of the device (cudaMemGetInfo costs ~30 us a call).
   const size_t kept = lists_ ? lists_->held_bytes() : 0;
@@ -306,8 +311,8 @@ void GpuRun::check_memory() {
 }
 
 void GpuRun::bind_inputs() {
-  words_.assign(size_t(compiled_.info.args.count), 0);
-  cuda::bind_inputs(inst_, spec_, compiled_.info, groups_ ? &*groups_ : nullptr, tiles_m_ * tiles_n_, words_, inputs_);
+  words_.assign(size_t(compiled_->info.args.count), 0);
+  cuda::bind_inputs(inst_, *spec_, compiled_->info, groups_ ? &*groups_ : nullptr, tiles_m_ * tiles_n_, words_, inputs_);
 }
 
 // The dense outputs (gamut's memory or the caller's) and the list buffers (the memo's kept ones
@@ -317,9 +322,9 @@ void GpuRun::bind_outputs() {
   dense_.emplace(inst_, options_.dense_output ? &options_.dense_output : nullptr);
   host_phase("gpu: dense outputs (allocated)");
   if (lists_)
-    lists_->reuse(inst_, list_rows_, spec_.tile, boxes_);
+    lists_->reuse(inst_, list_rows_, spec_->tile, boxes_);
   else
-    lists_ = std::make_unique<DeviceLists>(inst_, list_rows_, spec_.tile, boxes_);
+    lists_ = std::make_unique<DeviceLists>(inst_, list_rows_, spec_->tile, boxes_);
   lists_->collect_into(options_.list_output ? &options_.list_output : nullptr);
   outputs_ = {&*dense_, lists_.get()};
 }
@@ -328,21 +333,21 @@ void GpuRun::bind_outputs() {
 void GpuRun::outputs_before_launch() {
   for (OutputBuffers* o : outputs_) {
     o->before_launch();
-    o->bind(compiled_.info.args, words_);
+    o->bind(compiled_->info.args, words_);
   }
 }
 
 void GpuRun::launch() {
-  const KernelInfo& info = compiled_.info;
+  const KernelInfo& info = compiled_->info;
   void* args[] = {words_.data()};
   inputs_.copies.run();
-  compiled_.kernel->launch(unsigned(blocks_), 1, 1, unsigned(info.threads), 1, 1, info.smem_bytes, args);
+  compiled_->kernel->launch(unsigned(blocks_), 1, 1, unsigned(info.threads), 1, 1, info.smem_bytes, args);
 }
 
 // The result launch: again, with room for every row, while a list outgrew its buffers (rows are
 // never dropped). Outputs start from their identities and lists from empty each time.
 void GpuRun::launch_until_fits() {
-  const KernelInfo& info = compiled_.info;
+  const KernelInfo& info = compiled_->info;
   // Clusters of two blocks run row tiles in pairs (KernelInfo::cluster): ceil(tiles_m / 2) pairs.
   const int64_t tiles = tiles_m_ * tiles_n_;
   const int64_t grid_tiles = info.cluster == 2 ? 2 * ((tiles_m_ + 1) / 2) * tiles_n_ : tiles;
@@ -435,7 +440,7 @@ Results GpuRun::collect() {
   outputs_.clear();  // (lists_ may go to the memo)
   if (memo_ && !P_.lists.empty() && lists_->held_bytes() <= kKeptListBytes && current_stream() == nullptr) {
     std::lock_guard<std::mutex> lock(memo_->mu);
-    memo_->put(spec_.variant, std::move(lists_));
+    memo_->put(spec_->variant, std::move(lists_));
   }
   return res;
 }
