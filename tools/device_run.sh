@@ -210,7 +210,7 @@ gate "nvidia-smi" "${PIPESTATUS[0]}"
 if [ -n "${PREBUILT:-}" ]; then
   B=$PREBUILT
   [ -x "$B/gamut" ] || { echo "PREBUILT=$B has no gamut binary"; exit 2; }
-elif [ -z "$(echo " $steps " | sed -E 's/ (userbuild(-clang)?|pyoverhead|tq|ktimes|qprofile|dask) / /g; s/ (userbuild(-clang)?|pyoverhead|tq|ktimes|qprofile|dask) / /g' | tr -d ' ')" ]; then
+elif [ -z "$(echo " $steps " | sed -E 's/ (userbuild(-clang)?|pyoverhead|pytune|tq|ktimes|qprofile|dask) / /g; s/ (userbuild(-clang)?|pyoverhead|pytune|tq|ktimes|qprofile|dask) / /g' | tr -d ' ')" ]; then
   B=build-user   # userbuild steps and the installed package's benchmarks alone: nothing else to build
 elif [[ " $steps " == *" userbuild "* && " ${UB_PARTS:-pip cmake} " == *" cmake "* &&
         -z "$(echo " $steps " | sed -E 's/ (userbuild|pyoverhead|tq|ktimes|qprofile|dask|fuzz) / /g; s/ (userbuild|pyoverhead|tq|ktimes|qprofile|dask|fuzz) / /g' | tr -d ' ')" ]]; then
@@ -407,6 +407,17 @@ for step in $steps; do
              --label "$label" ${KT_ARGS:---queries Q5,kNN --data bf16,f32 --ks 256 --q5-selected 1e-4,0.01,0.1}) || exit 1
         done
       done 2>&1 | grep -v -i "warn" | tee "$OUT/ktimes.txt"; gate "kernel_times" "${PIPESTATUS[0]}" ;;
+    pytune)
+      # gamut.tune through the installed package (issue 39): PYTUNE_FAMILY (default lists), a search
+      # of PYTUNE_SECONDS (default 150) at PYTUNE_SIZES ("M,K M,K"; default the tune's own), each
+      # query's line (heuristics against the winner), the table and its plots into $OUT.
+      (cd /tmp && GAMUT_CACHE_DIR=$GAMUT_CACHE_DIR-tune timeout $(( ${PYTUNE_SECONDS:-150} + 120 )) python3 -c "
+import json, sys, gamut
+sizes = [tuple(int(x) for x in s.split(',')) for s in '${PYTUNE_SIZES:-}'.split()] or None
+r = gamut.tune(family='${PYTUNE_FAMILY:-lists}', seconds=${PYTUNE_SECONDS:-150}, sizes=sizes, out='$OUT/tune', progress=False)
+print('\\n'.join(r['lines'])); print('stopped:', r['stopped'], 'table:', r['table_path'])
+" > "$OUT/pytune.txt" 2>&1)
+      gate "gamut.tune" $?; tail -40 "$OUT/pytune.txt" ;;
     pyoverhead)
       (export PYTHONPATH=$PWD/.devcarry/site; cd /tmp && timeout ${PYO_TIMEOUT:-60} python3 "$OLDPWD/bench/python_overhead.py" --iters 1000 \
          --json "$OUT/py_overhead.json" > "$OUT/py_overhead.txt" 2>&1)

@@ -494,7 +494,7 @@ Results execute(const Instance& inst, const RunOptions& options, RunReport* repo
     cuda::reset_device_bytes_peak();
     res = cuda::run_gpu(inst, go, &st);
     const size_t peak = std::max(r.device_peak_bytes, cuda::device_bytes_peak());
-    r = st;  // the engine's record, handed on
+    r = std::move(static_cast<RunStats&>(st));  // the engine's record, handed on (its own details stay)
     r.device_peak_bytes = peak;
   } else {
     const HostMemory host = host_memory_recent();
