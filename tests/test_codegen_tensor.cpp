@@ -222,21 +222,28 @@ TEST(CodegenTensor, KernelsCompileForSm90a) {
 
 // Persistent tiles (KernelInfo::persistent, docs/tensor-cores.md): TMA-fed wgmma kernels without
 // a `when` pass whose outputs have shared memory (tables, ranks) loop over tiles, that memory
-// after the stage ring; GAMUT_EXPERIMENT_PERSISTENT=1 makes every such kernel persistent, =0
-// none; the cp.async kernel and `when` passes keep one tile per block.
+// after the stage ring, and so do plain selects over short k, by the kernel choice
+// (CodegenOptions::persistent); GAMUT_EXPERIMENT_PERSISTENT=1 makes every such kernel persistent,
+// =0 none where the choice left it open; the cp.async kernel and `when` passes keep one tile per block.
 TEST(CodegenTensor, PersistentTilesForTmaKernels) {
   struct Case {
     const char* name;
     bool by_default;
+    bool shared;  // outputs with shared memory
   };
   int checked = 0;
-  for (const Case& q : {Case{"project", false}, Case{"aggregate", true}, Case{"select", false}, Case{"top", true}}) {
+  for (const Case& q : {Case{"project", false, false}, Case{"aggregate", true, true}, Case{"select", true, false},
+                        Case{"top", true, true}}) {
     SCOPED_TRACE(q.name);
     auto p = prepared(query(q.name), DType::BF16);
     KernelChoice k = choice(*p, F32Math::Ieee);
     ASSERT_TRUE(k.options.tma);
     ++checked;
     EXPECT_EQ(kernel_info(p->plan, k.tile, k.options).persistent, q.by_default);
+    // (A plain select over short k: the choice asks for it, on the 128 x 128 tile.)
+    EXPECT_EQ(k.options.persistent, std::string(q.name) == "select" ? 1 : -1);
+    if (std::string(q.name) == "select") EXPECT_EQ(k.tile.bn, 128);
+    k.options.persistent = -1;  // the rest: what the form and the environment decide
     ASSERT_EQ(setenv("GAMUT_EXPERIMENT_PERSISTENT", "1", 1), 0);
     const KernelInfo info = kernel_info(p->plan, k.tile, k.options);
     EXPECT_TRUE(info.persistent);
@@ -250,7 +257,7 @@ TEST(CodegenTensor, PersistentTilesForTmaKernels) {
     EXPECT_NE(src.find("for (int tile = int(blockIdx.x); tile < tiles_all; tile += int(gridDim.x))"),
               std::string::npos);
     // Output operators with shared memory use the space after the ring.
-    if (q.by_default) EXPECT_NE(src.find("(out_smem + "), std::string::npos) << src;
+    if (q.shared) EXPECT_NE(src.find("(out_smem + "), std::string::npos) << src;
     EXPECT_EQ(src.find("(smem + "), std::string::npos) << src;
     ASSERT_EQ(setenv("GAMUT_EXPERIMENT_PERSISTENT", "0", 1), 0);
     EXPECT_FALSE(kernel_info(p->plan, k.tile, k.options).persistent);

@@ -122,10 +122,18 @@ KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_b
     // A global top / bottom list over a short reduction: 128 x 128 (its gate and selection per
     // tile are cheaper, which pays where the products are short). Resident thresholds take
     // 128 x 128 too (their state beside a ring of 4 stages).
+    // A plain select (only plain lists) over up to 1 KiB of k per row (bf16 K <= 512, tf32 K <=
+    // 256): persistent 128 x 128 (below), whose half-size pass 2 and next tile's loads beat the one-tile
+    // 128 x 256 there (bench/NOTES.md, session 31: Q5 at 16384^2, K = 256, 6-24 % faster at
+    // 0.01-10 % kept; at K = 1024 up to 12 % slower where few pairs are kept).
+    const bool short_select = k_bytes <= 1024 && P.dense.empty() && !P.lists.empty() &&
+                              std::all_of(P.lists.begin(), P.lists.end(),
+                                          [](const ListOutput& l) { return l.mode == ListMode::Plain; });
     const bool square =
-        resident || (inst.red.size() <= 256 && std::any_of(P.lists.begin(), P.lists.end(), [](const ListOutput& l) {
-                       return (l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.per == PerGroup::None;
-                     }));
+        resident || short_select ||
+        (inst.red.size() <= 256 && std::any_of(P.lists.begin(), P.lists.end(), [](const ListOutput& l) {
+           return (l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.per == PerGroup::None;
+         }));
     k.tile = tc_kernel_tile(math.math, wgmma, rows, cols, batch, sm_count, square);
     k.options.tensor_math = math.math;
     // TMA feeds wgmma where its boxes start on 16 bytes (else cp.async from every thread); tf32
@@ -134,6 +142,9 @@ KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_b
     k.options.tma =
         wgmma && tc_tile_of(k.tile, math.math).wgmma && (wgmma_needs_tma(math.math) || tma_starts_fit(inst, math));
     k.options.resident_top = k.options.tma && resident;
+    // (GAMUT_EXPERIMENT_PERSISTENT=0 still turns it off; a `when` key keeps one tile per block.)
+    const char* pe = std::getenv("GAMUT_EXPERIMENT_PERSISTENT");
+    if (short_select && k.options.tma && !P.when.present() && !(pe && std::string(pe) == "0")) k.options.persistent = 1;
     // Epilogue warpgroups (TcTile::epilogue) where the products are long: the outputs' code then
     // has the launch's 96 registers a thread (ptxas allocates every role the launch's share), and
     // the key pass waits on its loads one by one, which only long products hide: from 1792 bytes

@@ -109,6 +109,7 @@ std::optional<KernelChoice> apply_variant(const Instance& inst, const KernelTarg
                         v.tile.blocks == 1 ? 0 : v.tile.blocks};
     k.options.resident_b = false;
     if (v.persistent >= 0) k.options.persistent = v.persistent;
+    if (v.tile.blocks > 1) k.options.persistent = -1;  // (not the heuristics' persistent select: one block per SM)
     // Resident thresholds take 128 x 128 in a persistent block (their state beside the ring).
     k.options.resident_top =
         h.resident_top && v.tile.bm == 128 && v.tile.bn == 128 && v.tile.blocks == 1 && k.options.persistent != 0;

@@ -202,8 +202,9 @@ namespace {
 // `when` pass bits (whose early exit is per tile), where no experiment asks for several blocks
 // per SM. Which of those: outputs with shared memory (aggregate tables, top/bottom ranks), whose
 // per-tile work is long enough that the next tile's loads pay to overlap it; not products and
-// select lists, whose outputs are stores the block does not wait for (they lose a little).
-// A kernel variant's CodegenOptions::persistent decides where set; else
+// select lists, whose outputs are stores the block does not wait for (they lose a little), except
+// where the kernel choice asks for it (plain selects over short k, kernel_spec.cpp).
+// CodegenOptions::persistent (a kernel variant's, or that choice) decides where set; else
 // GAMUT_EXPERIMENT_PERSISTENT=0 / =1 (measurements and tests; it shapes the source, hence the
 // cache key): never / wherever the form allows. Resident B (TcTile::panel) is persistent too:
 // its blocks run their tiles band by band, one B load per band.

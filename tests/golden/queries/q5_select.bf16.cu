@@ -91,122 +91,140 @@ extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_con
   const float thres = gm::arg_f32(a.thres);
   int tc_i0 = row_begin + tile_m * Shape::BM, tc_j0 = col_begin + tile_n * Shape::BN;
   TcMap tc_map(int(threadIdx.x));
-  // The sum of products on the tensor cores: acc over k in [red_begin, red_end).
-  const gm::tc::TmaOperand tc_a{&a.tma_a, tc_i0, b};  // P[r,k]
-  const gm::tc::TmaOperand tc_b{&a.tma_b, tc_j0, b};  // R[k,c]
+  // Persistent tiles: this block runs tiles blockIdx.x, + gridDim.x, ... of the grid's order.
+  const int tiles_all = tiles_m * tiles_n * gm::arg_i32(a.batch);
   Mainloop::init(smem);  // the stage ring's barriers; the producer's registers go to the consumers
-  unsigned slice = 0;  // slices this block's ring carried before
+  unsigned char* const out_smem = smem + Mainloop::SMEM_BYTES;  // the outputs' space, after the ring
+  (void)out_smem;
+  unsigned slice = 0;  // slices of this block's tiles before the current one
   if (Mainloop::producer()) {
-    if (Mainloop::feeds()) {  // the issuer (and tf32x3's splitters)
-      Mainloop::produce(smem, tc_a, tc_b, red_begin, red_end, slice);
+    if (Mainloop::feeds()) {
+#pragma unroll 1
+      for (int tile = int(blockIdx.x); tile < tiles_all; tile += int(gridDim.x)) {
+        int rb_e = row_begin, re_e = row_end, cb_e = col_begin, ce_e = col_end;
+        gm::opaque(rb_e); gm::opaque(re_e); gm::opaque(cb_e); gm::opaque(ce_e);
+        const int tm_e = (re_e - rb_e + Shape::BM - 1) / Shape::BM, tn_e = (ce_e - cb_e + Shape::BN - 1) / Shape::BN;
+        b = tile / (tm_e * tn_e);
+        gm::tile_coords<8>(tile - b * tm_e * tn_e, tm_e, tn_e, tile_m, tile_n);
+        const gm::tc::TmaOperand tc_a{&a.tma_a, row_begin + tile_m * Shape::BM, b};  // P[r,k]
+        const gm::tc::TmaOperand tc_b{&a.tma_b, col_begin + tile_n * Shape::BN, b};  // R[k,c]
+        Mainloop::produce(smem, tc_a, tc_b, red_begin, red_end, slice);
+      }
       Mainloop::drain(smem, slice);  // (a cluster's partner has released every stage)
     }
     return;  // the producer's loads are all issued
   }
-  Mainloop::Acc acc[Mainloop::kAcc];  // (Map::kRows, Map::kCols) per thread, Map::index order: set by consume
-  Mainloop::consume(acc, smem, red_begin, red_end, slice);
-  gm::tile_sync<Mainloop::THREADS>();  // every consumer's products are done: the stages may be reused
-  // Coordinates again, rather than held in registers through the mainloop.
-  tc_map = TcMap(gm::fresh_tid());
-  int rb_e = row_begin, re_e = row_end, cb_e = col_begin, ce_e = col_end;
-  gm::opaque(rb_e); gm::opaque(re_e); gm::opaque(cb_e); gm::opaque(ce_e);
-  const int tm_e = (re_e - rb_e + Shape::BM - 1) / Shape::BM, tn_e = (ce_e - cb_e + Shape::BN - 1) / Shape::BN;
-  b = gm::fresh_ctaid() / (tm_e * tn_e);
-  gm::tile_coords<8>(gm::fresh_ctaid() - b * tm_e * tn_e, tm_e, tn_e, tile_m, tile_n);
-  tc_i0 = row_begin + tile_m * Shape::BM;
-  tc_j0 = col_begin + tile_n * Shape::BN;
-  const gm::ListAppend Pairs_append{reinterpret_cast<gm::u64*>(a.Pairs_counter), a.Pairs_capacity};
-  unsigned Pairs_marks[(TcMap::kRows * TcMap::kCols + 31) / 32];  // one bit per pair: its row reached the emit
+#pragma unroll 1
+  for (int tile = int(blockIdx.x); tile < tiles_all; tile += int(gridDim.x)) {
+    // The sum of products on the tensor cores: acc over k in [red_begin, red_end) (set by
+    // consume, whose first k-step does not add: no zeroed accumulators).
+    Mainloop::Acc acc[Mainloop::kAcc];  // (Map::kRows, Map::kCols) per thread, Map::index order
+    Mainloop::consume(acc, smem, red_begin, red_end, slice);
+    int tile_e = tile;
+    gm::opaque(tile_e);
+    // Coordinates again, rather than held in registers through the mainloop.
+    tc_map = TcMap(gm::fresh_tid());
+    int rb_e = row_begin, re_e = row_end, cb_e = col_begin, ce_e = col_end;
+    gm::opaque(rb_e); gm::opaque(re_e); gm::opaque(cb_e); gm::opaque(ce_e);
+    const int tm_e = (re_e - rb_e + Shape::BM - 1) / Shape::BM, tn_e = (ce_e - cb_e + Shape::BN - 1) / Shape::BN;
+    b = tile_e / (tm_e * tn_e);
+    gm::tile_coords<8>(tile_e - b * tm_e * tn_e, tm_e, tn_e, tile_m, tile_n);
+    tc_i0 = row_begin + tile_m * Shape::BM;
+    tc_j0 = col_begin + tile_n * Shape::BN;
+    const gm::ListAppend Pairs_append{reinterpret_cast<gm::u64*>(a.Pairs_counter), a.Pairs_capacity};
+    unsigned Pairs_marks[(TcMap::kRows * TcMap::kCols + 31) / 32];  // one bit per pair: its row reached the emit
 #pragma unroll
-  for (int w = 0; w < (TcMap::kRows * TcMap::kCols + 31) / 32; ++w) Pairs_marks[w] = 0u;
-  const bool tile_inside = tc_i0 + Shape::BM <= row_end && tc_j0 + Shape::BN <= col_end;
-  if (tile_inside) {
+    for (int w = 0; w < (TcMap::kRows * TcMap::kCols + 31) / 32; ++w) Pairs_marks[w] = 0u;
+    const bool tile_inside = tc_i0 + Shape::BM <= row_end && tc_j0 + Shape::BN <= col_end;
+    if (tile_inside) {
 #pragma unroll
-    for (int m = 0; m < TcMap::kRows; ++m) {
-      const int i = tc_i0 + tc_map.row(m);
+      for (int m = 0; m < TcMap::kRows; ++m) {
+        const int i = tc_i0 + tc_map.row(m);
 #pragma unroll
-      for (int c = 0; c < TcMap::kCols / Shape::VN; ++c) {
+        for (int c = 0; c < TcMap::kCols / Shape::VN; ++c) {
 #pragma unroll
-        for (int v = 0; v < Shape::VN; ++v) {
-          const int n = c * Shape::VN + v;
-          const int j = tc_j0 + tc_map.col(n);
-          bool Pairs_emitted = false;
-          float accum = (0.0f + acc[TcMap::index(m, n)]); gm::opaque(accum);
-          // examples/q5_select.mmlt:8: if (accum > $thres:f32):
-          if ((accum > thres)) {
-            // examples/q5_select.mmlt:8: emit Pairs(i, j, accum)
-            Pairs_emitted = true;
-          }
-          Pairs_marks[(m * TcMap::kCols + n) / 32] |= unsigned(Pairs_emitted) << ((m * TcMap::kCols + n) % 32);
-        }
-      }
-    }
-  }
-  else {
-#pragma unroll
-    for (int m = 0; m < TcMap::kRows; ++m) {
-      const int i = tc_i0 + tc_map.row(m);
-#pragma unroll
-      for (int c = 0; c < TcMap::kCols / Shape::VN; ++c) {
-#pragma unroll
-        for (int v = 0; v < Shape::VN; ++v) {
-          const int n = c * Shape::VN + v;
-          const int j = tc_j0 + tc_map.col(n);
-          bool Pairs_emitted = false;
-          if (i < row_end && j < col_end) {
+          for (int v = 0; v < Shape::VN; ++v) {
+            const int n = c * Shape::VN + v;
+            const int j = tc_j0 + tc_map.col(n);
+            bool Pairs_emitted = false;
             float accum = (0.0f + acc[TcMap::index(m, n)]); gm::opaque(accum);
             // examples/q5_select.mmlt:8: if (accum > $thres:f32):
             if ((accum > thres)) {
               // examples/q5_select.mmlt:8: emit Pairs(i, j, accum)
               Pairs_emitted = true;
             }
+            Pairs_marks[(m * TcMap::kCols + n) / 32] |= unsigned(Pairs_emitted) << ((m * TcMap::kCols + n) % 32);
           }
-          Pairs_marks[(m * TcMap::kCols + n) / 32] |= unsigned(Pairs_emitted) << ((m * TcMap::kCols + n) % 32);
         }
       }
     }
-  }
-   {
-    gm::u64 row;
-    // Every thread, together; false in all of them when the block has no row.
-    if (gm::BlockAppend<Shape>::reserve(Pairs_marks, Pairs_append.counter, row)) {
-      unsigned todo[(TcMap::kRows * TcMap::kCols + 31) / 32];
+    else {
 #pragma unroll
-      for (int w = 0; w < (TcMap::kRows * TcMap::kCols + 31) / 32; ++w) todo[w] = Pairs_marks[w];
-      gm::opaque_bits(todo);
-      int e = 0;
-#pragma unroll 1
-      while (gm::next_bit(todo, e)) {
-        const int em = e / TcMap::kCols, en = e % TcMap::kCols;
-        const int i = tc_i0 + tc_map.row(em);
-        const int j = tc_j0 + tc_map.col(en);
-        bool Pairs_emitted = false;
-        int Pairs_i = int();
-        int Pairs_j = int();
-        float Pairs_accum = float();
-        const float accum = gm::pick_pair<TcMap::kRows * TcMap::kCols>(em * TcMap::kCols + en, [&](auto pair) {
-          constexpr int m = decltype(pair)::value / TcMap::kCols, n = decltype(pair)::value % TcMap::kCols;
-          return (0.0f + acc[TcMap::index(m, n)]);
-        });
-        // examples/q5_select.mmlt:8: if (accum > $thres:f32):
-        if ((accum > thres)) {
-          // examples/q5_select.mmlt:8: emit Pairs(i, j, accum)
-          Pairs_emitted = true;
-          Pairs_i = i;
-          Pairs_j = j;
-          Pairs_accum = gm::one_nan(accum);
+      for (int m = 0; m < TcMap::kRows; ++m) {
+        const int i = tc_i0 + tc_map.row(m);
+#pragma unroll
+        for (int c = 0; c < TcMap::kCols / Shape::VN; ++c) {
+#pragma unroll
+          for (int v = 0; v < Shape::VN; ++v) {
+            const int n = c * Shape::VN + v;
+            const int j = tc_j0 + tc_map.col(n);
+            bool Pairs_emitted = false;
+            if (i < row_end && j < col_end) {
+              float accum = (0.0f + acc[TcMap::index(m, n)]); gm::opaque(accum);
+              // examples/q5_select.mmlt:8: if (accum > $thres:f32):
+              if ((accum > thres)) {
+                // examples/q5_select.mmlt:8: emit Pairs(i, j, accum)
+                Pairs_emitted = true;
+              }
+            }
+            Pairs_marks[(m * TcMap::kCols + n) / 32] |= unsigned(Pairs_emitted) << ((m * TcMap::kCols + n) % 32);
+          }
         }
-        (void)Pairs_emitted;  // marked in pass 1: the row exists
-        if (row < Pairs_append.capacity) {
-          reinterpret_cast<int*>(a.Pairs_i)[row] = Pairs_i;
-          reinterpret_cast<int*>(a.Pairs_j)[row] = Pairs_j;
-          reinterpret_cast<float*>(a.Pairs_accum)[row] = Pairs_accum;
-          reinterpret_cast<int*>(a.Pairs_rows_b)[row] = b;
-          reinterpret_cast<int*>(a.Pairs_rows_i)[row] = i;
-          reinterpret_cast<int*>(a.Pairs_rows_j)[row] = j;
-        }
-        ++row;
       }
     }
+     {
+      gm::u64 row;
+      // Every thread, together; false in all of them when the block has no row.
+      if (gm::BlockAppend<Shape>::reserve(Pairs_marks, Pairs_append.counter, row)) {
+        unsigned todo[(TcMap::kRows * TcMap::kCols + 31) / 32];
+#pragma unroll
+        for (int w = 0; w < (TcMap::kRows * TcMap::kCols + 31) / 32; ++w) todo[w] = Pairs_marks[w];
+        gm::opaque_bits(todo);
+        int e = 0;
+#pragma unroll 1
+        while (gm::next_bit(todo, e)) {
+          const int em = e / TcMap::kCols, en = e % TcMap::kCols;
+          const int i = tc_i0 + tc_map.row(em);
+          const int j = tc_j0 + tc_map.col(en);
+          bool Pairs_emitted = false;
+          int Pairs_i = int();
+          int Pairs_j = int();
+          float Pairs_accum = float();
+          const float accum = gm::pick_pair<TcMap::kRows * TcMap::kCols>(em * TcMap::kCols + en, [&](auto pair) {
+            constexpr int m = decltype(pair)::value / TcMap::kCols, n = decltype(pair)::value % TcMap::kCols;
+            return (0.0f + acc[TcMap::index(m, n)]);
+          });
+          // examples/q5_select.mmlt:8: if (accum > $thres:f32):
+          if ((accum > thres)) {
+            // examples/q5_select.mmlt:8: emit Pairs(i, j, accum)
+            Pairs_emitted = true;
+            Pairs_i = i;
+            Pairs_j = j;
+            Pairs_accum = gm::one_nan(accum);
+          }
+          (void)Pairs_emitted;  // marked in pass 1: the row exists
+          if (row < Pairs_append.capacity) {
+            reinterpret_cast<int*>(a.Pairs_i)[row] = Pairs_i;
+            reinterpret_cast<int*>(a.Pairs_j)[row] = Pairs_j;
+            reinterpret_cast<float*>(a.Pairs_accum)[row] = Pairs_accum;
+            reinterpret_cast<int*>(a.Pairs_rows_b)[row] = b;
+            reinterpret_cast<int*>(a.Pairs_rows_i)[row] = i;
+            reinterpret_cast<int*>(a.Pairs_rows_j)[row] = j;
+          }
+          ++row;
+        }
+      }
+    }
+    gm::tile_sync<Shape::THREADS>();  // the outputs' shared memory is free for the next tile
   }
 }
