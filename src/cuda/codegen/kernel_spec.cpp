@@ -126,14 +126,13 @@ KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_b
     // 256): persistent 128 x 128 (below), whose half-size pass 2 and next tile's loads beat the one-tile
     // 128 x 256 there (bench/NOTES.md, session 31: Q5 at 16384^2, K = 256, 6-24 % faster at
     // 0.01-10 % kept; at K = 1024 up to 12 % slower where few pairs are kept).
-    const bool short_select = k_bytes <= 1024 && P.dense.empty() && !P.lists.empty() &&
-                              std::all_of(P.lists.begin(), P.lists.end(),
-                                          [](const ListOutput& l) { return l.mode == ListMode::Plain; });
-    const bool square =
-        resident || short_select ||
-        (inst.red.size() <= 256 && std::any_of(P.lists.begin(), P.lists.end(), [](const ListOutput& l) {
-           return (l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.per == PerGroup::None;
-         }));
+    const bool short_select =
+        k_bytes <= 1024 && P.dense.empty() && !P.lists.empty() &&
+        std::all_of(P.lists.begin(), P.lists.end(), [](const ListOutput& l) { return l.mode == ListMode::Plain; });
+    const bool square = resident || short_select ||
+                        (inst.red.size() <= 256 && std::any_of(P.lists.begin(), P.lists.end(), [](const ListOutput& l) {
+                           return (l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.per == PerGroup::None;
+                         }));
     k.tile = tc_kernel_tile(math.math, wgmma, rows, cols, batch, sm_count, square);
     k.options.tensor_math = math.math;
     // TMA feeds wgmma where its boxes start on 16 bytes (else cp.async from every thread); tf32

@@ -1,8 +1,8 @@
 // Tuned tables (tuned_table.h): JSON text both ways, the lookup by family and nearest size, and
 // the process's tables by device.
-#include <atomic>
 #include "cuda/codegen/tuned_table.h"
 
+#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <fstream>

@@ -67,7 +67,8 @@ std::string choice_key(const Instance& inst, const GpuRunOptions& options, int d
   // (eight getenv calls cost about as much as the choice they would save).
   for (char** e = environ; e && *e; ++e) {
     const char* v = *e;
-    const bool read = (v[0] == 'G' && std::strncmp(v, "GAMUT_", 6) == 0) || (v[0] == 'H' && std::strncmp(v, "HOME=", 5) == 0) ||
+    const bool read = (v[0] == 'G' && std::strncmp(v, "GAMUT_", 6) == 0) ||
+                      (v[0] == 'H' && std::strncmp(v, "HOME=", 5) == 0) ||
                       (v[0] == 'X' && std::strncmp(v, "XDG_CACHE_HOME=", 15) == 0);
     if (read) put_text(k, v);  // (the first letter first: most of the environment is passed over at once)
   }

@@ -186,8 +186,8 @@ class GpuRun {
   std::vector<std::optional<SeenBox>> boxes_;  // per list: its seen table's box, if it has one
   std::shared_ptr<const KernelSpec> spec_;
   // compile
-  Compiled own_;                          // a kernel compiled or found in the caches by this run
-  const Compiled* compiled_ = &own_;      // own_, or the memo's entry (never removed)
+  Compiled own_;                      // a kernel compiled or found in the caches by this run
+  const Compiled* compiled_ = &own_;  // own_, or the memo's entry (never removed)
   std::optional<JoinGroups> groups_;  // grouped joins: only the tiles of matching key groups run
   // check_memory
   int64_t tiles_m_ = 0, tiles_n_ = 0, list_rows_ = 0;
@@ -213,8 +213,8 @@ void GpuRun::choose() {
   // seen table's box (read from the data) takes part.
   bool all_on_device = !inst_.inputs.empty();
   for (size_t o = 0; o < inst_.inputs.size(); ++o) all_on_device = all_on_device && inst_.on_device(o);
-  const bool remembered = memo_ && all_on_device &&
-                          std::none_of(boxes_.begin(), boxes_.end(), [](const auto& b) { return b.has_value(); });
+  const bool remembered =
+      memo_ && all_on_device && std::none_of(boxes_.begin(), boxes_.end(), [](const auto& b) { return b.has_value(); });
   std::string key;
   if (remembered) {
     key = choice_key(inst_, options_, current_device());
@@ -312,7 +312,8 @@ void GpuRun::check_memory() {
 
 void GpuRun::bind_inputs() {
   words_.assign(size_t(compiled_->info.args.count), 0);
-  cuda::bind_inputs(inst_, *spec_, compiled_->info, groups_ ? &*groups_ : nullptr, tiles_m_ * tiles_n_, words_, inputs_);
+  cuda::bind_inputs(inst_, *spec_, compiled_->info, groups_ ? &*groups_ : nullptr, tiles_m_ * tiles_n_, words_,
+                    inputs_);
 }
 
 // The dense outputs (gamut's memory or the caller's) and the list buffers (the memo's kept ones
