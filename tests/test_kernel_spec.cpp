@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "cuda/codegen/choice_key.h"
 #include "cuda/codegen/kernel_variants.h"
 #include "cuda/codegen/seen_box.h"
 #include "cuda/codegen/tuned_table.h"
-#include "cuda/engine/choice_key.h"
 #include "cuda/gpu_engine.h"
 #include "driver/kernel_sources.h"
 #include "driver/pipeline.h"
@@ -129,7 +129,7 @@ TEST(KernelSpec, ArchOverrideIsPartOfTheVariant) {
   EXPECT_EQ(spec.variant, spec.label + " sm_90");
 }
 
-// The kernel memo's key (cuda/engine/choice_key.h): equal for the same call again, different
+// The kernel memo's key (cuda/codegen/choice_key.h): equal for the same call again, different
 // wherever something the choice reads differs (one field at a time).
 TEST(KernelSpec, ChoiceKeyChangesWithWhatTheChoiceReads) {
   const std::vector<Case> all = cases();

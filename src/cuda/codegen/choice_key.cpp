@@ -1,4 +1,4 @@
-#include "cuda/engine/choice_key.h"
+#include "cuda/codegen/choice_key.h"
 
 #include <unistd.h>  // environ
 
