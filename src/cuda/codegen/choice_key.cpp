@@ -31,6 +31,10 @@ std::string choice_key(const Instance& inst, const GpuRunOptions& options, int d
   }
   put(k, inst.batch);
   for (size_t i = 0; i < inst.inputs.size(); ++i) {
+    if (!inst.inputs[i]) {
+      put(k, -1);
+      continue;
+    }
     const NDArray& a = *inst.inputs[i];
     put(k, int64_t(a.dtype));
     put(k, int64_t(a.shape.size()));
