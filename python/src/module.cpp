@@ -161,9 +161,11 @@ nb::dict run_call(const gamut::Query& q, Call& c, gamut::RunStats* stats) {
     out[o.name.c_str()] = cols;
   }
   gamut::host_phase("py: export the outputs");
+  // (Taken on every path, q(...) too: the next call starts from none.)
+  std::vector<std::pair<std::string, double>> phases = gamut::host_phases_take();
   if (stats) {
     *stats = std::move(r.stats);
-    if (gamut::host_phases_on()) stats->host_phases = gamut::host_phases_take();
+    if (gamut::host_phases_on()) stats->host_phases = std::move(phases);
     stats->copies.insert(stats->copies.begin(), c.notes.begin(), c.notes.end());
   }
   return out;
@@ -245,6 +247,7 @@ NB_MODULE(_gamut, m) {
   m.def(
       "_call",
       [](const gamut::Query& q, nb::dict kwargs) {
+        gamut::host_phase_start();
         Call c;
         gamut::py::bind_keywords(c, q, kwargs, "q(...)");
         return run_call(q, c, nullptr);

@@ -290,10 +290,18 @@ const std::string& Query::text() const { return impl_->source.text; }
 
 Result Query::run(const Inputs& inputs, const Options& options) const {
   const auto t0 = std::chrono::steady_clock::now();
+  // Host phases (GAMUT_HOST_PHASES=1): added to the caller's where it started them (the Python
+  // binding, which takes them all), else this call's own, dropped once the locals are freed.
+  const bool own_phases = host_phases_on() && !host_phase_started();
+  if (own_phases) host_phase_start();
   host_phase("before Query::run");
   struct LastMark {  // (destroyed after every other local)
-    ~LastMark() { host_phase("run: locals freed"); }
-  } last_mark;
+    bool own;
+    ~LastMark() {
+      host_phase("run: locals freed");
+      if (own) host_phases_take();
+    }
+  } last_mark{own_phases};
   RunOptions ro = engine_options(options);
   const bool gpu = gpu_engine(ro);
   // Several GPUs read the inputs on the host: each part uploads them to its own GPU.

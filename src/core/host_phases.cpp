@@ -39,6 +39,8 @@ void host_phase_start() {
   p.last = Clock::now();
 }
 
+bool host_phase_started() { return host_phases_on() && phases().started; }
+
 void host_phase_mark(const char* name) {
   Phases& p = phases();
   const Clock::time_point now = Clock::now();

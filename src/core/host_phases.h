@@ -12,6 +12,9 @@ namespace gamut {
 bool host_phases_on();
 // A call begins on this thread: what an earlier call left is dropped, the clock starts.
 void host_phase_start();
+// Whether an outer call (the Python binding) started this thread's clock and has not taken its
+// marks yet: Query::run then adds to them, else it starts (and clears) its own.
+bool host_phase_started();
 // The time since the last mark (or the start), in microseconds, under `name` (a literal).
 void host_phase_mark(const char* name);
 // This thread's marks since its start, in order (us); `clear`: and forget them.

@@ -13,7 +13,12 @@ A = np.arange(12, dtype=np.float32).reshape(3, 4) - 5
 B = np.arange(8, dtype=np.float32).reshape(4, 2) + 1
 out, stats = q.run({"A": A, "B": B}, backend="cpu")
 assert np.array_equal(out["C"], A @ B), out["C"]
-print(json.dumps(stats.get("host_phases_us")))
+first = stats.get("host_phases_us")
+for _ in range(3):   # (calls without stats leave nothing behind for the next call)
+    q(A=A, B=B, backend="cpu")
+_, again = q.run({"A": A, "B": B}, backend="cpu")
+assert first is None or [p[0] for p in again["host_phases_us"]] == [p[0] for p in first], (first, again)
+print(json.dumps(first))
 """
 
 
