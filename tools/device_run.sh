@@ -205,15 +205,22 @@ export ALONE='GpuSizes.OutOfMemoryReportsWhatIsReallyFree:PeakDevice.*'
 SHARD_FILTER="${GPU_FILTER:--TensorMainloopSim.*:TensorMainloop.EveryVariantCompilesForSm90a:$ALONE}"
 API_FILTER='ApiDevice.*:CliApi.*:Cli.*:CudaRuntime.*:CudaCache.*:GpuSkip.*'
 
+# The steps that need no build-dev: the user's builds and what runs on the installed package.
+PACKAGE_STEPS='userbuild|userbuild-clang|pyoverhead|pytune|tq|ktimes|qprofile|dask'
+# steps_only_of ALTERNATIVES: whether every step asked is one of these (an extended regex's alternatives).
+steps_only_of() {
+  local s
+  for s in $steps; do [[ $s =~ ^($1)$ ]] || return 1; done
+}
+
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$OUT/device.txt"
 gate "nvidia-smi" "${PIPESTATUS[0]}"
 if [ -n "${PREBUILT:-}" ]; then
   B=$PREBUILT
   [ -x "$B/gamut" ] || { echo "PREBUILT=$B has no gamut binary"; exit 2; }
-elif [ -z "$(echo " $steps " | sed -E 's/ (userbuild(-clang)?|pyoverhead|pytune|tq|ktimes|qprofile|dask) / /g; s/ (userbuild(-clang)?|pyoverhead|pytune|tq|ktimes|qprofile|dask) / /g' | tr -d ' ')" ]; then
+elif steps_only_of "$PACKAGE_STEPS"; then
   B=build-user   # userbuild steps and the installed package's benchmarks alone: nothing else to build
-elif [[ " $steps " == *" userbuild "* && " ${UB_PARTS:-pip cmake} " == *" cmake "* &&
-        -z "$(echo " $steps " | sed -E 's/ (userbuild|pyoverhead|tq|ktimes|qprofile|dask|fuzz) / /g; s/ (userbuild|pyoverhead|tq|ktimes|qprofile|dask|fuzz) / /g' | tr -d ' ')" ]]; then
+elif [[ " $steps " == *" userbuild "* && " ${UB_PARTS:-pip cmake} " == *" cmake "* ]] && steps_only_of "$PACKAGE_STEPS|fuzz"; then
   B=build-user   # fuzz after the user's cmake build: its gamut binary
 else
   B=build-dev
@@ -412,7 +419,7 @@ for step in $steps; do
       # of PYTUNE_SECONDS (default 150) at PYTUNE_SIZES ("M,K M,K"; default the tune's own), each
       # query's line (heuristics against the winner), the table and its plots into $OUT.
       (cd /tmp && GAMUT_CACHE_DIR=$GAMUT_CACHE_DIR-tune timeout $(( ${PYTUNE_SECONDS:-150} + 120 )) python3 -c "
-import json, sys, gamut
+import gamut
 sizes = [tuple(int(x) for x in s.split(',')) for s in '${PYTUNE_SIZES:-}'.split()] or None
 r = gamut.tune(family='${PYTUNE_FAMILY:-lists}', seconds=${PYTUNE_SECONDS:-150}, sizes=sizes, out='$OUT/tune', progress=False)
 print('\\n'.join(r['lines'])); print('stopped:', r['stopped'], 'table:', r['table_path'])
