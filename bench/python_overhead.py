@@ -20,7 +20,9 @@ Runs on the device (torch, triton, a GPU); the gamut package is the installed on
 """
 import argparse
 import json
+import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -111,6 +113,14 @@ def call_parts(torch, q, A, B, iters):
     return parts
 
 
+def operands(torch, n):
+    """A and B, n x n, small integers (exact products), the same for a size in every process."""
+    g = torch.Generator(device="cuda").manual_seed(n)
+    A = torch.randint(-3, 4, (n, n), device="cuda", generator=g).float()
+    B = torch.randint(-3, 4, (n, n), device="cuda", generator=g).float()
+    return A, B
+
+
 def host_phases(torch, q, A, B, iters):
     """The library's own phase marks (GAMUT_HOST_PHASES=1, src/core/host_phases.h): the median
     over `iters` q.run calls of each phase's microseconds, in call order."""
@@ -129,9 +139,7 @@ def phases_main(n, iters):
     import torch
     import gamut
     q = gamut.compile(SGEMM, "sgemm")
-    g = torch.Generator(device="cuda").manual_seed(n)
-    A = torch.randint(-3, 4, (n, n), device="cuda", generator=g).float()
-    B = torch.randint(-3, 4, (n, n), device="cuda", generator=g).float()
+    A, B = operands(torch, n)
     for _ in range(50):
         q.run({"A": A, "B": B})
     print(json.dumps(host_phases(torch, q, A, B, iters)))
@@ -161,9 +169,7 @@ def main():
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, gamut {gamut.__version__}")
     rows = []
     for n in args.sizes:
-        g = torch.Generator(device="cuda").manual_seed(n)
-        A = torch.randint(-3, 4, (n, n), device="cuda", generator=g).float()
-        B = torch.randint(-3, 4, (n, n), device="cuda", generator=g).float()
+        A, B = operands(torch, n)
         want = A.double() @ B.double()
         for name, f in contenders.items():
             C = f(A, B)                               # compile / autotune / warm up
@@ -181,8 +187,6 @@ def main():
     parts = call_parts(torch, q, A, B, args.iters)
     phases = {}
     for n in args.sizes:
-        import os
-        import subprocess
         env = dict(os.environ, GAMUT_HOST_PHASES="1")
         r = subprocess.run([sys.executable, __file__, "--phases-only", str(n), "--iters", str(args.iters)],
                            env=env, capture_output=True, text=True, timeout=300)
