@@ -40,6 +40,9 @@ struct KernelInfo {
 // sm_90's 227 KB per block, less 1 KB for the operators' static shared memory (TileSelect's).
 constexpr size_t kSm90SmemPerBlock = size_t(226) << 10;
 
+// GAMUT_EXPERIMENT_PERSISTENT=0 / =1 (measurements and tests): 0 or 1 where set to either, else -1.
+int persistent_experiment();
+
 // Everything the host needs to launch the kernel generate_source(plan, tile, options) renders.
 // Throws Error(ExitCode::Query) for a plan the generator does not support.
 KernelInfo kernel_info(const Plan& plan, const TileConfig& tile, const CodegenOptions& options = {});

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "cuda/codegen/codegen.h"
 #include "cuda/codegen/join_groups.h"
 #include "cuda/codegen/kernel_variants.h"
 #include "cuda/codegen/mainloop_tensor.h"
@@ -142,8 +143,7 @@ KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_b
         wgmma && tc_tile_of(k.tile, math.math).wgmma && (wgmma_needs_tma(math.math) || tma_starts_fit(inst, math));
     k.options.resident_top = k.options.tma && resident;
     // (GAMUT_EXPERIMENT_PERSISTENT=0 still turns it off; a `when` key keeps one tile per block.)
-    const char* pe = std::getenv("GAMUT_EXPERIMENT_PERSISTENT");
-    if (short_select && k.options.tma && !P.when.present() && !(pe && std::string(pe) == "0")) k.options.persistent = 1;
+    if (short_select && k.options.tma && !P.when.present() && persistent_experiment() != 0) k.options.persistent = 1;
     // Epilogue warpgroups (TcTile::epilogue) where the products are long: the outputs' code then
     // has the launch's 96 registers a thread (ptxas allocates every role the launch's share), and
     // the key pass waits on its loads one by one, which only long products hide: from 1792 bytes

@@ -212,12 +212,17 @@ bool persistent_form(const Plan& plan, const TcMainloopSpec& s, const CodegenOpt
   if (!s.tile.tma || !s.tile.wgmma || options.grouped_join || plan.when.present() || tc_min_blocks(s) != 1)
     return false;
   if (options.persistent >= 0) return options.persistent == 1;
-  const char* e = std::getenv("GAMUT_EXPERIMENT_PERSISTENT");
-  if (e && std::string(e) == "0") return false;
-  if (e && std::string(e) == "1") return true;
+  if (const int e = persistent_experiment(); e >= 0) return e == 1;
   return shared_outputs || s.tile.panel > 0 || options.resident_top;
 }
 }  // namespace
+
+int persistent_experiment() {
+  const char* e = std::getenv("GAMUT_EXPERIMENT_PERSISTENT");
+  if (e && std::string(e) == "0") return 0;
+  if (e && std::string(e) == "1") return 1;
+  return -1;
+}
 
 KernelInfo kernel_info(const Plan& plan, const TileConfig& tile, const CodegenOptions& options) {
   KernelInfo k = cg::kernel_form(plan, tile, options);
