@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "cpu/engine.h"
 #include "cuda/codegen/codegen.h"
@@ -296,6 +297,63 @@ TEST(CodegenTensor, PersistentTilesForTmaKernels) {
   unsetenv("GAMUT_EXPERIMENT_CLUSTER");
 }
 
+// Ping-pong consumer groups (GAMUT_EXPERIMENT_PINGPONG=256 / =128, CodegenOptions::pingpong): a
+// plain select over short k takes 64 x BN tiles and two groups of one warpgroup, each looping
+// over every other tile of its block (the producer over all), outputs synchronized per group
+// (GM_TILE_GROUPS); every other output kind and a `when` pass keep the one-group kernel.
+// NVRTC accepts each for sm_90a in bf16, f16 and tf32; tf32x3 keeps its own tile.
+TEST(CodegenTensor, PingpongGroupsForPlainSelects) {
+  int compiled = 0;
+  for (const char* bn : {"256", "128"}) {
+    SCOPED_TRACE(std::string("GAMUT_EXPERIMENT_PINGPONG=") + bn);
+    ASSERT_EQ(setenv("GAMUT_EXPERIMENT_PINGPONG", bn, 1), 0);
+    for (const auto& [t, f] : {std::pair{DType::BF16, F32Math::Ieee}, std::pair{DType::F16, F32Math::Ieee},
+                               std::pair{DType::F32, F32Math::Tf32}}) {
+      SCOPED_TRACE(std::string(dtype_name(t)));
+      auto p = prepared(query("select"), t);
+      const KernelChoice k = choice(*p, f);
+      ASSERT_TRUE(k.options.tma);
+      EXPECT_TRUE(k.options.pingpong);
+      EXPECT_EQ(k.tile.bm, 64);
+      EXPECT_EQ(k.tile.bn, std::atoi(bn));
+      const KernelInfo info = kernel_info(p->plan, k.tile, k.options);
+      EXPECT_TRUE(info.persistent);
+      EXPECT_EQ(info.threads, 384);  // two groups of one warpgroup, and the producer's
+      const TcMainloopSpec spec =
+          tc_plan_spec(p->plan, k.tile, k.options.tensor_math, true, false, false, k.options.pingpong);
+      EXPECT_EQ(spec.tile.groups, 2);
+      EXPECT_EQ(info.out_smem_offset, tc_smem_bytes(spec));
+      const std::string src = generate_source(p->plan, k.tile, k.options);
+      EXPECT_NE(src.find("#define GM_TILE_GROUPS 2"), std::string::npos) << src;
+      EXPECT_NE(src.find(", 1, 0, 0, 2> Mainloop;"), std::string::npos) << src;
+      EXPECT_NE(src.find("tile < tiles_all; tile += 2 * int(gridDim.x))"), std::string::npos) << src;
+      EXPECT_NE(src.find("Mainloop::pass_over(slice, red_begin, red_end);"), std::string::npos) << src;
+      // (The groups' products take turns: an mbarrier's parity tells two phases apart.)
+      EXPECT_NE(src.find("Mainloop::wait_turn(tile == int(blockIdx.x));"), std::string::npos) << src;
+      EXPECT_NE(src.find("Mainloop::end_turn(tile + int(gridDim.x) >= tiles_all);"), std::string::npos) << src;
+      EXPECT_NE(src.find("TcMap(gm::fresh_tid() % Shape::THREADS)"), std::string::npos) << src;
+#if GAMUT_HAVE_CUDA
+      const std::string log = testnvrtc::compile(src, "sm_90a");
+      EXPECT_EQ(log.find("error"), std::string::npos) << log;
+      ++compiled;
+#endif
+    }
+    // Other outputs, a `when` pass and tf32x3: no groups.
+    for (const char* other : {"project", "aggregate", "top", "distinct", "when_filter"}) {
+      auto p = prepared(query(other), DType::BF16);
+      EXPECT_FALSE(choice(*p, F32Math::Ieee).options.pingpong) << other;
+    }
+    auto x3 = prepared(query("select"), DType::F32);
+    EXPECT_FALSE(choice(*x3, F32Math::Tf32x3).options.pingpong);
+  }
+  unsetenv("GAMUT_EXPERIMENT_PINGPONG");
+  auto p = prepared(query("select"), DType::BF16);
+  EXPECT_FALSE(choice(*p, F32Math::Ieee).options.pingpong);  // (not the default)
+#if GAMUT_HAVE_CUDA
+  EXPECT_EQ(compiled, 6);
+#endif
+}
+
 // A global top / bottom list over K <= 256 takes 128 x 128 tiles where the grid would fill the
 // SMs with 128 x 256 (session 17); longer reductions and other outputs keep 128 x 256.
 TEST(CodegenTensor, GlobalRankedListsTakeSquareTilesOnShortReductions) {
@@ -427,8 +485,7 @@ TEST(CodegenTensor, ResidentThresholdsForSmallGroupedLists) {
     const std::string src = generate_source(b->plan, kb.tile, kb.options);
     if (kk == 896) {
       EXPECT_EQ(info.threads, 384);
-      EXPECT_NE(src.find("accs[(m * TcMap::kCols + n) * Shape::THREADS + int(threadIdx.x)] = dot;"),
-                std::string::npos);
+      EXPECT_NE(src.find("accs[(m * TcMap::kCols + n) * Shape::THREADS + int(threadIdx.x)] = dot;"), std::string::npos);
       continue;
     }
     EXPECT_EQ(info.threads, 640);
@@ -445,7 +502,7 @@ TEST(CodegenTensor, ResidentThresholdsForSmallGroupedLists) {
     EXPECT_NE(src.find("Mainloop::wait_full();"), std::string::npos);
     EXPECT_NE(src.find("if (tile + 1 < tile_hi) Mainloop::signal_empty();"), std::string::npos);
     EXPECT_EQ(src.find("acc[TcMap::index(m, n)]"), std::string::npos);  // (no accumulator read from registers)
-    EXPECT_EQ(src.find("] = dot;"), std::string::npos);                // (nor stored by the outputs)
+    EXPECT_EQ(src.find("] = dot;"), std::string::npos);                 // (nor stored by the outputs)
   }
   auto f512 = prepared(query("bottom_per_i"), DType::F32, tq::Sizes{500, 500, 512});
   EXPECT_TRUE(choice(*f512, F32Math::Tf32).options.epilogue_warpgroups);

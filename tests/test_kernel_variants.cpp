@@ -94,7 +94,8 @@ KernelRequest request_of(const Case& c) {
 
 TEST(KernelVariants, TextRoundTripsAndMalformedTextIsRefused) {
   for (const std::string t : {"simt 128x128x8/8x8", "wgmma 64x128 s3 b2", "wgmma 128x256 s4 b1 one-tile",
-                              "wgmma 128x128 s4 b1 persistent no-epilogue-wg", "wgmma 64x128 s4 b1 epilogue-wg"}) {
+                              "wgmma 128x128 s4 b1 persistent no-epilogue-wg", "wgmma 64x128 s4 b1 epilogue-wg",
+                              "wgmma 64x256 s4 b1 pingpong"}) {
     const std::optional<KernelVariant> v = parse_kernel_variant(t);
     ASSERT_TRUE(v) << t;
     EXPECT_EQ(v->str(), t);
@@ -168,6 +169,11 @@ TEST(KernelVariants, InvalidVariantsAreRefused) {
   refused(cs[2], bf16->instance, "wgmma 96x128 s4 b1", "BM");
   refused(cs[2], bf16->instance, "wgmma 128x128 s9 b1", "stages");
   refused(cs[2], bf16->instance, "wgmma 128x128 s4 b1 epilogue-wg", "resident thresholds");
+  // Ping-pong groups: plain selects only, on 64-row tiles.
+  refused(cs[2], bf16->instance, "wgmma 64x256 s4 b1 pingpong", "ping-pong takes plain selects");
+  const auto q5 = prepared(cs[4]);
+  ASSERT_EQ(cs[4].name, "q5 bf16");
+  refused(cs[4], q5->instance, "wgmma 128x128 s4 b1 pingpong", "64-row tiles");
 }
 
 // NVRTC accepts every variant's kernel for sm_90a, for one query per family of `gamut tune`
@@ -178,7 +184,7 @@ TEST(KernelVariantsNvrtc, EveryVariantCompilesForSm90a) {
   const KernelTarget target;
   for (const Case& c : cases()) {
     if (c.name != "sgemm" && c.name != "sgemm tf32" && c.name != "product bf16" && c.name != "q7 bf16" &&
-        c.name != "maxplus" && c.name != "minplus batched")
+        c.name != "q5 bf16" && c.name != "maxplus" && c.name != "minplus batched")
       continue;
     SCOPED_TRACE(c.name);
     const auto p = prepared(c);

@@ -47,6 +47,7 @@ bool any_nonzero(const NDArray& a) {
 int g_persistent_runs = 0;    // runs whose kernel had persistent tiles
 int g_resident_b_runs = 0;    // runs whose kernel kept B's slices for bands of tiles
 int g_resident_top_runs = 0;  // runs whose kernel kept a list's thresholds in its blocks
+int g_pingpong_runs = 0;      // runs whose kernel had ping-pong consumer groups
 
 // resident_blocks > 0: persistent kernels launch that many blocks, each looping over many tiles.
 int64_t check(const tq::TcQuery& q, const tq::TcMath& m, const tq::Sizes& s, int device_offset = -1,
@@ -131,6 +132,10 @@ int64_t check(const tq::TcQuery& q, const tq::TcMath& m, const tq::Sizes& s, int
     ++g_persistent_runs;
     if (resident_blocks > 0) EXPECT_EQ(st.launch_blocks, resident_blocks);
   }
+  if (st.tile.find("pingpong") != std::string::npos) {
+    EXPECT_TRUE(st.persistent) << st.tile;
+    ++g_pingpong_runs;
+  }
   if (st.tile.find("resident-b") != std::string::npos) {
     EXPECT_TRUE(st.persistent) << st.tile;
     ++g_resident_b_runs;
@@ -210,6 +215,50 @@ TEST(GpuTensorQueries, PersistentBlocksLoopOverTiles) {
             EXPECT_EQ(g_persistent_runs - before, 2) << n << " " << m.name;
         }
   unsetenv("GAMUT_EXPERIMENT_PERSISTENT");
+}
+
+// Ping-pong consumer groups (GAMUT_EXPERIMENT_PINGPONG=256 / =128: 64 x BN tiles, two groups
+// of one warpgroup taking every other tile of their block; CodegenOptions::pingpong): plain
+// selects (one list; two lists, one of them holding the other pairs; batched) in bf16, f16 and tf32,
+// 1 to 3 blocks (4 to 51 tiles: a group runs one more tile than the other or as many), K over several turns
+// of the ring (bf16: 64 per slice, 4 stages), one partial slice, or one k.
+TEST(GpuTensorQueries, PingpongSelectsAlternateTiles) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<tq::TcQuery> queries = {
+      {"select",
+       "where (i, j) { accum = 0; reduce (k) { accum += P[i, k] * R[k, j]; }\n"
+       "  if (accum > thres) emit Pairs(i, j, accum); }"},
+      {"two_selects",
+       "where (i, j) { accum = 0; reduce (k) { accum += P[i, k] * R[k, j]; }\n"
+       "  if (accum > thres) emit Pairs(i, j, accum);\n"
+       "  if (accum <= thres) emit Rest(j, i); }"},
+      {"batched_select",
+       "batch (b) where (i, j) { accum = 0; reduce (k) { accum += P[b, i, k] * R[b, k, j]; }\n"
+       "  if (accum > thres) emit Pairs(b, i, j, accum); }",
+       false, false, true}};
+  const tq::Sizes sizes[] = {{300, 520, 300}, {1025, 641, 45}, {70, 300, 1}, {130, 700, 64}};
+  int runs = 0;
+  for (const char* bn : {"256", "128"}) {
+    SCOPED_TRACE(std::string("GAMUT_EXPERIMENT_PINGPONG=") + bn);
+    ASSERT_EQ(setenv("GAMUT_EXPERIMENT_PINGPONG", bn, 1), 0);
+    for (const tq::TcMath& m : tq::maths()) {
+      const std::string math = m.name;
+      if (math != "bf16" && math != "f16" && math != "tf32") continue;
+      for (const tq::TcQuery& q : queries) {
+        int64_t seen = 0;
+        for (const tq::Sizes& s : sizes)
+          for (const int blocks : {1, 2, 3}) {
+            const int before = g_pingpong_runs;
+            seen += check(q, m, s, -1, blocks);
+            EXPECT_EQ(g_pingpong_runs - before, 1) << q.name << " " << math << " ran without the groups";
+            ++runs;
+          }
+        EXPECT_GT(seen, 0) << q.name << " " << math << ": every result was empty";
+      }
+    }
+  }
+  unsetenv("GAMUT_EXPERIMENT_PINGPONG");
+  EXPECT_EQ(runs, 2 * 3 * 3 * 4 * 3);
 }
 
 // Resident B (GAMUT_EXPERIMENT_RESIDENT_B=1; bench/NOTES.md, session 17): where the k range

@@ -42,6 +42,13 @@ constexpr size_t kSm90SmemPerBlock = size_t(226) << 10;
 
 // GAMUT_EXPERIMENT_PERSISTENT=0 / =1 (measurements and tests): 0 or 1 where set to either, else -1.
 int persistent_experiment();
+// GAMUT_EXPERIMENT_PINGPONG=256 / =128 (measurements and tests): that BN for ping-pong kernels
+// of plain selects (CodegenOptions::pingpong), else 0.
+int pingpong_experiment();
+// Whether a kernel of `plan` in math m with tile t may take ping-pong consumer groups
+// (CodegenOptions::pingpong): every output a plain list (their operators synchronize per
+// group), no `when`, a 64-row tile, one block per SM, not tf32x3.
+bool pingpong_form(const Plan& plan, InnerMath m, const TileConfig& t);
 
 // Everything the host needs to launch the kernel generate_source(plan, tile, options) renders.
 // Throws Error(ExitCode::Query) for a plan the generator does not support.

@@ -80,6 +80,9 @@ struct KernelContext {
     return accs + "[" + e + " * Shape::THREADS + int(threadIdx.x)]";
   }
   bool epilogue_warpgroups = false;
+  // Ping-pong (set by the tensor mainloop, TcTile::groups): consumer groups running tiles of
+  // their own; the kernel defines GM_TILE_GROUPS before its includes.
+  int tile_groups = 1;
   // Either: the consumers' tile loop runs tiles [tile_lo, tile_hi).
   bool contiguous_tiles() const { return bands || resident_top; }
   size_t out_smem_offset = 0;

@@ -43,9 +43,10 @@ class KernelGenerator {
     X.resident_top_offset = info_.resident_top_offset;
     X.out_smem_offset = info_.out_smem_offset;
     // (The mainloop reads the kernel's form above: resident thresholds give it epilogue warpgroups.)
-    mainloop_ = options.tensor_cores() ? make_tensor_mainloop(X, options.tensor_math, options.tma, options.resident_b,
-                                                              info_.resident_top && options.epilogue_warpgroups)
-                                       : make_simt_mainloop(X, options.packed16);
+    mainloop_ = options.tensor_cores()
+                    ? make_tensor_mainloop(X, options.tensor_math, options.tma, options.resident_b,
+                                           info_.resident_top && options.epilogue_warpgroups, options.pingpong)
+                    : make_simt_mainloop(X, options.packed16);
     X.map = mainloop_->map();
     outputs_ = make_epilogue(X);
   }
@@ -65,6 +66,9 @@ class KernelGenerator {
     for (const auto& part : {mainloop_->headers(), outputs_->headers()})
       for (const std::string& h : part)
         if (std::find(headers.begin(), headers.end(), h) == headers.end()) headers.push_back(h);
+    if (X.tile_groups > 1)
+      c.line("#define GM_TILE_GROUPS " + to_string(X.tile_groups) +
+             "  // ping-pong: the outputs synchronize per consumer group (gamut_math.cuh)");
     for (const std::string& h : headers) c.line("#include \"" + h + "\"");
     c.line("");
     c.line("namespace {");

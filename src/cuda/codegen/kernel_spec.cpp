@@ -143,7 +143,16 @@ KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_b
         wgmma && tc_tile_of(k.tile, math.math).wgmma && (wgmma_needs_tma(math.math) || tma_starts_fit(inst, math));
     k.options.resident_top = k.options.tma && resident;
     // (GAMUT_EXPERIMENT_PERSISTENT=0 still turns it off; a `when` key keeps one tile per block.)
-    if (short_select && k.options.tma && !P.when.present() && persistent_experiment() != 0) k.options.persistent = 1;
+    if (short_select && k.options.tma && !P.when.present() && persistent_experiment() != 0) {
+      k.options.persistent = 1;
+      // GAMUT_EXPERIMENT_PINGPONG=256 / =128 (measurements, tests): two consumer groups over
+      // 64 x 256 / 64 x 128 tiles instead (CodegenOptions::pingpong).
+      const TileConfig pp{64, pingpong_experiment(), k.tile.bk, 2, pingpong_experiment() / 4};
+      if (pp.bn > 0 && pingpong_form(P, math.math, pp)) {
+        k.tile = pp;
+        k.options.pingpong = true;
+      }
+    }
     // Epilogue warpgroups (TcTile::epilogue) where the products are long: the outputs' code then
     // has the launch's 96 registers a thread (ptxas allocates every role the launch's share), and
     // the key pass waits on its loads one by one, which only long products hide: from 1792 bytes
@@ -155,6 +164,12 @@ KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_b
     k.options.resident_b = k.options.tma && !resident && resident_b_fits(inst, k.tile, math);
   }
   return k;
+}
+
+bool pingpong_form(const Plan& P, InnerMath m, const TileConfig& t) {
+  return P.dense.empty() && !P.lists.empty() && !P.when.present() && m != InnerMath::Tf32x3 && t.bm == 64 &&
+         t.blocks <= 1 &&
+         std::all_of(P.lists.begin(), P.lists.end(), [](const ListOutput& l) { return l.mode == ListMode::Plain; });
 }
 
 namespace {
@@ -213,6 +228,7 @@ KernelSpec choose_kernel_spec(const Instance& inst, const KernelTarget& target, 
   if (o.tensor_cores())
     k.label += " " + k.mainloop + " " + math_name(o.tensor_math) + (o.resident_b ? " resident-b" : "") +
                (o.resident_top ? " resident-top" : "") + (o.epilogue_warpgroups ? " epilogue-wg" : "") +
+               (o.pingpong ? " pingpong" : "") +
                (o.persistent == 1   ? " persistent"
                 : o.persistent == 0 ? " one-tile"
                                     : "");

@@ -43,6 +43,10 @@ struct CodegenOptions {
   // TMA-fed wgmma kernels: -1 the form decides (layout.cpp persistent_form), 0 one tile per
   // block, 1 persistent wherever the form allows (a kernel variant's, kernel_variants.h).
   int persistent = -1;
+  // With tma, persistent and a 64-row tile: two consumer groups each running tiles of its own
+  // (ping-pong, TcTile::groups), so that one's products overlap the other's outputs; only where
+  // every output is a plain list (their operators synchronize per group).
+  bool pingpong = false;
 };
 
 // The CUDA C++ generated for a typed plan (no device needed): what NVRTC compiles.
@@ -96,14 +100,15 @@ class TunedTable;  // cuda/codegen/tuned_table.h
 // it). Otherwise the TMA-fed wgmma mainloop of the instance's math with BM x BN tiles
 // (tile.bm, tile.bn), tile.stages slices in the ring and tile.blocks per SM asked of
 // __launch_bounds__; persistent and epilogue warpgroups -1 (as the heuristics decide), 0 (off)
-// or 1 (on, where the form allows).
+// or 1 (on, where the form allows); pingpong: two consumer groups (64-row tiles, plain selects).
 struct KernelVariant {
   bool simt = true;
   TileConfig tile;
   int persistent = -1;
   int epilogue = -1;
+  bool pingpong = false;
   // "simt 128x128x8/8x8", "wgmma 64x128 s3 b2", "wgmma 128x256 s4 b1 one-tile",
-  // "wgmma 128x128 s4 b1 persistent no-epilogue-wg"
+  // "wgmma 128x128 s4 b1 persistent no-epilogue-wg", "wgmma 64x256 s4 b1 pingpong"
   std::string str() const;
 };
 

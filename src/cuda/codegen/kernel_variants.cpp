@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "core/error.h"
 #include "cuda/codegen/codegen.h"
@@ -19,6 +20,7 @@ std::string KernelVariant::str() const {
                   std::to_string(tile.stages) + " b" + std::to_string(tile.blocks);
   if (persistent >= 0) s += persistent ? " persistent" : " one-tile";
   if (epilogue >= 0) s += epilogue ? " epilogue-wg" : " no-epilogue-wg";
+  if (pingpong) s += " pingpong";
   return s;
 }
 
@@ -55,6 +57,8 @@ std::optional<KernelVariant> parse_kernel_variant(const std::string& text, std::
       v.persistent = word == "persistent";
     else if (word == "epilogue-wg" || word == "no-epilogue-wg")
       v.epilogue = word == "epilogue-wg";
+    else if (word == "pingpong")
+      v.pingpong = true;
     else
       return no("unexpected '" + word + "'");
   }
@@ -70,6 +74,7 @@ KernelVariant variant_of(const KernelChoice& k) {
   v.tile = TileConfig{t.bm, t.bn, t.bk, 2, t.bn / 4, t.stages, std::max(1, t.blocks)};
   v.persistent = k.options.persistent;
   v.epilogue = -1;
+  v.pingpong = k.options.pingpong;
   return v;
 }
 
@@ -98,6 +103,10 @@ std::optional<KernelChoice> apply_variant(const Instance& inst, const KernelTarg
     if (m == InnerMath::Tf32x3 && (v.tile.bm != 128 || v.tile.bn != 128)) return no("tf32x3 takes 128 x 128 tiles");
     if (v.tile.stages < 1 || v.tile.blocks < 1 || v.tile.blocks > 2) return no("stages from 1, 1 or 2 blocks");
     if (v.persistent == 1 && v.tile.blocks > 1) return no("persistent kernels run one block per SM");
+    if (v.pingpong && !pingpong_form(P, m, v.tile))
+      return no(
+          "ping-pong takes plain selects (only plain lists), no `when`, 64-row tiles, one block per SM, "
+          "not tf32x3");
     k = heuristic;
     // (The mainloop's defaults, 4 stages and one block, stay unset: the heuristics' own kernel.)
     k.tile = TileConfig{v.tile.bm,
@@ -116,9 +125,11 @@ std::optional<KernelChoice> apply_variant(const Instance& inst, const KernelTarg
     k.options.epilogue_warpgroups =
         k.options.resident_top && (v.epilogue < 0 ? h.epilogue_warpgroups : v.epilogue == 1);
     if (v.epilogue == 1 && !k.options.epilogue_warpgroups) return no("epilogue warpgroups need resident thresholds");
+    k.options.pingpong = v.pingpong;
+    if (v.pingpong) k.options.persistent = 1;
     std::string w;
-    const TcMainloopSpec s =
-        tc_plan_spec(P, k.tile, m, true, false, k.options.epilogue_warpgroups && k.options.resident_top);
+    const TcMainloopSpec s = tc_plan_spec(P, k.tile, m, true, false,
+                                          k.options.epilogue_warpgroups && k.options.resident_top, k.options.pingpong);
     if (!tc_spec_valid(s, &w)) return no(w);
   }
   try {
@@ -194,6 +205,15 @@ std::vector<KernelVariant> kernel_variants(const Instance& inst, const KernelTar
   } else {
     return {};
   }
+  // Ping-pong consumer groups where the outputs allow them (plain selects).
+  if (h.options.tma && pingpong_form(*inst.plan, h.options.tensor_math, TileConfig{64, 128, 0, 2, 32}))
+    for (const auto& [bn, stages] : {std::pair{256, 4}, std::pair{256, 5}, std::pair{128, 4}, std::pair{128, 6}}) {
+      KernelVariant v;
+      v.simt = false;
+      v.tile = TileConfig{64, bn, 0, 2, bn / 4, stages, 1};
+      v.pingpong = true;
+      candidates.push_back(v);
+    }
   std::vector<KernelVariant> out{variant_of(h)};
   std::set<std::string> sources{generate_source(*inst.plan, h.tile, h.options)};
   for (const KernelVariant& v : candidates) {

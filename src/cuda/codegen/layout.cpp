@@ -211,6 +211,7 @@ namespace {
 bool persistent_form(const Plan& plan, const TcMainloopSpec& s, const CodegenOptions& options, bool shared_outputs) {
   if (!s.tile.tma || !s.tile.wgmma || options.grouped_join || plan.when.present() || tc_min_blocks(s) != 1)
     return false;
+  if (s.tile.groups > 1) return true;  // (ping-pong is persistent by its nature)
   if (options.persistent >= 0) return options.persistent == 1;
   if (const int e = persistent_experiment(); e >= 0) return e == 1;
   return shared_outputs || s.tile.panel > 0 || options.resident_top;
@@ -222,6 +223,13 @@ int persistent_experiment() {
   if (e && std::string(e) == "0") return 0;
   if (e && std::string(e) == "1") return 1;
   return -1;
+}
+
+int pingpong_experiment() {
+  const char* e = std::getenv("GAMUT_EXPERIMENT_PINGPONG");
+  if (e && std::string(e) == "256") return 256;
+  if (e && std::string(e) == "128") return 128;
+  return 0;
 }
 
 KernelInfo kernel_info(const Plan& plan, const TileConfig& tile, const CodegenOptions& options) {
@@ -237,7 +245,8 @@ KernelInfo cg::kernel_form(const Plan& plan, const TileConfig& tile, const Codeg
   k.threads = tile.threads();
   if (options.tensor_cores()) {
     // The tensor-core mainloop's stages; the output operators' tables reuse the space after it.
-    const TcMainloopSpec s = tc_plan_spec(plan, tile, options.tensor_math, options.tma, options.resident_b);
+    const TcMainloopSpec s =
+        tc_plan_spec(plan, tile, options.tensor_math, options.tma, options.resident_b, false, options.pingpong);
     k.threads = s.tile.threads();
     k.cluster = s.tile.cluster;
     const cg::SmemPlan outputs = cg::smem_plan(plan, tile);
@@ -281,6 +290,8 @@ KernelInfo cg::kernel_form(const Plan& plan, const TileConfig& tile, const Codeg
         k.smem_bytes = ring + tables + (fits ? ranks : 0);
       }
     }
+    if (s.tile.groups > 1 && !k.persistent)
+      throw Error(ExitCode::Query, "internal error: a ping-pong kernel (" + s.tile.str() + ") that is not persistent");
     return k;
   }
   k.smem_bytes = cg::smem_plan(plan, tile, options.packed16).total();

@@ -43,9 +43,10 @@ class Mainloop {
 std::unique_ptr<Mainloop> make_simt_mainloop(KernelContext& ctx, bool packed16);
 // The tensor-core mainloop of `math` (mainloop_tensor_cores.cpp) for a plan whose choose_math is
 // that math; the kernel tile is tc_kernel_tile(math). `epilogue_warpgroups`: a resident top /
-// bottom kernel's (TcTile::epilogue).
+// bottom kernel's (TcTile::epilogue); `pingpong`: CodegenOptions::pingpong (TcTile::groups).
 std::unique_ptr<Mainloop> make_tensor_mainloop(KernelContext& ctx, InnerMath math, bool tma = false,
-                                               bool resident_b = false, bool epilogue_warpgroups = false);
+                                               bool resident_b = false, bool epilogue_warpgroups = false,
+                                               bool pingpong = false);
 
 // How one k step of the SIMT mainloop updates the accumulators: every (m, n) through the Inner
 // functor, or packed 16-bit tropical steps (packed16.cpp). A strategy of the SIMT mainloop.

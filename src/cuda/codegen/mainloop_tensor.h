@@ -33,7 +33,11 @@ struct TcTile {
   int epilogue = 0;
   // wgmma: blocks per SM asked of __launch_bounds__ (0: one; TileConfig::blocks).
   int blocks = 0;
-  int threads() const { return wgmma ? epilogue + 128 * (bm / 64) + (tma ? 128 : 0) : 32 * warps_m * warps_n; }
+  // TMA: consumer groups (2: ping-pong, one warpgroup each over BM = 64, each running tiles of
+  // its own so that one group's products overlap the other's outputs; gm::tc::WgmmaTmaMainloop's
+  // GROUPS). The output operators see one group (Shape::THREADS).
+  int groups = 1;
+  int threads() const { return wgmma ? epilogue + groups * 128 * (bm / 64) + (tma ? 128 : 0) : 32 * warps_m * warps_n; }
   std::string str() const;  // "128x128x32/2x4/s4", "128x256x64/wgmma/s4", "128x256x64/wgmma-tma/s4"
 };
 
@@ -95,9 +99,9 @@ TcTile tc_tile_of(const TileConfig& t, InnerMath m, bool tma = false);
 // The spec of a plan whose choose_math is `m` (throws an internal error when it is not), with
 // the operand orientations of its row and column accesses. `epilogue_warpgroups` (a resident
 // top / bottom kernel's CodegenOptions::epilogue_warpgroups): the TMA-fed tile gets them
-// (TcTile::epilogue).
+// (TcTile::epilogue). `pingpong` (CodegenOptions::pingpong): two consumer groups (TcTile::groups).
 TcMainloopSpec tc_plan_spec(const Plan& plan, const TileConfig& t, InnerMath m, bool tma = false,
-                            bool resident_b = false, bool epilogue_warpgroups = false);
+                            bool resident_b = false, bool epilogue_warpgroups = false, bool pingpong = false);
 
 // What the generated kernel names (the accumulator-map interface).
 struct TcMainloopNames {

@@ -13,12 +13,13 @@ namespace {
 
 class TensorMainloop final : public Mainloop {
  public:
-  TensorMainloop(KernelContext& ctx, InnerMath math, bool tma, bool resident_b, bool epilogue_warpgroups)
+  TensorMainloop(KernelContext& ctx, InnerMath math, bool tma, bool resident_b, bool epilogue_warpgroups, bool pingpong)
       : X(ctx),
         P(ctx.P),
-        spec_(tc_plan_spec(ctx.P, ctx.T, math, tma, resident_b, epilogue_warpgroups)),
+        spec_(tc_plan_spec(ctx.P, ctx.T, math, tma, resident_b, epilogue_warpgroups, pingpong)),
         choice_(choose_math(ctx.P, f32_math_of(math))) {
     X.epilogue_warpgroups = spec_.tile.epilogue > 0;
+    X.tile_groups = spec_.tile.groups;
   }
 
   // gamut_mainloop.cuh: the tile order and coordinate helpers the kernel's prologue uses.
@@ -69,7 +70,8 @@ class TensorMainloop final : public Mainloop {
 
   void prologue(Code& c) override {
     c.line("int tc_i0 = row_begin + tile_m * Shape::BM, tc_j0 = col_begin + tile_n * Shape::BN;");
-    c.line("TcMap tc_map(int(threadIdx.x));");
+    c.line(X.tile_groups > 1 ? "TcMap tc_map(gm::tile_thread<Shape::THREADS>());  // (its place in its group)"
+                             : "TcMap tc_map(int(threadIdx.x));");
   }
 
   void run(Code& c) override {
@@ -103,12 +105,19 @@ class TensorMainloop final : public Mainloop {
     const std::string loop = X.contiguous_tiles()
                                  ? "for (int tile = tile_lo; tile < tile_hi; ++tile)"
                                  : "for (int tile = int(blockIdx.x); tile < tiles_all; tile += int(gridDim.x))";
+    // Ping-pong: consumer group g runs the block's tiles g, g + 2, ... (the producer all of them).
+    const std::string group_loop =
+        "for (int tile = int(blockIdx.x) + tc_group * int(gridDim.x); tile < tiles_all; tile += " +
+        to_string(X.tile_groups) + " * int(gridDim.x))";
     if (X.bands) {
       c.line("// Persistent tiles, resident B: this block runs tiles [tile_lo, tile_hi) of the grid's band order");
       c.line("// (row tiles fastest), so that consecutive tiles share their column tile, whose B slices stay loaded.");
     } else if (X.resident_top) {
       c.line("// Persistent tiles, resident thresholds: this block runs tiles [tile_lo, tile_hi) of the grid's");
       c.line("// order, in which consecutive tiles share the list's groups (its rows per i, its columns per j).");
+    } else if (X.tile_groups > 1) {
+      c.line("// Persistent tiles, ping-pong: this block runs tiles blockIdx.x, + gridDim.x, ... of the grid's");
+      c.line("// order, its consumer groups taking turns: one group's products run while the other runs its outputs.");
     } else {
       c.line("// Persistent tiles: this block runs tiles blockIdx.x, + gridDim.x, ... of the grid's order.");
     }
@@ -170,8 +179,12 @@ class TensorMainloop final : public Mainloop {
       refresh(c, "tile_e");
       return;
     }
+    if (X.tile_groups > 1) {
+      c.line("const int tc_group = Mainloop::group();  // this consumer group");
+      c.line("if (tc_group > 0) Mainloop::pass_over(slice, red_begin, red_end);  // the first tile's, group 0's");
+    }
     c.line("#pragma unroll 1");
-    c.open(loop);
+    c.open(X.tile_groups > 1 ? group_loop : loop);
     c.line("// The sum of products on the tensor cores: acc over k in [red_begin, red_end) (set by");
     c.line("// consume, whose first k-step does not add: no zeroed accumulators).");
     c.line(n.acc_type + " " + n.acc + "[" + n.acc_count +
@@ -180,6 +193,12 @@ class TensorMainloop final : public Mainloop {
       c.line("const bool new_band = tile == tile_lo || tile % tiles_m == 0;  // (tile_m == 0: a column tile's first)");
       c.line("const bool band_ends = tile + 1 == tile_hi || (tile + 1) % tiles_m == 0;");
       c.line("Mainloop::consume(" + n.acc + ", smem, red_begin, red_end, slice, bands, new_band, band_ends);");
+    } else if (X.tile_groups > 1) {
+      c.line(
+          "Mainloop::wait_turn(tile == int(blockIdx.x));  // the other group's products of the tile before are done");
+      c.line("Mainloop::consume(" + n.acc + ", smem, red_begin, red_end, slice);");
+      c.line("Mainloop::end_turn(tile + int(gridDim.x) >= tiles_all);  // the next tile's products may start");
+      c.line("Mainloop::pass_over(slice, red_begin, red_end);  // the other group's next tile");
     } else {
       c.line("Mainloop::consume(" + n.acc + ", smem, red_begin, red_end, slice);");
     }
@@ -192,7 +211,8 @@ class TensorMainloop final : public Mainloop {
   // registers through it.
   void refresh(Code& c, const std::string& block) {
     c.line("// Coordinates again, rather than held in registers through the mainloop.");
-    c.line("tc_map = TcMap(gm::fresh_tid());");
+    c.line(X.tile_groups > 1 ? "tc_map = TcMap(gm::fresh_tid() % Shape::THREADS);  // (its place in its group)"
+                             : "tc_map = TcMap(gm::fresh_tid());");
     X.coords->refresh(c, block);
     c.line("tc_i0 = row_begin + tile_m * Shape::BM;");
     c.line("tc_j0 = col_begin + tile_n * Shape::BN;");
@@ -299,8 +319,8 @@ class TensorMainloop final : public Mainloop {
 }  // namespace
 
 std::unique_ptr<Mainloop> make_tensor_mainloop(KernelContext& ctx, InnerMath math, bool tma, bool resident_b,
-                                               bool epilogue_warpgroups) {
-  return std::make_unique<TensorMainloop>(ctx, math, tma, resident_b, epilogue_warpgroups);
+                                               bool epilogue_warpgroups, bool pingpong) {
+  return std::make_unique<TensorMainloop>(ctx, math, tma, resident_b, epilogue_warpgroups, pingpong);
 }
 
 }  // namespace gamut::cuda::cg

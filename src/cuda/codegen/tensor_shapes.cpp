@@ -37,7 +37,8 @@ std::string TcTile::str() const {
   return to_string(bm) + "x" + to_string(bn) + "x" + to_string(bk) + "/" +
          (wgmma ? std::string(tma ? "wgmma-tma" : "wgmma") : to_string(warps_m) + "x" + to_string(warps_n)) + "/s" +
          to_string(stages) + (cluster > 1 ? "/c" + to_string(cluster) : "") + (panel > 0 ? "/resident-b" : "") +
-         (epilogue > 0 ? "/epilogue-wg" : "") + (blocks > 1 ? "/b" + to_string(blocks) : "");
+         (epilogue > 0 ? "/epilogue-wg" : "") + (groups > 1 ? "/pingpong" : "") +
+         (blocks > 1 ? "/b" + to_string(blocks) : "");
 }
 
 std::string tc_kernel_attributes(const TcMainloopSpec& s) {
@@ -139,6 +140,9 @@ bool tc_spec_valid(const TcMainloopSpec& s, std::string* why) {
     if (t.epilogue > 0 && (!t.tma || t.cluster > 1 || t.panel > 0 || s.math == InnerMath::Tf32x3 ||
                            t.epilogue != 128 * (t.bm / 64) || t.bn != 128))
       return no("epilogue warpgroups: TMA, one block, no resident B, one pass, one per consumer's, BN 128");
+    if (t.groups != 1 && (t.groups != 2 || !t.tma || t.cluster > 1 || t.panel > 0 || t.epilogue > 0 ||
+                          s.math == InnerMath::Tf32x3 || t.bm != 64 || t.blocks > 1))
+      return no("ping-pong: two groups of one warpgroup (BM 64), TMA, one block, streamed B, one pass");
     return true;
   }
   if (t.warps_m < 1 || t.warps_n < 1 || t.threads() > 1024) return no("1 to 32 warps");
@@ -236,7 +240,7 @@ TcTile tc_tile_of(const TileConfig& t, InnerMath m, bool tma) {
 }
 
 TcMainloopSpec tc_plan_spec(const Plan& plan, const TileConfig& t, InnerMath m, bool tma, bool resident_b,
-                            bool epilogue_warpgroups) {
+                            bool epilogue_warpgroups, bool pingpong) {
   // The f32 setting under which choose_math gives m (the orientations do not depend on it).
   const F32Math f = m == InnerMath::Tf32 ? F32Math::Tf32 : m == InnerMath::Tf32x3 ? F32Math::Tf32x3 : F32Math::Ieee;
   const MathChoice c = choose_math(plan, f);
@@ -259,6 +263,10 @@ TcMainloopSpec tc_plan_spec(const Plan& plan, const TileConfig& t, InnerMath m, 
   // so that the tensor cores do not wait for the outputs.
   if (epilogue_warpgroups && tile.tma && tile.wgmma && tile.cluster == 1 && tile.panel == 0 && m != InnerMath::Tf32x3)
     tile.epilogue = 128 * (tile.bm / 64);
+  // Ping-pong (choose_kernel decides: plain selects; 64-row tiles): two consumer groups.
+  if (pingpong && tile.tma && tile.wgmma && tile.cluster == 1 && tile.panel == 0 && tile.epilogue == 0 &&
+      m != InnerMath::Tf32x3 && tile.bm == 64)
+    tile.groups = 2;
   // tf32 wgmma reads k-major copies of operands that are not (the engine makes them).
   const bool copies = tile.wgmma && wgmma_needs_tma(m);
   return tc_spec(c, a_kc || copies, b_kc || copies, tile);
@@ -269,6 +277,7 @@ std::string tc_mainloop_decls(const TcMainloopSpec& s, const std::string& in) {
   if (!tc_spec_valid(s, &why))
     throw Error(ExitCode::Query, "internal error: tensor-core tile " + s.tile.str() + ": " + why);
   const TcTile& t = s.tile;
+  const bool g = t.groups > 1;
   // (Neutral words: the query's operands may be named X and Y.)
   const std::string orient = std::string("row operand as ") + (s.a_kcontig ? "[i,k]" : "[k,i]") +
                              " x column operand as " + (s.b_kcontig ? "[j,k]" : "[k,j]");
@@ -298,12 +307,13 @@ std::string tc_mainloop_decls(const TcMainloopSpec& s, const std::string& in) {
         : t.wgmma ? "WgmmaMainloop<"
                   : "Mainloop<") +
        math_cpp(s) + ", TcShapeT, " + (s.a_kcontig ? "true" : "false") + ", " + (s.b_kcontig ? "true" : "false") +
-       (t.cluster > 1 || t.panel > 0 || t.epilogue > 0 ? ", " + to_string(t.cluster) : "") +
-       (t.panel > 0 || t.epilogue > 0 ? ", " + to_string(t.panel) : "") +
-       (t.epilogue > 0 ? ", " + to_string(t.epilogue) : "") +
+       (t.cluster > 1 || t.panel > 0 || t.epilogue > 0 || g ? ", " + to_string(t.cluster) : "") +
+       (t.panel > 0 || t.epilogue > 0 || g ? ", " + to_string(t.panel) : "") +
+       (t.epilogue > 0 || g ? ", " + to_string(t.epilogue) : "") + (g ? ", " + to_string(t.groups) : "") +
        "> Mainloop;  // math, shape, row / column operand k-major" +
-       (t.cluster > 1 || t.panel > 0 || t.epilogue > 0 ? ", CLUSTER" : "") +
-       (t.panel > 0 || t.epilogue > 0 ? ", PANEL" : "") + (t.epilogue > 0 ? ", EPILOGUE warpgroups" : "") + "\n";
+       (t.cluster > 1 || t.panel > 0 || t.epilogue > 0 || g ? ", CLUSTER" : "") +
+       (t.panel > 0 || t.epilogue > 0 || g ? ", PANEL" : "") + (t.epilogue > 0 || g ? ", EPILOGUE warpgroups" : "") +
+       (g ? ", GROUPS (ping-pong)" : "") + "\n";
   r += in + "static_assert(Mainloop::SMEM_BYTES == " + to_string(tc_smem_bytes(s)) +
        ", \"shared memory as the host computed it\");\n";
   return r;

@@ -194,18 +194,44 @@ GM_DEV void opaque_bits(unsigned (&bits)[W]) {
 // them, or all but the producer warp of the TMA mainloop (gamut_tc_wgmma_tma.cuh), which has
 // left by then. Output code synchronizes them with barrier 1 and their count, never with
 // __syncthreads (it would wait for the producer).
+//
+// GM_TILE_GROUPS 2 (defined by a ping-pong kernel before its includes; gamut_tc_wgmma_tma.cuh's
+// GROUPS): the block's first 2 THREADS threads are two groups, each running tiles of its own;
+// a group synchronizes with barrier 1 + group, and its operators' static shared memory is
+// indexed by tile_group. With one group both are the plain forms.
+#ifndef GM_TILE_GROUPS
+#define GM_TILE_GROUPS 1
+#endif
+template <int THREADS>
+GM_DEV int tile_group() {
+  return GM_TILE_GROUPS > 1 ? int(threadIdx.x) / THREADS : 0;
+}
+// The thread's index in its group.
+template <int THREADS>
+GM_DEV int tile_thread() {
+  return GM_TILE_GROUPS > 1 ? int(threadIdx.x) % THREADS : int(threadIdx.x);
+}
 template <int THREADS>
 GM_DEV void tile_sync() {
-  asm volatile("bar.sync 1, %0;\n" ::"n"(THREADS) : "memory");
+  if constexpr (GM_TILE_GROUPS > 1)
+    asm volatile("bar.sync %0, %1;\n" ::"r"(1 + tile_group<THREADS>()), "n"(THREADS) : "memory");
+  else
+    asm volatile("bar.sync 1, %0;\n" ::"n"(THREADS) : "memory");
 }
 // tile_sync, returning how many of the threads passed p (as __syncthreads_count).
 template <int THREADS>
 GM_DEV int tile_sync_count(bool p) {
   int n;
-  asm volatile("{\n.reg .pred q;\nsetp.ne.u32 q, %1, 0;\nbar.red.popc.u32 %0, 1, %2, q;\n}\n"
-               : "=r"(n)
-               : "r"(unsigned(p)), "n"(THREADS)
-               : "memory");
+  if constexpr (GM_TILE_GROUPS > 1)
+    asm volatile("{\n.reg .pred q;\nsetp.ne.u32 q, %1, 0;\nbar.red.popc.u32 %0, %2, %3, q;\n}\n"
+                 : "=r"(n)
+                 : "r"(unsigned(p)), "r"(1 + tile_group<THREADS>()), "n"(THREADS)
+                 : "memory");
+  else
+    asm volatile("{\n.reg .pred q;\nsetp.ne.u32 q, %1, 0;\nbar.red.popc.u32 %0, 1, %2, q;\n}\n"
+                 : "=r"(n)
+                 : "r"(unsigned(p)), "n"(THREADS)
+                 : "memory");
   return n;
 }
 

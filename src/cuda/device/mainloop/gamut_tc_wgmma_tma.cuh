@@ -56,6 +56,17 @@
 // shared memory as (Map::kRows * Map::kCols, THREADS): pair e of thread t at e * THREADS + t.
 // full and empty are named barriers 2 and 3 (bar.arrive on one side, bar.sync on the other:
 // release and acquire of the shared copy); barrier 1 stays the epilogue's tile_sync.
+//
+// GROUPS 2 (ping-pong; one warpgroup per group, BM 64): two consumer warpgroups, each running
+// whole tiles of its own, products then outputs: group g takes the block's tiles g, g + 2, ...
+// The producer loads the block's tiles in order, so a group's products wait for the stages the
+// other group's products release: the products of one group run while the other group runs
+// its tile's outputs. A slice is consumed (and released) by one group's warps; a group passes
+// over the other's slices (pass_over). The groups' products take turns in the block's tile order
+// (wait_turn, end_turn: named barriers 3 and 4): an mbarrier's parity tells only two phases
+// apart, so a group that waited on a stage's barrier for a slice two turns of the ring ahead of
+// the other group's would pass on the old phase. The outputs synchronize per group
+// (gm::tile_sync with GM_TILE_GROUPS 2: barrier 1 + group).
 #pragma once
 #ifndef GM_TC_INSTRUCTIONS_PROVIDED
 #include "gamut_tma_ops.cuh"
@@ -85,7 +96,7 @@ struct Bands {
   unsigned count = 0;
 };
 
-template <class Math, class Shape, bool A_KC, bool B_KC, int CLUSTER = 1, int PANEL = 0, int EPI = 0>
+template <class Math, class Shape, bool A_KC, bool B_KC, int CLUSTER = 1, int PANEL = 0, int EPI = 0, int GROUPS = 1>
 struct WgmmaTmaMainloop {
   typedef WgmmaMainloop<Math, Shape, A_KC, B_KC> Products;  // descriptors, tiles, sizes
   typedef typename Math::Acc Acc;
@@ -97,8 +108,11 @@ struct WgmmaTmaMainloop {
   static constexpr int BK = Shape::BK, STAGES = Shape::STAGES, BN = Shape::BN, BM = Shape::BM;
   static constexpr int kAcc = Products::kAcc, KSTEPS = Products::KSTEPS;
   static constexpr int STAGE_BYTES = Products::STAGE_BYTES;
-  static constexpr int THREADS = Shape::THREADS, BLOCK_THREADS = EPI + THREADS + 128;
+  // THREADS: one group's consumers (the output operators' Shape::THREADS); CONSUMERS: all groups'.
+  static constexpr int THREADS = Shape::THREADS, CONSUMERS = GROUPS * THREADS, BLOCK_THREADS = EPI + CONSUMERS + 128;
   static_assert(EPI == 0 || (EPI == THREADS && CLUSTER == 1 && !kSplit), "epilogue warpgroups: one per consumer's");
+  static_assert(GROUPS == 1 || (GROUPS == 2 && THREADS == 128 && EPI == 0 && CLUSTER == 1 && PANEL == 0 && !kSplit),
+                "ping-pong: two groups of one warpgroup, one block, streamed B, one pass");
   // Registers after init(): 65536 in all, the producer warpgroup's 40 and the rest shared by
   // the consumers in steps of 8 (two consumer warpgroups: 232; one already has 256 at launch).
   // With epilogue warpgroups, the launch's share (640 threads: 96 each): the consumers keep it
@@ -107,15 +121,15 @@ struct WgmmaTmaMainloop {
   static constexpr int PRODUCER_REGS = 40;
   static constexpr int LAUNCH_REGS = 65536 / BLOCK_THREADS / 8 * 8 > 256 ? 256 : 65536 / BLOCK_THREADS / 8 * 8;
   static constexpr int CONSUMER_REGS = EPI > 0 ? LAUNCH_REGS
-                                       : (65536 - 128 * PRODUCER_REGS) / THREADS / 8 * 8 > 256
+                                       : (65536 - 128 * PRODUCER_REGS) / CONSUMERS / 8 * 8 > 256
                                            ? 256
-                                           : (65536 - 128 * PRODUCER_REGS) / THREADS / 8 * 8;
+                                           : (65536 - 128 * PRODUCER_REGS) / CONSUMERS / 8 * 8;
   static constexpr int EPILOGUE_REGS =
       EPI > 0 ? (BLOCK_THREADS * LAUNCH_REGS - 128 * PRODUCER_REGS - THREADS * CONSUMER_REGS) / (EPI > 0 ? EPI : 1) /
                     8 * 8
               : 0;
   static_assert(EPI == 0 || (EPILOGUE_REGS >= LAUNCH_REGS && EPILOGUE_REGS <= 256), "the epilogue's registers");
-  static constexpr bool kShiftRegs = THREADS == 256;
+  static constexpr bool kShiftRegs = CONSUMERS == 256;
   static constexpr int CONSUMER_WARPS = THREADS / 32;
   static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of one or two blocks");
   static_assert(CLUSTER == 1 || (B_KC ? BN % 16 == 0 : BN % 128 == 0), "B splits in two whole boxes");
@@ -130,10 +144,26 @@ struct WgmmaTmaMainloop {
   static_assert(PANEL == 0 || (CLUSTER == 1 && !kSplit), "resident B: one block, one pass of products");
   static_assert(ATile::BYTES % 1024 == 0 && BTile::BYTES % 1024 == 0, "tiles on 1024-byte swizzle atoms");
 
-  static GM_DEV bool producer() { return int(threadIdx.x) >= EPI + THREADS; }
-  static GM_DEV bool issuer() { return int(threadIdx.x) == EPI + THREADS; }  // the producer's thread that issues
+  static GM_DEV bool producer() { return int(threadIdx.x) >= EPI + CONSUMERS; }
+  static GM_DEV bool issuer() { return int(threadIdx.x) == EPI + CONSUMERS; }  // the producer's thread that issues
   // EPI > 0: the threads that run the products (else every thread but the producer's).
-  static GM_DEV bool consumer() { return int(threadIdx.x) >= EPI && int(threadIdx.x) < EPI + THREADS; }
+  static GM_DEV bool consumer() { return int(threadIdx.x) >= EPI && int(threadIdx.x) < EPI + CONSUMERS; }
+  // GROUPS 2: the consumer's group (0 or 1), whose tiles are the block's tiles group, + 2, ...
+  static GM_DEV int group() { return GROUPS > 1 ? (int(threadIdx.x) - EPI) / THREADS : 0; }
+  // GROUPS 2: a group's slice count passes over the other group's tile (its k range's slices).
+  static GM_DEV void pass_over(unsigned& slice, int k_begin, int k_end) {
+    slice += unsigned((GROUPS - 1) * slices(k_begin, k_end));
+  }
+  // GROUPS 2, before a group's products of the block's tile t: wait until the other group's of
+  // tile t - 1 are done (not at t = 0, `first`). Group 0 waits on barrier 3, group 1 on 4.
+  static GM_DEV void wait_turn(bool first) {
+    if (GROUPS > 1 && !first) asm volatile("bar.sync %0, %1;\n" ::"r"(3 + group()), "n"(2 * THREADS) : "memory");
+  }
+  // GROUPS 2, after them: the other group may start its products of tile t + 1 (none after the
+  // block's last tile, `last`, so that every arrival has its waiter).
+  static GM_DEV void end_turn(bool last) {
+    if (GROUPS > 1 && !last) asm volatile("bar.arrive %0, %1;\n" ::"r"(4 - group()), "n"(2 * THREADS) : "memory");
+  }
   // tf32x3: the producer's warps 1-3 split the landed slices (see above).
   static constexpr int SPLIT_WARPS = 3;
   static GM_DEV bool splitter() { return kSplit && int(threadIdx.x) >= THREADS + 32; }
@@ -418,7 +448,7 @@ struct WgmmaTmaMainloop {
         ++bands.count;
       }
     }
-    const int wg = (int(threadIdx.x) - EPI) / 128;
+    const int wg = GROUPS > 1 ? 0 : (int(threadIdx.x) - EPI) / 128;  // (ping-pong: each group's tile is its own)
     unsigned prev = 0;
 #pragma unroll 1
     for (int t = 0; t < nk; ++t, ++slice) {

@@ -118,10 +118,15 @@ struct BlockAppend {
   // The same for `mine` rows of this thread, however counted (TileDistinct: its table slots
   // and overflow rows).
   GM_DEV static bool reserve_rows(unsigned mine, u64* counter, u64& first) {
-    __shared__ unsigned warp_first[WARPS];
-    __shared__ unsigned block_rows;
-    __shared__ u64 block_first;
-    const int lane = int(threadIdx.x & 31u), warp = int(threadIdx.x >> 5);
+    // (One set per tile group: a ping-pong kernel's groups append apart, GM_TILE_GROUPS.)
+    __shared__ unsigned warp_first_of[GM_TILE_GROUPS][WARPS];
+    __shared__ unsigned block_rows_of[GM_TILE_GROUPS];
+    __shared__ u64 block_first_of[GM_TILE_GROUPS];
+    const int group = tile_group<Shape::THREADS>();
+    unsigned* const warp_first = warp_first_of[group];
+    unsigned& block_rows = block_rows_of[group];
+    u64& block_first = block_first_of[group];
+    const int lane = int(threadIdx.x & 31u), warp = tile_thread<Shape::THREADS>() >> 5;
     unsigned incl = mine;   // inclusive sum over the warp's lanes
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
