@@ -80,6 +80,8 @@ gtest_check() {
   [ "$noskip" -gt 0 ] && why+=("$noskip skipped for want of a GPU")
   echo "$name: $passed passed, $failed failed, $skipped skipped, $ran ran of $expected expected"
   grep -h '^\[  FAILED  \] [A-Za-z].* ([0-9]* ms)$' "$@" | sed 's/ (.*//' | sort -u | head -30
+  # The first failures' own lines on stdout too: a call's logs may not all come back (file count).
+  [ "$failed" -gt 0 ] && grep -h -A6 -E ': Failure$' "$@" | head -${FAILURE_LINES:-60}
   if [ ${#why[@]} -gt 0 ] && [ "$rc" -eq 0 ]; then rc=1; fi
   gate "$name" "$rc" "$(IFS=';'; echo "${why[*]}" | sed 's/;/; /g')"
 }

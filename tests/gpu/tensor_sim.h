@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <mutex>
 #include <stdexcept>
 #include <cstring>
@@ -54,9 +55,10 @@ struct Block {
   int consumers;
   std::vector<std::unique_ptr<Warp>> warps;
   std::vector<unsigned char> smem;
-  std::mutex mu;                  // the mbarriers
+  std::mutex mu;                  // the mbarriers and named barriers
   std::condition_variable changed;
   std::map<unsigned, Mbar> mbars;
+  std::map<unsigned, std::pair<unsigned, unsigned>> named;  // id -> (threads arrived, generation)
 };
 
 // A TMA tensor map as the emulation reads it: 3-d, dims[0] contiguous, byte strides of dims 1
@@ -494,6 +496,26 @@ inline bool mbar_try_wait(unsigned bar, unsigned parity) {
 inline void mbar_wait(unsigned bar, unsigned parity) {
   std::unique_lock<std::mutex> l(sim::block->mu);
   sim::block->changed.wait(l, [&] { return (mbar_at(bar).phase & 1u) != parity; });
+}
+// Named barriers (bar.sync / bar.arrive): a generation completes after `count` threads.
+inline unsigned named_bar_count_in(unsigned id, unsigned count) {
+  auto& [arrived, generation] = sim::block->named[id];
+  const unsigned g = generation;
+  if (++arrived == count) {
+    arrived = 0;
+    ++generation;
+    sim::block->changed.notify_all();
+  }
+  return g;
+}
+inline void named_bar_arrive(unsigned id, unsigned count) {
+  std::lock_guard<std::mutex> l(sim::block->mu);
+  named_bar_count_in(id, count);
+}
+inline void named_bar_sync(unsigned id, unsigned count) {
+  std::unique_lock<std::mutex> l(sim::block->mu);
+  const unsigned g = named_bar_count_in(id, count);
+  sim::block->changed.wait(l, [&] { return sim::block->named[id].second != g; });
 }
 inline void tma_load_3d(unsigned dst, const void* map, int c0, int c1, int c2, unsigned bar) {
   const sim::TensorMap& t = *static_cast<const sim::TensorMap*>(map);

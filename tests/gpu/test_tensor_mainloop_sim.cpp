@@ -186,6 +186,65 @@ Outcome run_sim_persistent(const Problem& p, DType ta, DType tb, bool exact, dou
   return compare(p, reference(p), raw, poison, false, exact, tol);
 }
 
+// Ping-pong consumer groups (GROUPS 2): `blocks` blocks each run tiles blk, + blocks, ...;
+// the producer loads all of them in order, group g consumes every other one (g, g + 2, ...),
+// the groups' products taking turns (wait_turn / end_turn). The emulated mbarriers keep phase
+// parity as the hardware does, so a group that waited two phases ahead would read a stale stage.
+template <class Math, class Shape, bool A_KC, bool B_KC>
+Outcome run_sim_pingpong(const Problem& p, DType ta, DType tb, bool exact, double tol, int blocks) {
+  typedef gm::tc::WgmmaTmaMainloop<Math, Shape, A_KC, B_KC, 1, 0, 0, 2> ML;
+  static_assert(Shape::BM == 64 && ML::BLOCK_THREADS == 384, "two groups of one warpgroup and the producer");
+  const SimOperands ops(p, ta, tb, A_KC, B_KC, true);
+  const uint32_t poison = 0xffffffffu;
+  std::vector<uint32_t> raw(size_t(p.batch) * size_t(p.rows) * size_t(p.cols) + 64, poison);
+  const int tiles_m = (p.rows - p.row_begin + Shape::BM - 1) / Shape::BM;
+  const int tiles_n = (p.cols - p.col_begin + Shape::BN - 1) / Shape::BN;
+  const int tiles_all = p.batch * tiles_m * tiles_n;
+  const bool tf32 = Math::kK == 8 && Math::kPasses == 1;
+  const sim::TensorMap ma = tensor_map(ops.la, ops.da.p, ta, p.batch, p.rows, p.red, A_KC, Shape::BM, tf32),
+                       mb = tensor_map(ops.lb, ops.db.p, tb, p.batch, p.cols, p.red, B_KC, Shape::BN, tf32);
+  auto corner = [&](int tile, int& bz, int& i0, int& j0) {
+    bz = tile / (tiles_m * tiles_n);
+    const int in = tile % (tiles_m * tiles_n);
+    i0 = p.row_begin + in / tiles_n * Shape::BM;
+    j0 = p.col_begin + in % tiles_n * Shape::BN;
+  };
+  for (int blk = 0; blk < blocks; ++blk)
+    sim::run_block(
+        ML::BLOCK_THREADS, ML::SMEM_BYTES,
+        [&] {
+          void* smem = sim::block->smem.data();
+          ML::init(smem);
+          unsigned slice = 0;
+          int bz, i0, j0;
+          if (ML::producer()) {
+            if (ML::feeds())
+              for (int tile = blk; tile < tiles_all; tile += blocks) {
+                corner(tile, bz, i0, j0);
+                ML::produce(smem, gm::tc::TmaOperand{&ma, i0, bz}, gm::tc::TmaOperand{&mb, j0, bz}, p.red_begin,
+                            p.red, slice);
+              }
+            return;
+          }
+          const int g = ML::group();
+          if (g > 0) ML::pass_over(slice, p.red_begin, p.red);
+          for (int tile = blk + g * blocks; tile < tiles_all; tile += 2 * blocks) {
+            typename ML::Acc acc[ML::kAcc];
+            for (auto& v : acc) v = -7.0f;  // consume sets them: stale values must not show
+            ML::wait_turn(tile == blk);
+            ML::consume(acc, smem, p.red_begin, p.red, slice);
+            ML::end_turn(tile + blocks >= tiles_all);
+            ML::pass_over(slice, p.red_begin, p.red);
+            corner(tile, bz, i0, j0);
+            // (The mainloop's map places a thread by its warpgroup, 64 rows apart; a group's tile
+            // is its own 64 rows: the generated kernel's map takes the thread's place in its group.)
+            store_tile<typename ML::Map>(raw, p, bz, i0 - 64 * g, j0, acc);
+          }
+        },
+        2 * Shape::THREADS);
+  return compare(p, reference(p), raw, poison, false, exact, tol);
+}
+
 struct SimShape {
   int rows, cols, red, batch, row_begin, col_begin, red_begin;
   bool small, aligned;
@@ -387,6 +446,34 @@ TEST(TensorMainloopSim, WgmmaTmaPersistentRing) {
     EXPECT_EQ(o.stray, 0);
     EXPECT_GT(o.nonzero, 0);
   }
+}
+
+// Ping-pong groups: 1, 2 and 3 blocks over 3 x 3 tiles x 2 batch instances (a group runs one
+// more tile than the other, or as many), bf16 with 5 slices a tile and tf32 with 7 through 3
+// stages (a group's next tile starts two ring turns later: the turns keep the phases apart),
+// and one slice a tile (K = 45). Without wait_turn / end_turn it never ends (checked: the groups
+// deadlock on the ring once one has passed on an old phase; ctest's timeout fails it).
+TEST(TensorMainloopSim, WgmmaTmaPingpongGroups) {
+  typedef gm::tc::WgShape<64, 128, 3> One;
+  for (int red : {300, 45})
+    for (int blocks : {1, 2, 3}) {
+      SCOPED_TRACE("K " + std::to_string(red) + ", blocks " + std::to_string(blocks));
+      const Problem p = make_problem(DType::BF16, DType::BF16, 150, 270, red, 2, true, 71u + unsigned(red), 3, 5, 8);
+      for (const Outcome& o :
+           {run_sim_pingpong<gm::tc::MathBF16, One, true, false>(p, DType::BF16, DType::BF16, true, 0, blocks),
+            run_sim_pingpong<gm::tc::MathBF16, One, false, true>(p, DType::BF16, DType::BF16, true, 0, blocks)}) {
+        EXPECT_EQ(o.wrong, 0) << o.first;
+        EXPECT_EQ(o.unwritten, 0);
+        EXPECT_EQ(o.stray, 0);
+        EXPECT_GT(o.nonzero, 0);
+      }
+    }
+  typedef gm::tc::WgShape<64, 128, 3, 4> OneF32;
+  const Problem f = make_problem(DType::F32, DType::F32, 150, 140, 232, 1, false, 73, 3, 5, 8);
+  const Outcome o = run_sim_pingpong<gm::tc::MathTf32, OneF32, true, true>(f, DType::F32, DType::F32, false, 1.1e-3, 1);
+  EXPECT_EQ(o.wrong, 0) << o.first;
+  EXPECT_EQ(o.unwritten, 0);
+  EXPECT_GT(o.nonzero, 0);
 }
 
 // Resident B: 3 blocks over 3 x 3 tiles (and 2 batch instances), so that runs start and end

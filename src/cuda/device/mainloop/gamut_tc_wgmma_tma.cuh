@@ -157,12 +157,12 @@ struct WgmmaTmaMainloop {
   // GROUPS 2, before a group's products of the block's tile t: wait until the other group's of
   // tile t - 1 are done (not at t = 0, `first`). Group 0 waits on barrier 3, group 1 on 4.
   static GM_DEV void wait_turn(bool first) {
-    if (GROUPS > 1 && !first) asm volatile("bar.sync %0, %1;\n" ::"r"(3 + group()), "n"(2 * THREADS) : "memory");
+    if (GROUPS > 1 && !first) named_bar_sync(unsigned(3 + group()), unsigned(2 * THREADS));
   }
   // GROUPS 2, after them: the other group may start its products of tile t + 1 (none after the
   // block's last tile, `last`, so that every arrival has its waiter).
   static GM_DEV void end_turn(bool last) {
-    if (GROUPS > 1 && !last) asm volatile("bar.arrive %0, %1;\n" ::"r"(4 - group()), "n"(2 * THREADS) : "memory");
+    if (GROUPS > 1 && !last) named_bar_arrive(unsigned(4 - group()), unsigned(2 * THREADS));
   }
   // tf32x3: the producer's warps 1-3 split the landed slices (see above).
   static constexpr int SPLIT_WARPS = 3;

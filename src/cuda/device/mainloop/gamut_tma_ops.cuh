@@ -35,6 +35,15 @@ GM_DEV void mbar_wait(unsigned bar, unsigned parity) {
   }
 }
 
+// A named barrier of `count` threads (a multiple of 32): wait for them all (sync), or count this
+// warp in without waiting (arrive; its partners sync).
+GM_DEV void named_bar_sync(unsigned id, unsigned count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+GM_DEV void named_bar_arrive(unsigned id, unsigned count) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
 // Hands registers back (dec) or takes them (inc) for the calling warpgroup: every thread of it
 // runs the same one (sync.aligned). The launch gave each thread the same share; the producer
 // warpgroup needs few, the consumers' accumulators many.
