@@ -21,7 +21,9 @@ then a summary with the counts. Exit 1 when anything mismatched or failed.
 
 The GPU side: the command line (30% of the cases with a forced tile), or with --python-share the
 Python package on device tensors (tests/fuzz/python_side.py), or with --gpu-parts the multi-device
-runner (--gpus); with several GPUs each worker's single-GPU runs go to its own GPU.
+runner (--gpus); with several GPUs each worker's single-GPU runs go to its own GPU. --gpu-env-share
+of the cases set one of --gpu-env's code-generator experiments (default: the ping-pong selects) for
+the GPU side and the NVRTC check.
 
 usage: differential.py --gamut build/gamut [--count N] [--seed S] [--backend-pair cpu,gpu]
                        [--jobs J] [--device-sizes] [--keep DIR] [--nvrtc TOOL [--min-kernels K]]
@@ -115,6 +117,10 @@ def _run_case(seed):
     devices = None
     if not via_python and route.random() < o.gpu_parts:
         devices = route.choice(["2", "all", "0,1,0"] if o.ngpus > 1 else ["0,0"])
+    # Some cases run the GPU side (and the NVRTC check) under a code-generator experiment's
+    # variable (--gpu-env): kernels the choice does not make by default, on fresh queries.
+    exp = random.Random(seed * 104729 + 5)
+    gpu_env = exp.choice(o.gpu_env) if o.gpu_env and exp.random() < o.gpu_env_share else None
     d = tempfile.mkdtemp(prefix=f"gamut_fuzz_{seed}_", dir=o.tmp)
     mism, errs, kernels = [], [], 0
     parts = {}   # seconds by part of the case (where a case's time goes)
@@ -160,12 +166,17 @@ def _run_case(seed):
             env = None
             if be == "gpu" and WORKER_GPU is not None and not devices:
                 env = dict(os.environ, CUDA_VISIBLE_DEVICES=WORKER_GPU)
+            if be == "gpu" and gpu_env:
+                env = dict(env or os.environ, **dict([gpu_env.split("=", 1)]))
+                extra_label = f" {gpu_env}"
+            else:
+                extra_label = ""
             res, err = run_gamut(o.gamut, d, desc, be, out_dir, threads=threads, extra=extra, timeout=o.timeout,
                                  env=env)
             if err:
                 errs.append(err)
             outs.append(res)
-            labels.append(be + "".join(f" {x}" for x in extra))
+            labels.append(be + "".join(f" {x}" for x in extra) + extra_label)
             parts[part] = parts.get(part, 0) + time.time() - ts
         if outs[0] is not None and outs[1] is not None:
             rtol = None
@@ -186,7 +197,8 @@ def _run_case(seed):
             ts = time.time()
             args = [o.nvrtc] + (["--tile", tile] if tile else []) + [q] + binding_args(d, desc)
             try:
-                p = subprocess.run(args, capture_output=True, text=True, timeout=2 * o.timeout)
+                p = subprocess.run(args, capture_output=True, text=True, timeout=2 * o.timeout,
+                                   env=dict(os.environ, **dict([gpu_env.split("=", 1)])) if gpu_env else None)
             except subprocess.TimeoutExpired:
                 p = subprocess.CompletedProcess(args, 1, f"FAIL timed out after {2 * o.timeout} s", "")
             if p.returncode == 77:
@@ -206,11 +218,13 @@ def _run_case(seed):
             with open(os.path.join(keep, "run.sh"), "w") as f:
                 for be in (a_name, b_name):
                     if be != "numpy":
-                        f.write(shlex.join(gamut_args(o.gamut, keep, desc, be, os.path.join(keep, "out_" + be))) + "\n")
+                        f.write((gpu_env + " " if be == "gpu" and gpu_env else "") +
+                                shlex.join(gamut_args(o.gamut, keep, desc, be, os.path.join(keep, "out_" + be))) + "\n")
     finally:
         shutil.rmtree(d, ignore_errors=True)
     tags = case.tags + ([f"f32math-{f32_math}"] if f32_math != "ieee" else []) + (["python"] if via_python else []) \
-        + (["gpus"] if devices else []) + (["tile"] if tile and "gpu" in o.pair else [])
+        + (["gpus"] if devices else []) + (["tile"] if tile and "gpu" in o.pair else []) \
+        + ([gpu_env] if gpu_env and ("gpu" in o.pair or o.nvrtc) else [])
     parts["total"] = time.time() - t0
     return seed, qhash, tags, mism, errs, kernels, parts
 
@@ -285,6 +299,11 @@ def main():
     ap.add_argument("--gpu-parts", type=float, default=0.0,
                     help="share of the cases whose GPU side runs over several GPUs (--gpus 2, all or 0,1,0; "
                          "0,0 with one GPU)")
+    ap.add_argument("--gpu-env", default="GAMUT_EXPERIMENT_PINGPONG=256,GAMUT_EXPERIMENT_PINGPONG=128",
+                    help="code-generator experiments (VAR=VALUE, comma-separated) that --gpu-env-share of the "
+                         "cases set for the GPU side and the NVRTC check ('' for none)")
+    ap.add_argument("--gpu-env-share", type=float, default=0.15,
+                    help="share of the cases run under one of --gpu-env")
     ap.add_argument("--no-cli-checks", action="store_true",
                     help="skip `check` and `explain --source` per case (CI's fuzz runs them)")
     ap.add_argument("--known-defects", action="store_true",
@@ -292,6 +311,7 @@ def main():
     o = ap.parse_args()
     o.pair = tuple(o.backend_pair.split(","))
     o.gpu_args = shlex.split(o.gpu_args)
+    o.gpu_env = [e.strip() for e in o.gpu_env.split(",") if "=" in e]
     o.fixed_f32_math = None
     for k, a in enumerate(o.gpu_args):   # --f32-math given for every case
         if a == "--f32-math" and k + 1 < len(o.gpu_args):
