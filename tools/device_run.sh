@@ -435,6 +435,18 @@ print('\\n'.join(r['lines'])); print('stopped:', r['stopped'], 'table:', r['tabl
       gate "step $step" 2 "no such step" ;;
   esac
 done
+# At most 8 files come back from a call (the device tool's limits): every log goes into one
+# archive, logs.tar.gz, and only the summaries named in KEEP_FILES stay beside it as files.
+if [ "$(find "$OUT" -mindepth 1 -maxdepth 1 | wc -l)" -gt 8 ]; then
+  keep="${KEEP_FILES:-device.txt fuzz.txt ktimes.txt py_overhead.txt tensor_queries.txt pytune.txt dask_scale.txt}"
+  if (cd "$OUT" && tar czf /tmp/device-logs.tar.gz --exclude='.*' -- *); then
+    for f in "$OUT"/* "$OUT"/.[!.]*; do
+      [ -e "$f" ] || continue
+      [[ " $keep " == *" $(basename "$f") "* ]] || rm -rf "$f"
+    done
+    mv /tmp/device-logs.tar.gz "$OUT/logs.tar.gz"
+  fi
+fi
 echo "== device_run.sh ($steps): ${#FAILED[@]} check(s) failed"
 for f in "${FAILED[@]}"; do echo "  FAILED $f"; done
 [ ${#FAILED[@]} -eq 0 ]
