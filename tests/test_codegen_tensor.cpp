@@ -354,6 +354,42 @@ TEST(CodegenTensor, PingpongGroupsForPlainSelects) {
 #endif
 }
 
+// Where the query's last run kept few pairs (KernelRequest::few_kept, from the engine's memo), a
+// plain select over short k in bf16 / f16 takes ping-pong groups over 64 x 256; tf32, longer k,
+// other outputs and GAMUT_EXPERIMENT_PINGPONG=0 keep the one-group kernel; explain's choice (no
+// history) the same. choose_kernel_spec passes the request's flag on.
+TEST(CodegenTensor, FewKeptPairsTakePingpongGroups) {
+  auto chosen = [](const Prepared& p, F32Math f, bool few) {
+    return choose_kernel(p.instance, testnvrtc::kH100Sms, testnvrtc::kH100Smem, std::nullopt, false, f,
+                         TensorIsa::Wgmma, false, few);
+  };
+  for (const DType t : {DType::BF16, DType::F16}) {
+    auto p = prepared(query("select"), t, {300, 520, 200});
+    EXPECT_FALSE(chosen(*p, F32Math::Ieee, false).options.pingpong);
+    const KernelChoice k = chosen(*p, F32Math::Ieee, true);
+    EXPECT_TRUE(k.options.pingpong);
+    EXPECT_EQ(k.tile.bm, 64);
+    EXPECT_EQ(k.tile.bn, 256);
+    KernelRequest r;
+    r.few_kept = true;
+    const KernelSpec spec = choose_kernel_spec(p->instance, KernelTarget{}, r);
+    EXPECT_NE(spec.label.find("pingpong"), std::string::npos) << spec.label;
+    EXPECT_EQ(spec.choice, "heuristic");
+    ASSERT_EQ(setenv("GAMUT_EXPERIMENT_PINGPONG", "0", 1), 0);
+    EXPECT_FALSE(chosen(*p, F32Math::Ieee, true).options.pingpong);
+    unsetenv("GAMUT_EXPERIMENT_PINGPONG");
+    // Longer k (bf16 K = 1024: 2 KiB a row) keeps 128 x 256.
+    auto long_k = prepared(query("select"), t, {300, 520, 1024});
+    EXPECT_FALSE(chosen(*long_k, F32Math::Ieee, true).options.pingpong);
+  }
+  auto f32 = prepared(query("select"), DType::F32, {300, 520, 200});
+  EXPECT_FALSE(chosen(*f32, F32Math::Tf32, true).options.pingpong);
+  for (const char* other : {"project", "aggregate", "top", "distinct", "when_filter"}) {
+    auto p = prepared(query(other), DType::BF16);
+    EXPECT_FALSE(chosen(*p, F32Math::Ieee, true).options.pingpong) << other;
+  }
+}
+
 // A global top / bottom list over K <= 256 takes 128 x 128 tiles where the grid would fill the
 // SMs with 128 x 256 (session 17); longer reductions and other outputs keep 128 x 256.
 TEST(CodegenTensor, GlobalRankedListsTakeSquareTilesOnShortReductions) {

@@ -106,12 +106,14 @@ TunedDevice current_tuned_device();
 // tables' value boxes of the run (seen_boxes; none without options.seen_tables) and
 // options.arch, where set, replaces the target's. `explain --source` calls it too, so what it
 // shows is what runs. No device needed.
+// `few_kept`: the last run of the same query kept few of its pairs (KernelRequest::few_kept; the
+// engine's kernel memo knows it).
 inline KernelSpec gpu_kernel_spec(const Instance& inst, const GpuRunOptions& options, KernelTarget target,
-                                  const std::vector<std::optional<SeenBox>>& boxes) {
+                                  const std::vector<std::optional<SeenBox>>& boxes, bool few_kept = false) {
   if (!options.arch.empty()) target.arch = options.arch;
-  const KernelRequest request{options.tile,     options.masked_joins,
-                              options.f32_math, every_distinct_seen(*inst.plan, boxes),
-                              options.variant,  options.use_tuned};
+  const KernelRequest request{
+      options.tile,    options.masked_joins, options.f32_math, every_distinct_seen(*inst.plan, boxes),
+      options.variant, options.use_tuned,    few_kept};
   return choose_kernel_spec(inst, target, request);
 }
 

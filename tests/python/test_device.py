@@ -182,6 +182,31 @@ def test_bf16(torch, queries):
     assert stats["mainloop"] in ("wgmma+tma", "wgmma", "mma.sync"), stats
 
 
+def test_selective_select_takes_pingpong_groups_after_a_selective_run(torch):
+    # A plain select in bf16 whose run kept at most 0.5 % of its pairs: the next run of the same
+    # query takes ping-pong consumer groups (a 64 x 256 kernel, "pingpong" in its tile), and a run
+    # that kept many pairs turns them off again for the one after. Every run equals torch's pairs.
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("ping-pong groups run on the TMA-fed wgmma mainloop (sm_90)")
+    g = torch.Generator(device="cuda").manual_seed(21)
+    P = torch.randint(-4, 5, (1000, 256), device="cuda", generator=g).to(torch.bfloat16)
+    R = torch.randint(-4, 5, (256, 900), device="cuda", generator=g).to(torch.bfloat16)
+    prod = P.float() @ R.float()
+    q = gamut.compile("where (i, j) { a = 0; reduce (k) { a += P[i, k] * R[k, j]; } "
+                      "if (a > t) emit Pairs(i, j, a); }")
+    few, many = float(torch.quantile(prod.flatten()[::7], 0.999)), 0.0
+    tiles = []
+    for t in (few, few, many, many):
+        out, stats = q.run({"P": P, "R": R, "t": t})
+        tiles.append(stats["tile"])
+        hit = prod > t
+        want = sorted(zip(*[x.tolist() for x in hit.nonzero(as_tuple=True)]))
+        i, j, a = (to_numpy(out["Pairs"][c]) for c in ("i", "j", "a"))
+        assert sorted(zip(i.tolist(), j.tolist())) == want and len(want) > 0
+        assert np.array_equal(a, prod.cpu().numpy()[i, j])
+    assert ["pingpong" in x for x in tiles] == [False, True, True, False], tiles
+
+
 def test_distinct_areas_on_a_seen_table(torch):
     # Columns looked up from device vectors with a small box of values: the list comes from a
     # seen table (nothing appended), equal to the set of pairs computed with torch.

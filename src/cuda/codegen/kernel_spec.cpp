@@ -83,7 +83,7 @@ int64_t input_pitch(int64_t cols, DType t) {
 
 KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_block,
                            const std::optional<TileConfig>& forced, bool masked_joins, F32Math f32_math, TensorIsa isa,
-                           bool every_distinct_seen) {
+                           bool every_distinct_seen, bool few_kept) {
   const Plan& P = *inst.plan;
   const int64_t rows = inst.row.size(), cols = inst.col.size(), batch = inst.batch;
   KernelChoice k;
@@ -145,9 +145,14 @@ KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_b
     // (GAMUT_EXPERIMENT_PERSISTENT=0 still turns it off; a `when` key keeps one tile per block.)
     if (short_select && k.options.tma && !P.when.present() && persistent_experiment() != 0) {
       k.options.persistent = 1;
-      // GAMUT_EXPERIMENT_PINGPONG=256 / =128 (measurements, tests): two consumer groups over
-      // 64 x 256 / 64 x 128 tiles instead (CodegenOptions::pingpong).
-      const TileConfig pp{64, pingpong_experiment(), k.tile.bk, 2, pingpong_experiment() / 4};
+      // Where the query's last run kept few pairs, 16-bit maths take two consumer groups over
+      // 64 x 256 tiles (CodegenOptions::pingpong: their compare pass hides under the other
+      // group's products; where many pairs are kept their pass 2 is slower, and tf32 gained little).
+      // GAMUT_EXPERIMENT_PINGPONG=256 / =128 / =0 (measurements, tests): always 64 x 256 / 64 x 128 / never.
+      const int experiment = pingpong_experiment();
+      const bool sixteen = math.math == InnerMath::BF16 || math.math == InnerMath::F16;
+      const int bn = experiment >= 0 ? experiment : few_kept && sixteen ? 256 : 0;
+      const TileConfig pp{64, bn, k.tile.bk, 2, bn / 4};
       if (pp.bn > 0 && pingpong_form(P, math.math, pp)) {
         k.tile = pp;
         k.options.pingpong = true;
@@ -196,7 +201,7 @@ KernelSpec choose_kernel_spec(const Instance& inst, const KernelTarget& target, 
   KernelSpec k;
   const KernelChoice heuristic =
       choose_kernel(inst, target.sm_count, target.smem_per_block, request.tile, request.masked_joins, request.f32_math,
-                    target.isa, request.every_distinct_seen);
+                    target.isa, request.every_distinct_seen, request.few_kept);
   static_cast<KernelChoice&>(k) = heuristic;
   k.family = kernel_family(inst, heuristic);
   if (request.variant) {

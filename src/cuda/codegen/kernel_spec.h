@@ -91,7 +91,7 @@ struct KernelChoice {
 KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_block,
                            const std::optional<TileConfig>& tile = std::nullopt, bool masked_joins = false,
                            F32Math f32_math = F32Math::Ieee, TensorIsa isa = TensorIsa::Wgmma,
-                           bool every_distinct_seen = false);
+                           bool every_distinct_seen = false, bool few_kept = false);
 
 class TunedTable;  // cuda/codegen/tuned_table.h
 
@@ -135,7 +135,14 @@ struct KernelRequest {
   // Forced (benchmarks, `gamut tune`): a variant of kernel_variants(); not with `tile`.
   std::optional<KernelVariant> variant;
   bool use_tuned = true;  // false: the heuristics' choice even where target.tuned has an entry
+  // The last run of this query kept at most kFewKept of its pairs in its lists (the engine's
+  // kernel memo): a plain select over short k in 16-bit math then takes ping-pong groups.
+  bool few_kept = false;
 };
+// The kept share of pairs below which a plain select counts as selective (KernelRequest::few_kept):
+// ping-pong groups were 20 % faster at 0.01 % kept and 2 % at 1 %, 24 % slower at 10 % (bench/NOTES.md,
+// session 32).
+constexpr double kFewKept = 0.005;
 
 // The kernel a run compiles and launches, and the names it goes by.
 struct KernelSpec : KernelChoice {

@@ -192,7 +192,7 @@ std::vector<KernelVariant> kernel_variants(const Instance& inst, const KernelTar
                                            const KernelRequest& request) {
   if (request.tile) return {};
   const KernelChoice h = choose_kernel(inst, target.sm_count, target.smem_per_block, std::nullopt, request.masked_joins,
-                                       request.f32_math, target.isa, request.every_distinct_seen);
+                                       request.f32_math, target.isa, request.every_distinct_seen, request.few_kept);
   std::vector<KernelVariant> candidates;
   if (!h.options.tensor_cores()) {
     for (const TileConfig& t : kSimtTiles) {

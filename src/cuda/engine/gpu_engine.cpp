@@ -4,6 +4,7 @@
 #include "cuda/gpu_engine.h"
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cmath>
 #include <map>
@@ -108,6 +109,9 @@ struct KernelMemo {
   // The kernel choices of the last runs, by what the choice read (choice_key), newest last.
   std::vector<std::pair<std::string, std::shared_ptr<const KernelSpec>>> specs;
   static constexpr size_t kSpecs = 16;
+  // The last run kept at most kFewKept of its pairs in its lists (the next choice reads it:
+  // KernelRequest::few_kept).
+  std::atomic<bool> few_kept{false};
   std::unique_ptr<DeviceLists> take(const std::string& variant) {
     std::unique_ptr<DeviceLists> l;
     if (auto it = idle_lists.find(variant); it != idle_lists.end()) {
@@ -215,9 +219,11 @@ void GpuRun::choose() {
   for (size_t o = 0; o < inst_.inputs.size(); ++o) all_on_device = all_on_device && inst_.on_device(o);
   const bool remembered =
       memo_ && all_on_device && std::none_of(boxes_.begin(), boxes_.end(), [](const auto& b) { return b.has_value(); });
+  const bool few = memo_ && memo_->few_kept.load(std::memory_order_relaxed);
   std::string key;
   if (remembered) {
     key = choice_key(inst_, options_, current_device());
+    key += few ? "|few kept" : "";
     std::lock_guard<std::mutex> lock(memo_->mu);
     for (const auto& [k, spec] : memo_->specs)
       if (k == key) {
@@ -225,7 +231,7 @@ void GpuRun::choose() {
         return;
       }
   }
-  spec_ = std::make_shared<const KernelSpec>(gpu_kernel_spec(inst_, options_, current_kernel_target(), boxes_));
+  spec_ = std::make_shared<const KernelSpec>(gpu_kernel_spec(inst_, options_, current_kernel_target(), boxes_, few));
   std::string why;
   if (!spec_->options.tensor_cores() && !tile_valid(spec_->tile, &why))
     throw_usage_error("--tile " + spec_->tile.str() + ": " + why);
@@ -386,6 +392,14 @@ void GpuRun::launch_until_fits() {
     if (!grew) break;
   }
   const DeviceLists& lists = *lists_;
+  // The share of pairs this run kept in its lists, for the next run's kernel choice.
+  if (memo_ && blocks_ > 0 && !P_.lists.empty()) {
+    int64_t kept = 0;
+    for (size_t l = 0; l < P_.lists.size(); ++l) kept = std::max(kept, int64_t(lists.count(l)));
+    const double pairs =
+        double(inst_.row.size()) * double(inst_.col.size()) * double(std::max<int64_t>(inst_.batch, 1));
+    memo_->few_kept.store(pairs > 0 && double(kept) <= kFewKept * pairs, std::memory_order_relaxed);
+  }
   if (options_.progress) options_.progress(2, steps_);
   if (!stats_) return;
   stats_->kernel_ms = ms;
