@@ -354,11 +354,12 @@ TEST(CodegenTensor, PingpongGroupsForPlainSelects) {
 #endif
 }
 
-// Where the query's last run kept few pairs (KernelRequest::few_kept, from the engine's memo), a
-// plain select over short k in bf16 / f16 takes ping-pong groups over 64 x 256; tf32, longer k,
-// other outputs and GAMUT_EXPERIMENT_PINGPONG=0 keep the one-group kernel; explain's choice (no
-// history) the same. choose_kernel_spec passes the request's flag on.
+// With GAMUT_EXPERIMENT_PINGPONG=auto, where the query's last run kept few pairs
+// (KernelRequest::few_kept, from the engine's memo), a plain select over short k in bf16 / f16 takes
+// ping-pong groups over 64 x 256; tf32, longer k, other outputs and the variable unset keep the
+// one-group kernel; explain's choice (no history) the same. choose_kernel_spec passes the flag on.
 TEST(CodegenTensor, FewKeptPairsTakePingpongGroups) {
+  ASSERT_EQ(setenv("GAMUT_EXPERIMENT_PINGPONG", "auto", 1), 0);
   auto chosen = [](const Prepared& p, F32Math f, bool few) {
     return choose_kernel(p.instance, testnvrtc::kH100Sms, testnvrtc::kH100Smem, std::nullopt, false, f,
                          TensorIsa::Wgmma, false, few);
@@ -375,9 +376,9 @@ TEST(CodegenTensor, FewKeptPairsTakePingpongGroups) {
     const KernelSpec spec = choose_kernel_spec(p->instance, KernelTarget{}, r);
     EXPECT_NE(spec.label.find("pingpong"), std::string::npos) << spec.label;
     EXPECT_EQ(spec.choice, "heuristic");
-    ASSERT_EQ(setenv("GAMUT_EXPERIMENT_PINGPONG", "0", 1), 0);
+    unsetenv("GAMUT_EXPERIMENT_PINGPONG");  // (not the default yet)
     EXPECT_FALSE(chosen(*p, F32Math::Ieee, true).options.pingpong);
-    unsetenv("GAMUT_EXPERIMENT_PINGPONG");
+    ASSERT_EQ(setenv("GAMUT_EXPERIMENT_PINGPONG", "auto", 1), 0);
     // Longer k (bf16 K = 1024: 2 KiB a row) keeps 128 x 256.
     auto long_k = prepared(query("select"), t, {300, 520, 1024});
     EXPECT_FALSE(chosen(*long_k, F32Math::Ieee, true).options.pingpong);
@@ -388,6 +389,7 @@ TEST(CodegenTensor, FewKeptPairsTakePingpongGroups) {
     auto p = prepared(query(other), DType::BF16);
     EXPECT_FALSE(chosen(*p, F32Math::Ieee, true).options.pingpong) << other;
   }
+  unsetenv("GAMUT_EXPERIMENT_PINGPONG");
 }
 
 // A global top / bottom list over K <= 256 takes 128 x 128 tiles where the grid would fill the

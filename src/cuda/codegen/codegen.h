@@ -42,9 +42,10 @@ constexpr size_t kSm90SmemPerBlock = size_t(226) << 10;
 
 // GAMUT_EXPERIMENT_PERSISTENT=0 / =1 (measurements and tests): 0 or 1 where set to either, else -1.
 int persistent_experiment();
-// GAMUT_EXPERIMENT_PINGPONG=256 / =128 / =0 (measurements and tests): that BN for ping-pong
-// kernels of every plain select over short k (CodegenOptions::pingpong), 0 for none; -1 unset (the
-// kernel choice decides: KernelRequest::few_kept).
+// GAMUT_EXPERIMENT_PINGPONG=256 / =128 (measurements and tests): that BN for ping-pong kernels of
+// every plain select over short k (CodegenOptions::pingpong); =auto: -1, the kernel choice decides
+// from the last run's kept share (KernelRequest::few_kept; to become the default once it has run on
+// a device); else 0, none.
 int pingpong_experiment();
 // Whether a kernel of `plan` in math m with tile t may take ping-pong consumer groups
 // (CodegenOptions::pingpong): every output a plain list (their operators synchronize per

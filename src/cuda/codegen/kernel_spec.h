@@ -136,7 +136,8 @@ struct KernelRequest {
   std::optional<KernelVariant> variant;
   bool use_tuned = true;  // false: the heuristics' choice even where target.tuned has an entry
   // The last run of this query kept at most kFewKept of its pairs in its lists (the engine's
-  // kernel memo): a plain select over short k in 16-bit math then takes ping-pong groups.
+  // kernel memo): a plain select over short k in 16-bit math then takes ping-pong groups (with
+  // GAMUT_EXPERIMENT_PINGPONG=auto for now).
   bool few_kept = false;
 };
 // The kept share of pairs below which a plain select counts as selective (KernelRequest::few_kept):
