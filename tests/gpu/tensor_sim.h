@@ -8,9 +8,11 @@
 #pragma once
 #include <barrier>
 #include <cmath>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <string>
 #include <utility>
 #include <mutex>
 #include <stdexcept>
@@ -493,9 +495,13 @@ inline bool mbar_try_wait(unsigned bar, unsigned parity) {
   std::lock_guard<std::mutex> l(sim::block->mu);
   return (mbar_at(bar).phase & 1u) != parity;
 }
+// A wait not done after this long is a deadlock of the emulated block (a broken order of
+// barriers): it throws (the test process ends with the message) rather than hanging until ctest's timeout.
+constexpr std::chrono::seconds kDeadlock{120};
 inline void mbar_wait(unsigned bar, unsigned parity) {
   std::unique_lock<std::mutex> l(sim::block->mu);
-  sim::block->changed.wait(l, [&] { return (mbar_at(bar).phase & 1u) != parity; });
+  if (!sim::block->changed.wait_for(l, kDeadlock, [&] { return (mbar_at(bar).phase & 1u) != parity; }))
+    throw std::runtime_error("mbarrier wait: not done in 120 s (a deadlock of the emulated block)");
 }
 // Named barriers (bar.sync / bar.arrive): a generation completes after `count` threads.
 inline unsigned named_bar_count_in(unsigned id, unsigned count) {
@@ -515,7 +521,9 @@ inline void named_bar_arrive(unsigned id, unsigned count) {
 inline void named_bar_sync(unsigned id, unsigned count) {
   std::unique_lock<std::mutex> l(sim::block->mu);
   const unsigned g = named_bar_count_in(id, count);
-  sim::block->changed.wait(l, [&] { return sim::block->named[id].second != g; });
+  if (!sim::block->changed.wait_for(l, kDeadlock, [&] { return sim::block->named[id].second != g; }))
+    throw std::runtime_error("named barrier " + std::to_string(id) +
+                             ": not done in 120 s (a deadlock of the emulated block)");
 }
 inline void tma_load_3d(unsigned dst, const void* map, int c0, int c1, int c2, unsigned bar) {
   const sim::TensorMap& t = *static_cast<const sim::TensorMap*>(map);

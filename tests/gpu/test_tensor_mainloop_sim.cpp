@@ -451,8 +451,8 @@ TEST(TensorMainloopSim, WgmmaTmaPersistentRing) {
 // Ping-pong groups: 1, 2 and 3 blocks over 3 x 3 tiles x 2 batch instances (a group runs one
 // more tile than the other, or as many), bf16 with 5 slices a tile and tf32 with 7 through 3
 // stages (a group's next tile starts two ring turns later: the turns keep the phases apart),
-// and one slice a tile (K = 45). Without wait_turn / end_turn it never ends (checked: the groups
-// deadlock on the ring once one has passed on an old phase; ctest's timeout fails it).
+// and one slice a tile (K = 45). Without wait_turn / end_turn the groups deadlock on the ring once
+// one has passed on an old phase (checked: the emulation's wait gives up after 120 s and aborts).
 TEST(TensorMainloopSim, WgmmaTmaPingpongGroups) {
   typedef gm::tc::WgShape<64, 128, 3> One;
   for (int red : {300, 45})
