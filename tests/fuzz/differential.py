@@ -121,6 +121,7 @@ def _run_case(seed):
     # variable (--gpu-env): kernels the choice does not make by default, on fresh queries.
     exp = random.Random(seed * 104729 + 5)
     gpu_env = exp.choice(o.gpu_env) if o.gpu_env and exp.random() < o.gpu_env_share else None
+    gpu_vars = dict([gpu_env.split("=", 1)]) if gpu_env else {}
     d = tempfile.mkdtemp(prefix=f"gamut_fuzz_{seed}_", dir=o.tmp)
     mism, errs, kernels = [], [], 0
     parts = {}   # seconds by part of the case (where a case's time goes)
@@ -167,7 +168,7 @@ def _run_case(seed):
             if be == "gpu" and WORKER_GPU is not None and not devices:
                 env = dict(os.environ, CUDA_VISIBLE_DEVICES=WORKER_GPU)
             if be == "gpu" and gpu_env:
-                env = dict(env or os.environ, **dict([gpu_env.split("=", 1)]))
+                env = dict(env or os.environ, **gpu_vars)
                 extra_label = f" {gpu_env}"
             else:
                 extra_label = ""
@@ -198,7 +199,7 @@ def _run_case(seed):
             args = [o.nvrtc] + (["--tile", tile] if tile else []) + [q] + binding_args(d, desc)
             try:
                 p = subprocess.run(args, capture_output=True, text=True, timeout=2 * o.timeout,
-                                   env=dict(os.environ, **dict([gpu_env.split("=", 1)])) if gpu_env else None)
+                                   env=dict(os.environ, **gpu_vars) if gpu_vars else None)
             except subprocess.TimeoutExpired:
                 p = subprocess.CompletedProcess(args, 1, f"FAIL timed out after {2 * o.timeout} s", "")
             if p.returncode == 77:

@@ -140,18 +140,33 @@ Outcome run_sim(const Problem& p, DType ta, DType tb, bool aligned, bool exact, 
 // go in band order (rows fastest, as the generated kernel's schedule), so that a block's run
 // crosses bands mid-way: B's slices are loaded once per band, A's stream through the ring, and
 // bfull / bempty turn at every band change. Without it, columns first.
+// What the persistent emulations share: the TMA-read operands and their tensor maps, the
+// poisoned output, the grid of BM x BN tiles (batch instances included).
+template <class Math, class Shape, bool A_KC, bool B_KC>
+struct TmaTiles {
+  static constexpr uint32_t kPoison = 0xffffffffu;
+  static constexpr bool kTf32 = Math::kK == 8 && Math::kPasses == 1;
+  const SimOperands ops;
+  std::vector<uint32_t> raw;
+  const int tiles_m, tiles_n, tiles_all;
+  const sim::TensorMap ma, mb;
+  TmaTiles(const Problem& p, DType ta, DType tb)
+      : ops(p, ta, tb, A_KC, B_KC, true),
+        raw(size_t(p.batch) * size_t(p.rows) * size_t(p.cols) + 64, kPoison),
+        tiles_m((p.rows - p.row_begin + Shape::BM - 1) / Shape::BM),
+        tiles_n((p.cols - p.col_begin + Shape::BN - 1) / Shape::BN),
+        tiles_all(p.batch * tiles_m * tiles_n),
+        ma(tensor_map(ops.la, ops.da.p, ta, p.batch, p.rows, p.red, A_KC, Shape::BM, kTf32)),
+        mb(tensor_map(ops.lb, ops.db.p, tb, p.batch, p.cols, p.red, B_KC, Shape::BN, kTf32)) {}
+};
+
 template <class Math, class Shape, bool A_KC, bool B_KC, int PANEL = 0>
 Outcome run_sim_persistent(const Problem& p, DType ta, DType tb, bool exact, double tol, int blocks = 1) {
   typedef gm::tc::WgmmaTmaMainloop<Math, Shape, A_KC, B_KC, 1, PANEL> ML;
-  const SimOperands ops(p, ta, tb, A_KC, B_KC, true);
-  const uint32_t poison = 0xffffffffu;
-  std::vector<uint32_t> raw(size_t(p.batch) * size_t(p.rows) * size_t(p.cols) + 64, poison);
-  const int tiles_m = (p.rows - p.row_begin + Shape::BM - 1) / Shape::BM;
-  const int tiles_n = (p.cols - p.col_begin + Shape::BN - 1) / Shape::BN;
-  const int tiles_all = p.batch * tiles_m * tiles_n;
-  const bool tf32 = Math::kK == 8 && Math::kPasses == 1;
-  const sim::TensorMap ma = tensor_map(ops.la, ops.da.p, ta, p.batch, p.rows, p.red, A_KC, Shape::BM, tf32),
-                       mb = tensor_map(ops.lb, ops.db.p, tb, p.batch, p.cols, p.red, B_KC, Shape::BN, tf32);
+  TmaTiles<Math, Shape, A_KC, B_KC> t(p, ta, tb);
+  const int tiles_m = t.tiles_m, tiles_n = t.tiles_n, tiles_all = t.tiles_all;
+  std::vector<uint32_t>& raw = t.raw;
+  const sim::TensorMap &ma = t.ma, &mb = t.mb;
   for (int blk = 0; blk < blocks; ++blk) {
     const int lo = int(int64_t(blk) * tiles_all / blocks), hi = int(int64_t(blk + 1) * tiles_all / blocks);
     sim::run_block(
@@ -183,7 +198,7 @@ Outcome run_sim_persistent(const Problem& p, DType ta, DType tb, bool exact, dou
         },
         Shape::THREADS);
   }
-  return compare(p, reference(p), raw, poison, false, exact, tol);
+  return compare(p, reference(p), raw, t.kPoison, false, exact, tol);
 }
 
 // Ping-pong consumer groups (GROUPS 2): `blocks` blocks each run tiles blk, + blocks, ...;
@@ -194,15 +209,10 @@ template <class Math, class Shape, bool A_KC, bool B_KC>
 Outcome run_sim_pingpong(const Problem& p, DType ta, DType tb, bool exact, double tol, int blocks) {
   typedef gm::tc::WgmmaTmaMainloop<Math, Shape, A_KC, B_KC, 1, 0, 0, 2> ML;
   static_assert(Shape::BM == 64 && ML::BLOCK_THREADS == 384, "two groups of one warpgroup and the producer");
-  const SimOperands ops(p, ta, tb, A_KC, B_KC, true);
-  const uint32_t poison = 0xffffffffu;
-  std::vector<uint32_t> raw(size_t(p.batch) * size_t(p.rows) * size_t(p.cols) + 64, poison);
-  const int tiles_m = (p.rows - p.row_begin + Shape::BM - 1) / Shape::BM;
-  const int tiles_n = (p.cols - p.col_begin + Shape::BN - 1) / Shape::BN;
-  const int tiles_all = p.batch * tiles_m * tiles_n;
-  const bool tf32 = Math::kK == 8 && Math::kPasses == 1;
-  const sim::TensorMap ma = tensor_map(ops.la, ops.da.p, ta, p.batch, p.rows, p.red, A_KC, Shape::BM, tf32),
-                       mb = tensor_map(ops.lb, ops.db.p, tb, p.batch, p.cols, p.red, B_KC, Shape::BN, tf32);
+  TmaTiles<Math, Shape, A_KC, B_KC> t(p, ta, tb);
+  const int tiles_m = t.tiles_m, tiles_n = t.tiles_n, tiles_all = t.tiles_all;
+  std::vector<uint32_t>& raw = t.raw;
+  const sim::TensorMap &ma = t.ma, &mb = t.mb;
   auto corner = [&](int tile, int& bz, int& i0, int& j0) {
     bz = tile / (tiles_m * tiles_n);
     const int in = tile % (tiles_m * tiles_n);
@@ -242,7 +252,7 @@ Outcome run_sim_pingpong(const Problem& p, DType ta, DType tb, bool exact, doubl
           }
         },
         2 * Shape::THREADS);
-  return compare(p, reference(p), raw, poison, false, exact, tol);
+  return compare(p, reference(p), raw, t.kPoison, false, exact, tol);
 }
 
 struct SimShape {
