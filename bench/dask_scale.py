@@ -98,6 +98,26 @@ def call_timeline(tasks, t0, t1):
     return [text for _, text in sorted(lines)]
 
 
+def worker_gpus(client):
+    """Which GPU each worker process holds a context on (nvidia-smi's compute apps by pid): the
+    workers must use one GPU each, or their blocks share one and run one after another."""
+    import subprocess
+    try:
+        text = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,gpu_bus_id,used_memory", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"(nvidia-smi: {e})"
+    apps = {}
+    for line in text.splitlines():
+        parts = [x.strip() for x in line.split(",")]
+        if len(parts) >= 2 and parts[0].isdigit():
+            apps.setdefault(int(parts[0]), []).append(" ".join(parts[1:]))
+    pids = client.run(os.getpid)
+    shown = {w: apps.get(pid, ["no context"]) for w, pid in pids.items()}
+    shown["client"] = apps.get(os.getpid(), ["no context"])
+    return shown
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=65536)
@@ -173,6 +193,8 @@ def main():
 
             with get_task_stream(client) as ts:
                 td, out = timed(dask_call, a.repeat)
+            if not a.dry_run and not results:
+                print(f"  GPU of each process (bus id, memory): {worker_gpus(client)}", flush=True)
             timeline = call_timeline(ts.data, *calls[-1])
             print(f"  last dask call ({(calls[-1][1] - calls[-1][0]) * 1e3:.1f} ms), its tasks: start-stop ms "
                   f"from the call's start:\n" + "\n".join("    " + t for t in timeline), flush=True)
