@@ -7,19 +7,21 @@ kNN at M = N = 65536, K = 1024 (f32; --f32-math ieee,tf32), each run three ways 
   dask      gamut.dask.run(q, ...) on a cluster of one worker process per GPU
             (gamut.dask.gpu_cluster: LocalCUDACluster with dask-cuda, else CUDA_VISIBLE_DEVICES)
 
-Inputs are NumPy arrays on the host in every case (the engine uploads them: the same work for
-all three; each Dask worker, like each part of the threaded runner, uploads its rows and the
-whole column operand). For Dask the data is made on the workers, the row operand a chunk per
-worker and the column operand (R, X) on every worker, so the time is that of a query on data
-already in the cluster: the blocks' uploads and runs, the merge tree
-and the gather of the result to the client. time: the median wall time of --repeat calls after a
+--data host: inputs are NumPy arrays on the host in every case (the engine uploads them: the same
+work for all three; each Dask worker, like each part of the threaded runner, uploads its rows and
+the whole column operand). --data device: the data already on the GPUs, CuPy arrays (1gpu: on
+GPU 0 of this process; Dask: CuPy chunks on the workers' GPUs, read in place); the threaded
+runner takes host inputs only and is not run. For Dask the data is made on the workers and
+persisted there, the row operand a chunk per worker and the column operand (R, X) on every
+worker, so the time is that of a query on data already in the cluster: the blocks' runs (and
+uploads for host data), the merge and the gather of the result to the client. time: the median wall time of --repeat calls after a
 warm-up call (which compiles the kernels in every process). efficiency: t(1gpu) / (W t), W the
 GPUs used. The results are checked against the 1gpu run's (lists as sorted rows, floats to
 1e-5 relative for ieee and 1e-3 for tf32; a near tie may swap a row: reported, not fatal).
 
 usage:
-  bench/dask_scale.py [--n 65536] [--k 1024] [--workers 2] [--repeat 3] [--queries q5,q7,knn]
-                      [--f32-math ieee,tf32] [--json OUT.json] [--dry-run]
+  bench/dask_scale.py [--n 65536] [--k 1024] [--workers 2] [--repeat 5] [--queries q5,q7,knn]
+                      [--f32-math ieee,tf32] [--data host,device] [--json OUT.json] [--dry-run]
 --dry-run: M = N = 512, K = 64, the CPU engine and a CPU LocalCluster of two workers, no
 threaded runs: the flow on a machine without a GPU.
 """
@@ -45,25 +47,31 @@ def _rows_of_normals(seed, rows, k):
     return np.random.default_rng(seed).standard_normal((rows, k)).astype(np.float32)
 
 
-def timed(fn, repeat):
+def timed(fn, repeat, sync=None):
     fn()   # warm-up: kernels compiled (and cached) in every process
     ts = []
     out = None
     for _ in range(repeat):
         t0 = time.perf_counter()
         out = fn()
+        if sync:
+            sync()
         ts.append(time.perf_counter() - t0)
-    return statistics.median(ts) * 1e3, out
+    return statistics.median(ts) * 1e3, out, [t * 1e3 for t in ts]
+
+
+def host(x):
+    return x.get() if type(x).__module__.split(".")[0] == "cupy" else np.asarray(x)
 
 
 def rows(out):
     got = {}
     for name, v in out.items():
         if isinstance(v, dict):
-            cols = [np.asarray(v[c]) for c in v]
+            cols = [host(v[c]) for c in v]
             got[name] = sorted(zip(*[c.tolist() for c in cols]))
         else:
-            got[name] = np.asarray(v)
+            got[name] = host(v)
     return got
 
 
@@ -80,6 +88,22 @@ def close(a, b, rtol):
         elif not np.allclose(x, y, rtol=rtol, atol=rtol):
             return False
     return True
+
+
+def call_summary(tasks, t0, t1):
+    """One call in a line: each block's worker and compute start-stop, the last task's end and
+    the call's end (ms from the call's start)."""
+    blocks, last = [], 0.0
+    for t in tasks:
+        ss = [x for x in t.get("startstops", ()) if x["stop"] >= t0 and x["start"] <= t1]
+        if not ss:
+            continue
+        last = max(last, max(x["stop"] for x in ss) - t0)
+        if "_run_block" in str(t["key"]):
+            c = [x for x in ss if x["action"] == "compute"] or ss
+            blocks.append(f"{str(t.get('worker', '?')).rsplit(':', 1)[-1]} {(c[0]['start'] - t0) * 1e3:.0f}-"
+                          f"{(c[-1]['stop'] - t0) * 1e3:.0f}")
+    return f"{(t1 - t0) * 1e3:6.1f} ms: blocks " + ", ".join(sorted(blocks)) + f"; last task ends {last * 1e3:.0f}"
 
 
 def call_timeline(tasks, t0, t1):
@@ -123,15 +147,17 @@ def main():
     ap.add_argument("--n", type=int, default=65536)
     ap.add_argument("--k", type=int, default=1024)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--queries", default="q5,q7,knn")
     ap.add_argument("--f32-math", default="ieee,tf32")
+    ap.add_argument("--data", default="host,device")
     ap.add_argument("--json", default="")
     ap.add_argument("--dry-run", action="store_true")
     a = ap.parse_args()
     backend = "gpu"
     if a.dry_run:
         a.n, a.k, backend = 512, 64, "cpu"
+        a.data = "host"
 
     import dask.array as da
     from distributed import Client, LocalCluster, futures_of, get_task_stream, wait
@@ -158,30 +184,43 @@ def main():
     sizes = [min(chunk, a.n - w * chunk) for w in range(W)]
     parts = [client.submit(_rows_of_normals, 40 + w, sz, a.k, workers=[addr], pure=False)
              for w, (sz, addr) in enumerate(zip(sizes, addrs))]
-    Pd = da.concatenate([da.from_delayed(f, (sz, a.k), dtype=np.float32) for f, sz in zip(parts, sizes)])
+    # (Persisted: the blocks' tasks read the chunks where they lie, with no hops before them.)
+    Pd = client.persist(da.concatenate([da.from_delayed(f, (sz, a.k), dtype=np.float32) for f, sz in zip(parts, sizes)]))
     Rd = client.persist(rng.standard_normal((a.k, a.n), chunks=(a.k, a.n)).astype(np.float32))
     Xd = client.persist(rng.standard_normal((a.n, a.k), chunks=(a.n, a.k)).astype(np.float32))
     wait([Pd, Rd, Xd])
     client.replicate(futures_of(Rd) + futures_of(Xd))
     P, R, X = client.compute([Pd, Rd, Xd], sync=True)
+    placements = {"host": (dict(P=P, R=R, X=X), dict(P=Pd, R=Rd, X=Xd))}
+    sync = {"host": None}
+    if "device" in a.data.split(","):
+        import cupy
+        # The chunks copied to their workers' GPUs (each task runs where its chunk lies), the
+        # column operands then replicated GPU to GPU through Dask; 1gpu's copies on GPU 0 here.
+        dev = {k: client.persist(v.map_blocks(cupy.asarray, dtype=np.float32)) for k, v in (("P", Pd), ("R", Rd), ("X", Xd))}
+        wait(list(dev.values()))
+        client.replicate(futures_of(dev["R"]) + futures_of(dev["X"]))
+        placements["device"] = ({"P": cupy.asarray(P), "R": cupy.asarray(R), "X": cupy.asarray(X)}, dev)
+        sync["device"] = lambda: cupy.cuda.Device(0).synchronize()
     thres = 4.5 * float(np.sqrt(a.k))   # Q5 keeps about 3 pairs in a million
     cases = {
-        "q5": ("q5_select", dict(P=P, R=R, thres=thres), dict(P=Pd, R=Rd, thres=thres)),
-        "q7": ("q7_top128", dict(P=P, R=R), dict(P=Pd, R=Rd)),
-        "knn": ("knn", dict(Q=P, X=X), dict(Q=Pd, X=Xd)),
+        "q5": ("q5_select", lambda d: dict(P=d["P"], R=d["R"], thres=thres)),
+        "q7": ("q7_top128", lambda d: dict(P=d["P"], R=d["R"])),
+        "knn": ("knn", lambda d: dict(Q=d["P"], X=d["X"])),
     }
     results = []
     failed = False
-    for qname in a.queries.split(","):
-        path, host, dist = cases[qname]
-        q = load(path)
-        for math in a.f32_math.split(","):
+    for qname, data, math in [(q, d, m) for q in a.queries.split(",") for d in a.data.split(",") for m in a.f32_math.split(",")]:
+        if True:
+            path, bind = cases[qname]
+            q = load(path)
+            host_in, dist = bind(placements[data][0]), bind(placements[data][1])
             opts = dict(backend=backend, f32_math=math)
             rtol = 1e-5 if math == "ieee" else 1e-3
-            t1, base = timed(lambda: q(**host, **opts), a.repeat)
-            line = {"query": qname, "f32_math": math, "workers": W, "one_gpu_ms": t1}
-            if not a.dry_run:
-                tt, out = timed(lambda: q(**host, **opts, devices=list(range(W))), a.repeat)
+            t1, base, _ = timed(lambda: q(**host_in, **opts), a.repeat, sync[data])
+            line = {"query": qname, "data": data, "f32_math": math, "workers": W, "one_gpu_ms": t1}
+            if not a.dry_run and data == "host":
+                tt, out, _ = timed(lambda: q(**host_in, **opts, devices=list(range(W))), a.repeat)
                 line.update(threaded_ms=tt, threaded_efficiency=t1 / (W * tt), threaded_same=close(rows(base), rows(out), rtol))
             calls = []
 
@@ -192,9 +231,10 @@ def main():
                 return r
 
             with get_task_stream(client) as ts:
-                td, out = timed(dask_call, a.repeat)
+                td, out, each = timed(dask_call, a.repeat, sync[data])
             if not a.dry_run and not results:
                 print(f"  GPU of each process (bus id, memory): {worker_gpus(client)}", flush=True)
+            print("  dask calls (warm-up first):\n" + "\n".join("    " + call_summary(ts.data, *c) for c in calls), flush=True)
             timeline = call_timeline(ts.data, *calls[-1])
             print(f"  last dask call ({(calls[-1][1] - calls[-1][0]) * 1e3:.1f} ms), its tasks: start-stop ms "
                   f"from the call's start:\n" + "\n".join("    " + t for t in timeline), flush=True)
@@ -203,7 +243,7 @@ def main():
             blocks = [t for t in ts.data if "_run_block" in str(t["key"])]
             block_s = [sum(x["stop"] - x["start"] for x in t.get("startstops", ()) if x.get("action") == "compute")
                        for t in blocks]
-            line.update(dask_ms=td, dask_efficiency=t1 / (W * td), dask_same=close(rows(base), rows(out), rtol),
+            line.update(dask_ms=td, dask_calls_ms=each, dask_efficiency=t1 / (W * td), dask_same=close(rows(base), rows(out), rtol),
                         plan=gamut.dask.plan(q, **dist), dask_blocks_run=len(blocks),
                         dask_block_ms_median=statistics.median(block_s) * 1e3 if block_s else None,
                         dask_block_workers=len({t.get("worker") for t in blocks}))
@@ -212,7 +252,7 @@ def main():
             th = (f"threaded {line['threaded_ms']:9.2f} ms eff {line['threaded_efficiency']:4.2f} "
                   f"{'same' if line['threaded_same'] else 'DIFFERENT'}  ") if "threaded_ms" in line else ""
             bm = line["dask_block_ms_median"]
-            print(f"{qname:4s} {math:5s} 1gpu {t1:9.2f} ms  {th}dask {td:9.2f} ms eff {line['dask_efficiency']:4.2f} "
+            print(f"{qname:4s} {data:6s} {math:5s} 1gpu {t1:9.2f} ms  {th}dask {td:9.2f} ms eff {line['dask_efficiency']:4.2f} "
                   f"{'same' if line['dask_same'] else 'DIFFERENT'} ({len(blocks)} blocks ran on "
                   f"{line['dask_block_workers']} workers, "
                   f"block {bm if bm is None else round(bm, 2)} ms)", flush=True)

@@ -348,18 +348,19 @@ TEST(CodegenTensor, PingpongGroupsForPlainSelects) {
   }
   unsetenv("GAMUT_EXPERIMENT_PINGPONG");
   auto p = prepared(query("select"), DType::BF16);
-  EXPECT_FALSE(choice(*p, F32Math::Ieee).options.pingpong);  // (not the default)
+  EXPECT_FALSE(choice(*p, F32Math::Ieee).options.pingpong);  // (no history: one group)
 #if GAMUT_HAVE_CUDA
   EXPECT_EQ(compiled, 6);
 #endif
 }
 
-// With GAMUT_EXPERIMENT_PINGPONG=auto, where the query's last run kept few pairs
+// By default (GAMUT_EXPERIMENT_PINGPONG unset or =auto), where the query's last run kept few pairs
 // (KernelRequest::few_kept, from the engine's memo), a plain select over short k in bf16 / f16 takes
 // ping-pong groups over 64 x 256; tf32, longer k, other outputs and the variable unset keep the
-// one-group kernel; explain's choice (no history) the same. choose_kernel_spec passes the flag on.
+// one-group kernel, and =0 turns the rule off; explain's choice (no history) the same.
+// choose_kernel_spec passes the flag on.
 TEST(CodegenTensor, FewKeptPairsTakePingpongGroups) {
-  ASSERT_EQ(setenv("GAMUT_EXPERIMENT_PINGPONG", "auto", 1), 0);
+  unsetenv("GAMUT_EXPERIMENT_PINGPONG");
   auto chosen = [](const Prepared& p, F32Math f, bool few) {
     return choose_kernel(p.instance, testnvrtc::kH100Sms, testnvrtc::kH100Smem, std::nullopt, false, f,
                          TensorIsa::Wgmma, false, few);
@@ -376,9 +377,11 @@ TEST(CodegenTensor, FewKeptPairsTakePingpongGroups) {
     const KernelSpec spec = choose_kernel_spec(p->instance, KernelTarget{}, r);
     EXPECT_NE(spec.label.find("pingpong"), std::string::npos) << spec.label;
     EXPECT_EQ(spec.choice, "heuristic");
-    unsetenv("GAMUT_EXPERIMENT_PINGPONG");  // (not the default yet)
+    ASSERT_EQ(setenv("GAMUT_EXPERIMENT_PINGPONG", "0", 1), 0);
     EXPECT_FALSE(chosen(*p, F32Math::Ieee, true).options.pingpong);
     ASSERT_EQ(setenv("GAMUT_EXPERIMENT_PINGPONG", "auto", 1), 0);
+    EXPECT_TRUE(chosen(*p, F32Math::Ieee, true).options.pingpong);
+    unsetenv("GAMUT_EXPERIMENT_PINGPONG");
     // Longer k (bf16 K = 1024: 2 KiB a row) keeps 128 x 256.
     auto long_k = prepared(query("select"), t, {300, 520, 1024});
     EXPECT_FALSE(chosen(*long_k, F32Math::Ieee, true).options.pingpong);

@@ -183,13 +183,13 @@ def test_bf16(torch, queries):
 
 
 def test_selective_select_takes_pingpong_groups_after_a_selective_run(torch, monkeypatch):
-    # With GAMUT_EXPERIMENT_PINGPONG=auto (not yet the default), a plain select in bf16 whose run
+    # By default (GAMUT_EXPERIMENT_PINGPONG unset or =auto), a plain select in bf16 whose run
     # kept at most 0.5 % of its pairs: the next run of the same query takes ping-pong consumer
     # groups (a 64 x 256 kernel, "pingpong" in its tile), and a run that kept many pairs turns them
     # off again for the one after. Every run equals torch's pairs.
     if torch.cuda.get_device_capability()[0] < 9:
         pytest.skip("ping-pong groups run on the TMA-fed wgmma mainloop (sm_90)")
-    monkeypatch.setenv("GAMUT_EXPERIMENT_PINGPONG", "auto")
+    monkeypatch.delenv("GAMUT_EXPERIMENT_PINGPONG", raising=False)
     g = torch.Generator(device="cuda").manual_seed(21)
     P = torch.randint(-4, 5, (1000, 256), device="cuda", generator=g).to(torch.bfloat16)
     R = torch.randint(-4, 5, (256, 900), device="cuda", generator=g).to(torch.bfloat16)

@@ -148,8 +148,8 @@ KernelChoice choose_kernel(const Instance& inst, int sm_count, size_t smem_per_b
       // Where the query's last run kept few pairs, 16-bit maths take two consumer groups over
       // 64 x 256 tiles (CodegenOptions::pingpong: their compare pass hides under the other
       // group's products; where many pairs are kept their pass 2 is slower, and tf32 gained little).
-      // GAMUT_EXPERIMENT_PINGPONG=256 / =128 / =auto (measurements, tests): always 64 x 256 / 64 x 128 /
-      // by that rule; unset: never (the rule has not run on a device yet).
+      // GAMUT_EXPERIMENT_PINGPONG=256 / =128 / =0 (measurements, tests): always 64 x 256 / 64 x 128 /
+      // never; unset or =auto: this rule.
       const int experiment = pingpong_experiment();
       const bool sixteen = math.math == InnerMath::BF16 || math.math == InnerMath::F16;
       const int bn = experiment >= 0 ? experiment : few_kept && sixteen ? 256 : 0;

@@ -229,8 +229,8 @@ int pingpong_experiment() {
   const char* e = std::getenv("GAMUT_EXPERIMENT_PINGPONG");
   if (e && std::string(e) == "256") return 256;
   if (e && std::string(e) == "128") return 128;
-  if (e && std::string(e) == "auto") return -1;
-  return 0;
+  if (e && (std::string(e) == "0" || std::string(e) == "off")) return 0;
+  return -1;  // unset or "auto": by the kept-pairs rule (kernel_spec.cpp)
 }
 
 KernelInfo kernel_info(const Plan& plan, const TileConfig& tile, const CodegenOptions& options) {
