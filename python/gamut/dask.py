@@ -262,23 +262,37 @@ def _gamut_data_error(name, what):
     return DataError(f"data error: {name}: {what}")
 
 
-def _tree(spec, axis, keys, limits, items, own=None):
+def _tree(spec, axis, keys, limits, items, own=None, now=False):
     """Neighbours merged _FAN_IN at a time, in order, until one is left; the last merge (or a
-    task of its own, for a single item) applies `own` (see _merge)."""
+    task of its own, for a single item) applies `own` (see _merge). `now`: merged here, at once,
+    on values instead of tasks."""
+    def call(f, *args):
+        return f(*args) if now else dask.delayed(f, pure=True)(*args)
     while len(items) > 1:
         last = len(items) <= _FAN_IN
-        items = [dask.delayed(_merge, pure=True)(spec, axis, keys, limits, own if last else None, *items[at:at + _FAN_IN])
+        items = [call(_merge, spec, axis, keys, limits, own if last else None, *items[at:at + _FAN_IN])
                  for at in range(0, len(items), _FAN_IN)]
         if last:
             return items[0]
-    return items[0] if own is None else dask.delayed(_finish, pure=True)(items[0], own)
+    return items[0] if own is None else call(_finish, items[0], own)
+
+
+def _merge_now(spec, keys, limits, own, grid):
+    """The tree of merges of _graph, on the blocks' results here (lines along j, then along i)."""
+    lines = [_tree(spec, "j", keys, limits, line, now=True) for line in grid]
+    return _tree(spec, "i", keys, limits, lines, own=own, now=True)
 
 
 def _identity(x):
     return x
 
 
-def _graph(q, inputs, keywords, client):
+def _graph(q, inputs, keywords, client, merge_here=False):
+    """The graph of one call: its outputs (dask collections and delayed values), the merged
+    outputs' delayed value, the grid and the grid's blocks (a delayed value each). With
+    `merge_here`, where every output merges and the grid is at most _FAN_IN blocks, the merge is
+    left out (whole is None): run() gathers the blocks and merges them in its own process, which
+    saves a task and a transfer between workers per call."""
     bindings, options = _split_call(q, inputs, keywords)
     g = _Grid(q, bindings, options, client)
     lay, spec = g.layout, g.spec
@@ -333,6 +347,8 @@ def _graph(q, inputs, keywords, client):
             pieces.append(line)
         out[name] = _assemble(pieces, d)
 
+    if merge_here and not placed and not lay["finish"] and merged_keys and R * C <= _FAN_IN:
+        return {}, None, g, grid
     if merged_keys:
         lines = [_tree(spec, "j", merged_keys, g.limits, line) for line in grid]
         whole = _tree(spec, "i", merged_keys, g.limits, lines, own=lay["lists"])
@@ -346,7 +362,7 @@ def _graph(q, inputs, keywords, client):
         done = dask.delayed(_finish_steps, pure=True)(spec, dict(g.scalars), dense, *[out[k] for k in dense])
         for name in lay["finish"]:
             out[name] = dask.delayed(_take, pure=True)(done, name)
-    return {k: out[k] for k in q.outputs}, whole, g
+    return {k: out[k] for k in q.outputs}, whole, g, grid
 
 
 _NUMPY = {"bool": "bool", "u8": "uint8", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
@@ -387,7 +403,7 @@ def submit(q, inputs=None, /, *, client=None, **keywords):
 
     Bindings and options as q(...) takes them (keywords), or a mapping and keyword options as
     q.run takes them. Options: backend, f32_math, threads, dims."""
-    out, _, _ = _graph(q, inputs, keywords, client)
+    out, _, _, _ = _graph(q, inputs, keywords, client)
     if client is not None:
         keys = list(out)
         return dict(zip(keys, client.persist([out[k] for k in keys])))
@@ -398,7 +414,15 @@ def run(q, inputs=None, /, *, client=None, **keywords):
     """What q(...) returns for the same data, computed over the blocks of the dask-array inputs
     on `client` (else Dask's current scheduler): a dict of outputs, lists as dicts of columns.
     Arrays come back as NumPy arrays (CuPy where the inputs' chunks are CuPy)."""
-    out, whole, g = _graph(q, inputs, keywords, client)
+    out, whole, g, grid = _graph(q, inputs, keywords, client, merge_here=client is not None)
+    if not out:
+        # A few blocks whose outputs all merge: their results gathered here and merged here.
+        flat = [b for line in grid for b in line]
+        values = client.gather(client.compute(flat))
+        it = iter(values)
+        merged = _merge_now(g.spec, tuple(list(g.layout["dense"]) + list(g.layout["lists"])), g.limits,
+                            g.layout["lists"], [[next(it) for _ in line] for line in grid])
+        return _returned(q, g, {}, merged)
     # The placed dense outputs, the finished ones, and every merged output at once (one task, not
     # one per output).
     todo = {k: v for k, v in out.items() if isinstance(v, da.Array) or k in g.layout["finish"]}
@@ -410,12 +434,16 @@ def run(q, inputs=None, /, *, client=None, **keywords):
     else:
         values = dask.compute(*[todo[k] for k in keys])
     got = dict(zip(keys, values))
-    merged = got.pop("", {})
-    cupy = g.cupy   # (q(...) returns CuPy arrays for CuPy inputs)
+    return _returned(q, g, got, got.pop("", {}))
+
+
+def _returned(q, g, got, merged):
+    """The outputs as q(...) returns them: computed ones from `got`, merged ones from `merged`,
+    CuPy arrays where the inputs' chunks are CuPy."""
     result = {}
-    for k in out:
+    for k in q.outputs:
         v = got[k] if k in got else merged[k]
-        result[k] = {c: _as_framework(x, cupy) for c, x in v.items()} if isinstance(v, dict) else _as_framework(v, cupy)
+        result[k] = {c: _as_framework(x, g.cupy) for c, x in v.items()} if isinstance(v, dict) else _as_framework(v, g.cupy)
     return result
 
 

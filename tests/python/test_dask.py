@@ -94,7 +94,8 @@ def test_every_output_kind_equals_one_call(client, name):
     q = gamut.compile(QUERIES[name])
     d = data()
     want = q(**pick(q, d), backend="cpu")
-    # Rows in chunks of 17 (53 = 17 + 17 + 17 + 2), columns whole; then a grid with columns in 12s.
+    # Rows in chunks of 17 (53 = 17 + 17 + 17 + 2), columns whole: four blocks, merged in this
+    # process where every output merges; then a grid with columns in 12s (the tree on the workers).
     for rows, cols in ((17, None), (17, 12)):
         got = gamut.dask.run(q, **chunked(d, q, rows, cols), backend="cpu", threads=1, client=client)
         assert_same(got, want, f"{name} rows {rows} cols {cols}")
