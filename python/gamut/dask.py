@@ -287,6 +287,31 @@ def _identity(x):
     return x
 
 
+def _holders(client, arrays, keys):
+    """The workers that hold each of these chunk keys of `arrays` (the chunks of persisted dask
+    arrays), as {key: [address, ...]}; empty without a client."""
+    if client is None or not keys:
+        return {}
+    from distributed import futures_of
+    wanted = set(keys)
+    futures = [f for a in arrays for f in futures_of(a) if f.key in wanted]
+    if not futures:
+        return {}
+    try:
+        return {k: list(v) for k, v in client.who_has(futures).items() if v}
+    except Exception:   # (a closed client, a lost scheduler: Dask then places the blocks itself)
+        return {}
+
+
+def _where(holders, keys):
+    """The workers that hold every one of `keys` (else those holding the first that is held)."""
+    sets = [set(holders[k]) for k in keys if k in holders]
+    if not sets:
+        return None
+    both = set.intersection(*sets)
+    return sorted(both or sets[0])
+
+
 def _graph(q, inputs, keywords, client, merge_here=False):
     """The graph of one call: its outputs (dask collections and delayed values), the merged
     outputs' delayed value, the grid and the grid's blocks (a delayed value each). With
@@ -300,21 +325,31 @@ def _graph(q, inputs, keywords, client, merge_here=False):
     # The blocks: a task each, on its blocks of every operand.
     delayed_of = {k: a.to_delayed() for k, a in g.arrays.items()}
     ops = lay["operands"]
-    grid = []
+    cells = []   # per block: the names, the values, and the keys of the chunks only it reads
     for r in range(R):
-        line = []
         for c in range(C):
-            names, values = list(g.scalars), list(g.scalars.values())
+            names, values, own = list(g.scalars), list(g.scalars.values()), []
             for k, blocks in delayed_of.items():
                 row_dim, col_dim = ops[k]
                 idx = tuple(r if d == row_dim and g.row_chunks is not None else
                             c if d == col_dim and g.col_chunks is not None else 0 for d in range(blocks.ndim))
                 names.append(k)
                 values.append(blocks[idx])
-            # (Not pure: every call runs its blocks. Pure keys let a call take an earlier call's
-            # results still held by the scheduler, and a benchmark time nothing.)
-            line.append(dask.delayed(_run_block, pure=False)(spec, names, options, g.row0[r], g.col0[c], *values))
-        grid.append(line)
+                if (g.row_chunks is not None and row_dim >= 0) or (g.col_chunks is not None and col_dim >= 0):
+                    own.append(values[-1].key)
+            cells.append((r, c, names, values, own))
+    holders = _holders(client, list(g.arrays.values()), [key for cell in cells for key in cell[4]])
+    grid = [[] for _ in range(R)]
+    for r, c, names, values, own in cells:
+        # A block runs where the chunks that it alone reads lie (data already in the cluster is
+        # read in place; the operands every block reads whole go to it). Without this, Dask
+        # puts every block beside the largest operand, the whole column operand, when that
+        # lies on one worker only: the blocks then run one after another there.
+        at = _where(holders, own)
+        # (Not pure: every call runs its blocks. Pure keys let a call take an earlier call's
+        # results still held by the scheduler, and a benchmark time nothing.)
+        with dask.annotate(**({"workers": at, "allow_other_workers": True} if at else {})):
+            grid[r].append(dask.delayed(_run_block, pure=False)(spec, names, options, g.row0[r], g.col0[c], *values))
 
     # Dense outputs whose every dimension is an axis and that a split axis indexes: placed as a
     # dask array of the blocks' arrays (merged first along a split axis that does not index them).
@@ -458,23 +493,26 @@ def gpu_cluster(n_workers=None, **kwargs):
     """A local cluster of one single-threaded worker process per GPU: dask-cuda's
     LocalCUDACluster where dask_cuda imports, otherwise distributed's own workers, each started
     with CUDA_VISIBLE_DEVICES set to its GPU. `n_workers`: the GPUs to use (default: every GPU
-    gamut sees)."""
+    gamut sees). Its scheduler keeps replicas (the active memory manager is off): a column
+    operand replicated to every worker (client.replicate) stays there for the next call, where
+    Dask's default policy would drop the copies no task waits on and move it again."""
     if n_workers is None:
         if not _gamut.gpu_available()[0]:
             raise UsageError("usage error: gpu_cluster: " + _gamut.gpu_available()[1])
         n_workers = _device_count()
-    try:
-        from dask_cuda import LocalCUDACluster
-        return LocalCUDACluster(CUDA_VISIBLE_DEVICES=list(range(n_workers)), **kwargs)
-    except ImportError:
-        pass
-    from distributed import Nanny, Scheduler, SpecCluster
-    workers = {
-        f"gpu{i}": {"cls": Nanny, "options": {"nthreads": 1, "env": {"CUDA_VISIBLE_DEVICES": str(i)}}}
-        for i in range(n_workers)
-    }
-    scheduler = {"cls": Scheduler, "options": {"dashboard_address": kwargs.pop("dashboard_address", ":0")}}
-    return SpecCluster(workers=workers, scheduler=scheduler, **kwargs)
+    with dask.config.set({"distributed.scheduler.active-memory-manager.start": False}):
+        try:
+            from dask_cuda import LocalCUDACluster
+            return LocalCUDACluster(CUDA_VISIBLE_DEVICES=list(range(n_workers)), **kwargs)
+        except ImportError:
+            pass
+        from distributed import Nanny, Scheduler, SpecCluster
+        workers = {
+            f"gpu{i}": {"cls": Nanny, "options": {"nthreads": 1, "env": {"CUDA_VISIBLE_DEVICES": str(i)}}}
+            for i in range(n_workers)
+        }
+        scheduler = {"cls": Scheduler, "options": {"dashboard_address": kwargs.pop("dashboard_address", ":0")}}
+        return SpecCluster(workers=workers, scheduler=scheduler, **kwargs)
 
 
 def _device_count():

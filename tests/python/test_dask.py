@@ -139,6 +139,27 @@ def test_every_call_runs_its_blocks(client):
     assert len(blocks) == 2 * 3, [str(t["key"]) for t in ts.data]
 
 
+def test_blocks_run_where_their_row_chunks_lie(client):
+    """Persisted row chunks, one on each worker, and a column operand on the first worker alone:
+    each block runs on the worker that holds its row chunk (its task names that worker), not
+    beside the column operand, where Dask would put both blocks by the bytes it would move."""
+    a, b = sorted(client.scheduler_info()["workers"])[:2]
+    q = gamut.compile(QUERIES["select"])
+    d = data()
+    parts = [client.scatter(d["A"][:30], workers=[a]), client.scatter(d["A"][30:], workers=[b])]
+    A = client.persist(da.concatenate([da.from_delayed(f, (n, K), dtype=np.float32) for f, n in zip(parts, (30, M - 30))]))
+    B = client.persist(da.from_delayed(client.scatter(d["B"], workers=[a]), (K, N), dtype=np.float32))
+    distributed.wait([A, B])
+    _, _, _, grid = gamut.dask._graph(q, None, dict(A=A, B=B, backend="cpu"), client)
+    placed = [next(iter(cell.dask.layers.values())).annotations for cell in (grid[0][0], grid[1][0])]
+    assert [p.get("workers") for p in placed] == [[a], [b]], placed
+    with distributed.get_task_stream(client) as ts:
+        assert_same(gamut.dask.run(q, A=A, B=B, backend="cpu", client=client), q(A=d["A"], B=d["B"], backend="cpu"),
+                    "placed blocks")
+    ran = sorted(t["worker"] for t in ts.data if "_run_block" in str(t["key"]))
+    assert ran == sorted([a, b]), ran
+
+
 def test_repeated_calls_on_a_plain_array(client):
     """A plain array is scattered on every call. With its content's hash as the key, a call right
     after another on the same array got the key the previous call was releasing, and now and then
@@ -243,8 +264,8 @@ def test_a_killed_worker_is_survived(client):
 
 def test_gpu_cluster_pins_a_gpu_per_worker():
     """Without dask-cuda, gamut.dask.gpu_cluster starts a worker process per GPU with
-    CUDA_VISIBLE_DEVICES set to it (what the device test and bench/dask_scale.py use); no GPU is
-    needed to start it."""
+    CUDA_VISIBLE_DEVICES set to it (what the device test and bench/dask_scale.py use), and a
+    scheduler that keeps replicas; no GPU is needed to start it."""
     try:
         import dask_cuda  # noqa: F401
         pytest.skip("dask_cuda is installed: gpu_cluster is its LocalCUDACluster")
@@ -255,3 +276,5 @@ def test_gpu_cluster_pins_a_gpu_per_worker():
         seen = c.run(lambda: os.environ.get("CUDA_VISIBLE_DEVICES"))
         assert sorted(seen.values()) == ["0", "1"], seen
         assert all(w["nthreads"] == 1 for w in c.scheduler_info()["workers"].values())
+        # Replicas stay (no active memory manager), so a replicated column operand is not moved again.
+        assert not c.run_on_scheduler(lambda dask_scheduler: dask_scheduler.extensions["amm"].running)
