@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -99,6 +101,52 @@ TEST_F(CudaDevice, BufferRoundTrip) {
   moved.download(back.data(), n * sizeof(float));
   EXPECT_EQ(back, std::vector<float>(n, 0.0f));
   EXPECT_THROW(moved.upload(host.data(), 8, n * sizeof(float) - 4), Error);  // out of range
+}
+
+// Host-to-device copies through the page-locked staging buffers (GAMUT_STAGED_UPLOAD_MIN=0:
+// every size; =off: none) land exactly as plain ones: rows to a pitch (the padding between rows
+// left as it was), rows longer than a buffer (contiguous: cut anywhere; pitched: copied plainly),
+// many buffers' worth (both rounds of buffers reused), and uploads at an offset.
+TEST_F(CudaDevice, StagedUploadsEqualPlainOnes) {
+  struct Shape {
+    size_t rows, row_bytes, pitch;
+  };
+  const size_t mib = size_t(1) << 20;
+  const std::vector<Shape> shapes = {
+      {1, 3, 3},           {1000, 12, 16},    {3, 9 * mib, 9 * mib}, {2, 9 * mib + 4, 9 * mib + 16},
+      {70000, 1000, 1008}, {4097, 4097, 4112}};
+  for (const char* mode : {"0", "off"}) {
+    setenv("GAMUT_STAGED_UPLOAD_MIN", mode, 1);
+    for (const Shape& sh : shapes) {
+      SCOPED_TRACE(std::string("GAMUT_STAGED_UPLOAD_MIN=") + mode + " rows " + std::to_string(sh.rows) + " x " +
+                   std::to_string(sh.row_bytes) + " pitch " + std::to_string(sh.pitch));
+      std::vector<unsigned char> host(sh.rows * sh.row_bytes);
+      for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<unsigned char>((i * 2654435761u) >> 13);
+      const size_t bytes = (sh.rows - 1) * sh.pitch + sh.row_bytes;
+      DeviceBuffer buf(bytes);
+      buf.fill_bytes(0xab);
+      buf.upload_rows(host.data(), sh.rows, sh.row_bytes, sh.pitch);
+      std::vector<unsigned char> back(bytes);
+      buf.download(back.data(), bytes);
+      size_t wrong = 0, padding_touched = 0;
+      for (size_t r = 0; r < sh.rows; ++r) {
+        wrong += std::memcmp(back.data() + r * sh.pitch, host.data() + r * sh.row_bytes, sh.row_bytes) != 0;
+        for (size_t b = sh.row_bytes; b < sh.pitch && r + 1 < sh.rows; ++b)
+          padding_touched += back[r * sh.pitch + b] != 0xab;
+      }
+      EXPECT_EQ(wrong, 0u);
+      EXPECT_EQ(padding_touched, 0u);
+      // The contiguous form at an offset.
+      DeviceBuffer flat(host.size() + 64);
+      flat.fill_bytes(0xab);
+      flat.upload(host.data(), host.size(), 64);
+      std::vector<unsigned char> got(host.size() + 64);
+      flat.download(got.data(), got.size());
+      EXPECT_EQ(std::vector<unsigned char>(got.begin(), got.begin() + 64), std::vector<unsigned char>(64, 0xab));
+      EXPECT_TRUE(std::equal(host.begin(), host.end(), got.begin() + 64));
+    }
+  }
+  unsetenv("GAMUT_STAGED_UPLOAD_MIN");
 }
 
 TEST_F(CudaDevice, CompileLaunchAndCheck) {

@@ -282,3 +282,26 @@ def test_empty_lists_keep_their_column_types(torch):
     want = q(A=A.cpu().numpy(), B=B.cpu().numpy(), backend="cpu")
     assert_same(got, want, "lists")
     assert [c.dtype for c in got["P"].values()] == [np.float64, np.int64, np.int32]
+
+
+def test_numpy_inputs_through_the_staging_buffers(torch, monkeypatch):
+    # NumPy inputs are uploaded through page-locked staging buffers from 16 MiB on
+    # (GAMUT_STAGED_UPLOAD_MIN; =0 every size, =off none): the products equal NumPy's exactly
+    # (integer-valued data) whichever way the inputs went, for rows padded to a pitch (1101
+    # columns), several buffers' worth of rows (3000 x 1101 f32: 13 MB) and the default threshold
+    # crossed (8192 x 1025 f32: 34 MB).
+    q = gamut.compile(SGEMM)
+    rng = np.random.default_rng(33)
+    for mode, (m, k, n) in (("0", (3000, 1101, 700)), ("off", (3000, 1101, 700)), (None, (8192, 1025, 300)),
+                            ("0", (1, 3, 1))):
+        if mode is None:
+            monkeypatch.delenv("GAMUT_STAGED_UPLOAD_MIN", raising=False)
+        else:
+            monkeypatch.setenv("GAMUT_STAGED_UPLOAD_MIN", mode)
+        A = rng.integers(-3, 4, (m, k)).astype(np.float32)
+        B = rng.integers(-3, 4, (k, n)).astype(np.float32)
+        out, stats = q.run({"A": A, "B": B}, backend="gpu")
+        want = (A.astype(np.float64) @ B.astype(np.float64)).astype(np.float32)
+        got = to_numpy(out["C"])
+        assert np.array_equal(got, want), (mode, m, k, n)
+        assert np.count_nonzero(got) > 0

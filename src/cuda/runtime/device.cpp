@@ -306,9 +306,10 @@ void DeviceBuffer::upload(const void* host, size_t bytes, size_t offset) {
   check_range("upload", bytes, offset, bytes_);
   if (bytes == 0) return;
   // From pageable memory the copy is staged before this returns: `host` may go at once.
-  detail::check(
-      cudaMemcpyAsync(static_cast<char*>(ptr_) + offset, host, bytes, cudaMemcpyHostToDevice, stream_of(g_stream)),
-      "cudaMemcpy host to device of " + std::to_string(bytes) + " bytes");
+  char* to = static_cast<char*>(ptr_) + offset;
+  if (detail::staged_upload_rows(to, bytes, host, 1, bytes, stream_of(g_stream))) return;
+  detail::check(cudaMemcpyAsync(to, host, bytes, cudaMemcpyHostToDevice, stream_of(g_stream)),
+                "cudaMemcpy host to device of " + std::to_string(bytes) + " bytes");
 }
 
 void DeviceBuffer::download(void* host, size_t bytes, size_t offset) const {
@@ -327,6 +328,7 @@ void DeviceBuffer::download_async(void* host, size_t bytes, size_t offset) const
 void DeviceBuffer::upload_rows(const void* host, size_t rows, size_t row_bytes, size_t pitch) {
   if (rows == 0 || row_bytes == 0) return;
   check_range("upload", (rows - 1) * pitch + row_bytes, 0, bytes_);
+  if (detail::staged_upload_rows(ptr_, pitch, host, rows, row_bytes, stream_of(g_stream))) return;
   detail::check(
       cudaMemcpy2DAsync(ptr_, pitch, host, row_bytes, row_bytes, rows, cudaMemcpyHostToDevice, stream_of(g_stream)),
       "cudaMemcpy2D host to device of " + std::to_string(rows * row_bytes) + " bytes");

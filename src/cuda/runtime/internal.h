@@ -14,6 +14,15 @@ void check(cudaError_t err, const std::string& what);
 // Throws the "no usable CUDA device" error unless device_available().
 void require_device();
 
+// Host-to-device copies of pageable memory from GAMUT_STAGED_UPLOAD_MIN bytes on (default
+// 16 MiB; "off": never) go through page-locked staging buffers, several host threads at once
+// (staged_upload.cpp). `rows` rows of `row_bytes`, consecutive in host memory, to rows `dpitch`
+// apart. False where it does not apply (smaller, no page-locked memory, rows longer than a
+// buffer with a pitch): the caller copies as usual.
+size_t staged_upload_min();
+bool staged_upload_rows(void* dst, size_t dpitch, const void* src, size_t rows, size_t row_bytes,
+                        cudaStream_t stream);
+
 // The full NVRTC option list for `options` (fixed flags, toolkit include dirs, options.extra).
 std::vector<std::string> nvrtc_options(const CompileOptions& options);
 
