@@ -9,8 +9,15 @@ median of --repeat copies after a warm-up, GB/s:
   memcpy xT       host memcpy into page-locked memory with T threads (a staged copy's CPU side)
   pageable 2 GPUs the pageable copy to GPU 0 and GPU 1 at once, from two threads (both counted)
 
-Needs CuPy (the device image has it). usage: bench/upload_rate.py [--mib 256] [--repeat 5]
+--queries: also gamut's own uploads, A / B in one process: Q5 (examples/q5_select.mmlt) at
+M = N = --n, K = --k on NumPy inputs with GAMUT_STAGED_UPLOAD_MIN=off (cudaMemcpy from pageable
+memory) and with the staging buffers (the default), beside the same call on CuPy arrays (no upload),
+ms per call (median of --repeat after a warm-up).
+
+Needs CuPy (the device image has it). usage: bench/upload_rate.py [--mib 256] [--repeat 5] [--queries]
+                                                                 [--n 65536] [--k 1024]
 """
+import os
 import argparse
 import statistics
 import sys
@@ -34,6 +41,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mib", type=int, default=256)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--queries", action="store_true")
+    ap.add_argument("--n", type=int, default=65536)
+    ap.add_argument("--k", type=int, default=1024)
     a = ap.parse_args()
     import cupy
     n = a.mib << 20
@@ -81,7 +91,43 @@ def main():
             for w in ws:
                 w.join()
         print(f"  pageable 2 GPUs {rate(2 * n, both, a.repeat):6.1f} GB/s (both copies counted)")
+    if a.queries:
+        queries(a, cupy)
     return 0
+
+
+def queries(a, cupy):
+    import gamut
+    q = gamut.load(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "q5_select.mmlt"))
+    rng = np.random.default_rng(5)
+    P = rng.standard_normal((a.n, a.k), dtype=np.float32)
+    R = rng.standard_normal((a.k, a.n), dtype=np.float32)
+    thres = 4.5 * float(np.sqrt(a.k))
+    Pd, Rd = cupy.asarray(P), cupy.asarray(R)
+
+    def ms(fn):
+        fn()
+        ts = []
+        for _ in range(a.repeat):
+            t0 = time.perf_counter()
+            fn()
+            cupy.cuda.Device(0).synchronize()
+            ts.append(time.perf_counter() - t0)
+        return statistics.median(ts) * 1e3
+
+    print(f"Q5 at M = N = {a.n}, K = {a.k}, f32 inputs ({(P.nbytes + R.nbytes) >> 20} MiB), ms per call")
+    for math in ("ieee", "tf32"):
+        row = {}
+        for label, env, inputs in (("numpy plain", "off", (P, R)), ("numpy staged", None, (P, R)),
+                                   ("cupy", None, (Pd, Rd))):
+            if env is None:
+                os.environ.pop("GAMUT_STAGED_UPLOAD_MIN", None)
+            else:
+                os.environ["GAMUT_STAGED_UPLOAD_MIN"] = env
+            row[label] = ms(lambda: q(P=inputs[0], R=inputs[1], thres=thres, f32_math=math, backend="gpu"))
+        os.environ.pop("GAMUT_STAGED_UPLOAD_MIN", None)
+        print(f"  {math:5s} " + "  ".join(f"{k} {v:8.2f}" for k, v in row.items()) +
+              f"  upload plain {row['numpy plain'] - row['cupy']:.1f} staged {row['numpy staged'] - row['cupy']:.1f}")
 
 
 if __name__ == "__main__":
