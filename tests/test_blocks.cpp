@@ -3,15 +3,15 @@
 // and h), moved to whole coordinates and merged (along j within each row of blocks, then along
 // i) gives exactly the whole run's result (integer-valued data: sums are exact in any order).
 // Options::list_provenance, which the blocks run with, returns the hidden columns.
+#include <gamut/gamut.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-#include <gamut/gamut.h>
-
 #include "cpu/engine.h"
 #include "driver/pipeline.h"
 #include "partition/blocks.h"
+#include "partition/partition.h"
 #include "partition_cases.h"
 #include "rewrite/list_provenance.h"
 
@@ -81,7 +81,8 @@ Blocked run_as_blocks(const std::string& text, const Bindings& whole, int rows, 
   }
   out.merged = merge_blocks(plan, L, limits, AxisRole::Row, std::move(row_blocks));
   for (size_t l = 0; l < plan.lists.size(); ++l)
-    if (has_provenance(plan.lists[l])) out.merged.lists[l].columns.resize(plan.lists[l].columns.size() - kProvenanceColumnCount);
+    if (has_provenance(plan.lists[l]))
+      out.merged.lists[l].columns.resize(plan.lists[l].columns.size() - kProvenanceColumnCount);
   return out;
 }
 
@@ -119,13 +120,66 @@ TEST(Blocks, EveryOutputOperatorMergesToTheWholeRun) {
   }
 }
 
+// concatenate_disjoint (the Python binding's merge of top / bottom lists whose groups a split
+// keeps whole, read in place) gives merge_blocks' table: per i lists in row blocks, per j lists in
+// column blocks, with the provenance columns, blocks of 0 rows among them.
+TEST(Blocks, DisjointListsConcatenateAsMergeBlocksDoes) {
+  for (const char* name : {"bottom_per_i", "top_per_j_no_axis_columns", "top_per_j_wide"}) {
+    const Case* c = nullptr;
+    for (const Case& x : kCases)
+      if (std::string(x.name) == name) c = &x;
+    ASSERT_NE(c, nullptr) << name;
+    const Bindings whole = bindings(*c);
+    const Source src{"q.mmlt", c->text};
+    const Plan plan = with_list_provenance(plan_with_rewrites(src, type_env(whole)));
+    const BlockLayout L = block_layout(plan);
+    const bool by_rows = plan.lists[0].per == PerGroup::Row;
+    const AxisRole axis = by_rows ? AxisRole::Row : AxisRole::Col;
+    auto probe = prepare(src, whole, plan, false);
+    const int64_t extent = by_rows ? probe->instance.row.size() : probe->instance.col.size();
+    // Four blocks, the second empty (a cut at the same place twice).
+    const std::vector<int64_t> at = {0, extent / 3, extent / 3, 2 * extent / 3, extent};
+    std::vector<Results> blocks;
+    for (size_t p = 0; p + 1 < at.size(); ++p) {
+      Bindings b = whole;
+      for (size_t o = 0; o < plan.operands.size(); ++o) {
+        const int dim = by_rows ? L.operand_row_dim[o] : L.operand_col_dim[o];
+        NDArray& a = b.arrays[plan.operands[o].name];
+        if (dim >= 0) a = slice(a, dim, at[p], at[p + 1]);
+      }
+      if (at[p] == at[p + 1]) {  // (an empty block: the engine needs an extent of 1 or more)
+        Results none = run_cpu(prepare(src, whole, plan, false)->instance, 1);
+        for (Column& col : none.lists[0].columns) col.data.clear();
+        none.lists[0].rows = 0;
+        blocks.push_back(std::move(none));
+        continue;
+      }
+      Results r = run_cpu(prepare(src, std::move(b), plan, false)->instance, 1);
+      to_whole_coordinates(plan, L, r, by_rows ? at[p] : 0, by_rows ? 0 : at[p]);
+      blocks.push_back(std::move(r));
+    }
+    std::vector<std::vector<ColumnView>> views;
+    std::vector<int64_t> rows;
+    for (const Results& r : blocks) {
+      views.emplace_back();
+      for (const Column& col : r.lists[0].columns) views.back().push_back(ColumnView{col.data.data(), col.data.size()});
+      rows.push_back(r.lists[0].rows);
+    }
+    const Table got = concatenate_disjoint(plan.lists[0], views, rows);
+    const Results want = merge_blocks(plan, L, probe->instance.list_limits, axis, std::move(blocks));
+    EXPECT_GT(got.rows, 0) << name;
+    EXPECT_TRUE(same_table(got, want.lists[0])) << name << ": " << got.rows << " rows against " << want.lists[0].rows;
+  }
+}
+
 TEST(Blocks, ExtentsOfIndexVectorsArePaddedToTheLargest) {
   // g's largest value sits in the last rows only: the first blocks' Hist is shorter.
   Bindings b = bindings(kCases[3]);
   b.arrays.erase("h");
   NDArray& g = b.arrays["g"];
   for (int64_t r = 0; r < g.shape[0]; ++r) g.as<int32_t>()[r] = r < g.shape[0] - 2 ? int32_t(r % 2) : 9;
-  const char* text = "where (i, j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } Hist[g[i]] max= s; N[g[i], j] += 1; }";
+  const char* text =
+      "where (i, j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } Hist[g[i]] max= s; N[g[i], j] += 1; }";
   auto prep = prepare(Source{"q.mmlt", text}, b, false);
   const Results whole = run_cpu(prep->instance, 1);
   ASSERT_EQ(whole.dense[0].shape, std::vector<int64_t>{10});
@@ -145,14 +199,17 @@ TEST(Blocks, AxesThatCannotSplitSayWhy) {
   EXPECT_FALSE(self.row_splits);
   EXPECT_FALSE(self.col_splits);
   EXPECT_NE(self.row_why.find("A is read both along i"), std::string::npos) << self.row_why;
-  const BlockLayout mask = layout("where (i, j) when (i != j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } C[i, j] = s; }");
+  const BlockLayout mask =
+      layout("where (i, j) when (i != j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } C[i, j] = s; }");
   EXPECT_FALSE(mask.row_splits);
   EXPECT_NE(mask.row_why.find("reads the value of i"), std::string::npos) << mask.row_why;
-  const BlockLayout ranged = layout("where (i in [1, M), j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } C[i, j] = s; }");
+  const BlockLayout ranged =
+      layout("where (i in [1, M), j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } C[i, j] = s; }");
   EXPECT_FALSE(ranged.row_splits);
   EXPECT_TRUE(ranged.col_splits) << ranged.col_why;
   EXPECT_NE(ranged.row_why.find("range"), std::string::npos) << ranged.row_why;
-  const BlockLayout plain = layout("where (i, j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } emit L(i, j + 1, s); }");
+  const BlockLayout plain =
+      layout("where (i, j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } emit L(i, j + 1, s); }");
   EXPECT_TRUE(plain.row_splits);
   EXPECT_FALSE(plain.col_splits);  // j + 1 is not j: a shift cannot fix it
   EXPECT_EQ(plain.list_row_columns[0], std::vector<int>{0});

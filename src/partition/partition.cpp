@@ -170,6 +170,31 @@ Instance part_instance(const Instance& inst, const Partition& part, int p, const
   return x;
 }
 
+Table concatenate_disjoint(const ListOutput& spec, const std::vector<std::vector<ColumnView>>& parts,
+                           const std::vector<int64_t>& rows) {
+  if (rows.size() != parts.size()) throw_internal_error("concatenate_disjoint: one row count per part");
+  Table out;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    if (parts[p].size() != spec.columns.size())
+      throw_internal_error("concatenate_disjoint: part without every column of " + spec.name);
+    out.rows += rows[p];
+  }
+  for (size_t c = 0; c < spec.columns.size(); ++c) {
+    Column col{spec.columns[c].name, storage_type_of(spec.columns[c].type), {}};
+    const size_t width = dtype_size(col.dtype);
+    col.data.reserve(size_t(out.rows) * width);
+    for (size_t p = 0; p < parts.size(); ++p) {
+      const ColumnView& v = parts[p][c];
+      if (v.bytes != size_t(rows[p]) * width)
+        throw_internal_error("concatenate_disjoint: column " + col.name + " of part " + std::to_string(p) +
+                             " is not its rows long");
+      if (v.bytes) col.data.insert(col.data.end(), v.data, v.data + v.bytes);
+    }
+    out.columns.push_back(std::move(col));
+  }
+  return out;
+}
+
 Table merge_list(const Plan& P, size_t l, int64_t limit, std::vector<Results>& parts, bool disjoint) {
   const ListOutput& spec = P.lists[l];
   const bool ranked = spec.mode == ListMode::Top || spec.mode == ListMode::Bottom;

@@ -62,6 +62,20 @@ Results merge_parts(const Instance& inst, const Partition& part, std::vector<Res
 // (a merge whose result is merged again), and are dropped otherwise. The parts' tables are emptied.
 Table merge_list(const Plan& plan, size_t l, int64_t limit, std::vector<Results>& parts, bool disjoint);
 
+// One column of a part's list as it lies in someone else's memory (`bytes` bytes, rows in
+// order), for merges that read the parts where they are.
+struct ColumnView {
+  const std::byte* data = nullptr;
+  size_t bytes = 0;
+};
+// merge_list's result for a top/bottom list of an unbatched plan whose groups are whole in every
+// part (`disjoint`), read from views: each part's rows are final, so the result is every column
+// of the parts one after another (what concatenate_groups gives for one batch), one copy of
+// each column. parts[p][c]: part p's column c, for every column of the list (the provenance
+// columns included); rows[p]: part p's rows.
+Table concatenate_disjoint(const ListOutput& spec, const std::vector<std::vector<ColumnView>>& parts,
+                           const std::vector<int64_t>& rows);
+
 // The whole run as parts one after another through `run_part` (tests, and a single device
 // standing in for several): identical to running `inst` at once (float sums up to reordering).
 Results run_in_parts(const Instance& inst, int parts, const std::function<Results(const Instance&)>& run_part,
