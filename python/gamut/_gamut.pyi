@@ -65,10 +65,11 @@ class Blocks:
     def to_whole(self, outputs: Mapping[str, Any], row0: int, col0: int) -> dict[str, Any]:
         """A block's outputs (q.run(..., provenance=True) on the block whose first row is row0 and
         first column col0; NumPy) with list columns i and j moved to the whole run's coordinates."""
-    def merge(self, axis: str, blocks: Sequence[Mapping[str, Any]], limits: Sequence[int]) -> dict[str, Any]:
+    def merge(self, axis: str, blocks: Sequence[Mapping[str, Any]], limits: Sequence[int],
+              own_only: bool = False) -> dict[str, Any]:
         """Blocks next to each other along axis "i" or "j" (in order) as one, for the outputs the
         blocks hold: dense outputs the axis indexes side by side, others by their operator,
-        lists merged (provenance kept, for the next merge)."""
+        lists merged (provenance kept, for the next merge; dropped with own_only, the last one)."""
     def finish(self, outputs: Mapping[str, Any], scalars: Mapping[str, Any]) -> dict[str, Any]:
         """The query's finishing steps (`finish { ... }`) on its merged dense outputs (NumPy, by
         name) and its scalar bindings: the finished outputs by name (empty without a block)."""

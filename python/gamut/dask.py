@@ -84,7 +84,7 @@ def _merge(spec, axis, keys, limits, own, *parts):
     for p in parts:
         picked.append({k: (v if isinstance(v, dict) else _host(v)) for k, v in p.items() if k in keys})
         on_gpu = on_gpu or any(_is_cupy(v) for v in p.values())
-    out = _blocks(text, name, dtypes).merge(axis, picked, list(limits))
+    out = _blocks(text, name, dtypes).merge(axis, picked, list(limits), own_only=own is not None)
     out = {k: (_as_framework(v, True) if on_gpu and not isinstance(v, dict) else v) for k, v in out.items()}
     return _finish(out, own) if own is not None else out
 

@@ -110,11 +110,12 @@ class Blocks {
     return dict_of(std::move(r), present);
   }
 
-  nb::dict merge(const std::string& axis, nb::list blocks, const std::vector<int64_t>& limits) const {
+  // `own_only` (the last merge of a run): lists without their hidden provenance columns.
+  nb::dict merge(const std::string& axis, nb::list blocks, const std::vector<int64_t>& limits, bool own_only) const {
     if (axis != "i" && axis != "j") usage("merge along '" + axis + "': give 'i' or 'j'");
     if (nb::len(blocks) == 0) usage("merge of no blocks");
     if (limits.size() != plan_.lists.size()) usage("merge: give one limit per list");
-    if (nb::dict out; merge_disjoint(axis == "i" ? AxisRole::Row : AxisRole::Col, blocks, out)) return out;
+    if (nb::dict out; merge_disjoint(axis == "i" ? AxisRole::Row : AxisRole::Col, blocks, own_only, out)) return out;
     std::vector<Results> rs;
     std::vector<bool> present;
     for (nb::handle b : blocks) {
@@ -129,6 +130,10 @@ class Blocks {
       const std::vector<bool> dense(present.begin(), present.begin() + int64_t(plan_.dense.size()));
       out = merge_blocks(plan_, layout_, limits, axis == "i" ? AxisRole::Row : AxisRole::Col, std::move(rs), dense);
     }
+    if (own_only)
+      for (size_t l = 0; l < plan_.lists.size(); ++l)
+        if (has_provenance(plan_.lists[l]))
+          out.lists[l].columns.resize(plan_.lists[l].columns.size() - size_t(kProvenanceColumnCount));
     return dict_of(std::move(out), present);
   }
 
@@ -136,7 +141,7 @@ class Blocks {
   // plan, blocks holding lists only, each a top / bottom list whose groups this axis keeps whole
   // (kNN's `per i` along i). False (nothing done) otherwise. One copy of each column, not three:
   // kNN's blocks hold 10 rows a query point, megabytes a merge.
-  bool merge_disjoint(AxisRole axis, nb::list blocks, nb::dict& out) const {
+  bool merge_disjoint(AxisRole axis, nb::list blocks, bool own_only, nb::dict& out) const {
     if (plan_.batched) return false;
     const nb::dict first = nb::borrow<nb::dict>(blocks[0]);
     for (const DenseOutput& d : plan_.dense)
@@ -180,10 +185,16 @@ class Blocks {
               ColumnView{static_cast<const std::byte*>(a.data), size_t(a.shape[0]) * dtype_size(a.dtype)});
         }
       }
+      // (The last merge copies only the list's own columns: kNN's are 3 of 7.)
+      const size_t kept =
+          own_only && has_provenance(spec) ? spec.columns.size() - size_t(kProvenanceColumnCount) : spec.columns.size();
+      ListOutput shown = spec;
+      shown.columns.resize(kept);
+      for (auto& part : parts) part.resize(kept);
       Table t;
       {
         nb::gil_scoped_release nogil;
-        t = concatenate_disjoint(spec, parts, rows);
+        t = concatenate_disjoint(shown, parts, rows);
       }
       nb::dict cols;
       for (Column& c : t.columns) {
@@ -322,7 +333,7 @@ void register_blocks(nb::module_& m) {
       .def("layout", &Blocks::layout)
       .def("limits", &Blocks::limits, "scalars"_a)
       .def("to_whole", &Blocks::to_whole, "outputs"_a, "row0"_a, "col0"_a)
-      .def("merge", &Blocks::merge, "axis"_a, "blocks"_a, "limits"_a)
+      .def("merge", &Blocks::merge, "axis"_a, "blocks"_a, "limits"_a, "own_only"_a = false)
       .def("finish", &Blocks::finish, "outputs"_a, "scalars"_a);
 }
 

@@ -160,6 +160,36 @@ def test_blocks_run_where_their_row_chunks_lie(client):
     assert ran == sorted([a, b]), ran
 
 
+def test_the_last_merge_keeps_only_the_lists_own_columns():
+    """Blocks.merge(..., own_only=True), the last merge of a run: the lists' own columns, equal to
+    those of a merge that keeps the provenance (a per-i list along i, read in place; and a
+    global top list, merged by key)."""
+    d = data()
+    for text, axis in ((QUERIES["bottom_per_i"], "i"), (QUERIES["top_ties"], "i"), (QUERIES["mixed"], "j")):
+        q = gamut.compile(text)
+        dtypes = {k: gamut.dask._gamut_dtype(k, d[k].dtype) for k in q.inputs}
+        blocks = gamut._gamut.Blocks(q, dtypes)
+        cut = 30 if axis == "i" else 20
+        parts = []
+        for lo, hi in ((0, cut), (cut, M if axis == "i" else N)):
+            inputs = pick(q, d)
+            if axis == "i":
+                inputs["A"] = d["A"][lo:hi]
+            else:
+                inputs["B"] = d["B"][:, lo:hi]
+            out, _ = q.run(inputs, provenance=True, finish=False, backend="cpu")
+            lists = {k: v for k, v in out.items() if isinstance(v, dict)}
+            parts.append(blocks.to_whole(lists, lo if axis == "i" else 0, lo if axis == "j" else 0))
+        limits = blocks.limits({k: d[k] for k in q.params})
+        full = blocks.merge(axis, parts, limits)
+        own = blocks.merge(axis, parts, limits, own_only=True)
+        for name, cols in own.items():
+            assert list(cols) == [c for c in full[name] if not c.startswith("__")], (text, list(cols))
+            for c in cols:
+                np.testing.assert_array_equal(cols[c], full[name][c])
+            assert len(next(iter(cols.values()))) > 0
+
+
 def test_repeated_calls_on_a_plain_array(client):
     """A plain array is scattered on every call. With its content's hash as the key, a call right
     after another on the same array got the key the previous call was releasing, and now and then
