@@ -170,15 +170,7 @@ class Blocks {
         nb::handle cols = block[spec.name.c_str()];
         parts.emplace_back();
         for (const ListColumn& c : spec.columns) {
-          const std::string what = spec.name + "['" + c.name + "']";
-          if (!nb::isinstance<nb::dict>(cols) || !nb::borrow<nb::dict>(cols).contains(c.name.c_str()))
-            usage("block result without column " + what + " (blocks run with provenance=True)");
-          const ArrayRef a = import_array(what, cols[c.name.c_str()], keep);
-          if (a.device.is_gpu())
-            usage(what + ": block results are merged on the host (copy device arrays there first)");
-          if (a.dtype != storage_type_of(c.type) || a.shape.size() != 1)
-            usage(what + ": not the column's type or rank");
-          if (a.shape[0] > 1 && a.strides[0] != 1) usage(what + ": a block result must be C-contiguous");
+          const ArrayRef a = list_column(spec, c, cols, keep);
           if (parts.back().empty()) rows.push_back(a.shape[0]);
           if (a.shape[0] != rows.back()) usage(spec.name + ": columns of different lengths");
           parts.back().push_back(
@@ -196,15 +188,7 @@ class Blocks {
         nb::gil_scoped_release nogil;
         t = concatenate_disjoint(shown, parts, rows);
       }
-      nb::dict cols;
-      for (Column& c : t.columns) {
-        NDArray a;
-        a.dtype = c.dtype;
-        a.shape = {t.rows};
-        a.data = Bytes(std::move(c.data));
-        cols[c.name.c_str()] = numpy_of(std::move(a));
-      }
-      out[spec.name.c_str()] = cols;
+      out[spec.name.c_str()] = columns_dict(std::move(t));
     }
     return true;
   }
@@ -243,19 +227,38 @@ class Blocks {
   }
 
  private:
-  static NDArray host_copy(const std::string& name, nb::handle v) {
-    std::vector<nb::ndarray<nb::ro>> keep;
+  // A block result as it lies on the host, C-contiguous (held by `keep`).
+  static ArrayRef host_view(const std::string& name, nb::handle v, std::vector<nb::ndarray<nb::ro>>& keep) {
     const ArrayRef a = import_array(name, v, keep);
     if (a.device.is_gpu()) usage(name + ": block results are merged on the host (copy device arrays there first)");
-    NDArray x = NDArray::zeros(a.dtype, a.shape);
     // (An empty block result has no layout to check: NumPy gives 0 rows stride 0.)
-    int64_t expect = 1;
-    for (size_t d = a.shape.size(); d-- > 0 && x.nbytes() > 0;) {
+    int64_t expect = 1, elements = 1;
+    for (int64_t n : a.shape) elements *= n;
+    for (size_t d = a.shape.size(); d-- > 0 && elements > 0;) {
       if (a.shape[d] != 1 && a.strides[d] != expect) usage(name + ": a block result must be C-contiguous");
       expect *= a.shape[d];
     }
+    return a;
+  }
+
+  static NDArray host_copy(const std::string& name, nb::handle v) {
+    std::vector<nb::ndarray<nb::ro>> keep;
+    const ArrayRef a = host_view(name, v, keep);
+    NDArray x = NDArray::zeros(a.dtype, a.shape);
     if (x.nbytes()) std::memcpy(x.data.data(), a.data, x.nbytes());
     return x;
+  }
+
+  // Column c of list `spec` in a block's dict of columns `cols`, checked: there, on the host,
+  // contiguous, of the column's type, one-dimensional.
+  static ArrayRef list_column(const ListOutput& spec, const ListColumn& c, nb::handle cols,
+                              std::vector<nb::ndarray<nb::ro>>& keep) {
+    const std::string what = spec.name + "['" + c.name + "']";
+    if (!nb::isinstance<nb::dict>(cols) || !nb::borrow<nb::dict>(cols).contains(c.name.c_str()))
+      usage("block result without column " + what + " (blocks run with provenance=True)");
+    const ArrayRef a = host_view(what, cols[c.name.c_str()], keep);
+    if (a.dtype != storage_type_of(c.type) || a.shape.size() != 1) usage(what + ": not the column's type or rank");
+    return a;
   }
 
   // `present`: per dense output, then per list, whether the dict has it (a caller merges some
@@ -277,14 +280,13 @@ class Blocks {
       present.push_back(true);
       nb::handle cols = outputs[l.name.c_str()];
       for (const ListColumn& c : l.columns) {
-        const std::string what = l.name + "['" + c.name + "']";
-        if (!nb::isinstance<nb::dict>(cols) || !nb::borrow<nb::dict>(cols).contains(c.name.c_str()))
-          usage("block result without column " + what + " (blocks run with provenance=True)");
-        NDArray a = host_copy(what, cols[c.name.c_str()]);
-        if (a.dtype != storage_type_of(c.type) || a.shape.size() != 1) usage(what + ": not the column's type or rank");
+        std::vector<nb::ndarray<nb::ro>> keep;
+        const ArrayRef a = list_column(l, c, cols, keep);
         if (t.columns.empty()) t.rows = a.shape[0];
         if (a.shape[0] != t.rows) usage(l.name + ": columns of different lengths");
-        t.columns.push_back(Column{c.name, a.dtype, std::move(a.data.own())});
+        const auto* from = static_cast<const std::byte*>(a.data);
+        t.columns.push_back(
+            Column{c.name, a.dtype, std::vector<std::byte>(from, from + size_t(a.shape[0]) * dtype_size(a.dtype))});
       }
       r.lists.push_back(std::move(t));
     }
@@ -307,18 +309,22 @@ class Blocks {
       if (present[d]) out[plan_.dense[d].name.c_str()] = numpy_of(std::move(r.dense[d]));
     for (size_t l = 0; l < plan_.lists.size(); ++l) {
       if (!present[plan_.dense.size() + l]) continue;
-      nb::dict cols;
-      Table& t = r.lists[l];
-      for (Column& c : t.columns) {
-        NDArray a;
-        a.dtype = c.dtype;
-        a.shape = {t.rows};
-        a.data = Bytes(std::move(c.data));
-        cols[c.name.c_str()] = numpy_of(std::move(a));
-      }
-      out[plan_.lists[l].name.c_str()] = cols;
+      out[plan_.lists[l].name.c_str()] = columns_dict(std::move(r.lists[l]));
     }
     return out;
+  }
+
+  // A list's table as a dict of NumPy columns (each column's bytes moved, not copied).
+  static nb::dict columns_dict(Table&& t) {
+    nb::dict cols;
+    for (Column& c : t.columns) {
+      NDArray a;
+      a.dtype = c.dtype;
+      a.shape = {t.rows};
+      a.data = Bytes(std::move(c.data));
+      cols[c.name.c_str()] = numpy_of(std::move(a));
+    }
+    return cols;
   }
 
   Plan plan_;

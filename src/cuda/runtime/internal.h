@@ -19,7 +19,6 @@ void require_device();
 // (staged_upload.cpp). `rows` rows of `row_bytes`, consecutive in host memory, to rows `dpitch`
 // apart. False where it does not apply (smaller, no page-locked memory, rows longer than a
 // buffer with a pitch): the caller copies as usual.
-size_t staged_upload_min();
 bool staged_upload_rows(void* dst, size_t dpitch, const void* src, size_t rows, size_t row_bytes,
                         cudaStream_t stream);
 

@@ -76,8 +76,6 @@ struct Piece {
   size_t rows, width;
 };
 
-}  // namespace
-
 size_t staged_upload_min() {
   const char* e = std::getenv("GAMUT_STAGED_UPLOAD_MIN");
   if (!e || !*e) return kDefaultMin;
@@ -86,6 +84,8 @@ size_t staged_upload_min() {
   const unsigned long long v = std::strtoull(e, &end, 10);
   return end && *end == '\0' ? size_t(v) : kDefaultMin;
 }
+
+}  // namespace
 
 bool staged_upload_rows(void* dst, size_t dpitch, const void* src, size_t rows, size_t row_bytes, cudaStream_t stream) {
   if (rows == 0 || row_bytes == 0 || rows > SIZE_MAX / row_bytes) return false;
