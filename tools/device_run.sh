@@ -3,7 +3,7 @@
 # sanitizers on one query of each family, and the benchmarks. Logs go to $OUT (or ./device-out).
 # usage: tools/device_run.sh [tests] [sanitize] [bench] [demo] [relbench] [semibench] [tc] [fuzz] [py] [sweep] [profile]
 #                            [shards] [api] [reach] [cold] [tq] [verify] [pyoverhead] [sanitizers]
-#                            [hostoverhead] [multigpu] [qprofile] [userbuild] [userbuild-clang] [dask]
+#                            [hostoverhead] [multigpu] [qprofile] [userbuild] [userbuild-clang] [dask] [sanq]
 #                            (default: tests sanitize bench)
 # PREBUILT=DIR: binaries built elsewhere (a build folder of this checkout at the same absolute
 # path, carried along; tools/device_prebuild.sh): no build here. Else build-dev is built here
@@ -208,7 +208,7 @@ SHARD_FILTER="${GPU_FILTER:--TensorMainloopSim.*:TensorMainloop.EveryVariantComp
 API_FILTER='ApiDevice.*:CliApi.*:Cli.*:CudaRuntime.*:CudaCache.*:GpuSkip.*'
 
 # The steps that need no build-dev: the user's builds and what runs on the installed package.
-PACKAGE_STEPS='userbuild|userbuild-clang|pyoverhead|pytune|tq|ktimes|qprofile|dask'
+PACKAGE_STEPS='userbuild|userbuild-clang|pyoverhead|pytune|tq|ktimes|qprofile|dask|sanq'
 # steps_only_of ALTERNATIVES: whether every step asked is one of these (an extended regex's alternatives).
 steps_only_of() {
   local s
@@ -353,6 +353,36 @@ for step in $steps; do
         echo "compute-sanitizer $tool: $(grep -hE '(ERROR|RACECHECK) SUMMARY' "${logs[@]}" | sort | uniq -c | tr '\n' ';')"
         gtest_check "compute-sanitizer $tool" $rc "$expected" "${logs[@]}"
       done ;;
+    sanq)
+      # compute-sanitizer over the GPU suite of the user's cmake build, one (tool, test) a job
+      # (tools/san_queue.py): SANQ_TOOLS, SANQ_JOBS, SANQ_TIMEOUT (one job), SANQ_DEADLINE (epoch
+      # seconds: no job runs past it). The finished jobs are kept in build-user/sanq_done.jsonl, so a
+      # later call on the still-warm machine goes on where this one stopped (a copy comes back in $OUT).
+      # Kernels come from the suite's shard caches, merged into one; built here if the machine is fresh.
+      ub=build-user
+      if [ ! -x $ub/tests/gamut_gpu_tests ]; then
+        cmake -S . -B $ub -G Ninja -DCMAKE_BUILD_TYPE=Release > "$OUT/sanq_cmake.log" 2>&1 \
+          && cmake --build $ub -j"$NPROC" --target gamut_gpu_tests > "$OUT/sanq_build.log" 2>&1
+        gate "sanq: cmake build of gamut_gpu_tests" $?
+      fi
+      mkdir -p $ub/kcache-san
+      for d in $ub/kcache*/; do [ "$d" = "$ub/kcache-san/" ] || cp -rn "$d". $ub/kcache-san/ 2>/dev/null; done
+      secs=$(( ${SANQ_DEADLINE:-$(( $(date +%s) + 500 ))} - $(date +%s) ))
+      python3 tools/san_queue.py --bin $ub/tests/gamut_gpu_tests --out /tmp/sanq-logs --filter "$SHARD_FILTER" \
+        --tools "${SANQ_TOOLS:-racecheck,memcheck,synccheck}" --jobs "${SANQ_JOBS:-15}" --seconds "$secs" \
+        --timeout "${SANQ_TIMEOUT:-420}" --done $ub/sanq_done.jsonl --cache "$PWD/$ub/kcache-san" > "$OUT/sanq.txt" 2>&1
+      rc=$?
+      cp $ub/sanq_done.jsonl "$OUT/" 2>/dev/null
+      # The logs of failed or tool-failed jobs come back (in logs.tar.gz).
+      mkdir -p "$OUT/sanq-failed"
+      grep -E '"status": "(failed|sanitizer internal)"' $ub/sanq_done.jsonl 2>/dev/null | python3 -c '
+import json, sys, shutil
+for line in sys.stdin:
+    r = json.loads(line); name = r["tool"] + "__" + r["test"].replace("/", "_") + ".log"
+    try: shutil.copy("/tmp/sanq-logs/" + name, sys.argv[1])
+    except OSError: pass' "$OUT/sanq-failed"
+      cat "$OUT/sanq.txt" | tail -40
+      gate "sanitizer queue" $rc "$([ $rc -eq 2 ] && echo 'jobs left for a later call')" ;;
     hostoverhead)
       # The host cost of a cached library call, phase by phase (issue 13, bench/host_overhead.cpp).
       for n in 64 256; do $B/bench/host_overhead --n $n --iters 2000 || exit 1; done > "$OUT/host_overhead.txt" 2>&1
@@ -438,7 +468,7 @@ done
 # At most 8 files come back from a call (the device tool's limits): every log goes into one
 # archive, logs.tar.gz, and only the summaries named in KEEP_FILES stay beside it as files.
 if [ "$(find "$OUT" -mindepth 1 -maxdepth 1 | wc -l)" -gt 8 ]; then
-  keep="${KEEP_FILES:-device.txt fuzz.txt ktimes.txt py_overhead.txt tensor_queries.txt pytune.txt dask_scale.txt}"
+  keep="${KEEP_FILES:-device.txt fuzz.txt ktimes.txt py_overhead.txt tensor_queries.txt pytune.txt dask_scale.txt sanq.txt sanq_done.jsonl}"
   if (cd "$OUT" && tar czf /tmp/device-logs.tar.gz --exclude='.*' -- *); then
     for f in "$OUT"/* "$OUT"/.[!.]*; do
       [ -e "$f" ] || continue
