@@ -16,6 +16,9 @@ row), the ratio torch / gamut (> 1: gamut is faster):
               torch's norms + addmm + topk in the call
   cosine      cosine similarity top 10 per i (gamut: hoist-one-sided), against torch's normalize +
               matmul + topk
+  readme      the README's kNN as written at the issue's shape (--readme-shape, default 4096 queries x
+              1,048,576 points x 128, bf16 and tf32), beside gamut's own product of that shape (a
+              4096 x 1,048,576 f32 output: 16 GB) and torch's norms + addmm + topk
 
 Also `explain`'s math and mainloop line, so a row that ran on SIMT says so; and, on a line
 below each row, device memory (the issue's "peak device memory = inputs + outputs + O(tiles)"),
@@ -37,7 +40,8 @@ gamut_device_peak_bytes, torch_alloc_peak_bytes, peak_over_in_out.
 
     python bench/tensor_queries.py [--n 16384] [--ks 256,1024] [--product-sizes 4096,8192] [--json out.json]
         [--repeat 5] [--rounds 3]
-        [--queries product,Q3,Q5,Q7,areas,kNN,kNN-natural,cosine] [--data bf16,tf32]
+        [--queries product,Q3,Q5,Q7,areas,kNN,kNN-natural,cosine,readme] [--data bf16,tf32]
+        [--readme-shape 4096,1048576,128]
 """
 import argparse
 import json
@@ -121,6 +125,35 @@ def math_line(q, **kw):
     return "?"
 
 
+def readme_rows(a, knn_natural, prod, report):
+    """The README's kNN as written (issue 37: within 2x of our own product of the same shape)."""
+    import torch
+
+    M, N, K = (int(x) for x in a.readme_shape.split(","))
+    dev = torch.device("cuda")
+    for dt, name, mode in [(torch.bfloat16, "bf16", "ieee"), (torch.float32, "f32 tf32", "tf32")]:
+        if name.split()[-1] not in a.data.split(","):
+            continue
+        torch.backends.cuda.matmul.allow_tf32 = mode == "tf32"
+        Q = torch.randn(M, K, device=dev).to(dt)
+        X = torch.randn(N, K, device=dev).to(dt)
+        Xt = X.t().contiguous()   # (K, N): the product's B, as the product query reads it
+
+        def torch_knn():   # the norms in the call, the (M, N) distances materialised, then topk
+            q2 = (Q.float() * Q.float()).sum(1)
+            x2 = (X.float() * X.float()).sum(1)
+            d = torch.addmm((q2[:, None] + x2[None, :]).to(dt), Q, X.t(), beta=1.0, alpha=-2.0)
+            return torch.topk(d, 10, dim=1, largest=False)
+
+        p_ms = timed(lambda: prod(A=Q, B=Xt, f32_math=mode), a.repeat)
+        torch.cuda.empty_cache()
+        g, t = paired(lambda: knn_natural(Q=Q, X=X, f32_math=mode), torch_knn, a.repeat, a.rounds)
+        report(f"README kNN {name} {M}x{N} K={K}", g, t, math_line(knn_natural, Q=Q, X=X, f32_math=mode),
+               ours_over_product=g / p_ms, product_ms=p_ms)
+        del Q, X, Xt
+        torch.cuda.empty_cache()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=16384)
@@ -132,6 +165,7 @@ def main():
     ap.add_argument("--queries", default="product,Q3,Q5,Q7,areas,kNN,kNN-natural,cosine",
                     help="which rows of the query table")
     ap.add_argument("--data", default="bf16,tf32", help="the query table's data: bf16 and / or f32 under tf32")
+    ap.add_argument("--readme-shape", default="4096,1048576,128", help="M,N,K of the readme row")
     a = ap.parse_args()
     qs = set(a.queries.split(","))
     import torch
@@ -278,6 +312,8 @@ def main():
                        **over(g), **memory(cosine, {"Q": Q, "X": X}, f32_math=mode))
             del P, R, Q, X
             torch.cuda.empty_cache()
+    if "readme" in qs:
+        readme_rows(a, gamut.compile(KNN_NATURAL), prod, report)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)

@@ -40,83 +40,8 @@ _DTYPES = {"bool": "bool", "uint8": "u8", "int8": "i8", "int16": "i16", "int32":
            "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64"}
 
 
-# ---------------------------------------------------------------------------------------------
-# On the workers: the query and its Blocks, made once per process.
-
-@functools.lru_cache(maxsize=64)
-def _query(text, name):
-    return _gamut.compile(text, name)
-
-
-@functools.lru_cache(maxsize=64)
-def _blocks(text, name, dtypes):
-    return _gamut.Blocks(_query(text, name), dict(dtypes))
-
-
-def _host(x):
-    """A block result on the host (NumPy): CuPy and torch arrays are copied there."""
-    if isinstance(x, np.ndarray):
-        return x
-    if _is_cupy(x):
-        return x.get()
-    if hasattr(x, "cpu") and hasattr(x, "numpy"):                       # torch
-        return x.cpu().numpy()
-    return np.asarray(x)
-
-
-def _run_block(spec, names, options, row0, col0, *values):
-    """One block: the query on its blocks of the inputs (`names` bound to `values`), lists in
-    whole coordinates. Dense outputs stay as the engine returned them (on the GPU for CuPy)."""
-    text, name, dtypes = spec
-    out, _ = _query(text, name).run(dict(zip(names, values)), provenance=True, finish=False, **options)
-    lists = {k: {c: _host(v) for c, v in cols.items()} for k, cols in out.items() if isinstance(cols, dict)}
-    whole = _blocks(text, name, dtypes).to_whole(lists, row0, col0)
-    dense = {k: v for k, v in out.items() if not isinstance(v, dict)}
-    return {**dense, **whole}
-
-
-def _merge(spec, axis, keys, limits, own, *parts):
-    """Neighbouring blocks along `axis` ('i' or 'j') as one, for the outputs in `keys`. The merge
-    runs on the host; dense outputs that came from the GPU (CuPy) go back there. With `own`
-    (the last merge), lists keep only their own columns."""
-    text, name, dtypes = spec
-    picked, on_gpu = [], False
-    for p in parts:
-        picked.append({k: (v if isinstance(v, dict) else _host(v)) for k, v in p.items() if k in keys})
-        on_gpu = on_gpu or any(_is_cupy(v) for v in p.values())
-    out = _blocks(text, name, dtypes).merge(axis, picked, list(limits), own_only=own is not None)
-    out = {k: (_as_framework(v, True) if on_gpu and not isinstance(v, dict) else v) for k, v in out.items()}
-    return _finish(out, own) if own is not None else out
-
-
-def _finish_steps(spec, scalars, names, *values):
-    """The query's finishing steps (`finish { ... }`) on its whole dense outputs, once they are
-    merged: on the host, as q(...) runs them; back on the GPU where the outputs came from it."""
-    text, name, dtypes = spec
-    on_gpu = any(_is_cupy(v) for v in values)
-    out = _blocks(text, name, dtypes).finish({k: _host(v) for k, v in zip(names, values)}, scalars)
-    return {k: (_as_framework(v, True) if on_gpu else v) for k, v in out.items()}
-
-
-def _is_cupy(x):
-    return type(x).__module__.split(".")[0] == "cupy"
-
-
-def _take(part, key):
-    return part[key]
-
-
-def _finish(merged, own):
-    """The merged outputs as q(...) gives them: lists without their provenance columns."""
-    return {k: ({c: v[c] for c in own[k]} if k in own else v) for k, v in merged.items()}
-
-
-def _as_framework(x, like_cupy):
-    if like_cupy:
-        import cupy
-        return cupy.asarray(x)
-    return x
-
+from ._dask_tasks import (_as_framework, _blocks, _finish, _finish_steps, _is_cupy, _merge,  # noqa: E402
+                          _run_block, _take)
 
 # ---------------------------------------------------------------------------------------------
 # On the client: the grid of blocks and the graph.
@@ -185,7 +110,8 @@ class _Grid:
                 raise UsageError(f"usage error: binding '{k}' matches no input of the query")
         self.row_chunks = self._chunks(arrays, ops, 0, self.layout["row_splits"])
         self.col_chunks = self._chunks(arrays, ops, 1, self.layout["col_splits"])
-        self.arrays = {k: self._chunked(k, a, ops[k]) for k, a in arrays.items()}
+        self.inputs = arrays   # as given (dask arrays, NumPy / CuPy arrays)
+        self.wanted = {k: self._wanted(k, a, ops[k]) for k, a in arrays.items()}   # the grid's chunks of each
         self.m = self._extent(ops, 0)
         self.n = self._extent(ops, 1)
         # The first row (column) of each block of the grid.
@@ -205,12 +131,20 @@ class _Grid:
 
     def _extent(self, ops, which):
         """The extent of the row (0) or column (1) axis: the length of an operand it indexes."""
-        for k, a in self.arrays.items():
+        for k, a in self.inputs.items():
             if ops[k][which] >= 0:
                 return int(a.shape[ops[k][which]])
         return np.nan
 
-    def _chunked(self, name, a, dims):
+    @functools.cached_property
+    def arrays(self):
+        """Every operand as a dask array in the grid's chunks (rechunked, or a plain array sent to
+        the cluster once): what the graph of _graph reads."""
+        return {k: self._chunked(k, a, self.wanted[k]) for k, a in self.inputs.items()}
+
+    def _wanted(self, name, a, dims):
+        """The chunks of operand `name` that the grid's blocks read: its row (column) dimension in
+        the grid's row (column) chunks, any other dimension whole."""
         row_dim, col_dim = dims
         chunks = []
         for d, n in enumerate(a.shape):
@@ -224,7 +158,9 @@ class _Grid:
                 chunks.append(self.col_chunks)
             else:
                 chunks.append((int(n),))
-        chunks = tuple(chunks)
+        return tuple(chunks)
+
+    def _chunked(self, name, a, chunks):
         if isinstance(a, da.Array):
             return a if a.chunks == chunks else a.rechunk(chunks)
         if self.client is not None:
@@ -262,12 +198,16 @@ def _gamut_data_error(name, what):
     return DataError(f"data error: {name}: {what}")
 
 
-def _tree(spec, axis, keys, limits, items, own=None, now=False):
+def _tree(spec, axis, keys, limits, items, own=None, now=False, client=None):
     """Neighbours merged _FAN_IN at a time, in order, until one is left; the last merge (or a
-    task of its own, for a single item) applies `own` (see _merge). `now`: merged here, at once,
-    on values instead of tasks."""
+    task of its own, for a single item) applies `own` (see _merge). Each merge is a delayed task;
+    with `now`, merged here at once on values; with `client`, a future on it."""
     def call(f, *args):
-        return f(*args) if now else dask.delayed(f, pure=True)(*args)
+        if now:
+            return f(*args)
+        if client is not None:
+            return client.submit(f, *args, pure=False)
+        return dask.delayed(f, pure=True)(*args)
     while len(items) > 1:
         last = len(items) <= _FAN_IN
         items = [call(_merge, spec, axis, keys, limits, own if last else None, *items[at:at + _FAN_IN])
@@ -277,10 +217,12 @@ def _tree(spec, axis, keys, limits, items, own=None, now=False):
     return items[0] if own is None else call(_finish, items[0], own)
 
 
-def _merge_now(spec, keys, limits, own, grid):
-    """The tree of merges of _graph, on the blocks' results here (lines along j, then along i)."""
-    lines = [_tree(spec, "j", keys, limits, line, now=True) for line in grid]
-    return _tree(spec, "i", keys, limits, lines, own=own, now=True)
+def _merge_now(spec, keys, limits, own, grid, client=None):
+    """The tree of merges of _graph, on the blocks' results here (lines along j, then along i);
+    with `client`, on its futures there (a future of the merged outputs)."""
+    now = client is None
+    lines = [_tree(spec, "j", keys, limits, line, now=now, client=client) for line in grid]
+    return _tree(spec, "i", keys, limits, lines, own=own, now=now, client=client)
 
 
 def _identity(x):
@@ -294,13 +236,29 @@ def _holders(client, arrays, keys):
         return {}
     from distributed import futures_of
     wanted = set(keys)
-    futures = [f for a in arrays for f in futures_of(a) if f.key in wanted]
+    return _who_has(client, [f for a in arrays for f in futures_of(a) if f.key in wanted])
+
+
+_WHERE = {}   # (scheduler address, chunk key) -> the workers that held it when last asked
+
+
+def _who_has(client, futures):
+    """{key: [worker, ...]} of these futures, from the cache where every key is in it (a stale
+    entry costs a block's locality, not its result: blocks may run elsewhere), else from the
+    scheduler (one round trip)."""
     if not futures:
         return {}
+    at = client.scheduler.address
+    if all((at, f.key) in _WHERE for f in futures):
+        return {f.key: _WHERE[(at, f.key)] for f in futures}
     try:
-        return {k: list(v) for k, v in client.who_has(futures).items() if v}
+        found = {k: list(v) for k, v in client.who_has(futures).items() if v}
     except Exception:   # (a closed client, a lost scheduler: Dask then places the blocks itself)
         return {}
+    if len(_WHERE) > 65536:
+        _WHERE.clear()
+    _WHERE.update(((at, k), v) for k, v in found.items())
+    return found
 
 
 def _where(holders, keys):
@@ -312,14 +270,103 @@ def _where(holders, keys):
     return sorted(both or sets[0])
 
 
-def _graph(q, inputs, keywords, client, merge_here=False):
+def _placed(g):
+    """Dense outputs whose every dimension is an axis and that a split axis indexes: placed as a
+    dask array of the blocks' arrays (merged first along a split axis that does not index them),
+    as {name: (by_row, by_col)}."""
+    placed = {}
+    for name, d in g.layout["dense"].items():
+        by_row = d["row_dim"] >= 0 and g.row_chunks is not None
+        by_col = d["col_dim"] >= 0 and g.col_chunks is not None
+        if d["axes"] is not None and (by_row or by_col):
+            placed[name] = (by_row, by_col)
+    return placed
+
+
+def _chunk_futures(a, chunks):
+    """The futures of a persisted dask array's chunks (an object array over its chunk grid), where
+    its chunks are `chunks`; else None."""
+    from distributed import Future
+    if not isinstance(a, da.Array) or a.chunks != chunks:
+        return None
+    graph = a.__dask_graph__()
+    keys = list(dask.core.flatten(a.__dask_keys__()))
+    futures = np.empty(len(keys), dtype=object)
+    for at, key in enumerate(keys):
+        f = graph.get(key)
+        if not isinstance(f, Future):
+            return None
+        futures[at] = f
+    return futures.reshape(a.numblocks)
+
+
+def _direct(q, g, client):
+    """run() without a graph, where every dask operand is persisted in the grid's chunks and every
+    output merges: a future per block (client.submit on the chunks' futures, placed as _graph
+    places them), merged here (at most _FAN_IN blocks) or as a tree of futures on the cluster.
+    Skips building, optimizing and sending a graph each call. None where it does not apply."""
+    lay = g.layout
+    if client is None or lay["finish"] or _placed(g):
+        return None
+    keys = tuple(list(lay["dense"]) + list(lay["lists"]))
+    if not keys:
+        return None
+    ops = lay["operands"]
+    grids, own_dims = {}, {}
+    for k, a in g.inputs.items():
+        if isinstance(a, da.Array):
+            grids[k] = _chunk_futures(a, g.wanted[k])
+            if grids[k] is None:
+                return None
+        elif not all(len(c) == 1 for c in g.wanted[k]):
+            return None
+    for k, a in g.inputs.items():
+        if k not in grids:   # a plain array every block reads whole: sent once
+            f = np.empty(1, dtype=object)
+            f[0] = client.scatter(a, hash=False)   # (see _chunked: a key of its own each call)
+            grids[k] = f.reshape((1,) * a.ndim)
+        row_dim, col_dim = ops[k]
+        own_dims[k] = (row_dim if g.row_chunks is not None else -1, col_dim if g.col_chunks is not None else -1)
+    R, C = g.rows(), g.cols()
+    cells = []
+    for r in range(R):
+        for c in range(C):
+            names, values, own = list(g.scalars), list(g.scalars.values()), []
+            for k, futures in grids.items():
+                rd, cd = own_dims[k]
+                idx = tuple(r if d == rd else c if d == cd else 0 for d in range(futures.ndim))
+                names.append(k)
+                values.append(futures[idx])
+                if rd >= 0 or cd >= 0:
+                    own.append(values[-1])
+            cells.append((r, c, names, values, own))
+    holders = _who_has(client, [f for cell in cells for f in cell[4]])
+    grid = [[] for _ in range(R)]
+    for r, c, names, values, own in cells:
+        at = _where(holders, [f.key for f in own])
+        where = {"workers": at, "allow_other_workers": True} if at else {}
+        grid[r].append(client.submit(_run_block, g.spec, names, g.options, g.row0[r], g.col0[c], *values,
+                                     pure=False, **where))
+    if R * C <= _FAN_IN:
+        flat = client.gather([b for line in grid for b in line])
+        it = iter(flat)
+        merged = _merge_now(g.spec, keys, g.limits, lay["lists"], [[next(it) for _ in line] for line in grid])
+    else:
+        merged = client.gather(_merge_now(g.spec, keys, g.limits, lay["lists"], grid, client=client))
+    return _returned(q, g, {}, merged)
+
+
+def _graph(q, inputs, keywords, client, merge_here=False, made=None):
     """The graph of one call: its outputs (dask collections and delayed values), the merged
-    outputs' delayed value, the grid and the grid's blocks (a delayed value each). With
+    outputs' delayed value, the grid (`made`, where the caller made it) and the grid's blocks (a
+    delayed value each). With
     `merge_here`, where every output merges and the grid is at most _FAN_IN blocks, the merge is
     left out (whole is None): run() gathers the blocks and merges them in its own process, which
     saves a task and a transfer between workers per call."""
-    bindings, options = _split_call(q, inputs, keywords)
-    g = _Grid(q, bindings, options, client)
+    g = made
+    if g is None:
+        bindings, options = _split_call(q, inputs, keywords)
+        g = _Grid(q, bindings, options, client)
     lay, spec = g.layout, g.spec
     R, C = g.rows(), g.cols()
     # The blocks: a task each, on its blocks of every operand.
@@ -349,16 +396,9 @@ def _graph(q, inputs, keywords, client, merge_here=False):
         # (Not pure: every call runs its blocks. Pure keys let a call take an earlier call's
         # results still held by the scheduler, and a benchmark time nothing.)
         with dask.annotate(**({"workers": at, "allow_other_workers": True} if at else {})):
-            grid[r].append(dask.delayed(_run_block, pure=False)(spec, names, options, g.row0[r], g.col0[c], *values))
+            grid[r].append(dask.delayed(_run_block, pure=False)(spec, names, g.options, g.row0[r], g.col0[c], *values))
 
-    # Dense outputs whose every dimension is an axis and that a split axis indexes: placed as a
-    # dask array of the blocks' arrays (merged first along a split axis that does not index them).
-    placed = {}
-    for name, d in lay["dense"].items():
-        by_row = d["row_dim"] >= 0 and g.row_chunks is not None
-        by_col = d["col_dim"] >= 0 and g.col_chunks is not None
-        if d["axes"] is not None and (by_row or by_col):
-            placed[name] = (by_row, by_col)
+    placed = _placed(g)
     merged_keys = tuple(k for k in list(lay["dense"]) + list(lay["lists"]) if k not in placed)
     batch = _batch_extent(g)
 
@@ -414,7 +454,7 @@ def _meta(g, dtype, ndim):
 def _batch_extent(g):
     if not g.layout["batched"]:
         return 1
-    for a in g.arrays.values():
+    for a in g.inputs.values():
         return int(a.shape[0])
     return 1
 
@@ -449,7 +489,14 @@ def run(q, inputs=None, /, *, client=None, **keywords):
     """What q(...) returns for the same data, computed over the blocks of the dask-array inputs
     on `client` (else Dask's current scheduler): a dict of outputs, lists as dicts of columns.
     Arrays come back as NumPy arrays (CuPy where the inputs' chunks are CuPy)."""
-    out, whole, g, grid = _graph(q, inputs, keywords, client, merge_here=client is not None)
+    if client is not None:
+        bindings, options = _split_call(q, inputs, keywords)
+        g = _Grid(q, bindings, options, client)
+        direct = _direct(q, g, client)
+        if direct is not None:
+            return direct
+    out, whole, g, grid = _graph(q, inputs, keywords, client, merge_here=client is not None,
+                                 made=g if client is not None else None)
     if not out:
         # A few blocks whose outputs all merge: their results gathered here and merged here.
         flat = [b for line in grid for b in line]

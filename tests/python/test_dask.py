@@ -101,6 +101,65 @@ def test_every_output_kind_equals_one_call(client, name):
         assert_same(got, want, f"{name} rows {rows} cols {cols}")
 
 
+@pytest.mark.parametrize("name", list(QUERIES))
+def test_persisted_inputs_run_without_a_graph(client, name, monkeypatch):
+    """Inputs persisted in the grid's chunks: run() submits a future per block on the chunks'
+    futures (no graph built, optimized and sent each call) wherever every output merges, merged in
+    this process (four blocks) or as a tree of futures on the workers (a grid of 16); the result
+    is one call's either way. Queries with placed or finished outputs keep the graph."""
+    q = gamut.compile(QUERIES[name])
+    d = data()
+    want = q(**pick(q, d), backend="cpu")
+    took = []
+    direct = gamut.dask._direct
+    monkeypatch.setattr(gamut.dask, "_direct", lambda *a: took.append(direct(*a)) or took[-1])
+    for rows, cols in ((17, None), (17, 12)):
+        inputs = {k: (client.persist(v) if isinstance(v, da.Array) else v) for k, v in chunked(d, q, rows, cols).items()}
+        with distributed.get_task_stream(client) as ts:
+            got = gamut.dask.run(q, **inputs, backend="cpu", threads=1, client=client)
+        assert_same(got, want, f"{name} persisted, rows {rows} cols {cols}")
+        # Without a graph where every output merges and the inputs' chunks are the grid's (a
+        # query that keeps i whole, select_first_rows, rechunks A in the graph).
+        g = gamut.dask._Grid(q, inputs, {"backend": "cpu"}, client)
+        fits = all(v.chunks == g.wanted[k] for k, v in inputs.items() if isinstance(v, da.Array))
+        expected = fits and not gamut.dask._placed(g) and not g.layout["finish"]
+        assert expected or name not in ("select", "top_ties", "bottom_per_i", "top_per_j", "distinct", "groups")
+        assert (took[-1] is not None) == expected, (name, rows, cols)
+        if took[-1] is not None:
+            blocks = [t for t in ts.data if "_run_block" in str(t["key"])]
+            merges = [t for t in ts.data if "_merge" in str(t["key"])]
+            assert len(blocks) == 4 * (1 if cols is None else 4), len(blocks)
+            assert (len(merges) > 0) == (cols is not None), len(merges)
+
+
+def test_direct_run_survives_a_killed_worker(client):
+    """The futures of run() without a graph: a worker killed while its blocks run, Dask reruns
+    what it held (its chunks of the persisted inputs included) and the result is the whole call's."""
+    import threading
+    q = gamut.compile(S + "T[g[i]] += s; if (s > 40) emit L(i, j, s); }")
+    d = data(m=1200, n=600, k=400, seed=11)
+    want = q(**pick(q, d), backend="cpu")
+    inputs = {k: (client.persist(v) if isinstance(v, da.Array) else v) for k, v in chunked(d, q, 50).items()}
+    distributed.wait([v for v in inputs.values() if isinstance(v, da.Array)])
+    pids = client.run(os.getpid)
+    got = {}
+    t = threading.Thread(target=lambda: got.update(gamut.dask.run(q, **inputs, backend="cpu", threads=1, client=client)))
+    t.start()
+    victim = None
+    deadline = time.time() + 60
+    while victim is None and time.time() < deadline:
+        held = [w for w, keys in client.has_what().items() if any("run_block" in str(k) for k in keys)]
+        victim = held[0] if held else None
+        time.sleep(0.01)
+    assert victim is not None, "no block finished within 60 s"
+    assert t.is_alive(), "the run ended before the kill: make it longer"
+    os.kill(pids[victim], signal.SIGKILL)
+    t.join(120)
+    assert not t.is_alive()
+    assert_same(got, want, "after a killed worker")
+    client.wait_for_workers(2, timeout=60)
+
+
 def test_columns_alone_and_batches(client):
     q = gamut.compile(QUERIES["bottom_per_i"])
     d = data()
