@@ -369,7 +369,7 @@ for step in $steps; do
       mkdir -p $ub/kcache-san
       for d in $ub/kcache*/; do [ "$d" = "$ub/kcache-san/" ] || cp -rn "$d". $ub/kcache-san/ 2>/dev/null; done
       secs=$(( ${SANQ_DEADLINE:-$(( $(date +%s) + 500 ))} - $(date +%s) ))
-      python3 tools/san_queue.py --bin $ub/tests/gamut_gpu_tests --out /tmp/sanq-logs --filter "$SHARD_FILTER" \
+      python3 tools/san_queue.py --bin $ub/tests/gamut_gpu_tests --out /tmp/sanq-logs --filter="$SHARD_FILTER" \
         --tools "${SANQ_TOOLS:-racecheck,memcheck,synccheck}" --jobs "${SANQ_JOBS:-15}" --seconds "$secs" \
         --timeout "${SANQ_TIMEOUT:-420}" --done $ub/sanq_done.jsonl --cache "$PWD/$ub/kcache-san" > "$OUT/sanq.txt" 2>&1
       rc=$?
