@@ -91,3 +91,25 @@ def test_cupy_chunks_stay_on_the_gpus(client):
     assert isinstance(got["C"], cupy.ndarray)
     assert_same({k: (v.get() if isinstance(v, cupy.ndarray) else {c: x.get() for c, x in v.items()} if isinstance(v, dict)
                      else v) for k, v in got.items()}, want, "cupy")
+
+
+@pytest.mark.parametrize("name", ["select", "top_ties", "bottom_per_i", "distinct", "groups"])
+def test_persisted_cupy_chunks_run_without_a_graph(client, name, monkeypatch):
+    """CuPy chunks persisted on the workers' GPUs, every output merged: run() submits a future per
+    block on the chunks (no graph; test_dask.py's CPU test covers every output kind) and the
+    result equals the CPU engine's one call, on a grid merged here and one merged on the workers."""
+    cupy = pytest.importorskip("cupy")
+    q = gamut.compile(QUERIES[name])
+    d = data(m=301, n=203, k=37)
+    want = q(**pick(q, d), backend="cpu")
+    took = []
+    direct = gamut.dask._direct
+    monkeypatch.setattr(gamut.dask, "_direct", lambda *a: took.append(direct(*a)) or took[-1])
+    for rows, cols in ((97, None), (60, 80)):
+        inputs = {k: (client.persist(v.map_blocks(cupy.asarray)) if isinstance(v, da.Array) else v)
+                  for k, v in chunked(d, q, rows, cols).items()}
+        got = gamut.dask.run(q, **inputs, backend="gpu", client=client)
+        assert took[-1] is not None, (name, rows, cols)
+        host = {k: ({c: x.get() for c, x in v.items()} if isinstance(v, dict) else v.get() if isinstance(v, cupy.ndarray)
+                    else v) for k, v in got.items()}
+        assert_same(host, want, f"{name} persisted CuPy, rows {rows} cols {cols}")
