@@ -132,6 +132,19 @@ def test_persisted_inputs_run_without_a_graph(client, name, monkeypatch):
             assert (len(merges) > 0) == (cols is not None), len(merges)
 
 
+def test_direct_run_raises_a_blocks_error(client, monkeypatch):
+    """A block's own error on the path without a graph comes back as the library raised it."""
+    q = gamut.compile(QUERIES["select"])
+    d = data()
+    called = []
+    direct = gamut.dask._direct
+    monkeypatch.setattr(gamut.dask, "_direct", lambda *a: called.append(1) or direct(*a))
+    A = client.persist(da.from_array(d["A"], chunks=(10, K)))
+    with pytest.raises(gamut.DataError, match="B"):
+        gamut.dask.run(q, A=A, B=d["B"][:3], backend="cpu", client=client)
+    assert called == [1]   # (raised by a block, through _direct's gather)
+
+
 def test_direct_run_survives_a_killed_worker(client):
     """The futures of run() without a graph: a worker killed while its blocks run, Dask reruns
     what it held (its chunks of the persisted inputs included) and the result is the whole call's."""
