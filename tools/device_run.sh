@@ -356,7 +356,7 @@ for step in $steps; do
       done ;;
     sanq)
       # compute-sanitizer over the GPU suite of the user's cmake build, one (tool, test) a job
-      # (tools/san_queue.py): SANQ_TOOLS, SANQ_JOBS, SANQ_TIMEOUT (one job), SANQ_DEADLINE (epoch
+      # (tools/san_queue.py): SANQ_FILTER (default the suite), SANQ_TOOLS, SANQ_JOBS, SANQ_TIMEOUT (one job), SANQ_DEADLINE (epoch
       # seconds: no job runs past it). The finished jobs are kept in build-user/sanq_done.jsonl, so a
       # later call on the still-warm machine goes on where this one stopped (a copy comes back in $OUT).
       # Kernels come from the suite's shard caches, merged into one; build-user is built here if the machine is fresh.
@@ -369,7 +369,7 @@ for step in $steps; do
       mkdir -p $ub/kcache-san
       for d in $ub/kcache*/; do [ "$d" = "$ub/kcache-san/" ] || cp -rn "$d". $ub/kcache-san/ 2>/dev/null; done
       secs=$(( ${SANQ_DEADLINE:-$(( $(date +%s) + 500 ))} - $(date +%s) ))
-      python3 tools/san_queue.py --bin $ub/tests/gamut_gpu_tests --out /tmp/sanq-logs --filter="$SHARD_FILTER" \
+      python3 tools/san_queue.py --bin $ub/tests/gamut_gpu_tests --out /tmp/sanq-logs --filter="${SANQ_FILTER:-$SHARD_FILTER}" \
         --tools "${SANQ_TOOLS:-racecheck,memcheck,synccheck}" --jobs "${SANQ_JOBS:-15}" --seconds "$secs" \
         --timeout "${SANQ_TIMEOUT:-420}" --done $ub/sanq_done.jsonl --cache "$PWD/$ub/kcache-san" > "$OUT/sanq.txt" 2>&1
       rc=$?
