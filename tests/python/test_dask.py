@@ -89,6 +89,17 @@ def chunked(d, q, rows=None, cols=None):
     return out
 
 
+def worker_holding_a_block(client):
+    """The first worker seen holding a finished block's result (waits up to 60 s for one)."""
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        held = [w for w, keys in client.has_what().items() if any("run_block" in str(k) for k in keys)]
+        if held:
+            return held[0]
+        time.sleep(0.01)
+    raise AssertionError("no block finished within 60 s")
+
+
 @pytest.mark.parametrize("name", list(QUERIES))
 def test_every_output_kind_equals_one_call(client, name):
     q = gamut.compile(QUERIES[name])
@@ -158,13 +169,7 @@ def test_direct_run_survives_a_killed_worker(client):
     got = {}
     t = threading.Thread(target=lambda: got.update(gamut.dask.run(q, **inputs, backend="cpu", threads=1, client=client)))
     t.start()
-    victim = None
-    deadline = time.time() + 60
-    while victim is None and time.time() < deadline:
-        held = [w for w, keys in client.has_what().items() if any("run_block" in str(k) for k in keys)]
-        victim = held[0] if held else None
-        time.sleep(0.01)
-    assert victim is not None, "no block finished within 60 s"
+    victim = worker_holding_a_block(client)
     assert t.is_alive(), "the run ended before the kill: make it longer"
     os.kill(pids[victim], signal.SIGKILL)
     t.join(120)
@@ -349,14 +354,7 @@ def test_a_killed_worker_is_survived(client):
     want = q(**pick(q, d), backend="cpu")
     pids = client.run(os.getpid)
     fut = client.compute(list(gamut.dask.submit(q, **chunked(d, q, 50), backend="cpu", threads=1).values()))
-    # Wait until a worker holds a finished block, then kill that worker.
-    victim = None
-    deadline = time.time() + 60
-    while victim is None and time.time() < deadline:
-        held = [w for w, keys in client.has_what().items() if any("run_block" in str(k) for k in keys)]
-        victim = held[0] if held else None
-        time.sleep(0.01)
-    assert victim is not None, "no block finished within 60 s"
+    victim = worker_holding_a_block(client)   # then killed
     assert not all(f.done() for f in fut), "the run ended before the kill: make it longer"
     os.kill(pids[victim], signal.SIGKILL)
     got = dict(zip(("T", "L"), client.gather(fut)))
