@@ -485,10 +485,25 @@ def submit(q, inputs=None, /, *, client=None, **keywords):
     return out
 
 
+def _current_client():
+    """The distributed client Dask computes on now (the default one, which a new Client sets as
+    Dask's scheduler), else None."""
+    if dask.config.get("scheduler", None) not in ("dask.distributed", "distributed"):
+        return None
+    try:
+        from distributed import default_client
+        return default_client()
+    except (ImportError, ValueError):
+        return None
+
+
 def run(q, inputs=None, /, *, client=None, **keywords):
     """What q(...) returns for the same data, computed over the blocks of the dask-array inputs
-    on `client` (else Dask's current scheduler): a dict of outputs, lists as dicts of columns.
-    Arrays come back as NumPy arrays (CuPy where the inputs' chunks are CuPy)."""
+    on `client` (else Dask's current scheduler: its default distributed client where there is
+    one): a dict of outputs, lists as dicts of columns. Arrays come back as NumPy arrays (CuPy
+    where the inputs' chunks are CuPy)."""
+    if client is None:
+        client = _current_client()
     if client is not None:
         bindings, options = _split_call(q, inputs, keywords)
         g = _Grid(q, bindings, options, client)

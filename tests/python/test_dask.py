@@ -11,6 +11,7 @@ import time
 import numpy as np
 import pytest
 
+dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
@@ -141,6 +142,26 @@ def test_persisted_inputs_run_without_a_graph(client, name, monkeypatch):
             merges = [t for t in ts.data if "_merge" in str(t["key"])]
             assert len(blocks) == 4 * (1 if cols is None else 4), len(blocks)
             assert (len(merges) > 0) == (cols is not None), len(merges)
+
+
+def test_run_takes_the_current_client(client, monkeypatch):
+    """Without client=, run() computes on Dask's current scheduler: where that is a distributed
+    client (the default one), as if it were given: persisted inputs take the path without a graph
+    there, and the blocks are placed where their chunks lie."""
+    q = gamut.compile(QUERIES["bottom_per_i"])
+    d = data()
+    called = []
+    direct = gamut.dask._direct
+    monkeypatch.setattr(gamut.dask, "_direct", lambda *a: called.append(a[2]) or direct(*a))
+    inputs = {k: (client.persist(v) if isinstance(v, da.Array) else v) for k, v in chunked(d, q, 17, None).items()}
+    with client.as_current():
+        got = gamut.dask.run(q, **inputs, backend="cpu")
+    assert called == [client]
+    assert_same(got, q(**pick(q, d), backend="cpu"), "the current client")
+    with dask.config.set(scheduler="sync"):   # another scheduler asked: the graph, computed there
+        assert gamut.dask._current_client() is None
+        got = gamut.dask.run(q, **chunked(d, q, 17, None), backend="cpu")
+    assert_same(got, q(**pick(q, d), backend="cpu"), "the synchronous scheduler")
 
 
 def test_direct_run_raises_a_blocks_error(client, monkeypatch):
