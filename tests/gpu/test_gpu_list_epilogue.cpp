@@ -14,6 +14,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "../integer_data.h"
@@ -138,19 +139,31 @@ int64_t expected_rows(PerGroup g, int64_t n, int64_t m, int64_t cols, int64_t ba
 }  // namespace
 
 // N = 1, 10, 128, 4096 and more than there are candidates; few ties (wide data) and many ties.
-TEST(GpuListEpilogue, TopBottomEveryGroupingAndLimit) {
+// One test per grouping and direction (a test process each under compute-sanitizer, whose
+// racecheck takes minutes over all six).
+class GpuListEpilogueLimits : public ::testing::TestWithParam<std::tuple<PerGroup, ListMode>> {};
+
+TEST_P(GpuListEpilogueLimits, TopBottomEveryLimit) {
   SKIP_WITHOUT_GPU();
+  const auto [g, mode] = GetParam();
   const int64_t M = 257, N = 1000;
-  for (PerGroup g : {PerGroup::None, PerGroup::Row, PerGroup::Col})
-    for (ListMode mode : {ListMode::Top, ListMode::Bottom})
-      for (int wide : {0, 1})
-        for (int64_t n : {int64_t(1), int64_t(10), int64_t(128), int64_t(4096), int64_t(300000)}) {
-          SCOPED_TRACE(name_of(mode, g) + " N " + std::to_string(n) + (wide ? " wide data" : " data in [-3, 3]"));
-          auto c = make_case(tp::list_query(query(mode, g)), square(M, N), n, wide ? -1000 : -3, wide ? 1000 : 3);
-          const Results cpu = check(*c);
-          EXPECT_EQ(cpu.lists[0].rows, expected_rows(g, n, M, N));
-        }
+  for (int wide : {0, 1})
+    for (int64_t n : {int64_t(1), int64_t(10), int64_t(128), int64_t(4096), int64_t(300000)}) {
+      SCOPED_TRACE(name_of(mode, g) + " N " + std::to_string(n) + (wide ? " wide data" : " data in [-3, 3]"));
+      auto c = make_case(tp::list_query(query(mode, g)), square(M, N), n, wide ? -1000 : -3, wide ? 1000 : 3);
+      const Results cpu = check(*c);
+      EXPECT_EQ(cpu.lists[0].rows, expected_rows(g, n, M, N));
+    }
 }
+
+INSTANTIATE_TEST_SUITE_P(EveryGrouping, GpuListEpilogueLimits,
+                         ::testing::Combine(::testing::Values(PerGroup::None, PerGroup::Row, PerGroup::Col),
+                                            ::testing::Values(ListMode::Top, ListMode::Bottom)),
+                         [](const ::testing::TestParamInfo<std::tuple<PerGroup, ListMode>>& info) {
+                           const PerGroup g = std::get<0>(info.param);
+                           return std::string(std::get<1>(info.param) == ListMode::Top ? "top" : "bottom") +
+                                  (g == PerGroup::Row ? "_per_i" : g == PerGroup::Col ? "_per_j" : "_global");
+                         });
 
 // Groups with more candidates than N = 4096 (per i over 5000 columns, per j over 5000 rows).
 TEST(GpuListEpilogue, LargeNPerGroup) {
@@ -268,23 +281,29 @@ TEST(GpuListEpilogue, SelectFractions) {
 }
 
 // Every pair, sizes 1 .. 1000 that are not multiples of any tile; distinct lists too.
-TEST(GpuListEpilogue, OddSizes) {
+// One test per row count (a test process each under compute-sanitizer, as above).
+class GpuListEpilogueOddSizes : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(GpuListEpilogueOddSizes, EveryListKind) {
   SKIP_WITHOUT_GPU();
   const Plan plain = tp::list_query(tp::ListQuery{});
   const Plan distinct = tp::list_query(query(ListMode::Distinct, PerGroup::None));
   const Plan knn = tp::list_query(query(ListMode::Bottom, PerGroup::Row));
   const Plan top = tp::list_query(query(ListMode::Top, PerGroup::None));
   const Plan per_j = tp::list_query(query(ListMode::Top, PerGroup::Col));
-  for (int64_t m : {1, 33, 257, 1000})
-    for (int64_t n : {1, 33, 257, 1000}) {
-      SCOPED_TRACE(std::to_string(m) + " x " + std::to_string(n));
-      EXPECT_EQ(check(*make_case(plain, square(m, n, 5), 0)).lists[0].rows, m * n);
-      EXPECT_EQ(check(*make_case(distinct, square(m, n, 5), 0), {"", "32x32x8/4x4"}).lists[0].rows, m * n);
-      EXPECT_EQ(check(*make_case(knn, square(m, n, 5), 10)).lists[0].rows, expected_rows(PerGroup::Row, 10, m, n));
-      EXPECT_EQ(check(*make_case(top, square(m, n, 5), 128)).lists[0].rows, expected_rows(PerGroup::None, 128, m, n));
-      EXPECT_EQ(check(*make_case(per_j, square(m, n, 5), 3)).lists[0].rows, expected_rows(PerGroup::Col, 3, m, n));
-    }
+  const int64_t m = GetParam();
+  for (int64_t n : {1, 33, 257, 1000}) {
+    SCOPED_TRACE(std::to_string(m) + " x " + std::to_string(n));
+    EXPECT_EQ(check(*make_case(plain, square(m, n, 5), 0)).lists[0].rows, m * n);
+    EXPECT_EQ(check(*make_case(distinct, square(m, n, 5), 0), {"", "32x32x8/4x4"}).lists[0].rows, m * n);
+    EXPECT_EQ(check(*make_case(knn, square(m, n, 5), 10)).lists[0].rows, expected_rows(PerGroup::Row, 10, m, n));
+    EXPECT_EQ(check(*make_case(top, square(m, n, 5), 128)).lists[0].rows, expected_rows(PerGroup::None, 128, m, n));
+    EXPECT_EQ(check(*make_case(per_j, square(m, n, 5), 3)).lists[0].rows, expected_rows(PerGroup::Col, 3, m, n));
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(Rows, GpuListEpilogueOddSizes, ::testing::Values(int64_t(1), int64_t(33), int64_t(257),
+                                                                          int64_t(1000)));
 
 // Ranges that do not start at 0: per-group thresholds are indexed from the range's start.
 TEST(GpuListEpilogue, OffsetRanges) {
