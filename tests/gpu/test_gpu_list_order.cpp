@@ -96,7 +96,11 @@ TEST(GpuListOrder, EmptyAndOneRow) {
 }
 
 // Several key words (columns packed whole into 64-bit words) and heavy repeats.
-TEST(GpuListOrder, MixedColumns) {
+// One test per table (a test process each under compute-sanitizer, whose racecheck runs the
+// sorts of all five for minutes).
+class GpuListOrderMixed : public ::testing::TestWithParam<int> {};
+
+TEST_P(GpuListOrderMixed, Columns) {
   SKIP_WITHOUT_GPU();
   const std::vector<std::vector<DType>> tables = {
       {DType::I32, DType::I32, DType::F32},                                       // the emit of Q5
@@ -106,13 +110,15 @@ TEST(GpuListOrder, MixedColumns) {
       {DType::Bool, DType::F32, DType::I16, DType::U8, DType::I8, DType::F16, DType::BF16},
   };
   cuda::ListOrderScratch scratch;
-  uint32_t seed = 100;
-  for (const auto& types : tables)
-    for (int range : {0, 1, 4, 100000}) {
-      SCOPED_TRACE("table " + std::to_string(seed) + " range " + std::to_string(range));
-      check_rows(testdata::mixed_rows(types, 20000, seed++, range), scratch);
-    }
+  const int t = GetParam();
+  uint32_t seed = 100 + 4 * uint32_t(t);
+  for (int range : {0, 1, 4, 100000}) {
+    SCOPED_TRACE("table " + std::to_string(seed) + " range " + std::to_string(range));
+    check_rows(testdata::mixed_rows(tables[size_t(t)], 20000, seed++, range), scratch);
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(Tables, GpuListOrderMixed, ::testing::Range(0, 5));
 
 // All rows equal, and all rows distinct but equal in value (+0/-0, NaN payloads).
 TEST(GpuListOrder, TiesAndBitTieBreaks) {
@@ -260,15 +266,17 @@ TEST(GpuListOrder, LargePlainAndDistinctThroughRunGpu) {
 
 // top/bottom through the radix select with narrower digits: more than 2^16 groups (4-bit
 // digits) and more than 2^20 (2-bit), with many rank ties (small integer distances).
-TEST(GpuListOrder, TopBottomWithManyGroups) {
+class GpuListOrderManyGroups : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(GpuListOrderManyGroups, TopBottom) {
   SKIP_WITHOUT_GPU();
-  for (int64_t m : {int64_t(70000), int64_t(1100000)}) {
-    SCOPED_TRACE("M " + std::to_string(m));
-    auto c = make_case(tp::knn(5), m, 40, 8, 0.0);
-    c->inst.list_limits[0] = 5;
-    check_run(*c, m * 5);
-  }
+  const int64_t m = GetParam();
+  auto c = make_case(tp::knn(5), m, 40, 8, 0.0);
+  c->inst.list_limits[0] = 5;
+  check_run(*c, m * 5);
 }
+
+INSTANTIATE_TEST_SUITE_P(Rows, GpuListOrderManyGroups, ::testing::Values(int64_t(70000), int64_t(1100000)));
 
 // gather_list_columns: 37 columns of every width (more than one launch's 16), rows gathered
 // through a permutation with repeats, into poisoned buffers; every byte against the host.
