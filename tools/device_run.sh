@@ -357,26 +357,27 @@ for step in $steps; do
     sanq)
       # compute-sanitizer over the GPU suite of the user's cmake build, one (tool, test) a job
       # (tools/san_queue.py): SANQ_FILTER (default the suite), SANQ_TOOLS, SANQ_JOBS, SANQ_TIMEOUT (one job), SANQ_DEADLINE (epoch
-      # seconds: no job runs past it). The finished jobs are kept in build-user/sanq_done.jsonl, so a
+      # seconds: no job runs past it). The finished jobs are kept in build-user (sanq_done-<binary>.jsonl), so a
       # later call on the still-warm machine goes on where this one stopped (a copy comes back in $OUT).
-      # Kernels come from the suite's shard caches, merged into one; build-user is built here if the machine is fresh.
+      # Kernels come from the suite's shard caches, merged into one.
+      # (Built here if the machine is fresh; brought up to this tree if it is not: a no-op when it is.)
       ub=build-user
-      if [ ! -x $ub/tests/gamut_gpu_tests ]; then
-        cmake -S . -B $ub -G Ninja -DCMAKE_BUILD_TYPE=Release > "$OUT/sanq_cmake.log" 2>&1 \
-          && cmake --build $ub -j"$NPROC" > "$OUT/sanq_build.log" 2>&1
-        gate "sanq: cmake build" $?
-      fi
+      { [ -f $ub/build.ninja ] || cmake -S . -B $ub -G Ninja -DCMAKE_BUILD_TYPE=Release > "$OUT/sanq_cmake.log" 2>&1; } \
+        && cmake --build $ub -j"$NPROC" > "$OUT/sanq_build.log" 2>&1
+      gate "sanq: cmake build" $?
       mkdir -p $ub/kcache-san
       for d in $ub/kcache*/; do [ "$d" = "$ub/kcache-san/" ] || cp -rn "$d". $ub/kcache-san/ 2>/dev/null; done
+      # One done file per test binary: a rebuilt suite starts over.
+      done_file=$ub/sanq_done-$(md5sum $ub/tests/gamut_gpu_tests | cut -c1-12).jsonl
       secs=$(( ${SANQ_DEADLINE:-$(( $(date +%s) + 500 ))} - $(date +%s) ))
       python3 tools/san_queue.py --bin $ub/tests/gamut_gpu_tests --out /tmp/sanq-logs --filter="${SANQ_FILTER:-$SHARD_FILTER}" \
         --tools "${SANQ_TOOLS:-racecheck,memcheck,synccheck}" --jobs "${SANQ_JOBS:-15}" --seconds "$secs" \
-        --timeout "${SANQ_TIMEOUT:-420}" --done $ub/sanq_done.jsonl --cache "$PWD/$ub/kcache-san" > "$OUT/sanq.txt" 2>&1
+        --timeout "${SANQ_TIMEOUT:-420}" --done "$done_file" --cache "$PWD/$ub/kcache-san" > "$OUT/sanq.txt" 2>&1
       rc=$?
-      cp $ub/sanq_done.jsonl "$OUT/" 2>/dev/null
+      cp "$done_file" "$OUT/sanq_done.jsonl" 2>/dev/null
       # The logs of failed or tool-failed jobs come back (in logs.tar.gz).
       mkdir -p "$OUT/sanq-failed"
-      grep -E '"status": "(failed|sanitizer internal)"' $ub/sanq_done.jsonl 2>/dev/null | python3 -c '
+      grep -E '"status": "(failed|sanitizer internal|api errors only)"' "$done_file" 2>/dev/null | python3 -c '
 import json, sys, shutil
 for line in sys.stdin:
     r = json.loads(line); name = r["tool"] + "__" + r["test"].replace("/", "_") + ".log"
