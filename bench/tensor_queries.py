@@ -125,6 +125,16 @@ def math_line(q, **kw):
     return "?"
 
 
+def torch_knn_with_norms(Q, X, dt):
+    """torch's kNN with the norms inside the call (as gamut's stages compute them): the (M, N)
+    distances materialised by addmm, then topk."""
+    import torch
+    q2 = (Q.float() * Q.float()).sum(1)
+    x2 = (X.float() * X.float()).sum(1)
+    d = torch.addmm((q2[:, None] + x2[None, :]).to(dt), Q, X.t(), beta=1.0, alpha=-2.0)
+    return torch.topk(d, 10, dim=1, largest=False)
+
+
 def readme_rows(a, knn_natural, prod, report):
     """The README's kNN as written (issue 37: within 2x of our own product of the same shape)."""
     import torch
@@ -139,15 +149,10 @@ def readme_rows(a, knn_natural, prod, report):
         X = torch.randn(N, K, device=dev).to(dt)
         Xt = X.t().contiguous()   # (K, N): the product's B, as the product query reads it
 
-        def torch_knn():   # the norms in the call, the (M, N) distances materialised, then topk
-            q2 = (Q.float() * Q.float()).sum(1)
-            x2 = (X.float() * X.float()).sum(1)
-            d = torch.addmm((q2[:, None] + x2[None, :]).to(dt), Q, X.t(), beta=1.0, alpha=-2.0)
-            return torch.topk(d, 10, dim=1, largest=False)
-
         p_ms = timed(lambda: prod(A=Q, B=Xt, f32_math=mode), a.repeat)
         torch.cuda.empty_cache()
-        g, t = paired(lambda: knn_natural(Q=Q, X=X, f32_math=mode), torch_knn, a.repeat, a.rounds)
+        g, t = paired(lambda: knn_natural(Q=Q, X=X, f32_math=mode), lambda: torch_knn_with_norms(Q, X, dt), a.repeat,
+                      a.rounds)
         report(f"README kNN {name} {M}x{N} K={K}", g, t, math_line(knn_natural, Q=Q, X=X, f32_math=mode),
                ours_over_product=g / p_ms, product_ms=p_ms)
         del Q, X, Xt
@@ -290,14 +295,9 @@ def main():
                 g, t = paired(lambda: knn(Q=Q, X=X, qn=qn, xn=xn, f32_math=mode), torch_knn, a.repeat, a.rounds)
                 report(f"kNN expanded {name} {N}x{N} K={K}", g, t, math_line(knn, Q=Q, X=X, qn=qn, xn=xn, f32_math=mode),
                        **over(g), **memory(knn, {"Q": Q, "X": X, "qn": qn, "xn": xn}, f32_math=mode))
-            def torch_knn_norms():  # the norms inside the call, as gamut's stages compute them
-                q2 = (Q.float() * Q.float()).sum(1)
-                x2 = (X.float() * X.float()).sum(1)
-                d = torch.addmm((q2[:, None] + x2[None, :]).to(dt), Q, X.t(), beta=1.0, alpha=-2.0)
-                return torch.topk(d, 10, dim=1, largest=False)
-
             if "kNN-natural" in qs:
-                g, t = paired(lambda: knn_natural(Q=Q, X=X, f32_math=mode), torch_knn_norms, a.repeat, a.rounds)
+                g, t = paired(lambda: knn_natural(Q=Q, X=X, f32_math=mode), lambda: torch_knn_with_norms(Q, X, dt),
+                              a.repeat, a.rounds)
                 report(f"kNN natural {name} {N}x{N} K={K}", g, t, math_line(knn_natural, Q=Q, X=X, f32_math=mode),
                        **over(g), **memory(knn_natural, {"Q": Q, "X": X}, f32_math=mode))
 

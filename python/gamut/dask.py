@@ -287,7 +287,7 @@ def _chunk_futures(a, chunks):
     """The futures of a persisted dask array's chunks (an object array over its chunk grid), where
     its chunks are `chunks`; else None."""
     from distributed import Future
-    if not isinstance(a, da.Array) or a.chunks != chunks:
+    if a.chunks != chunks:
         return None
     graph = a.__dask_graph__()
     keys = list(dask.core.flatten(a.__dask_keys__()))
@@ -298,6 +298,13 @@ def _chunk_futures(a, chunks):
             return None
         futures[at] = f
     return futures.reshape(a.numblocks)
+
+
+def _merge_here(g, grid, values):
+    """The blocks' results `values` (in the grid's order, gathered here) merged in this process."""
+    it = iter(values)
+    keys = tuple(list(g.layout["dense"]) + list(g.layout["lists"]))
+    return _merge_now(g.spec, keys, g.limits, g.layout["lists"], [[next(it) for _ in line] for line in grid])
 
 
 def _direct(q, g, client):
@@ -348,9 +355,7 @@ def _direct(q, g, client):
         grid[r].append(client.submit(_run_block, g.spec, names, g.options, g.row0[r], g.col0[c], *values,
                                      pure=False, **where))
     if R * C <= _FAN_IN:
-        flat = client.gather([b for line in grid for b in line])
-        it = iter(flat)
-        merged = _merge_now(g.spec, keys, g.limits, lay["lists"], [[next(it) for _ in line] for line in grid])
+        merged = _merge_here(g, grid, client.gather([b for line in grid for b in line]))
     else:
         merged = client.gather(_merge_now(g.spec, keys, g.limits, lay["lists"], grid, client=client))
     return _returned(q, g, {}, merged)
@@ -504,22 +509,16 @@ def run(q, inputs=None, /, *, client=None, **keywords):
     where the inputs' chunks are CuPy)."""
     if client is None:
         client = _current_client()
-    if client is not None:
-        bindings, options = _split_call(q, inputs, keywords)
-        g = _Grid(q, bindings, options, client)
-        direct = _direct(q, g, client)
-        if direct is not None:
-            return direct
-    out, whole, g, grid = _graph(q, inputs, keywords, client, merge_here=client is not None,
-                                 made=g if client is not None else None)
+    bindings, options = _split_call(q, inputs, keywords)
+    g = _Grid(q, bindings, options, client)
+    direct = _direct(q, g, client)
+    if direct is not None:
+        return direct
+    out, whole, g, grid = _graph(q, inputs, keywords, client, merge_here=client is not None, made=g)
     if not out:
         # A few blocks whose outputs all merge: their results gathered here and merged here.
         flat = [b for line in grid for b in line]
-        values = client.gather(client.compute(flat))
-        it = iter(values)
-        merged = _merge_now(g.spec, tuple(list(g.layout["dense"]) + list(g.layout["lists"])), g.limits,
-                            g.layout["lists"], [[next(it) for _ in line] for line in grid])
-        return _returned(q, g, {}, merged)
+        return _returned(q, g, {}, _merge_here(g, grid, client.gather(client.compute(flat))))
     # The placed dense outputs, the finished ones, and every merged output at once (one task, not
     # one per output).
     todo = {k: v for k, v in out.items() if isinstance(v, da.Array) or k in g.layout["finish"]}
