@@ -169,7 +169,7 @@ def main():
     ap.add_argument("--json", default="")
     ap.add_argument("--queries", default="product,Q3,Q5,Q7,areas,kNN,kNN-natural,cosine",
                     help="which rows of the query table")
-    ap.add_argument("--data", default="bf16,tf32", help="the query table's data: bf16 and / or f32 under tf32")
+    ap.add_argument("--data", "--dtypes", default="bf16,tf32", help="the query table's data: bf16 and / or f32 under tf32")
     ap.add_argument("--readme-shape", default="4096,1048576,128", help="M,N,K of the readme row")
     a = ap.parse_args()
     qs = set(a.queries.split(","))
