@@ -317,6 +317,79 @@ TEST(ApiDevice, PoisonedOutputMemoryEqualsTheCpu) {
   }
 }
 
+// A repeated call with the same signature launches the recorded kernel on its own pointers
+// (RunStats::cache "record", src/api/launch_records.h): into new, poisoned memory, with new
+// inputs; aggregates start from their identities again; a change of a shape, a scalar, an option
+// or an input's alignment takes the whole path (and is recorded in turn); lists never replay.
+TEST(ApiDevice, RepeatedCallsReplayTheRecordedLaunch) {
+  SKIP_WITHOUT_GPU();
+  const int64_t M = 131, N = 77, K = 45;
+  Query q = Query::compile(
+      "where (i, j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } C[i, j] = s * t; R[i] += s; hi max= s; "
+      "Col[j] min= s; }");
+  const Options o = poisoned_gpu_outputs();
+  // Runs on fresh device copies of data `seed` (A offset by `shift` elements) and checks every
+  // output against the CPU engine; returns the run's cache.
+  auto run = [&](unsigned seed, double t, int64_t m, int64_t shift, const Options& opt) {
+    auto A = ints(size_t(m * K + shift), seed), B = ints(size_t(K * N), seed + 1);
+    DeviceCopy dA(A), dB(B);
+    Inputs dev, host;
+    dev.array("A", ArrayRef::cuda(static_cast<const float*>(dA.p) + shift, DType::F32, {m, K}))
+        .array("B", ArrayRef::cuda(dB.p, DType::F32, {K, N}))
+        .scalar("t", t);
+    host.array("A", ArrayRef::host(A.data() + shift, DType::F32, {m, K}))
+        .array("B", ArrayRef::host(B.data(), DType::F32, {K, N}))
+        .scalar("t", t);
+    const gamut::Result r = q.run(dev, opt);
+    const gamut::Result want = q.run(host, cpu());
+    for (const char* name : {"C", "R", "hi", "Col"}) {
+      const gamut::Array& w = want[name].array;
+      const auto got = to_host<float>(r[name].array);
+      EXPECT_EQ(r[name].array.shape, w.shape) << name;
+      bool nonzero = false;
+      for (int64_t e = 0; e < w.size(); ++e) {
+        EXPECT_EQ(got[size_t(e)], w.as<float>()[e]) << name << " " << e << " (" << r.stats.cache << ")";
+        nonzero |= got[size_t(e)] != 0;
+      }
+      EXPECT_TRUE(nonzero) << name;
+    }
+    return r.stats.cache;
+  };
+  EXPECT_NE(run(1, 2.0, M, 0, o), "record");
+  EXPECT_EQ(run(3, 2.0, M, 0, o), "record");  // new inputs, new outputs
+  EXPECT_EQ(run(5, 2.0, M, 0, o), "record");
+  EXPECT_NE(run(7, 3.0, M, 0, o), "record");  // a scalar
+  EXPECT_EQ(run(9, 3.0, M, 0, o), "record");
+  EXPECT_NE(run(11, 3.0, M - 4, 0, o), "record");  // a shape
+  EXPECT_NE(run(13, 3.0, M, 1, o), "record");      // A off 16 bytes: another signature
+  EXPECT_EQ(run(15, 3.0, M, 1, o), "record");
+  Options tf32 = o;
+  tf32.f32_math = "tf32";
+  EXPECT_NE(run(17, 3.0, M, 0, tf32), "record");  // an option
+  EXPECT_EQ(run(19, 2.0, M, 0, o), "record");     // (the first signature is still kept)
+
+  // Output memory off 16 bytes in a replay: scalar stores, the same results.
+  int calls = 0;
+  Options shifted = o;
+  shifted.allocator = [&calls, poisoned = o.allocator](DType t, const std::vector<int64_t>& shape, gamut::Device d) {
+    std::vector<int64_t> one_more = shape;
+    if (!one_more.empty()) one_more[0] += 1;
+    gamut::Allocation a = poisoned(t, one_more.empty() ? std::vector<int64_t>{2} : one_more, d);
+    if (calls++ % 2) a.data = static_cast<char*>(a.data) + 4;
+    return a;
+  };
+  for (int n = 0; n < 4; ++n) run(21 + n, 2.0, M, 0, shifted);
+
+  // A list: the whole path every time.
+  Query top =
+      Query::compile("where (i, j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } emit L(i, j, s) top 4 by s; }");
+  auto A = ints(size_t(M * K), 31), B = ints(size_t(K * N), 32);
+  DeviceCopy dA(A), dB(B);
+  Inputs dev;
+  dev.array("A", ArrayRef::cuda(dA.p, DType::F32, {M, K})).array("B", ArrayRef::cuda(dB.p, DType::F32, {K, N}));
+  for (int n = 0; n < 3; ++n) EXPECT_NE(top.run(dev, o).stats.cache, "record");
+}
+
 }  // namespace
 
 #endif

@@ -194,7 +194,9 @@ struct RunStats {
   double kernel_seconds = 0;        // GPU with repeats: the main kernel alone (median)
   double wall_seconds = 0;          // the whole run() call
   double compile_ms = 0;            // GPU: NVRTC time when the kernel was compiled
-  std::string cache;                // GPU: compiled | disk | memory
+  // GPU: where the kernel came from: compiled | disk | memory; or "record": the launch an earlier
+  // call of the query with the same signature recorded, replayed (docs/python.md, "Repeated calls")
+  std::string cache;
   std::string tile;                 // GPU: the tile and kernel variant
   int threads = 0;                  // CPU: engine threads
   size_t device_peak_bytes = 0;     // GPU: most device memory gamut held at once

@@ -79,4 +79,17 @@ DeviceAllocation device_alloc(size_t, int, void*) {
 
 #endif
 
+Allocation output_memory(const Options& options, Device device, DType t, const std::vector<int64_t>& shape,
+                         size_t bytes, const std::string& what) {
+  Allocation a;
+  if (options.allocator) {
+    a = options.allocator(t, shape, device);
+  } else {
+    DeviceAllocation m = device_alloc(bytes, device.id, options.stream);
+    a = Allocation{m.data, m.owner};
+  }
+  if (!a.data && bytes) throw_device_error("the output allocator returned no memory for " + what);
+  return a;
+}
+
 }  // namespace gamut::api

@@ -4,6 +4,10 @@
 #pragma once
 #include <cstddef>
 #include <memory>
+#include <string>
+#include <vector>
+
+#include "gamut/gamut.h"
 
 namespace gamut::api {
 
@@ -22,5 +26,10 @@ struct DeviceAllocation {
   std::shared_ptr<void> owner;
 };
 DeviceAllocation device_alloc(size_t bytes, int device_id, void* stream);
+
+// The caller's memory for a device output `what` of `shape` (bytes): its allocator's, else
+// device_alloc's on `device`. A device error where the allocator gives no memory.
+Allocation output_memory(const Options& options, Device device, DType t, const std::vector<int64_t>& shape,
+                         size_t bytes, const std::string& what);
 
 }  // namespace gamut::api

@@ -14,6 +14,7 @@
 #include "cuda/codegen/kernel_spec.h"
 #include "cuda/codegen/seen_box.h"
 #include "cuda/codegen/tuned_table.h"
+#include "cuda/launch_record.h"
 #include "gamut/gamut.h"
 #include "plan/math_choice.h"
 
@@ -63,6 +64,10 @@ struct GpuRunOptions {
   // Set from any thread to stop the run with gamut::Cancelled before its next kernel launch (the
   // result launch, a relaunch for lists that overflowed, a benchmark launch).
   const std::atomic<bool>* cancel = nullptr;
+  // Where the run was one launch that a repeated call can replay (asynchronous, dense outputs in
+  // the caller's memory, every input read in place, no lists, operand copies, tensor maps or
+  // computed output indices): filled with it (kernel set); left as it is otherwise.
+  LaunchRecord* record = nullptr;
 };
 std::shared_ptr<void> new_kernel_memo();
 // The most device memory a kernel memo keeps for list outputs between runs.

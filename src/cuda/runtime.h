@@ -216,6 +216,9 @@ inline bool tile_map_fits(uint64_t ptr, int64_t ld, int64_t batch_stride, int64_
          (batch <= 1 || (batch_stride > 0 && (batch_stride * e) % 16 == 0 && batch_stride * e < most));
 }
 void encode_tile_map(void* out128, DType type, const TileMapShape& shape);
+// The map `map128` (encode_tile_map's) with its operand at `ptr` instead (a launch record's
+// replay: the same shape, strides and alignment).
+void replace_tile_map_address(void* map128, uint64_t ptr);
 
 // Device memory held through DeviceBuffer: the peak since the last reset (benchmarks report it).
 size_t device_bytes_peak();

@@ -423,6 +423,7 @@ cuda::GpuRunOptions gpu_run_options(const RunOptions& options) {
   go.kernel_memo = options.kernel_memo;
   go.f32_math = options.f32_math;
   go.cancel = options.cancel;
+  go.record = options.launch_record;
   if (options.repeats > 0) {
     go.warmup = 1;
     go.repeats = options.repeats;
@@ -435,7 +436,8 @@ cuda::GpuRunOptions gpu_run_options(const RunOptions& options) {
 // Several GPUs: the parts' engine time is the slowest part's (each part's median with
 // repeats), the merge's wall time added.
 static Results run_on_devices(const Instance& inst, const RunOptions& options, RunReport& r) {
-  const cuda::GpuRunOptions go = gpu_run_options(options);
+  cuda::GpuRunOptions go = gpu_run_options(options);
+  go.record = nullptr;  // (the parts' launches are not one launch)
   MultiRunReport m;
   cuda::reset_device_bytes_peak();
   Results res = run_on_gpus(inst, options.devices, go, MergePath::Auto, &m);

@@ -18,7 +18,8 @@ namespace gamut {
 
 namespace cuda {
 struct GpuRunOptions;
-}
+struct LaunchRecord;
+}  // namespace cuda
 
 enum class Backend { Auto, Cpu, Gpu };
 
@@ -64,6 +65,8 @@ struct RunOptions {
   // empty: the normal run on the current device. A program of a bound rewrite runs its first
   // stages on the current device and splits its last stage (the M x N work) over these.
   std::vector<int> devices;
+  // A run that was one launch a repeated call can replay: filled (cuda::GpuRunOptions::record).
+  cuda::LaunchRecord* launch_record = nullptr;
 };
 
 // How a run went: the public record (gamut::RunStats) itself, filled by the engines and the

@@ -103,6 +103,44 @@ def test_zero_copy_dense(torch):
     torch.testing.assert_close(out["C"], A @ B, rtol=0, atol=0)
 
 
+def test_repeated_calls_replay_the_recorded_launch(torch):
+    # A call whose signature (types, shapes, strides, alignment, scalars, options) a recorded call
+    # had launches that call's kernel on its own tensors (stats["cache"] == "record"): new inputs,
+    # new outputs, aggregates from their identities; any change takes the whole path; lists never.
+    q = gamut.compile("where (i, j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } C[i, j] = s * t; "
+                      "R[i] += s; hi max= s; Col[j] min= s; }")
+
+    def check(t, m=130, shift=0, **options):
+        A = torch.randint(-3, 4, (m * 70 + shift,), device="cuda").float()[shift:].view(m, 70)
+        B = torch.randint(-3, 4, (70, 90), device="cuda").float()
+        out, stats = q.run({"A": A, "B": B, "t": t}, **options)
+        P = (A.double() @ B.double())
+        want = {"C": P * t, "R": P.sum(1), "hi": P.max(), "Col": P.min(0).values}
+        for name, w in want.items():
+            assert out[name].is_cuda
+            torch.testing.assert_close(out[name].double(), w, rtol=0, atol=0, msg=f"{name} ({stats['cache']})")
+        assert torch.count_nonzero(out["C"]) > 0
+        return stats["cache"]
+
+    assert check(2.0) != "record"
+    assert [check(2.0) for _ in range(3)] == ["record"] * 3
+    assert check(3.0) != "record" and check(3.0) == "record"                  # a scalar
+    assert check(2.0, m=129) != "record"                                        # a shape
+    assert check(2.0, shift=1) != "record" and check(2.0, shift=1) == "record"  # alignment
+    assert check(2.0, f32_math="tf32") != "record"                              # an option
+    assert check(2.0) == "record"
+    # bf16 on the TMA-fed tensor cores: the replay makes the tensor maps from the new addresses.
+    p = gamut.compile(SGEMM)
+    for n in range(3):
+        A = torch.randint(-3, 4, (256, 128), device="cuda").to(torch.bfloat16)
+        B = torch.randint(-3, 4, (128, 192), device="cuda").to(torch.bfloat16)
+        out, stats = p.run({"A": A, "B": B})
+        torch.testing.assert_close(out["C"].double(), A.double() @ B.double(), rtol=0, atol=0)
+        assert (stats["cache"] == "record") == (n > 0), (n, stats["cache"], stats["mainloop"])
+    top = gamut.compile("where (i, j) { s = 0; reduce (k) { s += A[i, k] * B[k, j]; } emit L(i, j, s) top 4 by s; }")
+    A, B = torch.randn(64, 32, device="cuda"), torch.randn(32, 48, device="cuda")
+    assert [top.run({"A": A, "B": B})[1]["cache"] for _ in range(3)].count("record") == 0
+
 def test_stream_ordering_without_sync(torch):
     # Inputs made on a side stream by slow work, the query on that stream, then more work on it:
     # no synchronisation in between, and the answer must be right.

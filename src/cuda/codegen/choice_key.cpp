@@ -65,6 +65,11 @@ std::string choice_key(const Instance& inst, const GpuRunOptions& options, int d
   put_text(k, options.arch.c_str());
   put_text(k, options.tile ? options.tile->str().c_str() : nullptr);
   put_text(k, options.variant ? options.variant->str().c_str() : nullptr);
+  append_choice_context(k);
+  return k;
+}
+
+void append_choice_context(std::string& k) {
   put(k, int64_t(tuned_tables_generation()));
   // The environment a choice reads (the cache folder, whose tuned table counts; experiment
   // switches): every GAMUT_ variable, HOME and XDG_CACHE_HOME, in one pass over the environment
@@ -76,7 +81,6 @@ std::string choice_key(const Instance& inst, const GpuRunOptions& options, int d
                       (v[0] == 'X' && std::strncmp(v, "XDG_CACHE_HOME=", 15) == 0);
     if (read) put_text(k, v);  // (the first letter first: most of the environment is passed over at once)
   }
-  return k;
 }
 
 }  // namespace gamut::cuda

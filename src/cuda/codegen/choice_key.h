@@ -19,4 +19,8 @@ namespace gamut::cuda {
 // XDG_CACHE_HOME.
 std::string choice_key(const Instance& inst, const GpuRunOptions& options, int device);
 
+// What of the process a choice reads, appended to `key`: the tuned tables' generation and those
+// environment variables (the library's launch records key on it too).
+void append_choice_context(std::string& key);
+
 }  // namespace gamut::cuda

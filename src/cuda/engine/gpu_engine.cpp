@@ -177,6 +177,7 @@ class GpuRun {
   void repeat();
   Results collect();
   void launch();  // the operand copies and the kernel, in stream order
+  void record_launch(int launches);
   void outputs_before_launch();
 
   const Instance& inst_;
@@ -391,6 +392,7 @@ void GpuRun::launch_until_fits() {
     for (OutputBuffers* o : outputs_) grew = o->grow_if_overflowed() || grew;
     if (!grew) break;
   }
+  record_launch(launches);
   const DeviceLists& lists = *lists_;
   // The share of pairs this run kept in its lists, for the next run's kernel choice.
   if (memo_ && blocks_ > 0 && !P_.lists.empty()) {
@@ -413,6 +415,56 @@ void GpuRun::launch_until_fits() {
   for (size_t l = 0; l < P_.lists.size(); ++l) stats_->list_rows_appended.push_back(blocks_ > 0 ? lists.count(l) : 0);
   stats_->list_seen_cells.clear();
   for (size_t l = 0; l < P_.lists.size(); ++l) stats_->list_seen_cells.push_back(lists.seen_cells(l));
+}
+
+// The run as a launch record (GpuRunOptions::record), where one launch of the kernel was all of
+// it and a repeated call needs nothing but new pointers in the words: every input the caller's
+// device array in place (no uploads or operand copies, which hold addresses of their
+// own; tensor maps are made again from the new addresses), dense outputs in the caller's memory,
+// no lists and no computed output indices (whose misses collect() reads back).
+void GpuRun::record_launch(int launches) {
+  if (!options_.record || !options_.asynchronous || !options_.dense_output || options_.repeats > 0) return;
+  const KernelInfo& info = compiled_->info;
+  const ArgLayout& L = info.args;
+  if (launches != 1 || blocks_ <= 0 || !P_.lists.empty() || groups_ || dense_->counts_key_misses()) return;
+  if (!inputs_.copies.sources.empty() || !inputs_.copies.buffers.empty() || !inputs_.join_buffers.empty()) return;
+  for (const DeviceBuffer& u : inputs_.uploads)
+    if (u.get()) return;
+  LaunchRecord r;
+  for (size_t a = 0; a < P_.accesses.size(); ++a) {
+    const size_t o = size_t(P_.accesses[a].operand);
+    const int slot = L.access[a].ptr;
+    if (slot < 0 || !inst_.inputs[o]) continue;
+    if (!inst_.on_device(o)) return;
+    const auto data = int64_t(reinterpret_cast<uintptr_t>(inst_.device_inputs[o].data));
+    r.inputs.push_back({int(o), slot, int64_t(words_[size_t(slot)]) - data});
+  }
+  // A tensor map holds its operand's address (that of the access the mainloop's math names).
+  for (const bool row : {true, false}) {
+    const int map = row ? L.tma_a : L.tma_b, a = row ? spec_->math.row_access : spec_->math.col_access;
+    if (map < 0) continue;
+    if (a < 0 || L.access[size_t(a)].ptr < 0) return;
+    const size_t o = size_t(P_.accesses[size_t(a)].operand);
+    if (!inst_.on_device(o)) return;
+    const auto data = int64_t(reinterpret_cast<uintptr_t>(inst_.device_inputs[o].data));
+    r.maps.push_back({int(o), map, int64_t(words_[size_t(L.access[size_t(a)].ptr)]) - data});
+  }
+  for (size_t d = 0; d < P_.dense.size(); ++d) {
+    LaunchRecord::OutputSlot s;
+    s.ptr = L.dense[d].ptr;
+    s.vec = L.dense[d].vec;
+    s.fill = dense_->needs_fill(d);
+    s.op = P_.dense[d].op;
+    s.type = P_.dense[d].type;
+    s.elements = dense_->elements(d);
+    r.outputs.push_back(s);
+  }
+  r.kernel = compiled_->kernel;
+  r.blocks = unsigned(blocks_);
+  r.threads = unsigned(info.threads);
+  r.smem_bytes = info.smem_bytes;
+  r.words = words_;
+  *options_.record = std::move(r);
 }
 
 // Benchmark repetitions: each starts from the identities again; timed are the launch and the
@@ -463,6 +515,29 @@ Results GpuRun::collect() {
 }  // namespace
 
 std::shared_ptr<void> new_kernel_memo() { return std::make_shared<KernelMemo>(); }
+
+void replay_launch(const LaunchRecord& r, const std::vector<const void*>& operands, const std::vector<void*>& outputs,
+                   void* stream) {
+  if (!r.kernel || outputs.size() != r.outputs.size())
+    throw_device_error("internal error: an incomplete launch record");
+  StreamScope on(stream);
+  std::vector<uint64_t> words = r.words;
+  for (const LaunchRecord::InputSlot& s : r.inputs)
+    words[size_t(s.slot)] = uint64_t(reinterpret_cast<uintptr_t>(operands.at(size_t(s.operand)))) + uint64_t(s.delta);
+  for (const LaunchRecord::InputSlot& s : r.maps)
+    replace_tile_map_address(&words[size_t(s.slot)],
+                             uint64_t(reinterpret_cast<uintptr_t>(operands.at(size_t(s.operand)))) + uint64_t(s.delta));
+  for (size_t d = 0; d < outputs.size(); ++d) {
+    const LaunchRecord::OutputSlot& s = r.outputs[d];
+    if (s.ptr >= 0) words[size_t(s.ptr)] = uint64_t(reinterpret_cast<uintptr_t>(outputs[d]));
+    // (Vector stores were on for 16-byte aligned memory: memory off 16 bytes takes scalar ones.)
+    if (s.vec >= 0 && reinterpret_cast<uintptr_t>(outputs[d]) % 16 != 0) words[size_t(s.vec)] = 0;
+    if (s.fill) fill_identity(outputs[d], s.op, s.type, s.elements);
+  }
+  void* args[] = {words.data()};
+  auto* kernel = const_cast<Kernel*>(static_cast<const Kernel*>(r.kernel));
+  kernel->launch(r.blocks, 1, 1, r.threads, 1, 1, r.smem_bytes, args);
+}
 
 TunedDevice current_tuned_device() {
   const DeviceInfo& d = device();

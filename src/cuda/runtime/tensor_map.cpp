@@ -5,6 +5,7 @@
 #include <cudaTypedefs.h>
 #include <cuda_runtime_api.h>
 
+#include <cstring>
 #include <mutex>
 #include <string>
 
@@ -30,7 +31,33 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
   return fn;
 }
 
+PFN_cuTensorMapReplaceAddress_v12000 replace_fn() {
+  static PFN_cuTensorMapReplaceAddress_v12000 fn = nullptr;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapReplaceAddress", &p, 12000, cudaEnableDefault, &found) ==
+            cudaSuccess &&
+        found == cudaDriverEntryPointSuccess)
+      fn = reinterpret_cast<PFN_cuTensorMapReplaceAddress_v12000>(p);
+  });
+  return fn;
+}
+
 }  // namespace
+
+void replace_tile_map_address(void* map128, uint64_t ptr) {
+  PFN_cuTensorMapReplaceAddress_v12000 fn = replace_fn();
+  if (!fn) throw_device_error("the driver has no cuTensorMapReplaceAddress (TMA needs CUDA 12 drivers)");
+  if (ptr % 16 != 0) throw_device_error("internal error: a tensor map's operand off 16 bytes");
+  CUtensorMap map;  // (aligned as the driver wants it, which the words may not be)
+  std::memcpy(&map, map128, sizeof map);
+  const CUresult r = fn(&map, reinterpret_cast<void*>(ptr));
+  if (r != CUDA_SUCCESS)
+    throw_device_error("cuTensorMapReplaceAddress failed (CUresult " + std::to_string(int(r)) + ")");
+  std::memcpy(map128, &map, sizeof map);
+}
 
 void encode_tile_map(void* out, DType type, const TileMapShape& s) {
   detail::require_device();

@@ -17,6 +17,10 @@ KernelTarget current_kernel_target() {
 }
 TunedDevice current_tuned_device() { throw Error(ExitCode::Device, "device error: no GPU backend: built without CUDA"); }
 
+void replay_launch(const LaunchRecord&, const std::vector<const void*>&, const std::vector<void*>&, void*) {
+  throw Error(ExitCode::Device, "device error: no GPU backend: built without CUDA");
+}
+
 Results run_gpu(const Instance&, const GpuRunOptions&, GpuRunStats*) {
   throw Error(ExitCode::Device, "device error: no GPU backend: built without CUDA");
 }

@@ -32,6 +32,7 @@ std::string arch_for(int cc_major, int cc_minor) {
 }
 
 void encode_tile_map(void*, DType, const TileMapShape&) { no_cuda(); }
+void replace_tile_map_address(void*, uint64_t) { no_cuda(); }
 
 DeviceBuffer::DeviceBuffer(size_t) { no_cuda(); }
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) {
