@@ -183,7 +183,8 @@ def main():
                          "above_us": synced - dev})
     # The same for gamut's stats: that the run was in place and asynchronous.
     _, stats = q.run({"A": A, "B": B})
-    print(f"gamut run at n={args.sizes[-1]}: backend {stats['backend']}, tile {stats['tile']}, copies {stats['copies']}")
+    print(f"gamut run at n={args.sizes[-1]}: backend {stats['backend']}, tile {stats['tile']}, copies {stats['copies']}, "
+          f"cache {stats['cache']} (record: the launch record replayed)")
     parts = call_parts(torch, q, A, B, args.iters)
     phases = {}
     for n in args.sizes:
