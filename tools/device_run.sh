@@ -374,6 +374,8 @@ for step in $steps; do
         --tools "${SANQ_TOOLS:-racecheck,memcheck,synccheck}" --jobs "${SANQ_JOBS:-15}" --seconds "$secs" \
         --timeout "${SANQ_TIMEOUT:-420}" --done "$done_file" --cache "$PWD/$ub/kcache-san" > "$OUT/sanq.txt" 2>&1
       rc=$?
+      # (Nothing of the queue may run on into the next step's timings.)
+      pkill -9 -f "$ub/tests/gamut_gpu_tests" 2>/dev/null
       cp "$done_file" "$OUT/sanq_done.jsonl" 2>/dev/null
       # The logs of failed or tool-failed jobs come back (in logs.tar.gz).
       mkdir -p "$OUT/sanq-failed"

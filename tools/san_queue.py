@@ -17,6 +17,7 @@ jobs are left (time ran out), reported per tool on the last lines.
 import argparse
 import json
 import os
+import signal
 import re
 import subprocess
 import sys
@@ -114,7 +115,8 @@ def main():
                 env["GAMUT_CACHE_DIR"] = a.cache
             k += 1
             p = subprocess.Popen([a.sanitizer, "--tool", tool, "--error-exitcode", "9", a.bin,
-                                  f"--gtest_filter={test}"], stdout=open(log, "w"), stderr=subprocess.STDOUT, env=env)
+                                  f"--gtest_filter={test}"], stdout=open(log, "w"), stderr=subprocess.STDOUT, env=env,
+                                 start_new_session=True)
             running[p] = (tool, test, now, log)
         time.sleep(0.2)
         for p, (tool, test, start, log) in list(running.items()):
@@ -122,7 +124,12 @@ def main():
             if p.poll() is None and not over:
                 continue
             if p.poll() is None:
-                p.kill()
+                # The whole session: killing compute-sanitizer alone leaves the test it runs going on
+                # the GPU (session 35: cut tests kept running into the next call's benchmarks).
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
                 p.wait()
                 record(tool, test, "cut", 0, time.time() - start)
             else:
