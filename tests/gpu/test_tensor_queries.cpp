@@ -222,9 +222,13 @@ TEST(GpuTensorQueries, PersistentBlocksLoopOverTiles) {
 // selects (one list; two lists, one of them holding the other pairs; batched) in bf16, f16 and tf32,
 // 1 to 3 blocks (4 to 51 tiles: a group runs one more tile than the other or as many), K over several turns
 // of the ring (bf16: 64 per slice, tf32 32, 4 stages), one partial slice, or one k; K <= 256, where
-// the choice takes the groups in tf32 too (plain selects over at most 1 KiB of k per row).
-TEST(GpuTensorQueries, PingpongSelectsAlternateTiles) {
+// the choice takes the groups in tf32 too (plain selects over at most 1 KiB of k per row). One test
+// per tile width and math (racecheck runs each for minutes).
+class GpuTensorPingpong : public ::testing::TestWithParam<std::tuple<const char*, const char*>> {};
+
+TEST_P(GpuTensorPingpong, SelectsAlternateTiles) {
   SKIP_WITHOUT_GPU();
+  const auto [bn, math] = GetParam();
   const std::vector<tq::TcQuery> queries = {
       {"select",
        "where (i, j) { accum = 0; reduce (k) { accum += P[i, k] * R[k, j]; }\n"
@@ -239,28 +243,30 @@ TEST(GpuTensorQueries, PingpongSelectsAlternateTiles) {
        false, false, true}};
   const tq::Sizes sizes[] = {{300, 520, 200}, {1025, 641, 45}, {70, 300, 1}, {130, 700, 64}};
   int runs = 0;
-  for (const char* bn : {"256", "128"}) {
-    SCOPED_TRACE(std::string("GAMUT_EXPERIMENT_PINGPONG=") + bn);
-    ASSERT_EQ(setenv("GAMUT_EXPERIMENT_PINGPONG", bn, 1), 0);
-    for (const tq::TcMath& m : tq::maths()) {
-      const std::string math = m.name;
-      if (math != "bf16" && math != "f16" && math != "tf32") continue;
-      for (const tq::TcQuery& q : queries) {
-        int64_t seen = 0;
-        for (const tq::Sizes& s : sizes)
-          for (const int blocks : {1, 2, 3}) {
-            const int before = g_pingpong_runs;
-            seen += check(q, m, s, -1, blocks);
-            EXPECT_EQ(g_pingpong_runs - before, 1) << q.name << " " << math << " ran without the groups";
-            ++runs;
-          }
-        EXPECT_GT(seen, 0) << q.name << " " << math << ": every result was empty";
-      }
+  ASSERT_EQ(setenv("GAMUT_EXPERIMENT_PINGPONG", bn, 1), 0);
+  for (const tq::TcMath& m : tq::maths()) {
+    if (std::string(m.name) != math) continue;
+    for (const tq::TcQuery& q : queries) {
+      int64_t seen = 0;
+      for (const tq::Sizes& s : sizes)
+        for (const int blocks : {1, 2, 3}) {
+          const int before = g_pingpong_runs;
+          seen += check(q, m, s, -1, blocks);
+          EXPECT_EQ(g_pingpong_runs - before, 1) << q.name << " " << math << " ran without the groups";
+          ++runs;
+        }
+      EXPECT_GT(seen, 0) << q.name << " " << math << ": every result was empty";
     }
   }
   unsetenv("GAMUT_EXPERIMENT_PINGPONG");
-  EXPECT_EQ(runs, 2 * 3 * 3 * 4 * 3);
+  EXPECT_EQ(runs, 3 * 4 * 3);
 }
+
+INSTANTIATE_TEST_SUITE_P(WidthsAndMaths, GpuTensorPingpong,
+                         ::testing::Combine(::testing::Values("256", "128"), ::testing::Values("bf16", "f16", "tf32")),
+                         [](const ::testing::TestParamInfo<std::tuple<const char*, const char*>>& info) {
+                           return std::string("bn") + std::get<0>(info.param) + "_" + std::get<1>(info.param);
+                         });
 
 // Resident B (GAMUT_EXPERIMENT_RESIDENT_B=1; bench/NOTES.md, session 17): where the k range
 // fits the stages' B halves (16-bit: K <= 256, tf32: K <= 128) B's slices stay for a band of
@@ -388,25 +394,36 @@ bool resident_case(const tq::TcQuery& q, const tq::TcMath& m, int64_t n, const t
 // mid-band (and cross batch instances), edge tiles on both axes, small-integer data whose keys
 // tie heavily (the N-th key shared by many pairs), against the CPU engine row for row. Each
 // also with epilogue warpgroups (GAMUT_EXPERIMENT_EPILOGUE_WARPGROUPS=1; by default they take
-// longer k ranges only), whose outputs read the accumulators the consumers hand over.
-TEST(GpuTensorQueries, ResidentThresholds) {
+// longer k ranges only), whose outputs read the accumulators the consumers hand over. One test
+// per math and epilogue choice (racecheck runs each for minutes).
+class GpuTensorResident : public ::testing::TestWithParam<std::tuple<const char*, bool>> {};
+
+TEST_P(GpuTensorResident, Thresholds) {
   SKIP_WITHOUT_GPU();
+  const auto [math, epilogue_warpgroups] = GetParam();
   int runs = 0;
-  for (const char* epi : {"", "1"}) {
-    SCOPED_TRACE(std::string("GAMUT_EXPERIMENT_EPILOGUE_WARPGROUPS=") + epi);
-    if (*epi) ASSERT_EQ(setenv("GAMUT_EXPERIMENT_EPILOGUE_WARPGROUPS", epi, 1), 0);
-    for (const tq::TcMath& m : tq::maths()) {
-      const std::string math = m.name;
-      if (math != "bf16" && math != "tf32") continue;
-      for (const tq::TcQuery& q : kResidentQueries)
-        for (const int64_t n : {1, 10, 32, 33})
-          for (const tq::Sizes& s : {tq::Sizes{300, 1100, 40}, tq::Sizes{257, 700, 300}})
-            for (const int blocks : {3, 7}) runs += resident_case(q, m, n, s, blocks) ? 1 : 0;
-    }
-    unsetenv("GAMUT_EXPERIMENT_EPILOGUE_WARPGROUPS");
+  if (epilogue_warpgroups) ASSERT_EQ(setenv("GAMUT_EXPERIMENT_EPILOGUE_WARPGROUPS", "1", 1), 0);
+  for (const tq::TcMath& m : tq::maths()) {
+    if (std::string(m.name) != math) continue;
+    for (const tq::TcQuery& q : kResidentQueries)
+      for (const int64_t n : {1, 10, 32, 33})
+        for (const tq::Sizes& s : {tq::Sizes{300, 1100, 40}, tq::Sizes{257, 700, 300}})
+          for (const int blocks : {3, 7}) runs += resident_case(q, m, n, s, blocks) ? 1 : 0;
   }
-  EXPECT_EQ(runs, 2 * 2 * 3 * 3 * 2 * 2);
-  // bf16 K = 1000: epilogue warpgroups by default.
+  unsetenv("GAMUT_EXPERIMENT_EPILOGUE_WARPGROUPS");
+  EXPECT_EQ(runs, 3 * 3 * 2 * 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(MathsAndEpilogues, GpuTensorResident,
+                         ::testing::Combine(::testing::Values("bf16", "tf32"), ::testing::Bool()),
+                         [](const ::testing::TestParamInfo<std::tuple<const char*, bool>>& info) {
+                           return std::string(std::get<0>(info.param)) +
+                                  (std::get<1>(info.param) ? "_epilogue_warpgroups" : "_consumers");
+                         });
+
+// bf16 K = 1000: epilogue warpgroups by default.
+TEST(GpuTensorQueries, ResidentThresholdsLongK) {
+  SKIP_WITHOUT_GPU();
   for (const tq::TcMath& m : tq::maths())
     if (std::string(m.name) == "bf16")
       for (const int64_t n : {1, 10, 32}) EXPECT_TRUE(resident_case(kResidentQueries[0], m, n, {300, 700, 1000}, 5));
