@@ -37,10 +37,10 @@ bool LaunchRecords::may_record(const Options& o) {
   return o.repeats == 0 && !o.progress && o.devices.count <= 1 && o.devices.ordinals.empty() && o.backend != "cpu";
 }
 
-std::string LaunchRecords::key(const Inputs& inputs, const Options& o) {
+std::string LaunchRecords::key(const Inputs& inputs, const Options& o, int device) {
   std::string k;
   k.reserve(512);
-  put(k, cuda::current_device());
+  put(k, device);
   for (const auto& [name, a] : inputs.arrays) {
     put_text(k, name);
     put(k, int64_t(a.dtype));
@@ -84,7 +84,7 @@ std::string LaunchRecords::key(const Inputs& inputs, const Options& o) {
 
 std::string LaunchRecords::signature(const Inputs& inputs, const Options& options) const {
   if (count_.load(std::memory_order_relaxed) == 0 || !may_record(options)) return "";
-  return key(inputs, options);
+  return key(inputs, options, cuda::current_device());
 }
 
 std::shared_ptr<const RecordedCall> LaunchRecords::find(const std::string& signature) {

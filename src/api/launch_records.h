@@ -46,9 +46,9 @@ class LaunchRecords {
   void keep(std::string signature, std::shared_ptr<const RecordedCall> call);
   // Whether a call with these options may be recorded (or replayed).
   static bool may_record(const Options& options);
-  // The signature of a call to record, computed before it runs (a run may change nothing it
-  // reads, but the first record of a query must be keyed too).
-  static std::string key(const Inputs& inputs, const Options& options);
+  // The signature of a call on GPU `device` (the calling thread's current one), computed before
+  // it runs: the first record of a query is keyed by it too.
+  static std::string key(const Inputs& inputs, const Options& options, int device);
 
  private:
   std::mutex mu_;

@@ -401,7 +401,7 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
                           staged.copies.empty() && staged.device.size() == inputs.arrays.size() &&
                           api::LaunchRecords::may_record(options);
   if (recordable) {
-    if (signature.empty()) signature = api::LaunchRecords::key(inputs, options);
+    if (signature.empty()) signature = api::LaunchRecords::key(inputs, options, cuda::current_device());
     ro.launch_record = &launch;
   }
   RunReport rep;
