@@ -233,7 +233,15 @@ else
   echo "build ok"
 fi
 export GAMUT_CACHE_DIR=$PWD/$B/kcache
+# gpu_quiet STEP: a timing step's figures mean nothing while another process uses the GPU (session
+# 35: racecheck jobs of an earlier step went on into the benchmarks): say so as a failed check.
+gpu_quiet() {
+  local others
+  others=$(nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader 2>/dev/null)
+  [ -z "$others" ] || gate "$1: the GPU was not idle before it" 1 "$(echo "$others" | tr '\n' ';')"
+}
 for step in $steps; do
+  case $step in tq|pyoverhead|ktimes|bench|relbench|semibench|tc|cold|dask|pytune|hostoverhead) gpu_quiet "$step" ;; esac
   case $step in
     tests)
       # The GPU suite, run directly: the device image's newer CMake cannot read the test lists
