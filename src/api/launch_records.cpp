@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "api/device_memory.h"
+#include "api/staging.h"
 #include "core/error.h"
 #include "core/host_phases.h"
 #include "cuda/codegen/choice_key.h"
@@ -23,12 +24,6 @@ void put_text(std::string& k, const std::string& s) {
 void put_dims(std::string& k, const std::vector<int64_t>& v) {
   put(k, int64_t(v.size()));
   for (int64_t x : v) put(k, x);
-}
-
-std::vector<int64_t> c_order(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> st(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;) st[d - 1] = st[d] * shape[d];
-  return st;
 }
 
 }  // namespace
@@ -120,15 +115,16 @@ Result replay(const RecordedCall& call, const Inputs& inputs, const Options& opt
   std::vector<void*> memory(call.outputs.size());
   for (size_t d = 0; d < call.outputs.size(); ++d) {
     const RecordedCall::Out& x = call.outputs[d];
-    const Allocation m = output_memory(options, call.output_device, x.dtype, x.shape, x.bytes, x.name);
     Output& out = r.outputs[d];
     out.name = x.name;
-    out.array.data = m.data;
-    out.array.owner = m.owner;
-    out.array.dtype = x.dtype;
-    out.array.shape = x.shape;
-    out.array.strides = c_order(x.shape);
-    out.array.device = call.output_device;
+    Array& a = out.array;
+    a.dtype = x.dtype;
+    a.shape = x.shape;
+    a.strides = c_strides(x.shape);
+    a.device = call.output_device;
+    const Allocation m = output_memory(options, a.device, a.dtype, a.shape, a.nbytes(), x.name);
+    a.data = m.data;
+    a.owner = m.owner;
     memory[d] = m.data;
   }
   host_phase("replay: outputs allocated");

@@ -31,7 +31,6 @@ struct RecordedCall {
     std::string name;
     DType dtype = DType::F32;
     std::vector<int64_t> shape;
-    size_t bytes = 0;
   };
   std::vector<Out> outputs;  // the dense outputs, in query order
   RunStats stats;            // the recorded run's (cache "record", no times or host phases)

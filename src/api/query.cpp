@@ -271,7 +271,7 @@ static void keep_record(Query::Impl& impl, std::string signature, cuda::LaunchRe
   call->output_device = output_device;
   for (const Output& o : r.outputs) {
     if (o.is_list) return;
-    call->outputs.push_back({o.name, o.array.dtype, o.array.shape, o.array.nbytes()});
+    call->outputs.push_back({o.name, o.array.dtype, o.array.shape});
   }
   if (call->outputs.size() != call->launch.outputs.size()) return;
   call->stats = r.stats;

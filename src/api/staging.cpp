@@ -81,12 +81,6 @@ bool device_readable(const ArrayRef& a) {
   return true;
 }
 
-std::vector<int64_t> c_strides(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> st(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;) st[d - 1] = st[d] * shape[d];
-  return st;
-}
-
 NDArray stage_one(const std::string& name, const ArrayRef& a, void* stream, std::vector<std::string>& copies,
                   bool gpu_engine, bool is_index, std::map<std::string, Instance::DeviceInput>& device) {
   if (!valid_dtype(a.dtype)) throw_data_error(name, "unknown element type code " + std::to_string(int(a.dtype)));
@@ -161,6 +155,12 @@ NDArray stage_one(const std::string& name, const ArrayRef& a, void* stream, std:
 }
 
 }  // namespace
+
+std::vector<int64_t> c_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> st(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) st[d - 1] = st[d] * shape[d];
+  return st;
+}
 
 std::string number_text(const Number& n) {
   if (!n.text.empty()) return n.text;

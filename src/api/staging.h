@@ -25,6 +25,9 @@ struct StagedInputs {
 StagedInputs stage_inputs(const Inputs& inputs, void* stream, bool gpu_engine = false,
                           const std::vector<std::string>& index_operands = {});
 
+// The strides (elements) of a C-order array of `shape`.
+std::vector<int64_t> c_strides(const std::vector<int64_t>& shape);
+
 // The text a scalar binds as (what `NAME=VALUE` would give): integers as integers, floats so
 // that they parse back to the same double and stay floats.
 std::string number_text(const Number& n);

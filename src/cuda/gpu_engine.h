@@ -65,8 +65,8 @@ struct GpuRunOptions {
   // result launch, a relaunch for lists that overflowed, a benchmark launch).
   const std::atomic<bool>* cancel = nullptr;
   // Where the run was one launch that a repeated call can replay (asynchronous, dense outputs in
-  // the caller's memory, every input read in place, no lists, operand copies, tensor maps or
-  // computed output indices): filled with it (kernel set); left as it is otherwise.
+  // the caller's memory, every input read in place, no lists, operand copies or computed output
+  // indices): filled with it (kernel set); left as it is otherwise.
   LaunchRecord* record = nullptr;
 };
 std::shared_ptr<void> new_kernel_memo();

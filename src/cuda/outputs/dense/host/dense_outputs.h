@@ -40,9 +40,8 @@ class DeviceDenseOutputs final : public OutputBuffers {
   // The outputs as the run's results (Results::dense): downloaded, or views of the caller's
   // memory; a data error instead where a computed index fell out of range (computed_index.h).
   void collect(Results& res) override;
-  // Output d's memory and elements (padded rows), and whether it starts from its identity (a
-  // launch record replays the fill: cuda/launch_record.h).
-  void* ptr(size_t d) const { return ptr_[d]; }
+  // Output d's elements (padded rows), and whether it starts from its identity (a launch record
+  // replays the fill: cuda/launch_record.h).
   int64_t elements(size_t d) const { return rows_[d] * pitch_[d]; }
   bool needs_fill(size_t d) const { return needs_fill_[d]; }
   // Computed output indices: the kernel counts keys out of range, which collect() checks.
