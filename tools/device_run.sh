@@ -3,7 +3,7 @@
 # sanitizers on one query of each family, and the benchmarks. Logs go to $OUT (or ./device-out).
 # usage: tools/device_run.sh [tests] [sanitize] [bench] [demo] [relbench] [semibench] [tc] [fuzz] [py] [sweep] [profile]
 #                            [shards] [api] [reach] [cold] [tq] [verify] [pyoverhead] [sanitizers]
-#                            [hostoverhead] [multigpu] [qprofile] [userbuild] [userbuild-clang] [dask] [sanq] [hist]
+#                            [hostoverhead] [multigpu] [qprofile] [userbuild] [userbuild-clang] [dask] [sanq] [hist] [tccold]
 #                            (default: tests sanitize bench)
 # PREBUILT=DIR: binaries built elsewhere (a build folder of this checkout at the same absolute
 # path, carried along; tools/device_prebuild.sh): no build here. Else build-dev is built here
@@ -208,7 +208,7 @@ SHARD_FILTER="${GPU_FILTER:--TensorMainloopSim.*:TensorMainloop.EveryVariantComp
 API_FILTER='ApiDevice.*:CliApi.*:Cli.*:CudaRuntime.*:CudaCache.*:GpuSkip.*'
 
 # The steps that need no build-dev: the user's builds and what runs on the installed package.
-PACKAGE_STEPS='userbuild|userbuild-clang|pyoverhead|pytune|tq|hist|ktimes|qprofile|dask|sanq'
+PACKAGE_STEPS='userbuild|userbuild-clang|pyoverhead|pytune|tq|tccold|hist|ktimes|qprofile|dask|sanq'
 # steps_only_of ALTERNATIVES: whether every step asked is one of these (an extended regex's alternatives).
 steps_only_of() {
   local s
@@ -241,7 +241,7 @@ gpu_quiet() {
   [ -z "$others" ] || gate "$1: the GPU was not idle before it" 1 "$(echo "$others" | tr '\n' ';')"
 }
 for step in $steps; do
-  case $step in tq|hist|pyoverhead|ktimes|bench|relbench|semibench|tc|cold|dask|pytune|hostoverhead) gpu_quiet "$step" ;; esac
+  case $step in tq|tccold|hist|pyoverhead|ktimes|bench|relbench|semibench|tc|cold|dask|pytune|hostoverhead) gpu_quiet "$step" ;; esac
   case $step in
     tests)
       # The GPU suite, run directly: the device image's newer CMake cannot read the test lists
@@ -469,6 +469,11 @@ r = gamut.tune(family='${PYTUNE_FAMILY:-lists}', seconds=${PYTUNE_SECONDS:-150},
 print('\\n'.join(r['lines'])); print('stopped:', r['stopped'], 'table:', r['table_path'])
 " > "$OUT/pytune.txt" 2>&1)
       gate "gamut.tune" $?; tail -40 "$OUT/pytune.txt" ;;
+    tccold)
+      # First calls with an empty kernel cache, kernels compiled ahead or not (issue 39; bench/tc_cold_compile.py).
+      (export PYTHONPATH=$PWD/.devcarry/site; cd /tmp && timeout ${TCC_TIMEOUT:-300} python3 "$OLDPWD/bench/tc_cold_compile.py" \
+         --ahead ${TCC_AHEAD:-both} --json "$OUT/tc_cold.json" 2>&1 | tee "$OUT/tc_cold.txt")
+      gate "tc_cold_compile" $? ;;
     hist)
       # Pair counts by distance bin (issue 38): the fused histogram query against torch.cdist + histc.
       (export PYTHONPATH=$PWD/.devcarry/site; cd /tmp && timeout ${HIST_TIMEOUT:-180} python3 "$OLDPWD/bench/histogram.py" \

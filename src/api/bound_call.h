@@ -26,6 +26,8 @@ class BoundCall {
   const Prepared* prepared() const { return prep_.get(); }
   // The typed plan's kernel memo (for a run without a rewrite); the call keeps it alive.
   std::shared_ptr<void>* kernel_memo() const { return &typed_->kernel_memo; }
+  // True for the first call that runs with this typed plan (RunOptions::compile_ahead).
+  bool first_run() const { return !typed_->ran->exchange(true); }
   // A Prepared in every case (explain, kernel sources): where no rewrite applies, a copy of the
   // typed plan bound once more. Consumes the call.
   std::unique_ptr<Prepared> take_prepared(const Source& source);

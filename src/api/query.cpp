@@ -353,6 +353,7 @@ Result Query::run(const Inputs& inputs, const Options& options) const {
   const Prepared* prep = call.prepared();
   const Plan& plan = call.plan();
   Instance& inst = call.instance();
+  ro.compile_ahead = call.first_run();
   if (!prep)
     ro.kernel_memo = call.kernel_memo();
   else

@@ -4,6 +4,7 @@
 // rewritten programs' stages. Every map is bounded: a caller cycling through types or shapes
 // rebuilds. Safe to use from several threads at once.
 #pragma once
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -22,6 +23,9 @@ struct TypedPlan {
   std::shared_ptr<TypedPlan> provenance;
   // The one-sided rewrite (or none) per one_sided_key (QueryMemo::one_sided).
   std::map<std::string, std::shared_ptr<const std::optional<BoundRewrite>>> one_sided;
+  // Whether a call ran with this plan: only the first compiles its kernels ahead
+  // (RunOptions::compile_ahead; later calls find them in the memos).
+  std::shared_ptr<std::atomic<bool>> ran = std::make_shared<std::atomic<bool>>(false);
 };
 
 class QueryMemo {

@@ -146,6 +146,10 @@ struct CompiledModule {
 // own failures are device errors.
 CompiledModule compile_cached(const std::string& source, const CompileOptions& options,
                               const std::string& extra_key = "");
+// The same compile for a later compile_cached of the same arguments (driver/kernels_ahead.h):
+// nothing when the module is in memory or another caller is compiling it. That later call waits
+// for a compile still under way, and reports the compile as its own (hit and time).
+void compile_ahead(const std::string& source, const CompileOptions& options, const std::string& extra_key = "");
 // NVRTC only, no cache (tests and the benchmark of cold compiles).
 std::string nvrtc_compile(const std::string& source, const CompileOptions& options, std::string* log_out = nullptr);
 std::string nvrtc_version();  // "13.0"

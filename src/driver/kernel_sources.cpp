@@ -18,21 +18,23 @@ struct Sources {
   const cuda::KernelTarget& target;
   const cuda::GpuRunOptions& options;
 
-  std::vector<KernelSource> of(const Prepared& p) const {
-    if (p.program) return program(p);
+  std::vector<KernelSource> of(const Prepared& p) const { return p.program ? program(p) : of(p.instance); }
+
+  std::vector<KernelSource> of(const Instance& inst) const {
     std::vector<KernelSource> out;
-    const Instance& inst = p.instance;
     // (Seen tables from host data, as the engine decides; explain binds no device arrays.)
     const cuda::KernelSpec k = cuda::gpu_kernel_spec(
         inst, options, target,
         options.seen_tables ? cuda::seen_boxes(inst) : std::vector<std::optional<cuda::SeenBox>>{});
-    out.push_back({"main", "// kernel source, tile " + k.label, cuda::generate_source(*inst.plan, k.tile, k.options)});
+    out.push_back({"main", "// kernel source, tile " + k.label, cuda::generate_source(*inst.plan, k.tile, k.options),
+                   cuda::kCodegenSchema});
     // top/bottom lists: the candidates the kernel appends are selected on the device after it.
     for (const ListOutput& l : inst.plan->lists)
       if ((l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.key != kNoExpr)
         out.push_back(
             {"select-" + l.name, "// kernel source: selection of " + l.name + " after the kernel",
-             cuda::select_source(storage_type_of(inst.plan->expr(l.key).type), l.mode == ListMode::Top, l.per)});
+             cuda::select_source(storage_type_of(inst.plan->expr(l.key).type), l.mode == ListMode::Top, l.per),
+             cuda::kSelectSchema});
     return out;
   }
 
@@ -40,6 +42,7 @@ struct Sources {
   // stages that read it.
   std::vector<KernelSource> program(const Prepared& p) const {
     std::vector<KernelSource> out;
+    const bool on_device = !p.instance.device_inputs.empty();  // (execute_program: no bound rewrites of stages)
     std::map<std::string, NDArray> produced;
     for (size_t s = 0; s < p.program->stages.size(); ++s) {
       const StageQuery& st = p.program->stages[s];
@@ -47,14 +50,15 @@ struct Sources {
       const std::string title = "// stage " + std::to_string(s + 1) + " (" + st.name + ")";
       if (st.bitpack) {
         const BitPack& bp = *st.bitpack;
-        out.push_back({tag, title + ": bit pack kernel", cuda::bit_pack_source(p.bindings.arrays.at(bp.source).dtype)});
+        out.push_back({tag, title + ": bit pack kernel", cuda::bit_pack_source(p.bindings.arrays.at(bp.source).dtype),
+                       cuda::kBitPackSchema});
         produced[bp.output] = NDArray::zeros(DType::I32, {bp.rows.end, bp.words()});
         continue;
       }
       if (st.segment) {  // the GPU runs the segment sum kernel, not the stage query
         const SegmentSum& sg = *st.segment;
-        out.push_back(
-            {tag, title + ": segment sum kernel", cuda::segment_sum_source(p.bindings.arrays.at(sg.source).dtype)});
+        out.push_back({tag, title + ": segment sum kernel",
+                       cuda::segment_sum_source(p.bindings.arrays.at(sg.source).dtype), cuda::kSegmentSumSchema});
         const int64_t k = sg.k_range.end;
         produced[sg.output] =
             NDArray::zeros(storage_type_of(sg.type),
@@ -72,9 +76,9 @@ struct Sources {
       for (const auto& [n, d] : st.dims) b.dims[n] = d;
       Source src{p.source.name + " [" + st.name + "]", st.text};
       auto stage = st.list_provenance ? prepare(src, b, stage_plan(st, src, type_env(b)), false)
-                                      : prepare(std::move(src), std::move(b));
+                                      : prepare(std::move(src), std::move(b), !on_device);
       for (KernelSource& k : of(*stage))
-        out.push_back({tag + "-" + k.name, title + "\n" + k.title, std::move(k.source)});
+        out.push_back({tag + "-" + k.name, title + "\n" + k.title, std::move(k.source), std::move(k.schema)});
       for (size_t d = 0; d < stage->plan.dense.size(); ++d)
         produced[stage->plan.dense[d].name] =
             NDArray::zeros(storage_type_of(stage->plan.dense[d].type), stage->instance.dense_shapes[d]);
@@ -88,6 +92,11 @@ struct Sources {
 std::vector<KernelSource> kernel_sources(const Prepared& p, const cuda::KernelTarget& target,
                                          const cuda::GpuRunOptions& options) {
   return Sources{target, options}.of(p);
+}
+
+std::vector<KernelSource> kernel_sources(const Instance& inst, const cuda::KernelTarget& target,
+                                         const cuda::GpuRunOptions& options) {
+  return Sources{target, options}.of(inst);
 }
 
 std::vector<KernelSource> kernel_sources(const Prepared& p, int sm_count, size_t smem_per_block,

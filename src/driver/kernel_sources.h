@@ -14,6 +14,7 @@ struct KernelSource {
   std::string name;    // "main", "select-LIST", "stage2", "stage3-main", ...: unique per query
   std::string title;   // one comment line: what the kernel is and, for the main kernel, its tile
   std::string source;  // the CUDA C++ NVRTC compiles
+  std::string schema;  // its cache key's extra part (cuda::compile_cached's extra_key)
 };
 
 // The kernels of `p` in the order they run on `target` with `options` (its tile, masked_joins,
@@ -22,8 +23,12 @@ struct KernelSource {
 // selection after it, and for a rewritten program (aggregate push-down, bit-packed or-and) each
 // stage's kernels. A stage that reads an earlier stage's output binds arrays of its type and
 // extents filled with zeros: data-dependent variants of a stage's kernel (packed 16-bit steps)
-// assume that its inputs fit them.
+// assume that its inputs fit them. A program on device inputs plans its stages as execute() does
+// there (no bound rewrites).
 std::vector<KernelSource> kernel_sources(const Prepared& p, const cuda::KernelTarget& target,
+                                         const cuda::GpuRunOptions& options);
+// The kernels of one bound instance (a query that is not a program).
+std::vector<KernelSource> kernel_sources(const Instance& inst, const cuda::KernelTarget& target,
                                          const cuda::GpuRunOptions& options);
 // The same on an sm_90a device of `sm_count` SMs and `smem_per_block` bytes of shared memory per
 // block, with `tile` ("" or --tile's text), `masked_joins` and `f32_math`.

@@ -18,6 +18,7 @@
 #include "cuda/codegen/kernel_variants.h"
 #include "cuda/gpu_engine.h"
 #include "cuda/runtime.h"
+#include "driver/kernels_ahead.h"
 #include "partition/multi_device.h"
 #include "semantics/bit_pack.h"
 #if GAMUT_HAVE_CUDA
@@ -302,6 +303,7 @@ static Results execute_program(const Prepared& p, const RunOptions& options, Run
       stage_options.asynchronous = false;
     }
     stage_options.kernel_memo = nullptr;
+    stage_options.compile_ahead = false;  // (the program's kernels are compiled ahead as a whole)
     // Several GPUs: the last stage (the M x N work) in parts; the others ((M + N) K or less)
     // on the current device, their outputs on the host for the parts to upload.
     if (!last_stage) stage_options.devices.clear();
@@ -402,6 +404,7 @@ std::string no_device_reason() {
 
 Results execute(const Prepared& p, const RunOptions& options, RunReport* report) {
   if (!p.program) return execute(p.instance, options, report);
+  const auto ahead = compile_kernels_ahead(&p, p.instance, options);
   cuda::StreamScope stream(options.stream);
   RunReport local;
   RunReport& r = report ? *report : local;
@@ -466,6 +469,7 @@ static Results run_on_devices(const Instance& inst, const RunOptions& options, R
 }
 
 Results execute(const Instance& inst, const RunOptions& options, RunReport* report) {
+  const auto ahead = compile_kernels_ahead(nullptr, inst, options);
   cuda::StreamScope stream(options.stream);
   RunReport local;
   RunReport& r = report ? *report : local;

@@ -67,6 +67,9 @@ struct RunOptions {
   std::vector<int> devices;
   // A run that was one launch a repeated call can replay: filled (cuda::GpuRunOptions::record).
   cuda::LaunchRecord* launch_record = nullptr;
+  // A GPU run of several kernels compiles them on helper threads meanwhile (driver/kernels_ahead.h):
+  // for a first call. The library turns it off where its memos hold the kernels already.
+  bool compile_ahead = true;
 };
 
 // How a run went: the public record (gamut::RunStats) itself, filled by the engines and the

@@ -49,7 +49,10 @@ struct CodegenOptions {
   bool pingpong = false;
 };
 
-// The CUDA C++ generated for a typed plan (no device needed): what NVRTC compiles.
+// The CUDA C++ generated for a typed plan (no device needed): what NVRTC compiles. The source
+// holds everything that shapes the kernel (types, plan, tile), so the cache key hashes it and
+// kCodegenSchema alone: nothing is printed per call to form a key.
+inline constexpr const char* kCodegenSchema = "gamut-cuda-codegen-2";
 std::string generate_source(const Plan& plan, const TileConfig& tile, const CodegenOptions& options = {});
 // Name of the kernel entry point(s) in generated source.
 extern const char* const kMainKernelName;

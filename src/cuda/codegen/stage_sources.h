@@ -9,6 +9,12 @@
 
 namespace gamut::cuda {
 
+// Each kind's cache-key schema (compile_cached's extra_key): bumped when what shapes the
+// kernels changes beside their source.
+inline constexpr const char* kSegmentSumSchema = "segment-sum v1";
+inline constexpr const char* kBitPackSchema = "bit-pack v1";
+inline constexpr const char* kSelectSchema = "gamut-select-3";
+
 // The accumulator type of a segment sum over `t`: the stage query's `pd_s` type (loads widen,
 // bool counts as i32).
 CType segment_sum_acc_type(DType t);

@@ -33,10 +33,6 @@ bool gpu_available(std::string* why) { return device_available(why); }
 
 namespace {
 
-// The generated source holds everything that shapes the kernel (types, plan, tile), so the cache
-// key hashes it and this tag alone: nothing is printed per call to form a key.
-constexpr const char* kCodegenSchema = "gamut-cuda-codegen-2";
-
 // Lists: room for 2^20 rows, or for what the tiles' top/bottom pre-selection is expected to
 // keep; a list that overflows grows and the kernel runs again (rows are never dropped), once per
 // kernel memo since the grown buffers are kept. A tile keeps up to N rows per group it touches,

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -190,9 +191,18 @@ bool parse_name(const std::string& name, std::string* key, bool* tmp) {
   return false;
 }
 
+// The modules of this process, and the compiles under way: a second caller of a key being
+// compiled waits for that compile instead of running NVRTC again (compile_ahead's helpers and
+// the run share the work). A module compiled ahead is `unclaimed` until a caller takes it: that
+// caller reports the compile (its time and kind) as its own, later ones a memory hit.
 struct MemoryCache {
+  struct Entry {
+    CompiledModule module;
+    bool unclaimed = false;
+  };
   std::mutex mu;
-  std::unordered_map<std::string, CompiledModule> modules;
+  std::unordered_map<std::string, Entry> modules;
+  std::unordered_map<std::string, std::shared_future<CompiledModule>> compiling;
 };
 MemoryCache& memory() {
   static MemoryCache m;
@@ -239,20 +249,24 @@ std::string cache_dir() {
   return "";
 }
 
-CompiledModule compile_cached(const std::string& source, const CompileOptions& options,
-                              const std::string& extra_key) {
-  const std::string key = detail::cache_key(source, options, extra_key);
-  auto& mem = memory();
-  {
-    std::lock_guard<std::mutex> lock(mem.mu);
-    auto it = mem.modules.find(key);
-    if (it != mem.modules.end()) {
-      CompiledModule m = it->second;
-      m.hit = CacheHit::Memory;
-      m.compile_ms = 0;
-      return m;
-    }
+namespace {
+
+// A module of the memory cache, claimed (MemoryCache); nullopt when absent. Under mem.mu.
+std::optional<CompiledModule> take_from_memory(MemoryCache& mem, const std::string& key) {
+  auto it = mem.modules.find(key);
+  if (it == mem.modules.end()) return std::nullopt;
+  CompiledModule m = it->second.module;
+  if (it->second.unclaimed) {
+    it->second.unclaimed = false;
+  } else {
+    m.hit = CacheHit::Memory;
+    m.compile_ms = 0;
   }
+  return m;
+}
+
+// From the disk cache, else NVRTC; stored on disk.
+CompiledModule load_or_compile(const std::string& key, const std::string& source, const CompileOptions& options) {
   CompiledModule m;
   m.key = key;
   const auto dir = usable_dir();
@@ -281,9 +295,58 @@ CompiledModule compile_cached(const std::string& source, const CompileOptions& o
     m.hit = CacheHit::Compiled;
     if (dir) store_entry(*dir, key, m, options);
   }
-  std::lock_guard<std::mutex> lock(mem.mu);
-  mem.modules.emplace(key, m);
   return m;
+}
+
+// compile_cached and compile_ahead: `ahead` leaves the module unclaimed, and returns at once
+// where another caller is compiling the same key.
+CompiledModule compile_module(const std::string& source, const CompileOptions& options, const std::string& extra_key,
+                              bool ahead) {
+  const std::string key = detail::cache_key(source, options, extra_key);
+  auto& mem = memory();
+  std::promise<CompiledModule> done;
+  std::shared_future<CompiledModule> other;
+  {
+    std::lock_guard<std::mutex> lock(mem.mu);
+    if (auto it = mem.modules.find(key); it != mem.modules.end() && ahead) return it->second.module;
+    if (auto m = take_from_memory(mem, key)) return *m;
+    if (auto it = mem.compiling.find(key); it != mem.compiling.end())
+      other = it->second;
+    else
+      mem.compiling.emplace(key, done.get_future().share());
+  }
+  if (other.valid()) {
+    if (ahead) return {};
+    other.wait();
+    std::lock_guard<std::mutex> lock(mem.mu);
+    if (auto m = take_from_memory(mem, key)) return *m;
+    return other.get();  // the other caller's compile error, thrown again
+  }
+  CompiledModule m;
+  try {
+    m = load_or_compile(key, source, options);
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mem.mu);
+    mem.compiling.erase(key);
+    done.set_exception(std::current_exception());
+    throw;
+  }
+  std::lock_guard<std::mutex> lock(mem.mu);
+  mem.modules[key] = {m, ahead};
+  mem.compiling.erase(key);
+  done.set_value(m);
+  return m;
+}
+
+}  // namespace
+
+CompiledModule compile_cached(const std::string& source, const CompileOptions& options,
+                              const std::string& extra_key) {
+  return compile_module(source, options, extra_key, false);
+}
+
+void compile_ahead(const std::string& source, const CompileOptions& options, const std::string& extra_key) {
+  compile_module(source, options, extra_key, true);
 }
 
 std::vector<CacheEntry> cache_list() {

@@ -33,7 +33,7 @@ NDArray bit_pack(const NDArray& src, const BitPack& st, int repeats, BitPackStat
   const DeviceInfo& dev = device();
   CompileOptions co;
   co.arch = arch_for(dev.cc_major, dev.cc_minor);
-  const CompiledModule module = compile_cached(source, co, "bit-pack v1");
+  const CompiledModule module = compile_cached(source, co, kBitPackSchema);
   s.compile_ms = module.compile_ms;
   s.cache_hit = cache_hit_name(module.hit);
   Kernel kernel(module, "bit_pack_tiled");

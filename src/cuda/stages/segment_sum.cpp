@@ -49,7 +49,7 @@ NDArray segment_sum(const NDArray& src, const NDArray& index, const SegmentSumSh
   const DeviceInfo& dev = device();
   CompileOptions co;
   co.arch = arch_for(dev.cc_major, dev.cc_minor);
-  const CompiledModule module = compile_cached(segment_sum_source(src.dtype), co, "segment-sum v1");
+  const CompiledModule module = compile_cached(segment_sum_source(src.dtype), co, kSegmentSumSchema);
   st.compile_ms = module.compile_ms;
   st.cache_hit = cache_hit_name(module.hit);
 

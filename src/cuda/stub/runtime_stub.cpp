@@ -62,6 +62,7 @@ void copy_device_to_device(void*, const void*, size_t) { no_cuda(); }
 void* thread_pinned_scratch(size_t) { no_cuda(); }
 
 CompiledModule compile_cached(const std::string&, const CompileOptions&, const std::string&) { no_cuda(); }
+void compile_ahead(const std::string&, const CompileOptions&, const std::string&) { no_cuda(); }
 std::string nvrtc_compile(const std::string&, const CompileOptions&, std::string*) { no_cuda(); }
 std::string nvrtc_version() { no_cuda(); }
 

@@ -33,7 +33,7 @@ SelectKernels& kernels(DType key, bool top, PerGroup per) {
   std::lock_guard<std::mutex> lock(mu);
   auto& k = loaded[co.arch + "\n" + src];
   if (!k) {
-    const CompiledModule mod = compile_cached(src, co, "gamut-select-3");
+    const CompiledModule mod = compile_cached(src, co, kSelectSchema);
     auto s = std::make_unique<SelectKernels>();
     s->hist = std::make_unique<Kernel>(mod, "gm_sel_hist");
     s->digit = std::make_unique<Kernel>(mod, "gm_sel_digit");

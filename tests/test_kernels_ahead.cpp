@@ -1,0 +1,192 @@
+// Kernels compiled ahead (driver/kernels_ahead.h) and the in-process cache's shared compiles
+// (cuda::compile_ahead): NVRTC only, no GPU.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/error.h"
+#include "driver/kernel_sources.h"
+#include "driver/kernels_ahead.h"
+#include "driver/pipeline.h"
+#include "nvrtc_check.h"
+
+#if GAMUT_HAVE_CUDA
+#include "cuda/codegen/stage_sources.h"
+#include "cuda/gpu_engine.h"
+#include "cuda/runtime.h"
+
+namespace fs = std::filesystem;
+using namespace gamut;
+using namespace gamut::cuda;
+
+namespace {
+
+// A fresh disk cache and an empty memory cache per test.
+class KernelsAheadTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "gamut-ahead-XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    if (const char* old = std::getenv("GAMUT_CACHE_DIR")) old_ = old, had_ = true;
+    setenv("GAMUT_CACHE_DIR", dir_.c_str(), 1);
+    clear_memory_cache();
+  }
+  void TearDown() override {
+    clear_memory_cache();
+    if (had_)
+      setenv("GAMUT_CACHE_DIR", old_.c_str(), 1);
+    else
+      unsetenv("GAMUT_CACHE_DIR");
+    fs::remove_all(dir_);
+  }
+  fs::path dir_;
+  std::string old_;
+  bool had_ = false;
+};
+
+// A kernel no other test compiles.
+std::string unique_kernel(const std::string& tag) {
+  static std::atomic<int> n{0};
+  return "// " + tag + " " + std::to_string(::getpid()) + "-" + std::to_string(n++) +
+         "\nextern \"C\" __global__ void twice(float* out, int n) {\n"
+         "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+         "  if (i < n) out[i] = 2.0f * out[i];\n}\n";
+}
+
+NDArray ramp_f32(int64_t rows, int64_t cols, float scale) {
+  NDArray a = NDArray::zeros(DType::F32, {rows, cols});
+  float* p = a.as<float>();
+  for (int64_t e = 0; e < rows * cols; ++e) p[e] = float((e * 7919) % 101) * scale + 0.5f;
+  return a;
+}
+
+}  // namespace
+
+// Four threads ask for the same new kernel at once: NVRTC runs once, the others wait for it.
+TEST_F(KernelsAheadTest, ThreadsShareOneCompile) {
+  const std::string src = unique_kernel("shared");
+  std::atomic<bool> go{false};
+  std::vector<CompiledModule> got(4);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < got.size(); ++t)
+    threads.emplace_back([&, t] {
+      while (!go.load()) std::this_thread::yield();
+      got[t] = compile_cached(src, CompileOptions{}, "ahead-test");
+    });
+  go = true;
+  for (std::thread& t : threads) t.join();
+  int compiled = 0;
+  for (const CompiledModule& m : got) {
+    compiled += m.hit == CacheHit::Compiled;
+    EXPECT_TRUE(m.hit == CacheHit::Compiled || m.hit == CacheHit::Memory);
+    EXPECT_EQ(m.key, got[0].key);
+    EXPECT_EQ(m.cubin, got[0].cubin);
+    EXPECT_EQ(m.cubin.substr(0, 4),
+              "\x7f"
+              "ELF");
+  }
+  EXPECT_EQ(compiled, 1);
+}
+
+// A module compiled ahead is the first caller's compile (its kind and time), a memory hit after.
+TEST_F(KernelsAheadTest, CompiledAheadIsClaimedOnce) {
+  const std::string src = unique_kernel("claimed");
+  compile_ahead(src, CompileOptions{}, "ahead-test");
+  compile_ahead(src, CompileOptions{}, "ahead-test");  // in memory: nothing
+  const CompiledModule a = compile_cached(src, CompileOptions{}, "ahead-test");
+  EXPECT_EQ(a.hit, CacheHit::Compiled);
+  EXPECT_GT(a.compile_ms, 0);
+  const CompiledModule b = compile_cached(src, CompileOptions{}, "ahead-test");
+  EXPECT_EQ(b.hit, CacheHit::Memory);
+  EXPECT_EQ(b.compile_ms, 0);
+  EXPECT_EQ(b.cubin, a.cubin);
+}
+
+// A compile error found ahead reaches the run: the run's own compile fails the same way,
+// whether it waited for the helper's or came after it.
+TEST_F(KernelsAheadTest, CompileErrorsReachTheRun) {
+  const std::string bad = unique_kernel("bad") + "extern \"C\" __global__ void broken() { undeclared_name = 1; }\n";
+  // (The helper throws where it compiled, returns where the run was first.)
+  std::thread helper([&] {
+    try {
+      compile_ahead(bad, CompileOptions{}, "ahead-test");
+    } catch (const Error&) {
+    }
+  });
+  try {
+    compile_cached(bad, CompileOptions{}, "ahead-test");
+    ADD_FAILURE() << "the broken kernel compiled";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::Query);
+    EXPECT_NE(std::string(e.what()).find("undeclared_name"), std::string::npos) << e.what();
+  }
+  helper.join();
+  EXPECT_THROW(compile_cached(bad, CompileOptions{}, "ahead-test"), Error);
+}
+
+// kNN as users write it under tf32 is a program of four kernels (two norm stages, the cross
+// term's kernel and its selection): the helpers compile every one after the first, each found
+// by the compile the run makes (same source, options and schema), and only once.
+TEST_F(KernelsAheadTest, HelpersCompileWhatTheRunAsksFor) {
+  const std::string text =
+      "where (i, j) { dist = 0; reduce (k) { let t = Q[i, k] - X[j, k]; dist += t * t; }\n"
+      "  emit Nearest(i, j, dist) bottom 10 by dist per i; }\n";
+  Bindings b;
+  b.arrays["Q"] = ramp_f32(300, 64, 0.01f);
+  b.arrays["X"] = ramp_f32(500, 64, 0.02f);
+  auto p = prepare(Source{"knn.mmlt", text}, b, RewriteChoice{true, true, F32Math::Tf32});
+  ASSERT_TRUE(p->program) << "the expand-squares rewrite applies under tf32";
+  const std::vector<KernelSource> kernels =
+      kernel_sources(*p, testnvrtc::kH100Sms, testnvrtc::kH100Smem, "", false, F32Math::Tf32);
+  ASSERT_EQ(kernels.size(), 4u);
+  std::set<std::string> schemas;
+  for (const KernelSource& k : kernels) schemas.insert(k.schema);
+  EXPECT_EQ(schemas, (std::set<std::string>{kCodegenSchema, kSelectSchema}));
+  {
+    KernelsAhead ahead(kernels, "sm_90a", 3);
+    EXPECT_EQ(ahead.helpers(), 3);
+  }  // (joined)
+  CompileOptions co;
+  co.arch = "sm_90a";
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    SCOPED_TRACE(kernels[k].name);
+    const CompiledModule m = compile_cached(kernels[k].source, co, kernels[k].schema);
+    // The first is the run's own; the others the helpers', claimed here as compiled.
+    EXPECT_EQ(m.hit, CacheHit::Compiled);
+    EXPECT_GT(m.compile_ms, 0);
+    EXPECT_EQ(compile_cached(kernels[k].source, co, kernels[k].schema).hit, CacheHit::Memory);
+  }
+  // One helper for two kernels; none for one.
+  KernelsAhead two(std::vector<KernelSource>(kernels.begin(), kernels.begin() + 2), "sm_90a", 8);
+  EXPECT_EQ(two.helpers(), 1);
+  KernelsAhead one(std::vector<KernelSource>(kernels.begin(), kernels.begin() + 1), "sm_90a", 8);
+  EXPECT_EQ(one.helpers(), 0);
+}
+
+// Without a GPU nothing is started; a CPU run never starts helpers.
+TEST_F(KernelsAheadTest, NothingWithoutTheGpu) {
+  Bindings b;
+  b.arrays["A"] = ramp_f32(8, 4, 1.0f);
+  b.arrays["B"] = ramp_f32(8, 4, 1.0f);
+  auto p = prepare(Source{"t.mmlt",
+                          "where (i, j) { s = 0; reduce (k) { s += A[i, k] * B[j, k]; }\n"
+                          "  emit Top(i, j, s) top 3 by s per i; }\n"},
+                   b);
+  RunOptions cpu;
+  cpu.backend = Backend::Cpu;
+  EXPECT_EQ(compile_kernels_ahead(p.get(), p->instance, cpu), nullptr);
+  RunOptions off;
+  off.compile_ahead = false;
+  EXPECT_EQ(compile_kernels_ahead(p.get(), p->instance, off), nullptr);
+  if (!cuda::gpu_available(nullptr)) EXPECT_EQ(compile_kernels_ahead(p.get(), p->instance, RunOptions{}), nullptr);
+}
+
+#endif
