@@ -70,7 +70,8 @@ NDArray ramp_f32(int64_t rows, int64_t cols, float scale) {
 
 }  // namespace
 
-// Four threads ask for the same new kernel at once: NVRTC runs once, the others wait for it.
+// Four threads ask for the same new kernel at once: NVRTC runs once, the others wait for it
+// (and report the compile they waited for; a thread that came after it, a memory hit).
 TEST_F(KernelsAheadTest, ThreadsShareOneCompile) {
   const std::string src = unique_kernel("shared");
   std::atomic<bool> go{false};
@@ -83,17 +84,18 @@ TEST_F(KernelsAheadTest, ThreadsShareOneCompile) {
     });
   go = true;
   for (std::thread& t : threads) t.join();
-  int compiled = 0;
+  std::set<double> compile_ms;
   for (const CompiledModule& m : got) {
-    compiled += m.hit == CacheHit::Compiled;
     EXPECT_TRUE(m.hit == CacheHit::Compiled || m.hit == CacheHit::Memory);
+    if (m.hit == CacheHit::Compiled) compile_ms.insert(m.compile_ms);
     EXPECT_EQ(m.key, got[0].key);
     EXPECT_EQ(m.cubin, got[0].cubin);
     EXPECT_EQ(m.cubin.substr(0, 4),
               "\x7f"
               "ELF");
   }
-  EXPECT_EQ(compiled, 1);
+  ASSERT_EQ(compile_ms.size(), 1u) << "one NVRTC run, its time reported by each thread that waited for it";
+  EXPECT_GT(*compile_ms.begin(), 0);
 }
 
 // A module compiled ahead is the first caller's compile (its kind and time), a memory hit after.

@@ -193,8 +193,9 @@ bool parse_name(const std::string& name, std::string* key, bool* tmp) {
 
 // The modules of this process, and the compiles under way: a second caller of a key being
 // compiled waits for that compile instead of running NVRTC again (compile_ahead's helpers and
-// the run share the work). A module compiled ahead is `unclaimed` until a caller takes it: that
-// caller reports the compile (its time and kind) as its own, later ones a memory hit.
+// the run share the work), and reports it as its own. A module compiled ahead is `unclaimed`
+// until a caller takes it: that caller reports the compile (its time and kind) as its own,
+// later ones a memory hit.
 struct MemoryCache {
   struct Entry {
     CompiledModule module;
@@ -317,10 +318,14 @@ CompiledModule compile_module(const std::string& source, const CompileOptions& o
   }
   if (other.valid()) {
     if (ahead) return {};
+    // The compile ran during this call: its kind and time are this call's too (several GPUs'
+    // parts asking for one kernel each report it compiled). One ahead is claimed here.
     other.wait();
-    std::lock_guard<std::mutex> lock(mem.mu);
-    if (auto m = take_from_memory(mem, key)) return *m;
-    return other.get();  // the other caller's compile error, thrown again
+    {
+      std::lock_guard<std::mutex> lock(mem.mu);
+      if (auto it = mem.modules.find(key); it != mem.modules.end()) it->second.unclaimed = false;
+    }
+    return other.get();  // (the other caller's compile error, thrown again)
   }
   CompiledModule m;
   try {
