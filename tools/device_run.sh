@@ -3,7 +3,7 @@
 # sanitizers on one query of each family, and the benchmarks. Logs go to $OUT (or ./device-out).
 # usage: tools/device_run.sh [tests] [sanitize] [bench] [demo] [relbench] [semibench] [tc] [fuzz] [py] [sweep] [profile]
 #                            [shards] [api] [reach] [cold] [tq] [verify] [pyoverhead] [sanitizers]
-#                            [hostoverhead] [multigpu] [qprofile] [userbuild] [userbuild-clang] [dask] [sanq] [hist] [tccold]
+#                            [hostoverhead] [multigpu] [qprofile] [userbuild] [userbuild-clang] [dask] [sanq] [hist] [tccold] [tuneab]
 #                            (default: tests sanitize bench)
 # PREBUILT=DIR: binaries built elsewhere (a build folder of this checkout at the same absolute
 # path, carried along; tools/device_prebuild.sh): no build here. Else build-dev is built here
@@ -208,7 +208,7 @@ SHARD_FILTER="${GPU_FILTER:--TensorMainloopSim.*:TensorMainloop.EveryVariantComp
 API_FILTER='ApiDevice.*:CliApi.*:Cli.*:CudaRuntime.*:CudaCache.*:GpuSkip.*'
 
 # The steps that need no build-dev: the user's builds and what runs on the installed package.
-PACKAGE_STEPS='userbuild|userbuild-clang|pyoverhead|pytune|tq|tccold|hist|ktimes|qprofile|dask|sanq'
+PACKAGE_STEPS='userbuild|userbuild-clang|pyoverhead|pytune|tuneab|tq|tccold|hist|ktimes|qprofile|dask|sanq'
 # steps_only_of ALTERNATIVES: whether every step asked is one of these (an extended regex's alternatives).
 steps_only_of() {
   local s
@@ -241,7 +241,7 @@ gpu_quiet() {
   [ -z "$others" ] || gate "$1: the GPU was not idle before it" 1 "$(echo "$others" | tr '\n' ';')"
 }
 for step in $steps; do
-  case $step in tq|tccold|hist|pyoverhead|ktimes|bench|relbench|semibench|tc|cold|dask|pytune|hostoverhead) gpu_quiet "$step" ;; esac
+  case $step in tq|tccold|tuneab|hist|pyoverhead|ktimes|bench|relbench|semibench|tc|cold|dask|pytune|hostoverhead) gpu_quiet "$step" ;; esac
   case $step in
     tests)
       # The GPU suite, run directly: the device image's newer CMake cannot read the test lists
@@ -459,16 +459,23 @@ for line in sys.stdin:
         done
       done 2>&1 | grep -v -i "warn" | tee "$OUT/ktimes.txt"; gate "kernel_times" "${PIPESTATUS[0]}" ;;
     pytune)
-      # gamut.tune through the installed package (issue 39): PYTUNE_FAMILY (default lists), a search
+      # gamut.tune through the installed package (issue 39): PYTUNE_FAMILY (default lists; all: every family), a search
       # of PYTUNE_SECONDS (default 150) at PYTUNE_SIZES ("M,K M,K"; default the tune's own), each
       # query's line (heuristics against the winner), the table and its plots into $OUT.
       (cd /tmp && GAMUT_CACHE_DIR=$GAMUT_CACHE_DIR-tune timeout $(( ${PYTUNE_SECONDS:-150} + 120 )) python3 -c "
 import gamut
 sizes = [tuple(int(x) for x in s.split(',')) for s in '${PYTUNE_SIZES:-}'.split()] or None
-r = gamut.tune(family='${PYTUNE_FAMILY:-lists}', seconds=${PYTUNE_SECONDS:-150}, sizes=sizes, out='$OUT/tune', progress=False)
+fam = '${PYTUNE_FAMILY:-lists}'
+r = gamut.tune(family=None if fam == 'all' else fam, seconds=${PYTUNE_SECONDS:-150}, sizes=sizes, out='$OUT/tune', progress=False)
 print('\\n'.join(r['lines'])); print('stopped:', r['stopped'], 'table:', r['table_path'])
 " > "$OUT/pytune.txt" 2>&1)
       gate "gamut.tune" $?; tail -40 "$OUT/pytune.txt" ;;
+    tuneab)
+      # The tuned table pytune stored ($GAMUT_CACHE_DIR-tune) against the heuristics, in the same
+      # run (issue 39's "no reference query slower"; bench/tune_ab.py, TUNEAB_ARGS).
+      (export PYTHONPATH=$PWD/.devcarry/site; cd /tmp && GAMUT_CACHE_DIR=$GAMUT_CACHE_DIR-tune timeout ${TUNEAB_TIMEOUT:-300} \
+         python3 "$OLDPWD/bench/tune_ab.py" ${TUNEAB_ARGS:-} 2>&1 | tee "$OUT/tune_ab.txt")
+      gate "tune_ab" $? ;;
     tccold)
       # First calls with an empty kernel cache, kernels compiled ahead or not (issue 39; bench/tc_cold_compile.py).
       (export PYTHONPATH=$PWD/.devcarry/site; cd /tmp && timeout ${TCC_TIMEOUT:-300} python3 "$OLDPWD/bench/tc_cold_compile.py" \
