@@ -173,6 +173,31 @@ TEST_F(KernelsAheadTest, HelpersCompileWhatTheRunAsksFor) {
   EXPECT_EQ(one.helpers(), 0);
 }
 
+// A tf32 product reads B[k, j] through a k-major copy, a kernel of its own: listed after the main
+// kernel with the copy's source and schema (stages/k_major_copy.cpp compiles the same), so the
+// helpers compile it. B[j, k] needs none, nor does IEEE f32 on the SIMT mainloop.
+TEST_F(KernelsAheadTest, TheKMajorCopyIsOneOfTheKernels) {
+  const auto kernels = [](const std::string& b_access, F32Math math) {
+    Bindings b;
+    b.arrays["A"] = ramp_f32(256, 128, 0.01f);
+    b.arrays["B"] = b_access == "B[k, j]" ? ramp_f32(128, 256, 0.01f) : ramp_f32(256, 128, 0.01f);
+    auto p = prepare(
+        Source{"p.mmlt", "where (i, j) { a = 0; reduce (k) { a += A[i, k] * " + b_access + "; } C[i, j] = a; }\n"}, b);
+    return kernel_sources(*p, testnvrtc::kH100Sms, testnvrtc::kH100Smem, "", false, math);
+  };
+  for (F32Math math : {F32Math::Tf32, F32Math::Tf32x3}) {
+    const std::vector<KernelSource> ks = kernels("B[k, j]", math);
+    ASSERT_EQ(ks.size(), 2u);
+    EXPECT_EQ(ks[0].name, "main");
+    EXPECT_EQ(ks[1].name, "copy-k-major");
+    EXPECT_EQ(ks[1].source, k_major_copy_source(4));
+    EXPECT_EQ(ks[1].schema, k_major_copy_schema(4));
+    testnvrtc::compile(ks[1].source, "sm_90a");
+  }
+  EXPECT_EQ(kernels("B[j, k]", F32Math::Tf32).size(), 1u);
+  EXPECT_EQ(kernels("B[k, j]", F32Math::Ieee).size(), 1u);
+}
+
 // Without a GPU nothing is started; a CPU run never starts helpers.
 TEST_F(KernelsAheadTest, NothingWithoutTheGpu) {
   Bindings b;

@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 
+#include "cuda/codegen/mainloop_tensor.h"
 #include "cuda/codegen/seen_box.h"
 #include "cuda/codegen/stage_sources.h"
 #include "cuda/gpu_engine.h"
@@ -13,6 +14,14 @@
 namespace gamut {
 
 namespace {
+
+// Whether the kernel reads an f32 operand through a k-major copy (encode_operand_maps).
+bool k_major_copy(const Instance& inst, const cuda::KernelSpec& k) {
+  if (!k.options.tma || !cuda::wgmma_needs_tma(k.math.math)) return false;
+  const Plan& P = *inst.plan;
+  const auto k_contiguous = [&P](int a, Pattern along_k) { return a < 0 || P.accesses[size_t(a)].pattern == along_k; };
+  return !k_contiguous(k.math.row_access, Pattern::RowRed) || !k_contiguous(k.math.col_access, Pattern::ColRed);
+}
 
 struct Sources {
   const cuda::KernelTarget& target;
@@ -28,6 +37,11 @@ struct Sources {
         options.seen_tables ? cuda::seen_boxes(inst) : std::vector<std::optional<cuda::SeenBox>>{});
     out.push_back({"main", "// kernel source, tile " + k.label, cuda::generate_source(*inst.plan, k.tile, k.options),
                    cuda::kCodegenSchema});
+    // tf32 / tf32x3 wgmma reads f32 operands k-major: one that is not is copied before the
+    // kernel (cuda/engine/operand_copies.h).
+    if (k_major_copy(inst, k))
+      out.push_back({"copy-k-major", "// kernel source: k-major copy of an f32 operand, launched before the kernel",
+                     cuda::k_major_copy_source(4), cuda::k_major_copy_schema(4)});
     // top/bottom lists: the candidates the kernel appends are selected on the device after it.
     for (const ListOutput& l : inst.plan->lists)
       if ((l.mode == ListMode::Top || l.mode == ListMode::Bottom) && l.key != kNoExpr)

@@ -17,10 +17,11 @@ struct KernelSource {
   std::string schema;  // its cache key's extra part (cuda::compile_cached's extra_key)
 };
 
-// The kernels of `p` in the order they run on `target` with `options` (its tile, masked_joins,
+// The kernels of `p` in the order a run compiles them on `target` with `options` (its tile, masked_joins,
 // f32_math, seen_tables and arch): the main kernel as run_gpu chooses it (cuda::gpu_kernel_spec,
-// its title naming the spec's label, which run statistics report as the tile), the top/bottom
-// selection after it, and for a rewritten program (aggregate push-down, bit-packed or-and) each
+// its title naming the spec's label, which run statistics report as the tile), the k-major copy
+// of f32 operands it reads under tf32 / tf32x3 (launched before it), the top/bottom selection
+// after it, and for a rewritten program (aggregate push-down, bit-packed or-and) each
 // stage's kernels. A stage that reads an earlier stage's output binds arrays of its type and
 // extents filled with zeros: data-dependent variants of a stage's kernel (packed 16-bit steps)
 // assume that its inputs fit them. A program on device inputs plans its stages as execute() does

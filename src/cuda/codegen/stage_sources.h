@@ -14,6 +14,9 @@ namespace gamut::cuda {
 inline constexpr const char* kSegmentSumSchema = "segment-sum v1";
 inline constexpr const char* kBitPackSchema = "bit-pack v1";
 inline constexpr const char* kSelectSchema = "gamut-select-3";
+inline std::string k_major_copy_schema(int element_bytes) {
+  return "gamut-k-major-copy-2 e" + std::to_string(element_bytes);
+}
 
 // The accumulator type of a segment sum over `t`: the stage query's `pd_s` type (loads widen,
 // bool counts as i32).

@@ -23,7 +23,7 @@ Kernel& copy_kernel(int element_bytes) {
   const DeviceInfo& dev = device();
   CompileOptions co;
   co.arch = arch_for(dev.cc_major, dev.cc_minor);
-  const std::string schema = "gamut-k-major-copy-2 e" + std::to_string(element_bytes);
+  const std::string schema = k_major_copy_schema(element_bytes);
   std::lock_guard<std::mutex> lock(mu);
   auto& k = loaded[co.arch + " " + schema];
   if (!k) k = std::make_unique<Kernel>(compile_cached(k_major_copy_source(element_bytes), co, schema), "k_major_copy");
