@@ -1,11 +1,14 @@
 // Kernels compiled ahead (driver/kernels_ahead.h) and the in-process cache's shared compiles
 // (cuda::compile_ahead): NVRTC only, no GPU.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
 #include <thread>
@@ -196,6 +199,38 @@ TEST_F(KernelsAheadTest, TheKMajorCopyIsOneOfTheKernels) {
   }
   EXPECT_EQ(kernels("B[j, k]", F32Math::Tf32).size(), 1u);
   EXPECT_EQ(kernels("B[k, j]", F32Math::Ieee).size(), 1u);
+}
+
+// Where threads cannot start (the address space exhausted), the helpers that did start are all
+// there are and nothing aborts: the run compiles the rest (std::thread's error is not thrown on).
+// The kernel is in memory before the fork, so the helpers that start find it there.
+TEST_F(KernelsAheadTest, NoThreadToBeHadIsNoHelper) {
+  const std::string src = unique_kernel("in-memory");
+  compile_cached(src, CompileOptions{}, "ahead-test");
+  const std::vector<KernelSource> kernels(65, KernelSource{"k", "", src, "ahead-test"});
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    rlim_t vm = 0;
+    while (std::getline(status, line))
+      if (line.rfind("VmSize:", 0) == 0) vm = rlim_t(std::atoll(line.c_str() + 7)) * 1024;
+    rlimit rl{};
+    getrlimit(RLIMIT_AS, &rl);
+    rl.rlim_cur = vm + (rlim_t(1) << 20);  // room for a few cached thread stacks at most
+    if (vm == 0 || setrlimit(RLIMIT_AS, &rl) != 0) _exit(2);
+    int started = 0;
+    {
+      KernelsAhead ahead(kernels, "sm_90a", 64);
+      started = ahead.helpers();
+    }
+    _exit(started < 64 ? 0 : 3);  // (3: every thread started, the failure path did not run)
+  }
+  int st = 0;
+  ASSERT_EQ(waitpid(pid, &st, 0), pid);
+  ASSERT_TRUE(WIFEXITED(st)) << "the child aborted";
+  EXPECT_EQ(WEXITSTATUS(st), 0);
 }
 
 // Without a GPU nothing is started; a CPU run never starts helpers.

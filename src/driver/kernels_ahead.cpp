@@ -12,7 +12,13 @@ KernelsAhead::KernelsAhead(std::vector<KernelSource> kernels, std::string arch, 
     : kernels_(std::move(kernels)), arch_(std::move(arch)) {
   // The run compiles the first kernel itself: helpers take the others.
   const int n = std::min<int>(helpers, int(kernels_.size()) - 1);
-  for (int h = 0; h < n; ++h) threads_.emplace_back([this] { help(); });
+  for (int h = 0; h < n; ++h) {
+    try {
+      threads_.emplace_back([this] { help(); });
+    } catch (...) {
+      break;  // (no thread to be had, std::system_error: the run compiles what the helpers leave)
+    }
+  }
 }
 
 KernelsAhead::~KernelsAhead() {
