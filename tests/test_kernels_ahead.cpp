@@ -24,6 +24,7 @@
 #include "cuda/codegen/stage_sources.h"
 #include "cuda/gpu_engine.h"
 #include "cuda/runtime.h"
+#include "cuda/runtime/internal.h"
 
 namespace fs = std::filesystem;
 using namespace gamut;
@@ -62,6 +63,10 @@ std::string unique_kernel(const std::string& tag) {
          "\nextern \"C\" __global__ void twice(float* out, int n) {\n"
          "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
          "  if (i < n) out[i] = 2.0f * out[i];\n}\n";
+}
+
+std::string detail_key(const KernelSource& k, const CompileOptions& co) {
+  return detail::cache_key(k.source, co, k.schema);
 }
 
 NDArray ramp_f32(int64_t rows, int64_t cols, float scale) {
@@ -155,25 +160,46 @@ TEST_F(KernelsAheadTest, HelpersCompileWhatTheRunAsksFor) {
   std::set<std::string> schemas;
   for (const KernelSource& k : kernels) schemas.insert(k.schema);
   EXPECT_EQ(schemas, (std::set<std::string>{kCodegenSchema, kSelectSchema}));
+  CompileOptions co;
+  co.arch = "sm_90a";
   {
     KernelsAhead ahead(kernels, "sm_90a", 3);
     EXPECT_EQ(ahead.helpers(), 3);
-  }  // (joined)
-  CompileOptions co;
-  co.arch = "sm_90a";
-  for (size_t k = 0; k < kernels.size(); ++k) {
-    SCOPED_TRACE(kernels[k].name);
-    const CompiledModule m = compile_cached(kernels[k].source, co, kernels[k].schema);
-    // The first is the run's own; the others the helpers', claimed here as compiled.
-    EXPECT_EQ(m.hit, CacheHit::Compiled);
-    EXPECT_GT(m.compile_ms, 0);
-    EXPECT_EQ(compile_cached(kernels[k].source, co, kernels[k].schema).hit, CacheHit::Memory);
+    ahead.wait();
+    // In the disk cache: every kernel but the first, which the helpers leave to the run.
+    std::set<std::string> on_disk;
+    for (const cuda::CacheEntry& e : cache_list()) on_disk.insert(e.key);
+    EXPECT_EQ(on_disk.size(), kernels.size() - 1);
+    for (size_t k = 0; k < kernels.size(); ++k)
+      EXPECT_EQ(on_disk.count(detail_key(kernels[k], co)), k == 0 ? 0u : 1u) << kernels[k].name;
+    // The run asks for them in order: each is its compile (the helpers' claimed), then in memory.
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      SCOPED_TRACE(kernels[k].name);
+      const CompiledModule m = compile_cached(kernels[k].source, co, kernels[k].schema);
+      EXPECT_EQ(m.hit, CacheHit::Compiled);
+      EXPECT_GT(m.compile_ms, 0);
+      EXPECT_EQ(compile_cached(kernels[k].source, co, kernels[k].schema).hit, CacheHit::Memory);
+    }
   }
   // One helper for two kernels; none for one.
   KernelsAhead two(std::vector<KernelSource>(kernels.begin(), kernels.begin() + 2), "sm_90a", 8);
   EXPECT_EQ(two.helpers(), 1);
   KernelsAhead one(std::vector<KernelSource>(kernels.begin(), kernels.begin() + 1), "sm_90a", 8);
   EXPECT_EQ(one.helpers(), 0);
+}
+
+// What the helpers compiled and the run never asked for is an ordinary memory hit once the run
+// ends: a later call does not report it as its own compile.
+TEST_F(KernelsAheadTest, UnclaimedAtTheRunsEndIsAMemoryHit) {
+  const std::vector<KernelSource> kernels{{"a", "", unique_kernel("first"), "ahead-test"},
+                                          {"b", "", unique_kernel("second"), "ahead-test"}};
+  {
+    KernelsAhead ahead(kernels, "sm_90a", 1);
+    ahead.wait();
+  }
+  const CompiledModule m = compile_cached(kernels[1].source, CompileOptions{}, "ahead-test");
+  EXPECT_EQ(m.hit, CacheHit::Memory);
+  EXPECT_EQ(m.compile_ms, 0);
 }
 
 // A tf32 product reads B[k, j] through a k-major copy, a kernel of its own: listed after the main

@@ -150,6 +150,9 @@ CompiledModule compile_cached(const std::string& source, const CompileOptions& o
 // nothing when the module is in memory or another caller is compiling it. That later call waits
 // for a compile still under way, and reports the compile as its own (hit and time).
 void compile_ahead(const std::string& source, const CompileOptions& options, const std::string& extra_key = "");
+// The module compile_ahead made of these arguments, if no caller took it, marked as taken: a later
+// caller finds a memory hit, not a compile of its own.
+void claim_compiled_ahead(const std::string& source, const CompileOptions& options, const std::string& extra_key = "");
 // NVRTC only, no cache (tests and the benchmark of cold compiles).
 std::string nvrtc_compile(const std::string& source, const CompileOptions& options, std::string* log_out = nullptr);
 std::string nvrtc_version();  // "13.0"

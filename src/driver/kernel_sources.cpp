@@ -56,7 +56,12 @@ struct Sources {
   // stages that read it.
   std::vector<KernelSource> program(const Prepared& p) const {
     std::vector<KernelSource> out;
-    const bool on_device = !p.instance.device_inputs.empty();  // (execute_program: no bound rewrites of stages)
+    // On device inputs (execute_program): no bound rewrites of stages, and the stages read the
+    // caller's inputs in place: bound as device inputs, never read on the host here either.
+    const bool on_device = !p.instance.device_inputs.empty();
+    std::map<std::string, Instance::DeviceInput> device;
+    for (size_t o = 0; o < p.plan.operands.size(); ++o)
+      if (p.instance.on_device(o)) device[p.plan.operands[o].name] = p.instance.device_inputs[o];
     std::map<std::string, NDArray> produced;
     for (size_t s = 0; s < p.program->stages.size(); ++s) {
       const StageQuery& st = p.program->stages[s];
@@ -91,6 +96,12 @@ struct Sources {
       Source src{p.source.name + " [" + st.name + "]", st.text};
       auto stage = st.list_provenance ? prepare(src, b, stage_plan(st, src, type_env(b)), false)
                                       : prepare(std::move(src), std::move(b), !on_device);
+      if (on_device) {
+        Instance& si = stage->instance;
+        si.device_inputs.resize(stage->plan.operands.size());
+        for (size_t o = 0; o < stage->plan.operands.size(); ++o)
+          if (auto it = device.find(stage->plan.operands[o].name); it != device.end()) si.device_inputs[o] = it->second;
+      }
       for (KernelSource& k : of(*stage))
         out.push_back({tag + "-" + k.name, title + "\n" + k.title, std::move(k.source), std::move(k.schema)});
       for (size_t d = 0; d < stage->plan.dense.size(); ++d)

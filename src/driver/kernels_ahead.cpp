@@ -21,14 +21,27 @@ KernelsAhead::KernelsAhead(std::vector<KernelSource> kernels, std::string arch, 
   }
 }
 
+void KernelsAhead::wait() {
+  for (std::thread& t : threads_)
+    if (t.joinable()) t.join();
+}
+
 KernelsAhead::~KernelsAhead() {
-  for (std::thread& t : threads_) t.join();
+  stop_ = true;
+  wait();
+  cuda::CompileOptions co;
+  co.arch = arch_;
+  try {
+    for (const KernelSource& k : kernels_) cuda::claim_compiled_ahead(k.source, co, k.schema);
+  } catch (...) {
+    // (Only the statistics of a later call of the same kernel are at stake.)
+  }
 }
 
 void KernelsAhead::help() {
   cuda::CompileOptions co;
   co.arch = arch_;
-  for (size_t t = taken_++; t + 1 < kernels_.size(); t = taken_++) {
+  for (size_t t = taken_++; t + 1 < kernels_.size() && !stop_; t = taken_++) {
     const KernelSource& k = kernels_[kernels_.size() - 1 - t];
     try {
       cuda::compile_ahead(k.source, co, k.schema);
@@ -40,7 +53,7 @@ void KernelsAhead::help() {
 
 std::unique_ptr<KernelsAhead> compile_kernels_ahead(const Prepared* p, const Instance& inst,
                                                     const RunOptions& options) {
-  if (!options.compile_ahead || options.backend == Backend::Cpu) return nullptr;
+  if (!options.compile_ahead || options.backend == Backend::Cpu || !options.devices.empty()) return nullptr;
   // GAMUT_COMPILE_AHEAD=0: the run compiles every kernel itself (bench/tc_cold_compile.py's A/B).
   if (const char* e = std::getenv("GAMUT_COMPILE_AHEAD"); e && std::string(e) == "0") return nullptr;
   const int cores = int(std::thread::hardware_concurrency());

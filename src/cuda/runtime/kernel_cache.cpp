@@ -337,7 +337,13 @@ CompiledModule compile_module(const std::string& source, const CompileOptions& o
     throw;
   }
   std::lock_guard<std::mutex> lock(mem.mu);
-  mem.modules[key] = {m, ahead};
+  try {
+    mem.modules[key] = {m, ahead};
+  } catch (...) {  // (no memory for the entry: the waiters get the error, the next caller compiles)
+    mem.compiling.erase(key);
+    done.set_exception(std::current_exception());
+    throw;
+  }
   mem.compiling.erase(key);
   done.set_value(m);
   return m;
@@ -352,6 +358,13 @@ CompiledModule compile_cached(const std::string& source, const CompileOptions& o
 
 void compile_ahead(const std::string& source, const CompileOptions& options, const std::string& extra_key) {
   compile_module(source, options, extra_key, true);
+}
+
+void claim_compiled_ahead(const std::string& source, const CompileOptions& options, const std::string& extra_key) {
+  const std::string key = detail::cache_key(source, options, extra_key);
+  auto& mem = memory();
+  std::lock_guard<std::mutex> lock(mem.mu);
+  if (auto it = mem.modules.find(key); it != mem.modules.end()) it->second.unclaimed = false;
 }
 
 std::vector<CacheEntry> cache_list() {

@@ -63,6 +63,7 @@ void* thread_pinned_scratch(size_t) { no_cuda(); }
 
 CompiledModule compile_cached(const std::string&, const CompileOptions&, const std::string&) { no_cuda(); }
 void compile_ahead(const std::string&, const CompileOptions&, const std::string&) { no_cuda(); }
+void claim_compiled_ahead(const std::string&, const CompileOptions&, const std::string&) {}
 std::string nvrtc_compile(const std::string&, const CompileOptions&, std::string*) { no_cuda(); }
 std::string nvrtc_version() { no_cuda(); }
 
