@@ -39,6 +39,51 @@ TEST(GpuIntSemirings, SentinelsAbsorbAndSumsSaturateI64) {
   check_all<int64_t>(65, 130, 33, 0.5, 6);
 }
 
+// The SIMT step takes the plain + (DPX) where a thread's operand values of a k step are all within
+// half the sum type's range, and the sum of infinities elsewhere: here most values sit at the
+// guard's edges (-2^30, 2^30 - 1 for i32; their sums reach the limits exactly) and the specials
+// (sentinels, values past the edge, near the limits) only in a band of rows of A and a few k of
+// B, so the two paths run side by side in one kernel, in both operand orders.
+template <class T>
+void check_both_paths(int64_t M, int64_t N, int64_t K, uint64_t seed) {
+  const T half = T(T(1) << (sizeof(T) * 8 - 2));  // 2^30 or 2^62
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(std::string(c.name) + (sizeof(T) == 4 ? " i32 " : " i64 ") + std::to_string(M) + "x" +
+                 std::to_string(N) + "x" + std::to_string(K));
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<int> pick(0, 15);
+    const auto edge = [&]() -> T {
+      switch (pick(rng)) {
+        case 0: return T(-half);
+        case 1: return T(half - 1);
+        case 2: return T(-half + 1);
+        case 3: return T(half - 2);
+        default: return T(pick(rng) - 7);
+      }
+    };
+    std::vector<T> A(size_t(M * K)), B(size_t(K * N));
+    for (T& x : A) x = edge();
+    for (T& x : B) x = edge();
+    const auto specials = weights<T>(size_t(M * K + K * N), c.max_plus, 0.3, rng);
+    for (int64_t i = M / 3; i < M / 3 + 5 && i < M; ++i)
+      for (int64_t k = 0; k < K; ++k) A[size_t(i * K + k)] = specials[size_t(i * K + k)];
+    for (int64_t k = K / 2; k < K / 2 + 2 && k < K; ++k)
+      for (int64_t j = 0; j < N; ++j) {
+        const size_t at = c.b_jk ? size_t(j * K + k) : size_t(k * N + j);
+        B[at] = j % 3 == 0 ? specials[size_t(M * K) + at] : T(half);  // 2^30: just past the edge
+      }
+    const auto want = reference(c, A, B, M, N, K);
+    EXPECT_EQ(run(c, A, B, M, N, K, "gpu"), want);
+  }
+}
+
+TEST(GpuIntSemirings, PlainSumsWithinHalfTheRangeAndInfinitiesElsewhere) {
+  SKIP_WITHOUT_GPU();
+  check_both_paths<int32_t>(200, 300, 70, 9);
+  check_both_paths<int32_t>(257, 129, 33, 10);
+  check_both_paths<int64_t>(130, 70, 40, 11);
+}
+
 // i16 inputs compute in i32: their own limits are ordinary values, and the packed 16-bit DPX
 // steps (chosen where no sum leaves the 16-bit range) give the CPU engine's result.
 TEST(GpuIntSemirings, SmallIntegerInputsKeepOrdinarySums) {

@@ -175,7 +175,7 @@ std::string Renderer::binary(const Expr& e) const {
   std::string r;
   switch (op) {
     case BinOp::Add:
-      if (e.inf_sum != InfSum::None && !fl)  // an integer tropical step: the limits are infinities
+      if (e.inf_sum != InfSum::None && !fl && !plain_sums_)  // an integer tropical step: the limits are infinities
         r = std::string(e.inf_sum == InfSum::MaxPlus ? "gm::inf_sum_max(" : "gm::inf_sum_min(") + a + ", " + b + ")";
       else
         r = fl ? "(" + a + " + " + b + ")" : "gm::add(" + a + ", " + b + ")";

@@ -145,6 +145,9 @@ class Renderer {
   // Lets rendered as calls of functions defined once (KernelContext::let_functions): per local,
   // the call that computes its value; the others render their expression in place.
   void set_let_calls(std::map<int, std::string> calls) { let_calls_ = std::move(calls); }
+  // An integer tropical step's sum of infinities (Expr::inf_sum) as the plain +: for code that
+  // runs only where no operand is near the sum type's limits (the SIMT step's guarded path).
+  void set_plain_sums(bool plain) { plain_sums_ = plain; }
 
  private:
   std::string call(const Expr& e) const;
@@ -153,6 +156,7 @@ class Renderer {
   const Names& N;
   Ctx ctx_;
   std::map<int, std::string> let_calls_;
+  bool plain_sums_ = false;
 };
 
 }  // namespace gamut::cuda::cg

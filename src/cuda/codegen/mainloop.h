@@ -66,6 +66,8 @@ class SimtStep {
   virtual void init(Code& c) const = 0;
   // Accumulator n at fragment (m, n) after the loop.
   virtual std::string value(int n) const = 0;
+  // Whether step calls Inner::plain_sums (an integer tropical step, guarded by its operands).
+  virtual bool guards_tropical_sums() const { return false; }
 };
 
 std::unique_ptr<SimtStep> make_packed16_step(const KernelContext& ctx);

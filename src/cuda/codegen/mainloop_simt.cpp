@@ -6,6 +6,7 @@
 
 #include "cuda/codegen/mainloop.h"
 #include "cuda/codegen/tile_choice.h"
+#include "plan/semiring.h"
 
 namespace gamut::cuda::cg {
 
@@ -17,11 +18,20 @@ constexpr int kSliceUnroll = 8;  // k steps of a slice unrolled at most (the res
 
 std::string loader(int a) { return cat("L", to_string(a)); }
 
+// The two operands of an integer tropical step whose sum treats the limits as infinities
+// (Expr::inf_sum; docs/language.md, "Integer infinities"), as accesses; -1, -1 for other plans.
+std::pair<int, int> tropical_sides(const Plan& p) {
+  if (!p.typed || p.inner.size() != 1 || p.inner[0].kind != StmtKind::Update) return {-1, -1};
+  if (p.expr(p.inner[0].value).inf_sum == InfSum::None) return {-1, -1};
+  const SemiringForm f = semiring_form(p);
+  return {f.row_access, f.col_access};
+}
+
 // Every (m, n) through the Inner functor, on fragments of every operand.
 class GenericStep final : public SimtStep {
  public:
   GenericStep(const Plan& plan, const Names& names, const std::vector<int>& inner)
-      : P(plan), N(names), inner_acc(inner) {}
+      : P(plan), N(names), inner_acc(inner), tropical(tropical_sides(plan)) {}
   std::string smem_type(int a) const override { return frag_cpp(access_ctype(P, a)); }
   TileCopy copy(int a) const override { return tile_copy(P, a); }
   std::string loader_flags(int) const override { return ""; }
@@ -52,12 +62,25 @@ class GenericStep final : public SimtStep {
         case InnerKind::None: break;
       }
     }
-    c.line("#pragma unroll");
-    c.open("for (int m = 0; m < Shape::TM; ++m)");
-    c.line("#pragma unroll");
-    c.line("for (int n = 0; n < Shape::TN; ++n) f(" + args + ");");
+    const auto updates = [&](const std::string& call) {
+      c.line("#pragma unroll");
+      c.open("for (int m = 0; m < Shape::TM; ++m)");
+      c.line("#pragma unroll");
+      c.line("for (int n = 0; n < Shape::TN; ++n) " + call + "(" + args + ");");
+      c.close();
+    };
+    const std::string within = tropical_within();
+    if (within.empty()) return updates("f");
+    // The sum of infinities costs ~10 instructions an update and keeps the step off DPX; where
+    // no operand value of the step is near the limits it equals the plain + (per thread: the
+    // other path is the same function, so a divergent choice is still exact).
+    c.open("if (" + within + ")");
+    updates("f.plain_sums");
+    c.mid("else");
+    updates("f");
     c.close();
   }
+  bool guards_tropical_sums() const override { return tropical.first >= 0 && !tropical_within().empty(); }
   void init(Code& c) const override {
     for (size_t n = 0; n < P.accs.size(); ++n) {
       const std::string init = Renderer::literal(P.accs[n].init, P.accs[n].type);
@@ -70,9 +93,30 @@ class GenericStep final : public SimtStep {
   std::string value(int n) const override { return "st." + N.acc(n) + "[m][n]"; }
 
  private:
+  // The condition of step's plain-sum path over the two operands' fragments ("" when the plan
+  // has no tropical sum of infinities, or an operand is not a row / column fragment).
+  std::string tropical_within() const {
+    if (tropical.first < 0) return "";
+    const std::string sum = ctype_cpp(P.expr(P.inner[0].value).type);
+    std::string cond;
+    for (int a : {tropical.first, tropical.second}) {
+      std::string frag;
+      switch (inner_kind(P.accesses[size_t(a)].pattern)) {
+        case InnerKind::RowTile:
+        case InnerKind::ColTile: frag = N.access(a); break;
+        case InnerKind::RowVec: frag = "rv" + to_string(a); break;
+        case InnerKind::ColVec: frag = "cv" + to_string(a); break;
+        default: return "";
+      }
+      cond += (cond.empty() ? "" : " && ") + std::string("gm::within_half_range<") + sum + ">(" + frag + ")";
+    }
+    return cond;
+  }
+
   const Plan& P;
   const Names& N;
   std::vector<int> inner_acc;
+  std::pair<int, int> tropical;  // the tropical step's row and column accesses, or -1, -1
 };
 
 class SimtMainloop final : public Mainloop {
@@ -232,6 +276,16 @@ class SimtMainloop final : public Mainloop {
     X.locals(true, c);
     X.inner_r.stmts(P.inner, c, [&](const Stmt& s, Code& out) { inner_update(s, out); });
     c.close();
+    if (step_->guards_tropical_sums()) {
+      c.line("// The same with the plain + for the tropical sum: step calls it where every operand value");
+      c.line("// is within half the sum type's range (gm::within_half_range), where the two are equal.");
+      c.open("__device__ __forceinline__ void plain_sums" + sig.substr(sig.find("operator()") + 10) + ") const");
+      X.locals(true, c);
+      X.inner_r.set_plain_sums(true);
+      X.inner_r.stmts(P.inner, c, [&](const Stmt& s, Code& out) { inner_update(s, out); });
+      X.inner_r.set_plain_sums(false);
+      c.close();
+    }
     c.close(";");
   }
 

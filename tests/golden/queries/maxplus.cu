@@ -49,6 +49,12 @@ struct Inner {
     // examples/maxplus.mmlt:6: accum max= (A[i,k] + B[k,j])
     accum = gm::max_(accum, gm::inf_sum_max(A, B));
   }
+  // The same with the plain + for the tropical sum: step calls it where every operand value
+  // is within half the sum type's range (gm::within_half_range), where the two are equal.
+  __device__ __forceinline__ void plain_sums(int i, int j, int k, int& accum, int A, int B) const {
+    // examples/maxplus.mmlt:6: accum max= (A[i,k] + B[k,j])
+    accum = gm::max_(accum, gm::add(A, B));
+  }
 };
 
 // The plan's operands in the mainloop: staged tiles (shared memory), vectors (registers).
@@ -72,10 +78,18 @@ struct Stage {
     gm::load_frag<Shape::TM, Shape::VM, Shape::THREADS_M>(A, sm0 + buf * L0::BUF + kk * L0::LDS, tmap.tm);
     int B[Shape::TN];
     gm::load_frag<Shape::TN, Shape::VN, Shape::THREADS_N>(B, sm1 + buf * L1::BUF + kk * L1::LDS, tmap.tn);
+    if (gm::within_half_range<int>(A) && gm::within_half_range<int>(B)) {
 #pragma unroll
-    for (int m = 0; m < Shape::TM; ++m) {
+      for (int m = 0; m < Shape::TM; ++m) {
 #pragma unroll
-      for (int n = 0; n < Shape::TN; ++n) f(i0 + tmap.row(m), j0 + tmap.col(n), k, accum[m][n], A[m], B[n]);
+        for (int n = 0; n < Shape::TN; ++n) f.plain_sums(i0 + tmap.row(m), j0 + tmap.col(n), k, accum[m][n], A[m], B[n]);
+      }
+    } else {
+#pragma unroll
+      for (int m = 0; m < Shape::TM; ++m) {
+#pragma unroll
+        for (int n = 0; n < Shape::TN; ++n) f(i0 + tmap.row(m), j0 + tmap.col(n), k, accum[m][n], A[m], B[n]);
+      }
     }
   }
   template <bool GUARD>

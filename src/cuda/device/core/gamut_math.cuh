@@ -61,6 +61,32 @@ GM_DEV int inf_sum_max(int a, int b) { return inf_sum<true>(a, b, kI32Min, kI32M
 GM_DEV int inf_sum_min(int a, int b) { return inf_sum<false>(a, b, kI32Min, kI32Max); }
 GM_DEV i64 inf_sum_max(i64 a, i64 b) { return inf_sum<true>(a, b, kI64Min, kI64Max); }
 GM_DEV i64 inf_sum_min(i64 a, i64 b) { return inf_sum<false>(a, b, kI64Min, kI64Max); }
+// Whether an operand value of a tropical step whose sum has type S lies within half of S's range
+// (-2^30 <= x < 2^30 for int, -2^62 <= x < 2^62 for i64; after the operand's cast, then exact): the sum of
+// two such values never reaches a limit or wraps, so inf_sum equals the plain +, which ptxas
+// fuses with the max / min into one DPX instruction. NaN is outside (it casts to 0: exact too,
+// but rare enough to take the general path). No overload for other types: a new fragment type
+// fails to compile instead of passing unchecked.
+template <class S> GM_DEV bool within_half_range(int x) {
+  return sizeof(S) == 8 || unsigned(x) + 0x40000000u < 0x80000000u;
+}
+template <class S> GM_DEV bool within_half_range(i64 x) {
+  return sizeof(S) == 8 ? u64(x) + (1ull << 62) < (1ull << 63) : u64(x) + (1ull << 30) < (1ull << 31);
+}
+template <class S> GM_DEV bool within_half_range(float x) {
+  return fabsf(x) < (sizeof(S) == 8 ? 4611686018427387904.0f : 1073741824.0f);
+}
+template <class S> GM_DEV bool within_half_range(double x) {
+  return fabs(x) < (sizeof(S) == 8 ? 4611686018427387904.0 : 1073741824.0);
+}
+template <class S> GM_DEV bool within_half_range(unsigned char) { return true; }  // bool: 0 or 1
+// The same over a thread's fragment (TM rows or TN columns of a slice), without branches.
+template <class S, class T, int N> GM_DEV bool within_half_range(const T (&v)[N]) {
+  bool all = true;
+#pragma unroll
+  for (int q = 0; q < N; ++q) all &= within_half_range<S>(v[q]);
+  return all;
+}
 GM_DEV int sub(int a, int b) { return int(unsigned(a) - unsigned(b)); }
 GM_DEV i64 sub(i64 a, i64 b) { return i64(u64(a) - u64(b)); }
 GM_DEV int mul(int a, int b) { return int(unsigned(a) * unsigned(b)); }
