@@ -206,7 +206,7 @@ namespace {
 
 TunedTable sample_table() {
   TunedTable t;
-  t.device = TunedDevice{"NVIDIA H100 80GB HBM3", 132, 12090, "0.1.0"};
+  t.device = TunedDevice{"NVIDIA H100 80GB HBM3", 132, 12090, "0.1.0", "gamut-cuda-codegen-3"};
   t.entries.push_back(
       {"product.bf16", "product-bf16", 1024, 1024, 64, 1, "wgmma 64x128 s3 b2", 0.5, "wgmma 128x256 s4 b1", 0.6});
   t.entries.push_back({"product.f32", "sgemm", 1024, 1024, 64, 1, "simt 64x64x8/4x4", 1.5, "simt 128x64x8/8x4", 1.7});
@@ -280,6 +280,27 @@ TEST(TunedTable, CorruptAndForeignTablesAreIgnoredWithOneWarning) {
   testing::internal::CaptureStderr();
   EXPECT_EQ(tuned_table_for(dir, t.device), nullptr);
   EXPECT_NE(testing::internal::GetCapturedStderr().find("another device or gamut version"), std::string::npos);
+  // A table of another code generator, and one that does not say (tuned before the field existed).
+  for (const std::string& codegen : {std::string("gamut-cuda-codegen-2"), std::string()}) {
+    other = t;
+    other.device.codegen = codegen;
+    std::string text = tuned_table_text(other);
+    if (codegen.empty()) {
+      const size_t at = text.find("\"codegen\"");
+      ASSERT_NE(at, std::string::npos);
+      text.erase(at, text.find('\n', at) - at + 1);  // the old format: no such line at all
+      ASSERT_EQ(text.find("codegen"), std::string::npos) << text;
+    }
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+    forget_tuned_tables();
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(tuned_table_for(dir, t.device), nullptr);
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find("another code generator (" + (codegen.empty() ? std::string("unrecorded") : codegen) +
+                       ", now gamut-cuda-codegen-3)"),
+              std::string::npos)
+        << err;
+  }
   // This device's table.
   std::ofstream(path, std::ios::binary | std::ios::trunc) << tuned_table_text(t);
   forget_tuned_tables();

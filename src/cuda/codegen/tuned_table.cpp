@@ -52,8 +52,11 @@ void TunedTable::put(const TunedEntry& e) {
 std::string tuned_table_text(const TunedTable& t, const std::string& searched_json) {
   nlohmann::json j;
   j["format"] = kFormat;
-  j["device"] = {
-      {"name", t.device.name}, {"sm_count", t.device.sm_count}, {"driver", t.device.driver}, {"gamut", t.device.gamut}};
+  j["device"] = {{"name", t.device.name},
+                 {"sm_count", t.device.sm_count},
+                 {"driver", t.device.driver},
+                 {"gamut", t.device.gamut},
+                 {"codegen", t.device.codegen}};
   nlohmann::json es = nlohmann::json::array();
   for (const TunedEntry& e : t.entries)
     es.push_back({{"family", e.family},
@@ -83,7 +86,7 @@ std::optional<TunedTable> parse_tuned_table(const std::string& text, std::string
     TunedTable t;
     const nlohmann::json& d = j.at("device");
     t.device = TunedDevice{d.at("name").get<std::string>(), d.at("sm_count").get<int>(), d.at("driver").get<int>(),
-                           d.at("gamut").get<std::string>()};
+                           d.at("gamut").get<std::string>(), d.value("codegen", std::string())};
     for (const nlohmann::json& e : j.at("entries")) {
       TunedEntry x;
       x.family = e.at("family").get<std::string>();
@@ -134,7 +137,14 @@ std::shared_ptr<const TunedTable> tuned_table_for(const std::string& cache_dir, 
     text << in.rdbuf();
     std::string why;
     std::optional<TunedTable> t = parse_tuned_table(text.str(), &why);
-    if (t && !(t->device == device)) why = "it was tuned on another device or gamut version (" + t->device.name + ")";
+    if (t && !(t->device == device)) {
+      TunedDevice same_code = t->device;
+      same_code.codegen = device.codegen;
+      why = same_code == device ? "it was tuned with another code generator (" +
+                                      (t->device.codegen.empty() ? std::string("unrecorded") : t->device.codegen) +
+                                      ", now " + device.codegen + "): run `gamut tune` again"
+                                : "it was tuned on another device or gamut version (" + t->device.name + ")";
+    }
     if (t && why.empty())
       out = std::make_shared<const TunedTable>(std::move(*t));
     else

@@ -16,8 +16,11 @@ struct TunedDevice {
   int sm_count = 0;
   int driver = 0;     // cudaDriverGetVersion: 12090 is 12.9
   std::string gamut;  // gamut::version()
+  // kCodegenSchema of the generator whose kernels were timed: a table outlives neither (session 37:
+  // a table tuned before the DPX tropical step kept max-plus on the tile the slow step preferred).
+  std::string codegen;
   bool operator==(const TunedDevice& o) const {
-    return name == o.name && sm_count == o.sm_count && driver == o.driver && gamut == o.gamut;
+    return name == o.name && sm_count == o.sm_count && driver == o.driver && gamut == o.gamut && codegen == o.codegen;
   }
 };
 

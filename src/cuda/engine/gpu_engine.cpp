@@ -537,7 +537,7 @@ void replay_launch(const LaunchRecord& r, const std::vector<const void*>& operan
 
 TunedDevice current_tuned_device() {
   const DeviceInfo& d = device();
-  return TunedDevice{d.name, d.sm_count, d.driver_version, GAMUT_VERSION};
+  return TunedDevice{d.name, d.sm_count, d.driver_version, GAMUT_VERSION, kCodegenSchema};
 }
 
 KernelTarget current_kernel_target() {
