@@ -18,20 +18,36 @@ constexpr int kSliceUnroll = 8;  // k steps of a slice unrolled at most (the res
 
 std::string loader(int a) { return cat("L", to_string(a)); }
 
-// The two operands of an integer tropical step whose sum treats the limits as infinities
-// (Expr::inf_sum; docs/language.md, "Integer infinities"), as accesses; -1, -1 for other plans.
-std::pair<int, int> tropical_sides(const Plan& p) {
-  if (!p.typed || p.inner.size() != 1 || p.inner[0].kind != StmtKind::Update) return {-1, -1};
-  if (p.expr(p.inner[0].value).inf_sum == InfSum::None) return {-1, -1};
+// The condition under which an integer tropical step whose sum treats the limits as infinities
+// (Expr::inf_sum; docs/language.md, "Integer infinities") may use the plain +: both operands'
+// fragments within half the sum type's range. "" for other plans, or where an operand is not a
+// row / column fragment.
+std::string tropical_within(const Plan& p, const Names& names) {
+  if (!p.typed || p.inner.size() != 1 || p.inner[0].kind != StmtKind::Update) return "";
+  const Expr& sum = p.expr(p.inner[0].value);
+  if (sum.inf_sum == InfSum::None) return "";
   const SemiringForm f = semiring_form(p);
-  return {f.row_access, f.col_access};
+  std::string cond;
+  for (int a : {f.row_access, f.col_access}) {
+    std::string frag;
+    switch (inner_kind(p.accesses[size_t(a)].pattern)) {
+      case InnerKind::RowTile:
+      case InnerKind::ColTile: frag = names.access(a); break;
+      case InnerKind::RowVec: frag = "rv" + to_string(a); break;
+      case InnerKind::ColVec: frag = "cv" + to_string(a); break;
+      default: return "";
+    }
+    cond +=
+        (cond.empty() ? "" : " && ") + std::string("gm::within_half_range<") + ctype_cpp(sum.type) + ">(" + frag + ")";
+  }
+  return cond;
 }
 
 // Every (m, n) through the Inner functor, on fragments of every operand.
 class GenericStep final : public SimtStep {
  public:
   GenericStep(const Plan& plan, const Names& names, const std::vector<int>& inner)
-      : P(plan), N(names), inner_acc(inner), tropical(tropical_sides(plan)) {}
+      : P(plan), N(names), inner_acc(inner), within(tropical_within(plan, names)) {}
   std::string smem_type(int a) const override { return frag_cpp(access_ctype(P, a)); }
   TileCopy copy(int a) const override { return tile_copy(P, a); }
   std::string loader_flags(int) const override { return ""; }
@@ -69,7 +85,6 @@ class GenericStep final : public SimtStep {
       c.line("for (int n = 0; n < Shape::TN; ++n) " + call + "(" + args + ");");
       c.close();
     };
-    const std::string within = tropical_within();
     if (within.empty()) return updates("f");
     // The sum of infinities costs ~10 instructions an update and keeps the step off DPX; where
     // no operand value of the step is near the limits it equals the plain + (per thread: the
@@ -80,7 +95,7 @@ class GenericStep final : public SimtStep {
     updates("f");
     c.close();
   }
-  bool guards_tropical_sums() const override { return tropical.first >= 0 && !tropical_within().empty(); }
+  bool guards_tropical_sums() const override { return !within.empty(); }
   void init(Code& c) const override {
     for (size_t n = 0; n < P.accs.size(); ++n) {
       const std::string init = Renderer::literal(P.accs[n].init, P.accs[n].type);
@@ -93,30 +108,10 @@ class GenericStep final : public SimtStep {
   std::string value(int n) const override { return "st." + N.acc(n) + "[m][n]"; }
 
  private:
-  // The condition of step's plain-sum path over the two operands' fragments ("" when the plan
-  // has no tropical sum of infinities, or an operand is not a row / column fragment).
-  std::string tropical_within() const {
-    if (tropical.first < 0) return "";
-    const std::string sum = ctype_cpp(P.expr(P.inner[0].value).type);
-    std::string cond;
-    for (int a : {tropical.first, tropical.second}) {
-      std::string frag;
-      switch (inner_kind(P.accesses[size_t(a)].pattern)) {
-        case InnerKind::RowTile:
-        case InnerKind::ColTile: frag = N.access(a); break;
-        case InnerKind::RowVec: frag = "rv" + to_string(a); break;
-        case InnerKind::ColVec: frag = "cv" + to_string(a); break;
-        default: return "";
-      }
-      cond += (cond.empty() ? "" : " && ") + std::string("gm::within_half_range<") + sum + ">(" + frag + ")";
-    }
-    return cond;
-  }
-
   const Plan& P;
   const Names& N;
   std::vector<int> inner_acc;
-  std::pair<int, int> tropical;  // the tropical step's row and column accesses, or -1, -1
+  std::string within;  // step's condition for Inner::plain_sums (tropical_within), or ""
 };
 
 class SimtMainloop final : public Mainloop {
@@ -269,22 +264,22 @@ class SimtMainloop final : public Mainloop {
     c.open("struct Inner");
     c.line("int b;");
     for (const auto& [p, t] : params_in(P, true)) c.line(ctype_cpp(t) + " " + X.N.param(p, t) + ";");
-    std::string sig = "__device__ __forceinline__ void operator()(int i, int j, int k";
-    for (size_t n = 0; n < P.accs.size(); ++n) sig += ", " + X.acc_type(int(n)) + "& " + X.acc(int(n));
-    for (int a : inner_acc) sig += ", " + inner_arg_cpp(access_ctype(P, a)) + " " + X.N.access(a);
-    c.open(sig + ") const");
-    X.locals(true, c);
-    X.inner_r.stmts(P.inner, c, [&](const Stmt& s, Code& out) { inner_update(s, out); });
-    c.close();
-    if (step_->guards_tropical_sums()) {
-      c.line("// The same with the plain + for the tropical sum: step calls it where every operand value");
-      c.line("// is within half the sum type's range (gm::within_half_range), where the two are equal.");
-      c.open("__device__ __forceinline__ void plain_sums" + sig.substr(sig.find("operator()") + 10) + ") const");
+    std::string params = "(int i, int j, int k";
+    for (size_t n = 0; n < P.accs.size(); ++n) params += ", " + X.acc_type(int(n)) + "& " + X.acc(int(n));
+    for (int a : inner_acc) params += ", " + inner_arg_cpp(access_ctype(P, a)) + " " + X.N.access(a);
+    const auto body = [&](const std::string& name, bool plain_sums) {
+      c.open("__device__ __forceinline__ void " + name + params + ") const");
       X.locals(true, c);
-      X.inner_r.set_plain_sums(true);
+      X.inner_r.set_plain_sums(plain_sums);
       X.inner_r.stmts(P.inner, c, [&](const Stmt& s, Code& out) { inner_update(s, out); });
       X.inner_r.set_plain_sums(false);
       c.close();
+    };
+    body("operator()", false);
+    if (step_->guards_tropical_sums()) {
+      c.line("// The same with the plain + for the tropical sum: step calls it where every operand value");
+      c.line("// is within half the sum type's range (gm::within_half_range), where the two are equal.");
+      body("plain_sums", true);
     }
     c.close(";");
   }
