@@ -223,8 +223,8 @@ if [ -n "${PREBUILT:-}" ]; then
 elif steps_only_of "$PACKAGE_STEPS"; then
   B=build-user   # userbuild steps and the installed package's benchmarks alone: nothing else to build
 elif [[ ( " $steps " == *" userbuild "* && " ${UB_PARTS:-pip cmake} " == *" cmake "* ) || -x build-user/gamut || " $steps " == *" sanq "* ]] \
-     && steps_only_of "$PACKAGE_STEPS|fuzz"; then
-  B=build-user   # fuzz after the user's cmake build (this call's or a warm machine's; sanq builds it): its gamut binary
+     && steps_only_of "$PACKAGE_STEPS|fuzz|semibench"; then
+  B=build-user   # fuzz, semibench after the user's cmake build (this call's or a warm machine's; sanq builds it): its gamut binary
 else
   B=build-dev
   [ -d .deps ] || { echo "run tools/stage_deps.sh here first and carry .deps"; exit 2; }

@@ -3,6 +3,7 @@
 // without a GPU). The other tensor-core queries: test_tensor_queries.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "cpu/engine.h"
 #include "cuda/gpu_engine.h"
+#include "cuda/runtime.h"
 #include "driver/pipeline.h"
 #include "gpu_skip.h"
 #include "table_compare.h"
@@ -35,8 +37,9 @@ const tq::TcQuery kResidentQueries[] = {
 // One resident case on `blocks` persistent blocks against the CPU engine, row for row; returns
 // whether the kernel kept its thresholds in the blocks.
 // memo: a kernel memo shared by several runs (as a compiled query's).
+// stats: the run's statistics, where asked.
 bool resident_case(const tq::TcQuery& q, const tq::TcMath& m, int64_t n, const tq::Sizes& s, int blocks,
-                   std::shared_ptr<void>* memo = nullptr) {
+                   std::shared_ptr<void>* memo = nullptr, cuda::GpuRunStats* stats = nullptr) {
   SCOPED_TRACE(std::string(q.name) + " " + m.name + " N " + std::to_string(n) + " " + std::to_string(s.m) + "x" +
                std::to_string(s.n) + "x" + std::to_string(s.k) + " blocks " + std::to_string(blocks));
   Bindings b = tq::bindings(q, m, s);
@@ -60,6 +63,7 @@ bool resident_case(const tq::TcQuery& q, const tq::TcMath& m, int64_t n, const t
   EXPECT_EQ(gpu.lists.size(), 1u);
   if (gpu.lists.size() == 1 && cpu.lists.size() == 1)
     EXPECT_TRUE(test::same_table_bits(cpu.lists[0], gpu.lists[0], true));
+  if (stats) *stats = st;
   return st.resident_top;
 }
 
@@ -128,4 +132,39 @@ TEST(GpuTensorQueries, ResidentThresholdsAcrossRunsOfOneQuery) {
     if (std::string(m.name) == "bf16")
       for (const int64_t n : {10, 40, 10})
         EXPECT_EQ(resident_case(kResidentQueries[0], m, n, {200, 300, 600}, 0, &memo), n <= 32) << n;
+}
+
+// The default grid of a resident kernel is aligned with its bands (GpuRun::band_aligned_blocks):
+// 5 or 6 bands (row tiles per i, batch instances included; column tiles per j) of 40 tiles, each
+// cut into min(S / bands, 40) parts on a device of S SMs where that costs a block at most 6 % more
+// tiles than the even split (on 132 SMs: 130 blocks for 5 bands), which
+// GAMUT_EXPERIMENT_WHOLE_BANDS=0 takes instead (min(S, tiles) blocks, crossing bands). Both
+// against the CPU engine row for row, edge tiles on both axes.
+TEST(GpuTensorQueries, ResidentBlocksAlignedWithBands) {
+  SKIP_WITHOUT_GPU();
+  const int64_t sms = cuda::device().sm_count;
+  if (sms < 12) GTEST_SKIP() << "needs 12 SMs";
+  struct Case {
+    int query;
+    tq::Sizes sizes;
+    int64_t bands, length;
+  };
+  // (bf16 resident tiles are 128 x 128: 600 -> 5 tiles, 5000 -> 40, 300 -> 3 a batch instance x 2)
+  const Case cases[] = {{0, {600, 5000, 64}, 5, 40}, {1, {5000, 600, 64}, 5, 40}, {2, {300, 5000, 64, 2}, 6, 40}};
+  for (const tq::TcMath& m : tq::maths()) {
+    if (std::string(m.name) != "bf16") continue;
+    for (const Case& c : cases) {
+      const int64_t even = std::min(sms, c.bands * c.length), parts = std::min(even / c.bands, c.length);
+      const bool align =
+          double((c.length + parts - 1) / parts) <= 1.06 * double((c.bands * c.length + even - 1) / even);
+      for (const char* whole : {"1", "0"}) {
+        ASSERT_EQ(setenv("GAMUT_EXPERIMENT_WHOLE_BANDS", whole, 1), 0);
+        cuda::GpuRunStats st;
+        EXPECT_TRUE(resident_case(kResidentQueries[c.query], m, 10, c.sizes, 0, nullptr, &st));
+        const int64_t want = std::string(whole) == "1" && align ? c.bands * parts : even;
+        EXPECT_EQ(st.launch_blocks, want) << kResidentQueries[c.query].name << " WHOLE_BANDS=" << whole;
+      }
+    }
+  }
+  unsetenv("GAMUT_EXPERIMENT_WHOLE_BANDS");
 }

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -26,6 +27,7 @@
 #include "cuda/outputs/dense/host/dense_outputs.h"
 #include "cuda/outputs/list/host/launch_lists.h"
 #include "cuda/runtime.h"
+#include "plan/math_choice.h"
 
 namespace gamut::cuda {
 
@@ -170,6 +172,7 @@ class GpuRun {
   void bind_inputs();
   void bind_outputs();
   void launch_until_fits();
+  int64_t band_aligned_blocks(bool per_col, int64_t even) const;
   void repeat();
   Results collect();
   void launch();  // the operand copies and the kernel, in stream order
@@ -348,6 +351,27 @@ void GpuRun::launch() {
   compiled_->kernel->launch(unsigned(blocks_), 1, 1, unsigned(info.threads), 1, 1, info.smem_bytes, args);
 }
 
+// Resident thresholds (KernelInfo::resident_top): block q runs the contiguous tiles [q T / G,
+// (q + 1) T / G), and a block whose range crosses from one band (the tiles of a row tile, per i;
+// of a column tile, per j) into the next starts its groups' selection afresh there: a band cut in
+// two keeps ~2 N (1 + ln(n / 2N)) candidates per group instead of N (1 + ln(n / N)), and each
+// start's first tiles pass nearly every pair. So where whole bands, or bands cut into s equal
+// parts, give a block at most kBandSlack more tiles than the even split, the grid is bands * s
+// (q T / G then falls on the parts' edges). bench/NOTES.md, session 38. GAMUT_EXPERIMENT_WHOLE_BANDS=0:
+// the even split (an A/B switch, read per launch).
+int64_t GpuRun::band_aligned_blocks(bool per_col, int64_t even) const {
+  constexpr double kBandSlack = 1.06;
+  if (const char* e = std::getenv("GAMUT_EXPERIMENT_WHOLE_BANDS"); e && std::string(e) == "0") return even;
+  const int64_t batch = std::max<int64_t>(inst_.batch, 1);
+  const int64_t bands = size_mul_saturated(per_col ? tiles_n_ : tiles_m_, batch);
+  const int64_t length = per_col ? tiles_m_ : tiles_n_;  // tiles a band
+  if (even <= 0 || bands <= 0 || length <= 0 || bands > even) return even;
+  const int64_t parts = std::min(even / bands, length);  // a band's parts, >= 1 here
+  const int64_t aligned_tiles = (length + parts - 1) / parts;
+  const int64_t even_tiles = (size_mul_saturated(bands, length) + even - 1) / even;
+  return double(aligned_tiles) <= kBandSlack * double(even_tiles) ? bands * parts : even;
+}
+
 // The result launch: again, with room for every row, while a list outgrew its buffers (rows are
 // never dropped). Outputs start from their identities and lists from empty each time.
 void GpuRun::launch_until_fits() {
@@ -359,11 +383,14 @@ void GpuRun::launch_until_fits() {
   if (tile_blocks > INT_MAX)
     throw_device_error("the problem needs " + std::to_string(tile_blocks) + " thread blocks (at most 2^31-1)");
   // A persistent kernel: one block per SM (or the caller's count), never more than the tiles, a
-  // whole number of clusters.
+  // whole number of clusters; with resident thresholds, blocks aligned with the bands.
   const int64_t resident = options_.resident_blocks > 0 ? options_.resident_blocks : dev_.sm_count;
   blocks_ = info.persistent ? std::max<int64_t>(std::min<int64_t>(tile_blocks, resident) / info.cluster * info.cluster,
                                                 std::min<int64_t>(tile_blocks, info.cluster))
                             : tile_blocks;
+  if (info.resident_top && info.cluster == 1 && !groups_ && options_.resident_blocks <= 0)
+    blocks_ = band_aligned_blocks(
+        resident_top_form(P_) >= 0 && P_.lists[size_t(resident_top_form(P_))].per == PerGroup::Col, blocks_);
   double ms = 0;
   int launches = 0;
   while (true) {
