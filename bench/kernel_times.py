@@ -76,7 +76,7 @@ def main():
                 kernel = f"{us[0] / 1e3:7.3f} ms" if us else "   none  "
                 shown = name if selected is None else f"Q5@{selected:g}"
                 print(f"{a.label:6s} {shown:9s} {data:4s} K={k:<5d} gamut_main {kernel}  "
-                      f"[{st.get('mainloop')}, {st.get('tile')}]", flush=True)
+                      f"[{st.get('mainloop')}, {st.get('tile')}] rows appended {st.get('list_rows_appended')}", flush=True)
 
 
 if __name__ == "__main__":
