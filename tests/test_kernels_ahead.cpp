@@ -18,6 +18,7 @@
 #include "driver/kernel_sources.h"
 #include "driver/kernels_ahead.h"
 #include "driver/pipeline.h"
+#include "gamut/gamut.h"
 #include "nvrtc_check.h"
 
 #if GAMUT_HAVE_CUDA
@@ -275,6 +276,41 @@ TEST_F(KernelsAheadTest, NothingWithoutTheGpu) {
   off.compile_ahead = false;
   EXPECT_EQ(compile_kernels_ahead(p.get(), p->instance, off), nullptr);
   if (!cuda::gpu_available(nullptr)) EXPECT_EQ(compile_kernels_ahead(p.get(), p->instance, RunOptions{}), nullptr);
+}
+
+// Query::compile_ahead (`gamut tune`): the kernels of several runs, one kernel variant each,
+// compiled on helper threads into the caches; those of the variants explain --source shows, each
+// once, whatever the order; a second call finds them all (nothing new on disk); a malformed run
+// is left to that run. NVRTC only: without a GPU the variants are an H100's.
+TEST_F(KernelsAheadTest, QueryCompilesTheKernelsOfEveryRun) {
+  const Query q = Query::compile("where (i, j) { a = 0; reduce (k) { a += A[i, k] * B[k, j]; } C[i, j] = a; }");
+  std::vector<float> A(300 * 40), B(40 * 500);
+  for (size_t e = 0; e < A.size(); ++e) A[e] = float(e % 7);
+  for (size_t e = 0; e < B.size(); ++e) B[e] = float(e % 5);
+  Inputs in;
+  in.array("A", ArrayRef::host(A.data(), DType::F32, {300, 40}))
+      .array("B", ArrayRef::host(B.data(), DType::F32, {40, 500}));
+  Options base;
+  base.backend = "gpu";
+  base.f32_math = "tf32";
+  const std::vector<std::string> variants = q.kernel_variants(in, base);
+  ASSERT_GE(variants.size(), 3u);
+  std::vector<Options> runs(3, base);
+  std::set<std::string> sources;
+  for (size_t v = 0; v < runs.size(); ++v) {
+    runs[v].kernel_variant = variants[v];
+    sources.insert(q.kernel_source(in, runs[v]));
+  }
+  Options bad = base;
+  bad.kernel_variant = "wgmma 7x7";
+  runs.push_back(bad);
+  q.compile_ahead(in, runs, 2);
+  const size_t stored = cache_list().size();
+  // (each variant's main kernel, and the k-major copy of B that tf32 reads, shared)
+  EXPECT_EQ(stored, sources.size() + 1);
+  for (const cuda::CacheEntry& e : cache_list()) EXPECT_TRUE(e.valid) << e.key;
+  q.compile_ahead(in, runs, 2);
+  EXPECT_EQ(cache_list().size(), stored);
 }
 
 #endif

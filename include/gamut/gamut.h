@@ -293,6 +293,11 @@ class GAMUT_API Query {
   // without one), as Options::kernel_variant takes them: the heuristics' choice first. Empty
   // where there is nothing to search (a rewritten program, mma.sync kernels, a forced tile).
   std::vector<std::string> kernel_variants(const Inputs& inputs, const Options& options = {}) const;
+  // Compiles (or finds in the kernel cache) the GPU kernels of several runs of these inputs,
+  // one Options each (a kernel_variant apiece in `gamut tune`), on `threads` threads at once, so
+  // that the runs then start without compiling; returns when all are done. Errors are left to
+  // the runs, which report them.
+  void compile_ahead(const Inputs& inputs, const std::vector<Options>& runs, int threads) const;
 
   const QueryInfo& info() const;
   const std::string& text() const;

@@ -22,6 +22,7 @@
 #include "cuda/gpu_engine.h"
 #include "cuda/runtime.h"
 #include "driver/kernel_sources.h"
+#include "driver/kernels_ahead.h"
 #include "driver/pipeline.h"
 #include "gamut/gamut.h"
 #include "partition/multi_device.h"
@@ -574,6 +575,22 @@ std::vector<std::string> Query::kernel_variants(const Inputs& inputs, const Opti
   std::vector<std::string> out;
   for (const cuda::KernelVariant& v : cuda::kernel_variants(inst, explained_target(), request)) out.push_back(v.str());
   return out;
+}
+
+void Query::compile_ahead(const Inputs& inputs, const std::vector<Options>& runs, int threads) const {
+  std::vector<KernelSource> kernels(1);  // (KernelsAhead leaves the first to its caller: none here)
+  const cuda::KernelTarget target = explained_target();
+  for (const Options& options : runs) {
+    try {
+      const RunOptions ro = engine_options(options);
+      api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu_engine(ro), impl_->index_operands);
+      const auto prep = api::BoundCall(impl_->memo, impl_->source, staged, options).take_prepared(impl_->source);
+      for (KernelSource& k : kernel_sources(*prep, target, gpu_run_options(ro))) kernels.push_back(std::move(k));
+    } catch (const Error&) {  // (the run reports it)
+    }
+  }
+  if (threads < 1 || kernels.size() < 2) return;
+  KernelsAhead(std::move(kernels), target.arch, threads).wait();
 }
 
 std::string Query::kernel_source(const Inputs& inputs, const Options& options) const {
