@@ -467,7 +467,7 @@ import gamut
 sizes = [tuple(int(x) for x in s.split(',')) for s in '${PYTUNE_SIZES:-}'.split()] or None
 fam = '${PYTUNE_FAMILY:-lists}'
 r = gamut.tune(family=None if fam == 'all' else fam, seconds=${PYTUNE_SECONDS:-150}, sizes=sizes, out='$OUT/tune', progress=False)
-print('\\n'.join(r['lines'])); print('stopped:', r['stopped'], 'table:', r['table_path'])
+print('\\n'.join(r['lines'])); print('stopped:', r['stopped'], 'seconds:', round(r['seconds']), 'table:', r['table_path'])
 " > "$OUT/pytune.txt" 2>&1)
       gate "gamut.tune" $?; tail -40 "$OUT/pytune.txt" ;;
     tuneab)

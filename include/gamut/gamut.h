@@ -331,6 +331,7 @@ struct TuneReport {
   std::string json;                    // the table's text: entries and every timed variant
   std::vector<std::string> lines;      // one per query and size: what won, or why nothing
   bool stopped = false;                // the budget ran out before the search's end
+  double seconds = 0;                  // the search's wall time, compiles included
 };
 // The families tune() knows ("products", "lists", "semirings", "batched").
 GAMUT_API std::vector<std::string> tune_families();

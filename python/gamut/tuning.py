@@ -14,7 +14,7 @@ def tune(family=None, seconds=540.0, sizes=None, out=None, repeats=5, plot=True,
     seconds: the whole search's budget (it stops cleanly when spent). sizes: (M = N, K) pairs.
     out: a folder that also gets the table and the plots. plot: one PNG per family beside the
     table (or in `out`) when matplotlib is installed; without it a note says so.
-    Returns a dict: table_path, out_path, json (the table's text), lines, stopped, plots.
+    Returns a dict: table_path, out_path, json (the table's text), lines, stopped, seconds (the search's wall time), plots.
     Raises DeviceError without a GPU."""
     families = [] if family is None else [family] if isinstance(family, str) else list(family)
     pairs = [list(s) for s in (sizes or [])]

@@ -310,6 +310,7 @@ NB_MODULE(_gamut, m) {
         d["json"] = r.json;
         d["lines"] = r.lines;
         d["stopped"] = r.stopped;
+        d["seconds"] = r.seconds;
         return d;
       },
       "families"_a, "seconds"_a, "sizes"_a, "out"_a, "repeats"_a, "progress"_a.none());
