@@ -4,6 +4,7 @@
 # usage: tools/device_run.sh [tests] [sanitize] [bench] [demo] [relbench] [semibench] [tc] [fuzz] [py] [sweep] [profile]
 #                            [shards] [api] [reach] [cold] [tq] [verify] [pyoverhead] [sanitizers]
 #                            [hostoverhead] [multigpu] [qprofile] [userbuild] [userbuild-clang] [dask] [sanq] [hist] [tccold] [tuneab]
+#                            [perfsmoke]
 #                            (default: tests sanitize bench)
 # PREBUILT=DIR: binaries built elsewhere (a build folder of this checkout at the same absolute
 # path, carried along; tools/device_prebuild.sh): no build here. Else build-dev is built here
@@ -208,7 +209,7 @@ SHARD_FILTER="${GPU_FILTER:--TensorMainloopSim.*:TensorMainloop.EveryVariantComp
 API_FILTER='ApiDevice.*:CliApi.*:Cli.*:CudaRuntime.*:CudaCache.*:GpuSkip.*'
 
 # The steps that need no build-dev: the user's builds and what runs on the installed package.
-PACKAGE_STEPS='userbuild|userbuild-clang|pyoverhead|pytune|tuneab|tq|tccold|hist|ktimes|qprofile|dask|sanq'
+PACKAGE_STEPS='userbuild|userbuild-clang|pyoverhead|pytune|tuneab|perfsmoke|tq|tccold|hist|ktimes|qprofile|dask|sanq'
 # steps_only_of ALTERNATIVES: whether every step asked is one of these (an extended regex's alternatives).
 steps_only_of() {
   local s
@@ -241,7 +242,7 @@ gpu_quiet() {
   [ -z "$others" ] || gate "$1: the GPU was not idle before it" 1 "$(echo "$others" | tr '\n' ';')"
 }
 for step in $steps; do
-  case $step in tq|tccold|tuneab|hist|pyoverhead|ktimes|bench|relbench|semibench|tc|cold|dask|pytune|hostoverhead) gpu_quiet "$step" ;; esac
+  case $step in tq|tccold|tuneab|perfsmoke|hist|pyoverhead|ktimes|bench|relbench|semibench|tc|cold|dask|pytune|hostoverhead) gpu_quiet "$step" ;; esac
   case $step in
     tests)
       # The GPU suite, run directly: the device image's newer CMake cannot read the test lists
@@ -470,6 +471,12 @@ r = gamut.tune(family=None if fam == 'all' else fam, seconds=${PYTUNE_SECONDS:-1
 print('\\n'.join(r['lines'])); print('stopped:', r['stopped'], 'seconds:', round(r['seconds']), 'table:', r['table_path'])
 " > "$OUT/pytune.txt" 2>&1)
       gate "gamut.tune" $?; tail -40 "$OUT/pytune.txt" ;;
+    perfsmoke)
+      # The regression guard (bench/perf_smoke.py): the reference queries against this GPU's floors
+      # in bench/perf_floors.json; a query over floor x 1.25 fails the check (PERFSMOKE_ARGS).
+      (export PYTHONPATH=$PWD/.devcarry/site; cd /tmp && timeout ${PERFSMOKE_TIMEOUT:-300} python3 "$OLDPWD/bench/perf_smoke.py" \
+         --json "$OUT/perf_smoke.json" ${PERFSMOKE_ARGS:-} 2>&1 | tee "$OUT/perf_smoke.txt"; exit "${PIPESTATUS[0]}")
+      gate "perf_smoke" $? ;;
     tuneab)
       # The tuned table pytune stored ($GAMUT_CACHE_DIR-tune) against the heuristics, in the same
       # run (issue 39's "no reference query slower"; bench/tune_ab.py, TUNEAB_ARGS).
