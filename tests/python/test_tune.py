@@ -78,6 +78,7 @@ def test_tune_small_search_then_the_tuned_kernel(tmp_path, monkeypatch):
     assert os.path.exists(r["table_path"]) and os.path.exists(r["out_path"])
     table = json.loads(open(r["table_path"]).read())
     assert len(table["entries"]) == 3 and not r["stopped"]
+    assert 0 < r["seconds"] < 240  # (the search's wall time, its compiles ahead included)
     rng = np.random.default_rng(0)
     a = rng.integers(-4, 5, (1024, 64)).astype(np.float32)
     b = rng.integers(-4, 5, (64, 1024)).astype(np.float32)
