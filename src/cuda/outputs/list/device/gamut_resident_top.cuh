@@ -122,7 +122,9 @@ struct ResidentTop {
   // straight-line code that also tests it against the group's threshold (gm::rank_within);
   // key_at(e) is the same key at a run-time e, for the few pairs that passed (the generated
   // code keeps the tile's accumulators in shared memory for it: key() stores them). Every
-  // thread of the tile calls it; returns, the same in every thread, whether any mark is left.
+  // thread of the tile calls it; returns, the same in every thread, false where no pair of the
+  // tile passed (nothing to append) and true where some did. Two block-wide barriers a tile
+  // where pairs pass (a round; more rounds where a buffer filled), one where none does.
   template <bool TOP, class Map, class Key, class KeyAt>
   GM_DEV static bool select(const Map& tmap, const Key& key, const KeyAt& key_at, unsigned (&marks)[W], i64 limit,
                             Smem& s) {
@@ -133,7 +135,6 @@ struct ResidentTop {
       for (int w = 0; w < W; ++w) marks[w] = 0u;
       return false;
     }
-    unsigned any = 0u;
 #pragma unroll
     for (int m = 0; m < Shape::TM; ++m) {
       const unsigned t_row = PER == kGroupRow ? s.thr[tmap.row(m)] : 0u;
@@ -144,14 +145,14 @@ struct ResidentTop {
         if (!rank_within(key(m, n), t, TOP)) clear(marks, e);
       }
     }
+    unsigned any = 0u;
 #pragma unroll
     for (int w = 0; w < W; ++w) any |= marks[w];
-    if (tile_sync_count<Shape::THREADS>(any != 0u) == 0) return false;
     unsigned pend[W];  // passed, not yet in their group's buffer
 #pragma unroll
     for (int w = 0; w < W; ++w) pend[w] = marks[w];
 #pragma unroll 1
-    for (;;) {
+    for (bool first = true;; first = false) {
       unsigned todo[W];
 #pragma unroll
       for (int w = 0; w < W; ++w) todo[w] = pend[w];
@@ -174,7 +175,12 @@ struct ResidentTop {
       unsigned left = 0u;
 #pragma unroll
       for (int w = 0; w < W; ++w) left |= pend[w];
-      tile_sync<Shape::THREADS>();  // the round's candidates are in the buffers
+      // The round's candidates are in the buffers. (The first round's barrier also says whether
+      // any pair of the tile passed: where none did, nothing was offered and nothing is left.)
+      if (!first)
+        tile_sync<Shape::THREADS>();
+      else if (tile_sync_count<Shape::THREADS>(any != 0u) == 0)
+        return false;
       merge(limit, s);
       // (the barrier also orders the merge's thresholds before the next reads)
       if (tile_sync_count<Shape::THREADS>(left != 0u) == 0) break;
@@ -188,10 +194,9 @@ struct ResidentTop {
       const int g = group(tmap.row(e / Shape::TN), tmap.col(e % Shape::TN));
       if (rank32(key_at(e), TOP) > s.thr[g]) clear(marks, e);
     }
-    any = 0u;
-#pragma unroll
-    for (int w = 0; w < W; ++w) any |= marks[w];
-    return tile_sync_count<Shape::THREADS>(any != 0u) != 0;
+    // Some mark is left (no barrier to count them): a group offered a candidate keeps its N best
+    // ranks of the round marked, since the merged threshold is the N-th of ranks that include them.
+    return true;
   }
 };
 
