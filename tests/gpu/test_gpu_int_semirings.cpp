@@ -39,11 +39,12 @@ TEST(GpuIntSemirings, SentinelsAbsorbAndSumsSaturateI64) {
   check_all<int64_t>(65, 130, 33, 0.5, 6);
 }
 
-// The SIMT step takes the plain + (DPX) where a thread's operand values of a k step are all within
-// half the sum type's range, and the sum of infinities elsewhere: here most values sit at the
-// guard's edges (-2^30, 2^30 - 1 for i32; their sums reach the limits exactly) and the specials
-// (sentinels, values past the edge, near the limits) only in a band of rows of A and a few k of
-// B, so the two paths run side by side in one kernel, in both operand orders.
+// The SIMT step takes the plain + (DPX) where a block's operand values of a k slice are all within
+// half the sum type's range (the mainloop's vote), and the sum of infinities elsewhere: here most
+// values sit at the guard's edges (-2^30, 2^30 - 1 for i32; their sums reach the limits exactly)
+// and the specials (sentinels, values past the edge, near the limits) only in a band of rows of A
+// and two k of B, so the two paths run side by side in one kernel (the band's blocks exact
+// throughout, the others exact in the slice of those k only), in both operand orders.
 template <class T>
 void check_both_paths(int64_t M, int64_t N, int64_t K, uint64_t seed) {
   const T half = T(T(1) << (sizeof(T) * 8 - 2));  // 2^30 or 2^62

@@ -70,6 +70,11 @@ struct Stage {
   int i0, j0;  // the block tile's first row and column
   Inner f;
   int accum[Shape::TM][Shape::TN];
+  // Integer tropical sums: gm::mainloop's vote per slice (own_within in every thread) says whether
+  // every operand value of the slice is within half the sum type's range: the plain + there.
+  static constexpr bool kVotes = true;
+  bool plain = false;
+  __device__ __forceinline__ bool own_within(int buf) const { return L0::template own_within_half<int>(sm0 + buf * L0::BUF) && L1::template own_within_half<int>(sm1 + buf * L1::BUF); }
   __device__ __forceinline__ explicit Stage(int tid) : tmap(tid) {}
   __device__ __forceinline__ void load(int k0, int k_end, int buf) { ld0.load(sm0 + buf * L0::BUF, k0, k_end); ld1.load(sm1 + buf * L1::BUF, k0, k_end); }
   __device__ __forceinline__ void store(int buf) { ld0.store(sm0 + buf * L0::BUF); ld1.store(sm1 + buf * L1::BUF); }
@@ -79,7 +84,7 @@ struct Stage {
     gm::load_frag<Shape::TM, Shape::VM, Shape::THREADS_M>(A, sm0 + buf * L0::BUF + kk * L0::LDS, tmap.tm);
     int B[Shape::TN];
     gm::load_frag<Shape::TN, Shape::VN, Shape::THREADS_N>(B, sm1 + buf * L1::BUF + kk * L1::LDS, tmap.tn);
-    if (gm::within_half_range<int>(A) && gm::within_half_range<int>(B)) {
+    if (plain) {
 #pragma unroll
       for (int m = 0; m < Shape::TM; ++m) {
 #pragma unroll

@@ -65,6 +65,22 @@ struct TileChunks {
   // is elements [c V, c V + V) of the slice in memory order ((P, BK) or (BK, P)).
   static GM_DEV int chunk(int q) { return int(threadIdx.x) + q * THREADS; }
   static GM_DEV bool exists(int q) { return CHUNKS % THREADS == 0 || chunk(q) < CHUNKS; }
+  // Whether every value this thread's chunks put into the (BK, LDS) tile `s` lies within half
+  // the range of the sum type SUM (gm::within_half_range; values past the ranges are zeros). Read
+  // back from `s`: a thread's own stores, and its copies once waited for, are visible to it
+  // without a barrier (gm::mainloop's vote for the integer tropical step's plain sums).
+  template <class SUM, class T>
+  static GM_DEV bool own_within_half(const T* s) {
+    bool all = true;
+#pragma unroll
+    for (int q = 0; q < PER; ++q) {
+      if (!exists(q)) continue;
+      const int p = p_of(q), kk = k_of(q);
+#pragma unroll
+      for (int e = 0; e < V; ++e) all &= within_half_range<SUM>(s[KCONTIG ? (kk + e) * LDS + p : kk * LDS + p + e]);
+    }
+    return all;
+  }
   static GM_DEV int p_of(int q) { return KCONTIG ? chunk(q) / KCH : (chunk(q) % PCH) * V; }
   static GM_DEV int k_of(int q) { return KCONTIG ? (chunk(q) % KCH) * V : chunk(q) / PCH; }
 

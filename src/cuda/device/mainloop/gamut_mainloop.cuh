@@ -120,6 +120,16 @@ struct StagedOf<S, decltype(void(S::kStaged))> {
   static constexpr bool value = S::kStaged;
 };
 
+// Stage::kVotes likewise (integer tropical steps, codegen/mainloop_simt.cpp).
+template <class S, class = void>
+struct VotesOf {
+  static constexpr bool value = false;
+};
+template <class S>
+struct VotesOf<S, decltype(void(S::kVotes))> {
+  static constexpr bool value = S::kVotes;
+};
+
 // The k loop, a 3-buffer pipeline with one barrier per slice. Stage provides
 //   load(k0, k_end, buf): start fetching slice k0 (cp.async into buffer buf, or into registers),
 //   store(buf): write register-staged operands of that slice into buffer buf,
@@ -127,7 +137,10 @@ struct StagedOf<S, decltype(void(S::kStaged))> {
 //   k exist),
 //   and where kStaged is declared true (StagedOf), stage(k0, k_end, buf) / widen(buf): the staged operands
 //   (gm::StagedTileLoader): copy slice k0 raw into staging buffer buf / widen the slice in
-//   staging buffer buf into tile buffer buf.
+//   staging buffer buf into tile buffer buf,
+//   and where kVotes is declared true (VotesOf), own_within(buf): whether the values this thread
+//   put into tile buffer buf allow the plain sums; the slice's barrier is then a vote of all the
+//   block's threads, its result in st.plain for the slice's compute.
 // Slice t+2 is fetched while slice t is computed; it goes to the buffer slice t-1 used, which
 // every thread has finished with at the barrier. Staged operands run one slice ahead: slice t+3
 // is copied into the staging buffer of slice t (widened in the previous iteration), and slice t+1
@@ -166,7 +179,10 @@ GM_DEV void mainloop(Stage& st, int k_begin, int k_end) {
   for (int t = 0; t < nk; ++t) {
     const int k0 = k_begin + t * BK;
     cp_async_wait<1>();  // slice t (staged operands: t+1) has landed (this thread's copies) ...
-    __syncthreads();     // ... everybody's; and slice t-1's buffer is no longer read
+    if constexpr (VotesOf<Stage>::value)
+      st.plain = __syncthreads_and(st.own_within(rb)) != 0;
+    else
+      __syncthreads();  // ... everybody's; and slice t-1's buffer is no longer read
     const bool pre = t + 2 < nk;
     if (pre) st.load(k0 + 2 * BK, k_end, wb);
     if constexpr (staged)
