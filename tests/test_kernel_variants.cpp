@@ -206,7 +206,7 @@ namespace {
 
 TunedTable sample_table() {
   TunedTable t;
-  t.device = TunedDevice{"NVIDIA H100 80GB HBM3", 132, 12090, "0.1.0", "gamut-cuda-codegen-3"};
+  t.device = TunedDevice{"NVIDIA H100 80GB HBM3", 132, 12090, "0.1.0", kCodegenSchema};
   t.entries.push_back(
       {"product.bf16", "product-bf16", 1024, 1024, 64, 1, "wgmma 64x128 s3 b2", 0.5, "wgmma 128x256 s4 b1", 0.6});
   t.entries.push_back({"product.f32", "sgemm", 1024, 1024, 64, 1, "simt 64x64x8/4x4", 1.5, "simt 128x64x8/8x4", 1.7});
@@ -297,7 +297,7 @@ TEST(TunedTable, CorruptAndForeignTablesAreIgnoredWithOneWarning) {
     EXPECT_EQ(tuned_table_for(dir, t.device), nullptr);
     const std::string err = testing::internal::GetCapturedStderr();
     EXPECT_NE(err.find("another code generator (" + (codegen.empty() ? std::string("unrecorded") : codegen) +
-                       ", now gamut-cuda-codegen-3)"),
+                       ", now " + std::string(kCodegenSchema) + ")"),
               std::string::npos)
         << err;
   }

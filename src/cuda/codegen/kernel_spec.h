@@ -52,7 +52,7 @@ struct CodegenOptions {
 // The CUDA C++ generated for a typed plan (no device needed): what NVRTC compiles. The source
 // holds everything that shapes the kernel (types, plan, tile), so the cache key hashes it and
 // kCodegenSchema alone: nothing is printed per call to form a key.
-inline constexpr const char* kCodegenSchema = "gamut-cuda-codegen-3";  // 3: integer tropical steps on DPX
+inline constexpr const char* kCodegenSchema = "gamut-cuda-codegen-4";  // 4: the tropical plain sums by slice vote
 std::string generate_source(const Plan& plan, const TileConfig& tile, const CodegenOptions& options = {});
 // Name of the kernel entry point(s) in generated source.
 extern const char* const kMainKernelName;
