@@ -296,8 +296,8 @@ TEST(TunedTable, CorruptAndForeignTablesAreIgnoredWithOneWarning) {
     testing::internal::CaptureStderr();
     EXPECT_EQ(tuned_table_for(dir, t.device), nullptr);
     const std::string err = testing::internal::GetCapturedStderr();
-    EXPECT_NE(err.find("another code generator (" + (codegen.empty() ? std::string("unrecorded") : codegen) +
-                       ", now " + std::string(kCodegenSchema) + ")"),
+    EXPECT_NE(err.find("another code generator (" + (codegen.empty() ? std::string("unrecorded") : codegen) + ", now " +
+                       std::string(kCodegenSchema) + ")"),
               std::string::npos)
         << err;
   }

@@ -1,5 +1,6 @@
 // `gamut tune`: the library's search (gamut::tune) with a progress bar, one line per query and
 // size, and where the table went. The plots are tools/plot_tune.py's (matplotlib).
+#include <cmath>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -19,7 +20,7 @@ int cmd_tune(TuneOptions opt, bool quiet) {
   for (const std::string& l : rep.lines) std::cout << l << "\n";
   if (rep.stopped)
     std::cout << "the time budget (--seconds) ran out: the queries after the last line were not searched\n";
-  std::cout << "searched in " << int(rep.seconds + 0.5) << " s; tuned table: " << rep.table_path << "\n";
+  std::cout << "searched in " << std::lround(rep.seconds) << " s; tuned table: " << rep.table_path << "\n";
   if (!rep.out_path.empty()) std::cout << "copy: " << rep.out_path << "\n";
   std::cout << "plots: python3 tools/plot_tune.py " << (rep.out_path.empty() ? rep.table_path : rep.out_path)
             << " (needs matplotlib)\n";
