@@ -197,6 +197,14 @@ std::string device_text(const Device& d) {
   }
 }
 
+// The bound, planned call of these inputs as kernel_variants, compile_ahead and kernel_source see
+// it (nothing runs).
+std::unique_ptr<Prepared> prepared_call(Query::Impl& impl, const Inputs& inputs, const Options& options) {
+  api::StagedInputs staged =
+      api::stage_inputs(inputs, options.stream, gpu_engine(engine_options(options)), impl.index_operands);
+  return api::BoundCall(impl.memo, impl.source, staged, options).take_prepared(impl.source);
+}
+
 // The GPU kernel run_gpu would run for this instance (on this device, or without one an H100).
 cuda::KernelSpec kernel_for(const Instance& inst, const RunOptions& ro) {
   // (Seen tables: the engine also reads device vectors' ranges; here host data decides.)
@@ -564,9 +572,7 @@ std::string Query::explain(const Inputs& inputs, const Options& options) const {
 }
 
 std::vector<std::string> Query::kernel_variants(const Inputs& inputs, const Options& options) const {
-  const bool gpu = gpu_engine(engine_options(options));
-  api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu, impl_->index_operands);
-  const auto prep = api::BoundCall(impl_->memo, impl_->source, staged, options).take_prepared(impl_->source);
+  const auto prep = prepared_call(*impl_, inputs, options);
   if (prep->program) return {};
   const cuda::GpuRunOptions go = gpu_run_options(engine_options(options));
   const Instance& inst = prep->instance;
@@ -582,10 +588,9 @@ void Query::compile_ahead(const Inputs& inputs, const std::vector<Options>& runs
   const cuda::KernelTarget target = explained_target();
   for (const Options& options : runs) {
     try {
-      const RunOptions ro = engine_options(options);
-      api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu_engine(ro), impl_->index_operands);
-      const auto prep = api::BoundCall(impl_->memo, impl_->source, staged, options).take_prepared(impl_->source);
-      for (KernelSource& k : kernel_sources(*prep, target, gpu_run_options(ro))) kernels.push_back(std::move(k));
+      const auto prep = prepared_call(*impl_, inputs, options);
+      for (KernelSource& k : kernel_sources(*prep, target, gpu_run_options(engine_options(options))))
+        kernels.push_back(std::move(k));
     } catch (const Error&) {  // (the run reports it)
     }
   }
@@ -594,12 +599,9 @@ void Query::compile_ahead(const Inputs& inputs, const std::vector<Options>& runs
 }
 
 std::string Query::kernel_source(const Inputs& inputs, const Options& options) const {
-  const bool gpu = gpu_engine(engine_options(options));
-  api::StagedInputs staged = api::stage_inputs(inputs, options.stream, gpu, impl_->index_operands);
-  const auto prep = api::BoundCall(impl_->memo, impl_->source, staged, options).take_prepared(impl_->source);
-  const RunOptions ro = engine_options(options);
+  const auto prep = prepared_call(*impl_, inputs, options);
   std::string out;
-  for (const KernelSource& k : kernel_sources(*prep, explained_target(), gpu_run_options(ro)))
+  for (const KernelSource& k : kernel_sources(*prep, explained_target(), gpu_run_options(engine_options(options))))
     out += k.title + "\n" + k.source;
   return out;
 }

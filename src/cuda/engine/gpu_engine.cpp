@@ -172,7 +172,7 @@ class GpuRun {
   void bind_inputs();
   void bind_outputs();
   void launch_until_fits();
-  int64_t band_aligned_blocks(bool per_col, int64_t even) const;
+  int64_t band_aligned_blocks(int64_t even) const;
   void repeat();
   Results collect();
   void launch();  // the operand copies and the kernel, in stream order
@@ -359,9 +359,12 @@ void GpuRun::launch() {
 // parts, give a block at most kBandSlack more tiles than the even split, the grid is bands * s
 // (q T / G then falls on the parts' edges). bench/NOTES.md, session 38. GAMUT_EXPERIMENT_WHOLE_BANDS=0:
 // the even split (an A/B switch, read per launch).
-int64_t GpuRun::band_aligned_blocks(bool per_col, int64_t even) const {
+int64_t GpuRun::band_aligned_blocks(int64_t even) const {
   constexpr double kBandSlack = 1.06;
   if (const char* e = std::getenv("GAMUT_EXPERIMENT_WHOLE_BANDS"); e && std::string(e) == "0") return even;
+  const int list = resident_top_form(P_);
+  if (list < 0) return even;
+  const bool per_col = P_.lists[size_t(list)].per == PerGroup::Col;
   const int64_t batch = std::max<int64_t>(inst_.batch, 1);
   const int64_t bands = size_mul_saturated(per_col ? tiles_n_ : tiles_m_, batch);
   const int64_t length = per_col ? tiles_m_ : tiles_n_;  // tiles a band
@@ -389,8 +392,7 @@ void GpuRun::launch_until_fits() {
                                                 std::min<int64_t>(tile_blocks, info.cluster))
                             : tile_blocks;
   if (info.resident_top && info.cluster == 1 && !groups_ && options_.resident_blocks <= 0)
-    blocks_ = band_aligned_blocks(
-        resident_top_form(P_) >= 0 && P_.lists[size_t(resident_top_form(P_))].per == PerGroup::Col, blocks_);
+    blocks_ = band_aligned_blocks(blocks_);
   double ms = 0;
   int launches = 0;
   while (true) {
