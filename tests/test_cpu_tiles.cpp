@@ -219,12 +219,14 @@ TEST(CpuCancel, StopsSoonAfterTheFlagIsSet) {
 
 TEST(ApiCancel, InterruptedStopsTheRunAndTheQueryStaysUsable) {
   Query q = Query::compile(kProduct);
-  std::vector<float> a(512 * 8192, 1.0f), b(8192 * 512, 1.0f);
+  // 8.6 G multiply-adds on two threads: seconds on any host, so the 300 ms poll comes first.
+  std::vector<float> a(1024 * 8192, 1.0f), b(8192 * 1024, 1.0f);
   Inputs in;
-  in.array("A", ArrayRef::host(a.data(), DType::F32, {512, 8192}))
-      .array("B", ArrayRef::host(b.data(), DType::F32, {8192, 512}));
+  in.array("A", ArrayRef::host(a.data(), DType::F32, {1024, 8192}))
+      .array("B", ArrayRef::host(b.data(), DType::F32, {8192, 1024}));
   Options o;
   o.backend = "cpu";
+  o.threads = 2;  // (one per hardware thread finished a smaller run within 300 ms on a 16-core host)
   const std::thread::id caller = std::this_thread::get_id();
   const Clock::time_point t0 = Clock::now();
   Clock::time_point asked;
