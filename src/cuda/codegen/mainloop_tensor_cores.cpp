@@ -42,6 +42,8 @@ class TensorMainloop final : public Mainloop {
     }
     c.open("struct TcMap");
     c.line("static constexpr int kRows = Mainloop::Map::kRows, kCols = Mainloop::Map::kCols;");
+    if (spec_.tile.wgmma)
+      c.line("static constexpr bool kWarpRows = true;  // warp w holds the 16 rows from 16 w, every column");
     c.line("int tid;");
     c.line("__device__ __forceinline__ explicit TcMap(int t) : tid(t) {}");
     c.open("__device__ __forceinline__ int row(int m) const");

@@ -28,6 +28,7 @@ static_assert(Mainloop::SMEM_BYTES == 132224, "shared memory as the host compute
 // 16 warp + g + 8 m, column n = 2 ni + e is 8 ni + 2 t + e (lane = 4 g + t).
 struct TcMap {
   static constexpr int kRows = Mainloop::Map::kRows, kCols = Mainloop::Map::kCols;
+  static constexpr bool kWarpRows = true;  // warp w holds the 16 rows from 16 w, every column
   int tid;
   __device__ __forceinline__ explicit TcMap(int t) : tid(t) {}
   __device__ __forceinline__ int row(int m) const {
@@ -187,7 +188,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_con
       }
     }
      {
-      typedef gm::ResidentTop<Shape, gm::kGroupCol> Resident;
+      typedef gm::ResidentTop<Shape, gm::kGroupCol, TcMap> Resident;
       Resident::Smem& rs = *reinterpret_cast<Resident::Smem*>(out_smem + Smem::resident_top);
       if (tile == tile_lo || tile_m == 0) Resident::reset(rs);  // a new band: nothing kept
       float* const accs = reinterpret_cast<float*>(out_smem + Smem::resident_accs);  // (TcMap::kRows * TcMap::kCols, Shape::THREADS)
@@ -205,12 +206,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_con
         const float dot = accs[e * Shape::THREADS + int(threadIdx.x)];
         return dot;
       };
-      // Every thread, together; false in all of them when no row of the tile is kept.
+      // Every thread of the tile (of the warp where Resident::WARP), together; false in all of them
+      // when none of its rows is kept.
       if (Resident::select<true>(tc_map, key, key_at, Closest_marks, Closest_append.limit(), rs)) {
          {
           gm::u64 row;
-          // Every thread, together; false in all of them when the block has no row.
-          if (gm::BlockAppend<Shape>::reserve(Closest_marks, Closest_append.counter, row)) {
+          // Every thread of the block (of the warp where Resident::WARP), together; false in all of them when it has no row.
+          if (Resident::reserve(Closest_marks, Closest_append.counter, row)) {
             unsigned todo[(TcMap::kRows * TcMap::kCols + 31) / 32];
 #pragma unroll
             for (int w = 0; w < (TcMap::kRows * TcMap::kCols + 31) / 32; ++w) todo[w] = Closest_marks[w];

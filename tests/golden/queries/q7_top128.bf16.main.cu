@@ -27,6 +27,7 @@ static_assert(Mainloop::SMEM_BYTES == 132224, "shared memory as the host compute
 // 16 warp + g + 8 m, column n = 2 ni + e is 8 ni + 2 t + e (lane = 4 g + t).
 struct TcMap {
   static constexpr int kRows = Mainloop::Map::kRows, kCols = Mainloop::Map::kCols;
+  static constexpr bool kWarpRows = true;  // warp w holds the 16 rows from 16 w, every column
   int tid;
   __device__ __forceinline__ explicit TcMap(int t) : tid(t) {}
   __device__ __forceinline__ int row(int m) const {

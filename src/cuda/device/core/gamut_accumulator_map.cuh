@@ -18,6 +18,10 @@
 // The output operators also take the block shape (Shape::THREADS, BM, BN); its TM x TN is the
 // grid of the map (TM == kRows, TN == kCols), checked by gm::map_fits.
 //
+// A map may also declare `static constexpr bool kWarpRows = true` where warp w of the tile's
+// W = THREADS / 32 warps holds exactly the block rows [w BM / W, (w + 1) BM / W), every column
+// of them (the wgmma map): an operator grouped per row then synchronizes one warp, not the tile.
+//
 // The SIMT mainloop's map is gm::ThreadMap (gamut_mainloop.cuh): TM x TN per thread in runs of
 // VM rows and VN columns. A tensor-core mainloop hands its fragment layout, e.g. mma.sync
 // m16n8kX with MI x NI instructions per warp tile: kRows = 2 MI (rows warp_row0 + mi * 16 +
@@ -31,6 +35,20 @@ template <class Map, class Shape>
 constexpr bool map_fits() {
   return Map::kRows == Shape::TM && Map::kCols == Shape::TN && Map::kRows > 0 && Map::kCols > 0 &&
          Map::index(Map::kRows - 1, Map::kCols - 1) < Map::kRows * Map::kCols;
+}
+
+// Map::kWarpRows where the map declares it, else false.
+template <class Map>
+constexpr auto warp_rows_of(int) -> decltype(bool(Map::kWarpRows)) {
+  return Map::kWarpRows;
+}
+template <class Map>
+constexpr bool warp_rows_of(...) {
+  return false;
+}
+template <class Map>
+constexpr bool warp_owns_rows() {
+  return warp_rows_of<Map>(0);
 }
 
 }  // namespace gm

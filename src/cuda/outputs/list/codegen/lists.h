@@ -35,6 +35,9 @@ class ListRows {
   // One reservation per block for the marked pairs, then their rows: a loop over the marked
   // pairs with one copy of the row's code.
   void rows(Code& c);
+  // The reservation's call: gm::BlockAppend's; TopBottomRows with resident thresholds, its own
+  // (one per warp where the warps select their own rows).
+  virtual std::string reserve() const { return "gm::BlockAppend<Shape>::reserve"; }
   static bool unrolled_experiment();  // GAMUT_EXPERIMENT_UNROLLED_ROWS=1 (lists.cpp)
   void rows_unrolled(Code& c);
   // The row of the thread's pair `e` (a run-time m * cols + n) into efN / ecN_k (and ekN), with

@@ -15,7 +15,9 @@
 // With block-resident thresholds (KernelContext::resident_top, gm::ResidentTop) the tile's
 // pairs are selected against its rows' (columns') thresholds kept in the block instead: no
 // global thresholds, reservoirs or stored ranks.
+#include <cstdlib>
 #include <set>
+#include <string>
 
 #include "cuda/outputs/list/codegen/lists.h"
 
@@ -75,7 +77,12 @@ class TopBottomRows final : public ListRows {
   // first), the tile's marks selected against it, the rows at or below it appended.
   void append_resident(Code& c) {
     const bool per_row = spec().per == PerGroup::Row;
-    const std::string rt = "gm::ResidentTop<Shape, " + std::string(per_row ? "gm::kGroupRow" : "gm::kGroupCol") + ">";
+    // GAMUT_EXPERIMENT_BLOCK_SELECT=1: a map type without kWarpRows, so the block-wide selection
+    // everywhere (an A/B switch against the warps' own, bench/NOTES.md session 39).
+    const char* block = std::getenv("GAMUT_EXPERIMENT_BLOCK_SELECT");
+    const std::string map = block && std::string(block) == "1" ? "void" : X.map.type;
+    const std::string rt = "gm::ResidentTop<Shape, " + std::string(per_row ? "gm::kGroupRow" : "gm::kGroupCol") +
+                           ", " + map + ">";
     c.open("");
     c.line("typedef " + rt + " Resident;");
     c.line("Resident::Smem& rs = *reinterpret_cast<Resident::Smem*>(" +
@@ -83,13 +90,16 @@ class TopBottomRows final : public ListRows {
     c.line(std::string("if (tile == tile_lo || ") + (per_row ? "tile_n" : "tile_m") +
            " == 0) Resident::reset(rs);  // a new band: nothing kept");
     key_lambdas(c);
-    c.line("// Every thread, together; false in all of them when no row of the tile is kept.");
+    c.line("// Every thread of the tile (of the warp where Resident::WARP), together; false in all of them");
+    c.line("// when none of its rows is kept.");
     c.open("if (Resident::select<" + top_ + ">(" + X.map.object + ", key, key_at, " + name("marks") + ", " +
            name("append") + ".limit(), rs))");
     rows(c);
     c.close();
     c.close();
   }
+
+  std::string reserve() const override { return resident_ ? "Resident::reserve" : ListRows::reserve(); }
 
   // The pair's key: `key(m, n)` for static m, n, which also keeps the pair's accumulator in
   // shared memory (`accs`, (rows * cols, THREADS)), and `key_at(e)` for a run-time e = m * cols

@@ -18,13 +18,19 @@
 // No global memory is read or written here: no global thresholds, no reservoirs (the tile
 // selection of gamut_list.cuh serves the other kernels). A group appends about N (1 + ln(n /
 // N)) rows over n pairs in random order, the rows that ever entered its best N.
+//
+// Per i on a map whose warps own their rows (gm::warp_owns_rows: the wgmma map, warp w holding
+// the rows 16 w .. 16 w + 15 at every column), a group's pairs all lie in one warp, so the
+// rounds, the merges and the append's reserve synchronize that warp alone (__syncwarp, votes),
+// and a warp whose pairs all fail goes on to its next tile's products: no block-wide barrier
+// in the selection. Elsewhere (per j; maps that spread a row over warps) the block's.
 #pragma once
 #include "gamut_accumulator_map.cuh"
 #include "gamut_list.cuh"
 
 namespace gm {
 
-template <class Shape, int PER>
+template <class Shape, int PER, class Map>
 struct ResidentTop {
   static_assert(PER == kGroupRow || PER == kGroupCol, "resident thresholds are per i or per j");
   static constexpr int G = PER == kGroupRow ? Shape::BM : Shape::BN;  // groups of a band
@@ -33,6 +39,10 @@ struct ResidentTop {
   static constexpr int W = (Shape::TM * Shape::TN + 31) / 32;
   static constexpr int WARPS = Shape::THREADS / 32;
   static_assert(G % WARPS == 0, "the groups spread evenly over the warps");
+  static constexpr int GW = G / WARPS;  // groups a warp merges
+  // Each warp selects its own rows (groups GW w .. GW w + GW - 1) alone.
+  static constexpr bool WARP = PER == kGroupRow && warp_owns_rows<Map>();
+  static_assert(!WARP || GW <= 32, "a warp's groups fit one ballot");
 
   struct Smem {
     unsigned best[G][KEEP];  // (G, KEEP) ascending; 0xffffffff: empty
@@ -49,8 +59,31 @@ struct ResidentTop {
       if (w == e / 32) b[w] &= ~(1u << (e % 32));
   }
 
+  GM_DEV static int warp() { return tile_thread<Shape::THREADS>() >> 5; }
+  // Group q of this warp's groups.
+  GM_DEV static int group_of_warp(int q) { return WARP ? GW * warp() + q : warp() + WARPS * q; }
+  // The selection's barrier, the warp's or the tile's: whether p holds in any of its threads.
+  GM_DEV static bool any_sync(bool p) {
+    if constexpr (WARP) {
+      __syncwarp();
+      return __any_sync(0xffffffffu, p);
+    } else {
+      return tile_sync_count<Shape::THREADS>(p) != 0;
+    }
+  }
+
   // A new band: nothing kept. Every thread of the tile calls it.
   GM_DEV static void reset(Smem& s) {
+    if constexpr (WARP) {  // the warp's own groups
+      const int lane = int(threadIdx.x & 31u), g0 = GW * warp();
+      for (int e = lane; e < GW * KEEP; e += 32) s.best[g0 + e / KEEP][e % KEEP] = 0xffffffffu;
+      if (lane < GW) {
+        s.count[g0 + lane] = 0u;
+        s.thr[g0 + lane] = 0xffffffffu;
+      }
+      __syncwarp();
+      return;
+    }
     for (int e = int(threadIdx.x); e < G * KEEP; e += Shape::THREADS) (&s.best[0][0])[e] = 0xffffffffu;
     for (int g = int(threadIdx.x); g < G; g += Shape::THREADS) {
       s.count[g] = 0u;
@@ -68,14 +101,13 @@ struct ResidentTop {
     static_assert(C == 32 && KEEP == 32, "one rank per lane");
     const int lane = int(threadIdx.x & 31u);
     const int nth = int(limit < KEEP ? limit : KEEP) - 1;  // (limit >= 1 here)
-    const int warp = int(threadIdx.x >> 5);
-    // This warp's groups warp + WARPS q, 32 at a time: a ballot of those with candidates.
-    for (int q0 = 0; q0 < G / WARPS; q0 += 32) {
+    // This warp's groups (group_of_warp), 32 at a time: a ballot of those with candidates.
+    for (int q0 = 0; q0 < GW; q0 += 32) {
       // (Lanes past the warp's groups read nothing: another warp may be clearing its counts.)
-      const bool mine = q0 + lane < G / WARPS;
-      unsigned with = __ballot_sync(0xffffffffu, mine && s.count[mine ? warp + WARPS * (q0 + lane) : 0] != 0u);
+      const bool mine = q0 + lane < GW;
+      unsigned with = __ballot_sync(0xffffffffu, mine && s.count[group_of_warp(mine ? q0 + lane : 0)] != 0u);
       while (with != 0u) {
-        const int g = warp + WARPS * (q0 + __ffs(int(with)) - 1);
+        const int g = group_of_warp(q0 + __ffs(int(with)) - 1);
         with &= with - 1u;
         const unsigned offered = s.count[g];
         const unsigned n = offered < unsigned(C) ? offered : unsigned(C);
@@ -122,9 +154,10 @@ struct ResidentTop {
   // straight-line code that also tests it against the group's threshold (gm::rank_within);
   // key_at(e) is the same key at a run-time e, for the few pairs that passed (the generated
   // code keeps the tile's accumulators in shared memory for it: key() stores them). Every
-  // thread of the tile calls it; returns, the same in every thread, false where no pair of the
-  // tile passed (nothing to append) and true where some did. Two block-wide barriers a tile
-  // where pairs pass (a round; more rounds where a buffer filled), one where none does.
+  // thread of the tile calls it; returns, the same in every thread of the tile (of the warp
+  // where WARP), false where no pair of the tile (warp) passed (nothing to append) and true
+  // where some did. Two barriers a tile where pairs pass (a round; more rounds where a buffer
+  // filled), one where none does.
   template <bool TOP, class Map, class Key, class KeyAt>
   GM_DEV static bool select(const Map& tmap, const Key& key, const KeyAt& key_at, unsigned (&marks)[W], i64 limit,
                             Smem& s) {
@@ -177,13 +210,17 @@ struct ResidentTop {
       for (int w = 0; w < W; ++w) left |= pend[w];
       // The round's candidates are in the buffers. (The first round's barrier also says whether
       // any pair of the tile passed: where none did, nothing was offered and nothing is left.)
-      if (!first)
-        tile_sync<Shape::THREADS>();
-      else if (tile_sync_count<Shape::THREADS>(any != 0u) == 0)
+      if (!first) {
+        if constexpr (WARP)
+          __syncwarp();
+        else
+          tile_sync<Shape::THREADS>();
+      } else if (!any_sync(any != 0u)) {
         return false;
+      }
       merge(limit, s);
       // (the barrier also orders the merge's thresholds before the next reads)
-      if (tile_sync_count<Shape::THREADS>(left != 0u) == 0) break;
+      if (!any_sync(left != 0u)) break;
     }
     unsigned todo[W];
 #pragma unroll
@@ -197,6 +234,32 @@ struct ResidentTop {
     // Some mark is left (no barrier to count them): a group offered a candidate keeps its N best
     // ranks of the round marked, since the merged threshold is the N-th of ranks that include them.
     return true;
+  }
+
+  // The append's reserve of the thread's marked rows on *counter (gm::BlockAppend::reserve):
+  // where WARP one atomic per warp with rows, the warp's threads together; else the block's.
+  GM_DEV static bool reserve(unsigned (&bits)[W], u64* counter, u64& first) {
+    if constexpr (!WARP) {
+      return BlockAppend<Shape>::reserve(bits, counter, first);
+    } else {
+      opaque_bits(bits);
+      unsigned mine = 0;
+#pragma unroll
+      for (int w = 0; w < W; ++w) mine += unsigned(__popc(bits[w]));
+      const int lane = int(threadIdx.x & 31u);
+      unsigned incl = mine;  // inclusive sum over the warp's lanes
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {
+        const unsigned t = __shfl_up_sync(0xffffffffu, incl, d);
+        if (lane >= d) incl += t;
+      }
+      const unsigned rows = __shfl_sync(0xffffffffu, incl, 31);
+      if (rows == 0u) return false;
+      u64 base = 0;
+      if (lane == 31) base = atomicAdd(counter, u64(rows));
+      first = __shfl_sync(0xffffffffu, base, 31) + (incl - mine);
+      return true;
+    }
   }
 };
 
