@@ -18,6 +18,7 @@ struct AccumulatorMap {
   std::string col_run;               // grid columns per run of consecutive tile columns (vector stores)
   std::string tile_row0, tile_col0;  // the block tile's first row and column
   int pairs = 0;                     // rows * cols, as a number
+  bool warp_rows = false;            // the type's kWarpRows (gamut_accumulator_map.cuh): warps own their rows
   // Accumulator `acc` at grid position (m, n), read where the loop variables m and n are in scope.
   std::function<std::string(int acc)> value;
 

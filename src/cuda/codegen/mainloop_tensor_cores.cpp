@@ -222,7 +222,10 @@ class TensorMainloop final : public Mainloop {
 
   void finish(Code& c) override {
     if (!X.persistent) return;
-    c.line("gm::tile_sync<Shape::THREADS>();  // the outputs' shared memory is free for the next tile");
+    if (!X.warp_outputs)
+      c.line("gm::tile_sync<Shape::THREADS>();  // the outputs' shared memory is free for the next tile");
+    else
+      c.line("// (No tile barrier: each warp's outputs use shared memory of its own, gm::ResidentTop::WARP.)");
     if (X.epilogue_warpgroups)
       c.line("if (tile + 1 < tile_hi) Mainloop::signal_empty();  // the consumers may hand the next tile over");
     c.close();
@@ -238,6 +241,7 @@ class TensorMainloop final : public Mainloop {
     m.tile_row0 = "tc_i0";
     m.tile_col0 = "tc_j0";
     m.pairs = X.T.tm * X.T.tn;
+    m.warp_rows = spec_.tile.wgmma;
     m.value = [v = value()](int) { return v; };
     return m;
   }

@@ -287,6 +287,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_con
         }
       }
     }
-    gm::tile_sync<Shape::THREADS>();  // the outputs' shared memory is free for the next tile
+    // (No tile barrier: each warp's outputs use shared memory of its own, gm::ResidentTop::WARP.)
   }
 }

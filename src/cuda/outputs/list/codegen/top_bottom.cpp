@@ -31,6 +31,7 @@ class TopBottomRows final : public ListRows {
  public:
   TopBottomRows(KernelContext& ctx, size_t l)
       : ListRows(ctx, l), resident_(ctx.resident_top), stash_(!resident_ && ctx.tile_ranks_offset() >= 0) {
+    ctx.warp_outputs = warp_select();
     const PerGroup g = spec().per;
     const gm::ListGroup group = g == PerGroup::Row ? gm::kGroupRow : g == PerGroup::Col ? gm::kGroupCol : gm::kGroupAll;
     select_ = "gm::TileSelect<Shape, " + to_string(int(group)) + ">";
@@ -77,10 +78,8 @@ class TopBottomRows final : public ListRows {
   // first), the tile's marks selected against it, the rows at or below it appended.
   void append_resident(Code& c) {
     const bool per_row = spec().per == PerGroup::Row;
-    // GAMUT_EXPERIMENT_BLOCK_SELECT=1: a map type without kWarpRows, so the block-wide selection
-    // everywhere (an A/B switch against the warps' own, bench/NOTES.md session 39).
-    const char* block = std::getenv("GAMUT_EXPERIMENT_BLOCK_SELECT");
-    const std::string map = block && std::string(block) == "1" ? "void" : X.map.type;
+    // (void: a map type without kWarpRows, so the block-wide selection.)
+    const std::string map = block_select_experiment() ? "void" : X.map.type;
     const std::string rt = "gm::ResidentTop<Shape, " + std::string(per_row ? "gm::kGroupRow" : "gm::kGroupCol") +
                            ", " + map + ">";
     c.open("");
@@ -97,6 +96,20 @@ class TopBottomRows final : public ListRows {
     rows(c);
     c.close();
     c.close();
+  }
+
+  // Resident thresholds per i on the wgmma map (TcMap::kWarpRows): each warp selects its own
+  // rows (gm::ResidentTop::WARP). GAMUT_EXPERIMENT_BLOCK_SELECT=1: the block-wide selection
+  // instead (an A/B switch, bench/NOTES.md session 39).
+  static bool block_select_experiment() {
+    const char* block = std::getenv("GAMUT_EXPERIMENT_BLOCK_SELECT");
+    return block && std::string(block) == "1";
+  }
+  // Whether the kernel's tile loop may drop its tile barrier: the warps select their own rows
+  // and the tiles are not split between consumer groups (ping-pong keeps the barrier).
+  bool warp_select() const {
+    return resident_ && spec().per == PerGroup::Row && X.map.warp_rows && X.tile_groups == 1 &&
+           !block_select_experiment();
   }
 
   std::string reserve() const override { return resident_ ? "Resident::reserve" : ListRows::reserve(); }
