@@ -484,7 +484,11 @@ TEST(CodegenTensor, ResidentThresholdsForSmallGroupedLists) {
     EXPECT_LE(info.smem_bytes + 256, size_t(227) << 10);  // (sm_90's limit with static words)
     const std::string src = generate_source(p->plan, k.tile, k.options);
     EXPECT_NE(src.find("#include \"gamut_resident_top.cuh\""), std::string::npos);
-    EXPECT_NE(src.find("typedef gm::ResidentTop<Shape, gm::kGroupRow> Resident;"), std::string::npos) << src;
+    EXPECT_NE(src.find("typedef gm::ResidentTop<Shape, gm::kGroupRow, TcMap> Resident;"), std::string::npos) << src;
+    // The warps select their own rows (TcMap::kWarpRows): one reserve per warp, no tile barrier.
+    EXPECT_NE(src.find("static constexpr bool kWarpRows = true;"), std::string::npos);
+    EXPECT_NE(src.find("if (Resident::reserve("), std::string::npos);
+    EXPECT_EQ(src.find("gm::tile_sync<Shape::THREADS>();  // the outputs' shared memory"), std::string::npos);
     EXPECT_NE(src.find("for (int tile = tile_lo; tile < tile_hi; ++tile)"), std::string::npos);
     EXPECT_NE(src.find("gm::tile_coords_spread<true>(tile - b * tm_e * tn_e"), std::string::npos);
     EXPECT_NE(src.find("if (tile == tile_lo || tile_n == 0) Resident::reset(rs);"), std::string::npos);
@@ -511,7 +515,9 @@ TEST(CodegenTensor, ResidentThresholdsForSmallGroupedLists) {
   const KernelChoice kj = choice(*pj, F32Math::Ieee);
   EXPECT_TRUE(kj.options.resident_top);
   const std::string sj = generate_source(pj->plan, kj.tile, kj.options);
-  EXPECT_NE(sj.find("typedef gm::ResidentTop<Shape, gm::kGroupCol> Resident;"), std::string::npos);
+  EXPECT_NE(sj.find("typedef gm::ResidentTop<Shape, gm::kGroupCol, TcMap> Resident;"), std::string::npos);
+  // (Per j the block selects: its tile barrier stays.)
+  EXPECT_NE(sj.find("gm::tile_sync<Shape::THREADS>();  // the outputs' shared memory"), std::string::npos);
   EXPECT_NE(sj.find("gm::tile_coords_spread<false>(tile - b * tm_e * tn_e"), std::string::npos);
   EXPECT_NE(sj.find("if (tile == tile_lo || tile_m == 0) Resident::reset(rs);"), std::string::npos);
   // Epilogue warpgroups (session 21) from 1792 bytes of k per row (bf16 K > 896, tf32 K > 448):

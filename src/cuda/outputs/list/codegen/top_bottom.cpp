@@ -80,8 +80,8 @@ class TopBottomRows final : public ListRows {
     const bool per_row = spec().per == PerGroup::Row;
     // (void: a map type without kWarpRows, so the block-wide selection.)
     const std::string map = block_select_experiment() ? "void" : X.map.type;
-    const std::string rt = "gm::ResidentTop<Shape, " + std::string(per_row ? "gm::kGroupRow" : "gm::kGroupCol") +
-                           ", " + map + ">";
+    const std::string rt =
+        "gm::ResidentTop<Shape, " + std::string(per_row ? "gm::kGroupRow" : "gm::kGroupCol") + ", " + map + ">";
     c.open("");
     c.line("typedef " + rt + " Resident;");
     c.line("Resident::Smem& rs = *reinterpret_cast<Resident::Smem*>(" +
