@@ -4,7 +4,7 @@
 # usage: tools/device_run.sh [tests] [sanitize] [bench] [demo] [relbench] [semibench] [tc] [fuzz] [py] [sweep] [profile]
 #                            [shards] [api] [reach] [cold] [tq] [verify] [pyoverhead] [sanitizers]
 #                            [hostoverhead] [multigpu] [qprofile] [userbuild] [userbuild-clang] [dask] [sanq] [hist] [tccold] [tuneab]
-#                            [perfsmoke]
+#                            [perfsmoke] [focus]
 #                            (default: tests sanitize bench)
 # PREBUILT=DIR: binaries built elsewhere (a build folder of this checkout at the same absolute
 # path, carried along; tools/device_prebuild.sh): no build here. Else build-dev is built here
@@ -209,7 +209,7 @@ SHARD_FILTER="${GPU_FILTER:--TensorMainloopSim.*:TensorMainloop.EveryVariantComp
 API_FILTER='ApiDevice.*:CliApi.*:Cli.*:CudaRuntime.*:CudaCache.*:GpuSkip.*'
 
 # The steps that need no build-dev: the user's builds and what runs on the installed package.
-PACKAGE_STEPS='userbuild|userbuild-clang|pyoverhead|pytune|tuneab|perfsmoke|tq|tccold|hist|ktimes|qprofile|dask|sanq'
+PACKAGE_STEPS='userbuild|userbuild-clang|pyoverhead|pytune|tuneab|perfsmoke|tq|tccold|hist|ktimes|qprofile|dask|sanq|focus'
 # steps_only_of ALTERNATIVES: whether every step asked is one of these (an extended regex's alternatives).
 steps_only_of() {
   local s
@@ -488,6 +488,29 @@ print('\\n'.join(r['lines'])); print('stopped:', r['stopped'], 'seconds:', round
       (export PYTHONPATH=$PWD/.devcarry/site; cd /tmp && timeout ${TCC_TIMEOUT:-300} python3 "$OLDPWD/bench/tc_cold_compile.py" \
          --ahead ${TCC_AHEAD:-both} --json "$OUT/tc_cold.json" 2>&1 | tee "$OUT/tc_cold.txt")
       gate "tc_cold_compile" $? ;;
+    focus)
+      # For a short device budget: the user's cmake build (the machine's compilers) of the GPU suite's
+      # binary alone, then FOCUS_FILTERS (space-separated gtest filters) as parallel processes, each
+      # cut at FOCUS_TIMEOUT seconds.
+      ub=build-user
+      cmake -S . -B $ub -G Ninja -DCMAKE_BUILD_TYPE=Release > "$OUT/focus_cmake.log" 2>&1 \
+        && cmake --build $ub -j"$NPROC" --target gamut_gpu_tests > "$OUT/focus_build.log" 2>&1
+      rc=$?; [ $rc -ne 0 ] && tail -20 "$OUT/focus_build.log"
+      gate "focus build" $rc
+      if [ $rc -eq 0 ]; then
+        n=0; pids=()
+        for f in ${FOCUS_FILTERS:-GpuTensorQueries.*}; do
+          n=$((n + 1))
+          (GAMUT_CACHE_DIR=$PWD/$ub/kcache timeout ${FOCUS_TIMEOUT:-150} $ub/tests/gamut_gpu_tests --gtest_filter="$f" \
+             > "$OUT/focus_$n.log" 2>&1) & pids+=($!)
+        done
+        n=0
+        for f in ${FOCUS_FILTERS:-GpuTensorQueries.*}; do
+          wait "${pids[$n]}"; rc=$?; n=$((n + 1))
+          grep -h "^\[  PASSED\|^\[  FAILED\|tests* ran" "$OUT/focus_$n.log" | tr '\n' ' '; echo
+          gate "focus $f" $rc
+        done
+      fi ;;
     hist)
       # Pair counts by distance bin (issue 38): the fused histogram query against torch.cdist + histc.
       (export PYTHONPATH=$PWD/.devcarry/site; cd /tmp && timeout ${HIST_TIMEOUT:-180} python3 "$OLDPWD/bench/histogram.py" \
