@@ -81,8 +81,8 @@ struct KernelContext {
   }
   bool epilogue_warpgroups = false;
   // Set by an output operator whose warps synchronize among themselves only (TopBottomRows with
-  // gm::ResidentTop::WARP, the kernel's one output): a persistent tile loop then needs no tile
-  // barrier between tiles.
+  // gm::ResidentTop::WARP, the kernel's one output, run by the consumers): a persistent tile loop
+  // then needs no tile barrier between tiles.
   bool warp_outputs = false;
   // Ping-pong (set by the tensor mainloop, TcTile::groups): consumer groups running tiles of
   // their own; the kernel defines GM_TILE_GROUPS before its includes.

@@ -293,7 +293,7 @@ extern "C" __global__ void __launch_bounds__(640, 1) gamut_main(const __grid_con
         }
       }
     }
-    // (No tile barrier: each warp's outputs use shared memory of its own, gm::ResidentTop::WARP.)
+    gm::tile_sync<Shape::THREADS>();  // the outputs' shared memory is free for the next tile
     if (tile + 1 < tile_hi) Mainloop::signal_empty();  // the consumers may hand the next tile over
   }
 }
