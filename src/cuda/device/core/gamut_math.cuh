@@ -215,6 +215,17 @@ GM_DEV void opaque_bits(unsigned (&bits)[W]) {
   for (int w = 0; w < W; ++w) opaque(bits[w]);
 }
 
+// The sum of v over this lane and the lanes below it (every lane of the warp calls it).
+GM_DEV unsigned warp_inclusive_sum(unsigned v) {
+  const int lane = int(threadIdx.x & 31u);
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const unsigned t = __shfl_up_sync(0xffffffffu, v, d);
+    if (lane >= d) v += t;
+  }
+  return v;
+}
+
 // ---- the tile's barriers ------------------------------------------------------------------------
 // The threads that run a tile's outputs are the block's first THREADS (Shape::THREADS): all of
 // them, or all but the producer warp of the TMA mainloop (gamut_tc_wgmma_tma.cuh), which has

@@ -65,17 +65,11 @@ GM_DEV void sel_hist(const SelectArgs& a) {
 constexpr unsigned kSelChunks = 8;  // 256 bins at most (8-bit digits)
 GM_DEV bool sel_find_digit(const unsigned (&v)[kSelChunks], unsigned bins, u64 limit, u64& run, unsigned& digit,
                            unsigned& under) {
-  const unsigned lane = threadIdx.x & 31u;
   bool found = false;  // the same in every lane
 #pragma unroll
   for (unsigned c = 0; c < kSelChunks; ++c) {
-    if (c * 32u >= bins) break;  // the same in every lane
-    unsigned incl = v[c];        // inclusive scan over the chunk's lanes
-#pragma unroll
-    for (unsigned o = 1; o < 32; o <<= 1) {
-      const unsigned t = __shfl_up_sync(0xffffffffu, incl, o);
-      if (lane >= o) incl += t;
-    }
+    if (c * 32u >= bins) break;                      // the same in every lane
+    const unsigned incl = warp_inclusive_sum(v[c]);  // over the chunk's lanes
     // The first lane whose running count reaches N holds the digit.
     const unsigned hit = __ballot_sync(0xffffffffu, run + incl >= limit);
     if (!found && hit != 0u) {

@@ -127,23 +127,13 @@ struct BlockAppend {
     unsigned& block_rows = block_rows_of[group];
     u64& block_first = block_first_of[group];
     const int lane = int(threadIdx.x & 31u), warp = tile_thread<Shape::THREADS>() >> 5;
-    unsigned incl = mine;   // inclusive sum over the warp's lanes
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const unsigned t = __shfl_up_sync(0xffffffffu, incl, d);
-      if (lane >= d) incl += t;
-    }
+    const unsigned incl = warp_inclusive_sum(mine);
     tile_sync<Shape::THREADS>();   // an earlier call's readers are done with the shared words
     if (lane == 31) warp_first[warp] = incl;
     tile_sync<Shape::THREADS>();
     if (warp == 0) {
       const unsigned rows = lane < WARPS ? warp_first[lane] : 0u;
-      unsigned sum = rows;
-#pragma unroll
-      for (int d = 1; d < 32; d <<= 1) {
-        const unsigned t = __shfl_up_sync(0xffffffffu, sum, d);
-        if (lane >= d) sum += t;
-      }
+      const unsigned sum = warp_inclusive_sum(rows);
       if (lane < WARPS) warp_first[lane] = sum - rows;
       if (lane == 31) {
         block_rows = sum;

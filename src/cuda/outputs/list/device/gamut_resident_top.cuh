@@ -247,12 +247,7 @@ struct ResidentTop {
 #pragma unroll
       for (int w = 0; w < W; ++w) mine += unsigned(__popc(bits[w]));
       const int lane = int(threadIdx.x & 31u);
-      unsigned incl = mine;  // inclusive sum over the warp's lanes
-#pragma unroll
-      for (int d = 1; d < 32; d <<= 1) {
-        const unsigned t = __shfl_up_sync(0xffffffffu, incl, d);
-        if (lane >= d) incl += t;
-      }
+      const unsigned incl = warp_inclusive_sum(mine);
       const unsigned rows = __shfl_sync(0xffffffffu, incl, 31);
       if (rows == 0u) return false;
       u64 base = 0;
