@@ -30,7 +30,8 @@
 
 namespace gm {
 
-template <class Shape, int PER, class Map>
+// OwnerMap: the accumulator map, whose kWarpRows decides WARP (void: none, the block's selection).
+template <class Shape, int PER, class OwnerMap>
 struct ResidentTop {
   static_assert(PER == kGroupRow || PER == kGroupCol, "resident thresholds are per i or per j");
   static constexpr int G = PER == kGroupRow ? Shape::BM : Shape::BN;  // groups of a band
@@ -41,7 +42,7 @@ struct ResidentTop {
   static_assert(G % WARPS == 0, "the groups spread evenly over the warps");
   static constexpr int GW = G / WARPS;  // groups a warp merges
   // Each warp selects its own rows (groups GW w .. GW w + GW - 1) alone.
-  static constexpr bool WARP = PER == kGroupRow && warp_owns_rows<Map>();
+  static constexpr bool WARP = PER == kGroupRow && warp_owns_rows<OwnerMap>();
   static_assert(!WARP || GW <= 32, "a warp's groups fit one ballot");
 
   struct Smem {
@@ -62,7 +63,14 @@ struct ResidentTop {
   GM_DEV static int warp() { return tile_thread<Shape::THREADS>() >> 5; }
   // Group q of this warp's groups.
   GM_DEV static int group_of_warp(int q) { return WARP ? GW * warp() + q : warp() + WARPS * q; }
-  // The selection's barrier, the warp's or the tile's: whether p holds in any of its threads.
+  // The selection's barrier: the warp's or the tile's.
+  GM_DEV static void sync() {
+    if constexpr (WARP)
+      __syncwarp();
+    else
+      tile_sync<Shape::THREADS>();
+  }
+  // The same, returning whether p holds in any of its threads.
   GM_DEV static bool any_sync(bool p) {
     if constexpr (WARP) {
       __syncwarp();
@@ -81,15 +89,14 @@ struct ResidentTop {
         s.count[g0 + lane] = 0u;
         s.thr[g0 + lane] = 0xffffffffu;
       }
-      __syncwarp();
-      return;
+    } else {
+      for (int e = int(threadIdx.x); e < G * KEEP; e += Shape::THREADS) (&s.best[0][0])[e] = 0xffffffffu;
+      for (int g = int(threadIdx.x); g < G; g += Shape::THREADS) {
+        s.count[g] = 0u;
+        s.thr[g] = 0xffffffffu;
+      }
     }
-    for (int e = int(threadIdx.x); e < G * KEEP; e += Shape::THREADS) (&s.best[0][0])[e] = 0xffffffffu;
-    for (int g = int(threadIdx.x); g < G; g += Shape::THREADS) {
-      s.count[g] = 0u;
-      s.thr[g] = 0xffffffffu;
-    }
-    tile_sync<Shape::THREADS>();
+    sync();
   }
 
   // One round's merge: a warp per group that has candidates. A few (the steady state: a tile
@@ -210,14 +217,10 @@ struct ResidentTop {
       for (int w = 0; w < W; ++w) left |= pend[w];
       // The round's candidates are in the buffers. (The first round's barrier also says whether
       // any pair of the tile passed: where none did, nothing was offered and nothing is left.)
-      if (!first) {
-        if constexpr (WARP)
-          __syncwarp();
-        else
-          tile_sync<Shape::THREADS>();
-      } else if (!any_sync(any != 0u)) {
+      if (!first)
+        sync();
+      else if (!any_sync(any != 0u))
         return false;
-      }
       merge(limit, s);
       // (the barrier also orders the merge's thresholds before the next reads)
       if (!any_sync(left != 0u)) break;
