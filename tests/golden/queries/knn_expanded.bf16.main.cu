@@ -244,7 +244,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) gamut_main(const __grid_con
       if (Resident::select<false>(tc_map, key, key_at, Nearest_marks, Nearest_append.limit(), rs)) {
          {
           gm::u64 row;
-          // Every thread of the block (of the warp where Resident::WARP), together; false in all of them when it has no row.
+          // Every thread of the block (of the warp where Resident::WARP), together; false in all of them
+          // when it has no row.
           if (Resident::reserve(Nearest_marks, Nearest_append.counter, row)) {
             unsigned todo[(TcMap::kRows * TcMap::kCols + 31) / 32];
 #pragma unroll

@@ -173,9 +173,12 @@ void ListRows::mark(Code& c) {
 void ListRows::rows(Code& c) {
   c.open("");
   c.line("gm::u64 row;");
-  c.line(reserve() == ListRows::reserve() ? "// Every thread, together; false in all of them when the block has no row."
-                                          : "// Every thread of the block (of the warp where Resident::WARP), "
-                                            "together; false in all of them when it has no row.");
+  if (reserve() == ListRows::reserve()) {
+    c.line("// Every thread, together; false in all of them when the block has no row.");
+  } else {
+    c.line("// Every thread of the block (of the warp where Resident::WARP), together; false in all of them");
+    c.line("// when it has no row.");
+  }
   c.open("if (" + reserve() + "(" + name("marks") + ", " + name("append") + ".counter, row))");
   if (unrolled_experiment() && X.map.pairs < 128) {
     rows_unrolled(c);
